@@ -1,0 +1,115 @@
+"""Program and kernel cache, and the one place kernels are enqueued.
+
+Each (context, source file, ``-D`` options) is built once per process; the
+``cl.Kernel`` objects are kept per thread (a kernel's arguments are mutable
+state, so a GUI thread and a worker thread never share one).  pyopencl's own
+on-disk binary cache makes a second process start fast.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+
+import kernels_cl
+
+from . import _trace_hooks
+from ._device import DeviceError, device_info
+
+_build_lock = threading.Lock()
+_programs: dict = {}              # (ctx, source, options) -> cl.Program
+_thread_kernels = threading.local()
+
+
+def precision_of(dtype) -> int:
+    """32 for float32, 64 for float64 (the kernels' PRECISION macro)."""
+    return 64 if np.dtype(dtype) == np.float64 else 32
+
+
+def build_options(dtype, defines: dict) -> tuple:
+    """Canonical, sorted ``-D`` options for a dtype and extra macros."""
+    opts = {"PRECISION": precision_of(dtype), **defines}
+    return ("-cl-std=CL1.2",) + tuple(f"-D{k}={v}" for k, v in sorted(opts.items()))
+
+
+def _program(ctx: cl.Context, source: str, options: tuple) -> cl.Program:
+    key = (ctx, source, options)
+    prg = _programs.get(key)
+    if prg is not None:
+        return prg
+    with _build_lock:
+        prg = _programs.get(key)
+        if prg is None:
+            text = kernels_cl.read_source(source)
+            try:
+                prg = cl.Program(ctx, text).build(options=list(options))
+            except (cl.RuntimeError, cl.LogicError) as exc:
+                raise DeviceError(f"building kernels_cl/{source} with "
+                                  f"{' '.join(options)} failed:\n{exc}") from exc
+            _programs[key] = prg
+    return prg
+
+
+def get_kernel(queue: cl.CommandQueue, source: str, name: str, dtype,
+               **defines) -> cl.Kernel:
+    """The kernel ``name`` of ``kernels_cl/<source>`` built for ``dtype``.
+
+    Built once per (context, source, options); the returned ``cl.Kernel`` is
+    this thread's own, stored and reused (never looked up by attribute again).
+    """
+    if precision_of(dtype) == 64 and not device_info(queue).fp64:
+        raise DeviceError(f"float64 needs cl_khr_fp64, which "
+                          f"{device_info(queue).name} does not support; use float32")
+    options = build_options(dtype, defines)
+    cache = getattr(_thread_kernels, "cache", None)
+    if cache is None:
+        cache = _thread_kernels.cache = {}
+    key = (queue.context, source, options, name)
+    kernel = cache.get(key)
+    if kernel is None:
+        kernel = cl.Kernel(_program(queue.context, source, options), name)
+        cache[key] = kernel
+    return kernel
+
+
+def round_up(value: int, multiple: int) -> int:
+    """Smallest multiple of ``multiple`` that is >= ``value`` (and >= multiple)."""
+    return max(multiple, -(-value // multiple) * multiple)
+
+
+def enqueue(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size,
+            *args, wait_for=None) -> cl.Event:
+    """Set arguments and enqueue ``kernel``; report it to an active recorder.
+
+    With no recorder active this is exactly ``set_args`` + enqueue.
+    """
+    kernel.set_args(*args)
+    event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
+                                       wait_for=wait_for)
+    if _trace_hooks.active is not None:
+        _trace_hooks.active.add_kernel(kernel.function_name, event,
+                                       global_size, local_size)
+    return event
+
+
+def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, label="copy") -> cl.Event:
+    """Device-to-device copy, reported to an active recorder like a kernel."""
+    if byte_count is None:
+        event = cl.enqueue_copy(queue, dest, src)
+    else:
+        event = cl.enqueue_copy(queue, dest, src, byte_count=byte_count)
+    if _trace_hooks.active is not None:
+        _trace_hooks.active.add_kernel(label, event, None, None)
+    return event
+
+
+def int_arg(value: int) -> np.int32:
+    """A scalar kernel argument of OpenCL type ``int``."""
+    return np.int32(value)
+
+
+def real_arg(value: float, dtype) -> np.generic:
+    """A scalar kernel argument of OpenCL type ``real``."""
+    return np.dtype(dtype).type(value)

@@ -1,0 +1,117 @@
+"""Input validation shared by every public function (scipy's ``_asarray_validated`` role).
+
+Rules: 2-D where a matrix is expected; float32 or float64 only (``TypeError``
+otherwise, with the conversion to use); finite unless ``check_finite=False``;
+the device must hold the data (``DeviceError`` before anything is enqueued)
+and support fp64 for float64.  Host arrays are never modified: they are
+copied to the device, and results come back in new arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ._device import DeviceError, device_info
+from ._programs import enqueue, get_kernel, int_arg
+
+SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def is_device_array(a) -> bool:
+    return isinstance(a, cl_array.Array)
+
+
+def check_dtype(dtype, name: str = "a") -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in SUPPORTED_DTYPES:
+        hint = ("use a.real/a.imag or a real formulation" if dtype.kind == "c"
+                else "convert with .astype(numpy.float64) or .astype(numpy.float32)")
+        raise TypeError(f"{name} has dtype {dtype}; oclla works in float32 or float64 ({hint})")
+    return dtype
+
+
+def check_fp64(queue, dtype) -> None:
+    if np.dtype(dtype) == np.float64 and not device_info(queue).fp64:
+        raise DeviceError(f"float64 needs cl_khr_fp64, which {device_info(queue).name} "
+                          f"does not support; pass float32 data or choose another device")
+
+
+def check_fits(queue, nbytes: int, what: str = "matrix") -> None:
+    """Raise ``DeviceError`` if one buffer of ``nbytes`` exceeds the device's limits."""
+    info = device_info(queue)
+    if nbytes > info.max_alloc_size:
+        raise DeviceError(f"{what} needs {nbytes / 2**20:.1f} MiB in one buffer, more than "
+                          f"{info.name}'s maximum allocation of "
+                          f"{info.max_alloc_size / 2**20:.1f} MiB")
+    if nbytes > info.global_mem_size:
+        raise DeviceError(f"{what} needs {nbytes / 2**20:.1f} MiB, more than "
+                          f"{info.name}'s {info.global_mem_size / 2**20:.1f} MiB of memory")
+
+
+def device_has_nonfinite(queue, x: cl_array.Array) -> bool:
+    """Count NaN/Inf entries of a C-contiguous device array with a kernel."""
+    if x.size == 0:
+        return False
+    count = cl_array.zeros(queue, 1, np.int32)
+    kernel = get_kernel(queue, "util.cl", "count_nonfinite", x.dtype)
+    items = min(x.size, 64 * 1024)
+    enqueue(queue, kernel, (items,), None, x.data, int_arg(x.size), count.data)
+    return bool(count.get()[0])
+
+
+def as_matrix(a, queue, *, name: str = "a", square: bool = True,
+              check_finite: bool = True):
+    """Validate a matrix operand; return a host ndarray (C order) or a device array.
+
+    Host inputs come back as a C-contiguous array that may be the caller's
+    own object: callers copy it to the device and never write to it.
+    """
+    if is_device_array(a):
+        if a.context != queue.context:
+            raise ValueError(f"{name} lives on another OpenCL context than the queue")
+        arr = a
+    else:
+        arr = np.asarray(a)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got {arr.ndim}-D with shape {arr.shape}")
+    if square and arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {arr.shape}")
+    dtype = check_dtype(arr.dtype, name)
+    check_fits(queue, int(np.prod(arr.shape)) * dtype.itemsize, name)
+    check_fp64(queue, dtype)
+    if is_device_array(arr):
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"device array {name} must be C-contiguous")
+        if check_finite and device_has_nonfinite(queue, arr):
+            raise ValueError("array must not contain infs or NaNs")
+        return arr
+    if check_finite and not np.isfinite(arr).all():
+        raise ValueError("array must not contain infs or NaNs")
+    return np.ascontiguousarray(arr)
+
+
+def as_rhs(b, queue, n: int, dtype, *, name: str = "b", check_finite: bool = True):
+    """Validate a right-hand side of n rows (1-D or 2-D); cast to the factor's dtype."""
+    if is_device_array(b):
+        if b.dtype != dtype:
+            raise TypeError(f"device array {name} must have dtype {dtype}, got {b.dtype}")
+        arr = b
+    else:
+        arr = np.asarray(b)
+        if arr.dtype.kind not in "fiub":
+            check_dtype(arr.dtype, name)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D or 2-D, got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} rows; the matrix is {n} x {n}")
+    if is_device_array(arr):
+        if check_finite and device_has_nonfinite(queue, arr):
+            raise ValueError("array must not contain infs or NaNs")
+        return arr
+    if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:
+        raise TypeError(f"{name} has dtype {arr.dtype}; use float32 or float64")
+    if check_finite and not np.isfinite(arr).all():
+        raise ValueError("array must not contain infs or NaNs")
+    return np.ascontiguousarray(arr, dtype=dtype)

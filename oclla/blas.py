@@ -1,0 +1,165 @@
+"""The device BLAS-3 layer shared by the blocked factorizations.
+
+All routines work on row-major device buffers addressed by a :class:`View`
+(buffer, element offset, leading dimension) and only enqueue kernels: they
+never wait for the device.  Dimensions follow BLAS:
+
+* :func:`gemm`   C = alpha·op(A)·op(B) + beta·C            (M x N, inner K)
+* :func:`syrk`   C = alpha·A·Aᵀ + beta·C, one triangle only  (N x N, inner K)
+* :func:`trsm`   op(T)·X = B or X·op(T) = B, X overwrites B
+* :func:`laswp`  row interchanges from a device pivot vector
+
+:func:`matmul` is a convenience wrapper for host or device arrays.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ._device import resolve_queue
+from ._params import params
+from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
+from ._validate import as_matrix
+
+
+class View(NamedTuple):
+    """A row-major matrix inside a device buffer: element (r, c) is buf[off + r*ld + c]."""
+
+    buf: cl.Buffer
+    off: int
+    ld: int
+
+    def at(self, r: int, c: int) -> "View":
+        """The view whose (0, 0) is this view's (r, c)."""
+        return View(self.buf, self.off + r * self.ld + c, self.ld)
+
+
+def view_of(array: cl_array.Array) -> View:
+    """View of a C-contiguous 2-D device array."""
+    return View(array.base_data, array.offset // array.dtype.itemsize, array.shape[1])
+
+
+def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: float,
+         c: View, *, dtype, trans_a: bool = False, trans_b: bool = False,
+         triangle: str | None = None, tile: dict | None = None) -> cl.Event | None:
+    """C[m x n] = alpha·op(A)·op(B) + beta·C; ``triangle`` "lower"/"upper" writes only that part.
+
+    ``tile`` overrides the device's default tile parameters (tuner, tests).
+    """
+    if m <= 0 or n <= 0:
+        return None
+    p = tile or params(queue, "gemm", dtype)
+    tri = {None: 0, "lower": 1, "upper": 2}[triangle]
+    kernel = get_kernel(queue, "gemm.cl", "gemm", dtype, TRANS_A=int(trans_a),
+                        TRANS_B=int(trans_b), TRIANGLE=tri, **p)
+    wg = (p["TILE_N"] // p["WPT_N"], p["TILE_M"] // p["WPT_M"])
+    gsize = (round_up(n, p["TILE_N"]) // p["WPT_N"], round_up(m, p["TILE_M"]) // p["WPT_M"])
+    return enqueue(queue, kernel, gsize, wg, int_arg(m), int_arg(n), int_arg(max(k, 0)),
+                   real_arg(alpha if k > 0 else 0.0, dtype),
+                   a.buf, int_arg(a.off), int_arg(a.ld), b.buf, int_arg(b.off), int_arg(b.ld),
+                   real_arg(beta, dtype), c.buf, int_arg(c.off), int_arg(c.ld))
+
+
+def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, dtype,
+         lower: bool = True, trans: bool = False, tile: dict | None = None):
+    """C = alpha·A·Aᵀ + beta·C (A is n x k) or alpha·AᵀA + beta·C (``trans``, A is k x n).
+
+    Only the ``lower`` (or upper) triangle of C is computed and written.
+    """
+    return gemm(queue, n, n, k, alpha, a, a, beta, c, dtype=dtype, trans_a=trans,
+                trans_b=not trans, triangle="lower" if lower else "upper", tile=tile)
+
+
+def _trsm_block(queue, nb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, p):
+    kernel = get_kernel(queue, "trsm.cl", "trsm_block", dtype, SIDE_LEFT=int(left),
+                        LOWER=int(lower), TRANS=int(trans), UNIT=int(unit), **p)
+    wg = 64 if nrhs >= 64 else 16
+    wg = min(wg, params(queue, "wg1d", dtype)["WG"])
+    enqueue(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(nb), int_arg(nrhs),
+            t.buf, int_arg(t.off), int_arg(t.ld), b.buf, int_arg(b.off), int_arg(b.ld))
+
+
+def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True,
+         lower: bool = True, trans: bool = False, unit: bool = False,
+         block: int | None = None) -> None:
+    """Solve op(T)·X = B (``left``, B is m x nrhs) or X·op(T) = B (B is nrhs x m).
+
+    T is m x m triangular (``lower`` or upper, ``unit`` diagonal or not);
+    op(T) = Tᵀ when ``trans``.  X overwrites B.  Diagonal blocks of
+    ``block`` (default: the device's TRSM_NB) are solved by one kernel each,
+    the rest of B is updated by GEMM between them.
+    """
+    if m <= 0 or nrhs <= 0:
+        return
+    p = params(queue, "trsm", dtype)
+    nb = min(block or p["TRSM_NB"], p["TRSM_NB"])
+    forward = (lower != trans) if left else (lower == trans)
+    starts = list(range(0, m, nb))
+    if not forward:
+        starts.reverse()
+
+    def tsub(i0, j0):
+        """op(T)[i0:, j0:] as a gemm operand (view, transposed?)."""
+        return (t.at(j0, i0), True) if trans else (t.at(i0, j0), False)
+
+    for k0 in starts:
+        kb = min(nb, m - k0)
+        diag = t.at(k0, k0)
+        if left:
+            _trsm_block(queue, kb, nrhs, diag, b.at(k0, 0), dtype=dtype, left=True,
+                        lower=lower, trans=trans, unit=unit, p=p)
+            rest = range(k0 + kb, m) if forward else range(0, k0)
+            if len(rest):
+                r0 = rest.start
+                opt, tr = tsub(r0, k0)
+                gemm(queue, len(rest), nrhs, kb, -1.0, opt, b.at(k0, 0), 1.0, b.at(r0, 0),
+                     dtype=dtype, trans_a=tr)
+        else:
+            _trsm_block(queue, kb, nrhs, diag, b.at(0, k0), dtype=dtype, left=False,
+                        lower=lower, trans=trans, unit=unit, p=p)
+            rest = range(k0 + kb, m) if forward else range(0, k0)
+            if len(rest):
+                c0 = rest.start
+                opt, tr = tsub(k0, c0)
+                gemm(queue, nrhs, len(rest), kb, -1.0, b.at(0, k0), opt, 1.0, b.at(0, c0),
+                     dtype=dtype, trans_b=tr)
+
+
+def laswp(queue, a: View, c0: int, ncols: int, piv: cl.Buffer, k1: int, k2: int, *,
+          dtype, forward: bool = True) -> cl.Event | None:
+    """Swap rows i and piv[i] of columns [c0, c0+ncols) for i in [k1, k2) (or reversed).
+
+    Row indices in ``piv`` are relative to ``a`` (which starts at row 0).
+    """
+    if ncols <= 0 or k2 <= k1:
+        return None
+    wg = min(64, params(queue, "wg1d", dtype)["WG"])
+    kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward))
+    return enqueue(queue, kernel, (round_up(ncols, wg),), (wg,), a.buf, int_arg(a.off),
+                   int_arg(a.ld), int_arg(c0), int_arg(ncols), piv, int_arg(k1), int_arg(k2))
+
+
+def matmul(a, b, *, trans_a: bool = False, trans_b: bool = False, queue=None,
+           check_finite: bool = True):
+    """op(A)·op(B) on the device for host arrays (numpy result) or device arrays."""
+    queue = resolve_queue(queue)
+    a_ = as_matrix(a, queue, name="a", square=False, check_finite=check_finite)
+    b_ = as_matrix(b, queue, name="b", square=False, check_finite=check_finite)
+    if a_.dtype != b_.dtype:
+        raise TypeError(f"a and b must have the same dtype, got {a_.dtype} and {b_.dtype}")
+    m, k = a_.shape[::-1] if trans_a else a_.shape
+    k2, n = b_.shape[::-1] if trans_b else b_.shape
+    if k != k2:
+        raise ValueError(f"inner dimensions differ: op(a) is {m} x {k}, op(b) is {k2} x {n}")
+    host = not isinstance(a_, cl_array.Array)
+    da = cl_array.to_device(queue, a_) if host else a_
+    db = cl_array.to_device(queue, b_) if not isinstance(b_, cl_array.Array) else b_
+    dc = cl_array.empty(queue, (m, n), a_.dtype)
+    if m and n:
+        gemm(queue, m, n, k, 1.0, view_of(da), view_of(db), 0.0, view_of(dc),
+             dtype=a_.dtype, trans_a=trans_a, trans_b=trans_b)
+    return dc.get() if host else dc

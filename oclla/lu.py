@@ -1,0 +1,370 @@
+"""LU factorization with partial pivoting: per-pivot (teaching) and blocked (fast).
+
+``lu_factor(a)`` returns ``(lu, piv)`` exactly as :func:`scipy.linalg.lu_factor`:
+``lu`` holds U on and above the diagonal and the multipliers of the unit
+lower L below it; ``piv[i] = j`` (0-based) means row i was interchanged with
+row j, in order, so that ``P·A = L·U``.
+
+Methods
+-------
+``method="blocked"`` (default)
+    Right-looking blocked LU: a recursive panel factorization on the device
+    (leaf kernel = one work-group), row interchanges (laswp), TRSM and a GEMM
+    trailing update from :mod:`oclla.blas`.  Block sizes come from the device.
+``method="pivot"``
+    One host-loop iteration per pivot.  ``variant="inplace"`` (default): in
+    place, the NDRange shrinks with the active submatrix, the pivot search is
+    a device reduction so the host never waits between pivots.
+    ``variant="faithful"``: the SYCL blog post as written: L and U separate,
+    a full n x n NDRange every step and a copy of U back into A after it; no
+    pivoting.
+``pivoting="none"``
+    For teaching only: elimination with the diagonal as pivot is unstable and
+    stops with :class:`numpy.linalg.LinAlgError` at a zero pivot.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+from . import trace
+from ._device import resolve_queue
+from ._params import params
+from ._programs import copy, enqueue, get_kernel, int_arg, round_up
+from ._validate import as_matrix, as_rhs, check_fp64, is_device_array
+from .blas import View, gemm, laswp, trsm, view_of
+
+METHODS = ("blocked", "pivot")
+VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "faithful")}
+
+
+def lu_flops(n: int) -> float:
+    """LAPACK's flop count of an n x n LU: 2n³/3 − n²/2 − n/6 (≈ 2n³/3)."""
+    return 2.0 * n ** 3 / 3.0 - n ** 2 / 2.0 - n / 6.0
+
+
+def _resolve_options(method, variant, pivoting):
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    variant = variant or VARIANTS[method][0]
+    if variant not in VARIANTS[method]:
+        raise ValueError(f"method={method!r} has variants {VARIANTS[method]}, got {variant!r}")
+    if pivoting is None:
+        pivoting = "none" if variant == "faithful" else "partial"
+    if pivoting not in ("partial", "none"):
+        raise ValueError(f"pivoting must be 'partial' or 'none', got {pivoting!r}")
+    if variant == "faithful" and pivoting != "none":
+        raise ValueError("the faithful variant follows the post and does not pivot; "
+                         "pass pivoting='none' or use variant='inplace'")
+    return method, variant, pivoting
+
+
+# ---- the three algorithms: each factors the n x n device array `a` in place ----------
+
+def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
+    dtype = a.dtype
+    lower = cl_array.empty_like(a)
+    upper = cl_array.empty_like(a)
+    loc = params(queue, "local2d", dtype)
+    local = (loc["X"], loc["Y"])
+    full = (round_up(n, local[0]), round_up(n, local[1]))
+    enqueue(queue, get_kernel(queue, "util.cl", "set_identity", dtype), full, local,
+            lower.data, int_arg(0), int_arg(n), int_arg(n))
+    copy(queue, upper.data, a.data, label="copy A->U")
+    eliminate = get_kernel(queue, "lu_faithful.cl", "eliminate", dtype)
+    nbytes = a.nbytes
+
+    def snapshot():
+        l_host, u_host = lower.get(), upper.get()
+        return np.tril(l_host, -1) + np.triu(u_host)
+
+    with trace.run("lu", "faithful", queue, (n, n), dtype, snapshot, pivoting="none"):
+        for col in range(n - 1):
+            active = n - col - 1
+            with trace.step("eliminate", (col, n, col, n), pivot=(col, col),
+                            flops=2.0 * active * (active + 1) + active,
+                            nbytes=4 * nbytes, ndrange_items=n * n,
+                            active_items=active * (active + 1)):
+                enqueue(queue, eliminate, full, local, a.data, lower.data, upper.data,
+                        int_arg(n), int_arg(col))
+                copy(queue, a.data, upper.data, label="copy U->A")
+        enqueue(queue, get_kernel(queue, "lu_faithful.cl", "combine", dtype), full, local,
+                lower.data, upper.data, a.data, int_arg(n))
+
+
+def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:
+    dtype = a.dtype
+    wg = params(queue, "wg1d", dtype)["WG"]
+    loc = params(queue, "local2d", dtype)
+    local = (loc["X"], loc["Y"])
+    pivot_kernel = get_kernel(queue, "lu.cl", "pivot_swap_scale", dtype, WG=wg,
+                              NO_PIVOT=int(no_pivot))
+    update_kernel = get_kernel(queue, "lu.cl", "rank1_update", dtype)
+    n_, lda = int_arg(n), int_arg(n)
+    with trace.run("lu", "inplace", queue, (n, n), dtype, a.get,
+                   pivoting="none" if no_pivot else "partial") as run:
+        for k in range(n - 1):
+            active = n - k - 1
+            with trace.step("eliminate", (k, n, k, n), pivot=(k, k),
+                            flops=2.0 * active * active + active,
+                            nbytes=a.dtype.itemsize * (2 * active * active + 3 * active)):
+                enqueue(queue, pivot_kernel, (wg,), (wg,), a.data, lda, n_, int_arg(k),
+                        piv.data, info.data)
+                enqueue(queue, update_kernel,
+                        (round_up(active, local[0]), round_up(active, local[1])), local,
+                        a.data, lda, n_, int_arg(k))
+        if run is not None:
+            _annotate_swaps(run, piv)
+
+
+def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
+    """Factor the panel A[c0:n, c0:c0+w] recursively (LAPACK ?getrf2), pivots into piv."""
+    if w <= leaf:
+        kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
+                            NO_PIVOT=int(no_pivot))
+        enqueue(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
+                int_arg(w), piv.data, info.data)
+        return
+    w1 = max(leaf, (w // 2) // leaf * leaf)
+    w2 = w - w1
+    _panel(queue, A, n, c0, w1, piv, info, dtype=dtype, leaf=leaf, wg=wg, no_pivot=no_pivot)
+    if not no_pivot:
+        laswp(queue, A, c0 + w1, w2, piv.data, c0, c0 + w1, dtype=dtype)
+    trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
+         lower=True, unit=True)
+    gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
+         A.at(c0 + w1, c0 + w1), dtype=dtype)
+    _panel(queue, A, n, c0 + w1, w2, piv, info, dtype=dtype, leaf=leaf, wg=wg,
+           no_pivot=no_pivot)
+    if not no_pivot:
+        laswp(queue, A, c0, w1, piv.data, c0 + w1, c0 + w, dtype=dtype)
+
+
+def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
+                    block: int | None = None) -> None:
+    dtype = a.dtype
+    p = params(queue, "lu", dtype)
+    nb = block or p["NB"]
+    leaf = min(p["LEAF_W"], nb)
+    wg = params(queue, "wg1d", dtype)["WG"]
+    A = view_of(a)
+    with trace.run("lu", "blocked", queue, (n, n), dtype, a.get, block=nb, leaf=leaf,
+                   pivoting="none" if no_pivot else "partial") as run:
+        for j in range(0, n, nb):
+            jb = min(nb, n - j)
+            m = n - j
+            rest = n - j - jb
+            with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
+                            flops=m * jb * jb - jb ** 3 / 3.0):
+                _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
+                       no_pivot=no_pivot)
+            if not no_pivot and (j > 0 or rest > 0):
+                with trace.step("laswp", (j, n, 0, n)):
+                    laswp(queue, A, 0, j, piv.data, j, j + jb, dtype=dtype)
+                    laswp(queue, A, j + jb, rest, piv.data, j, j + jb, dtype=dtype)
+            if rest > 0:
+                with trace.step("trsm", (j, j + jb, j + jb, n), flops=float(jb * jb * rest)):
+                    trsm(queue, jb, rest, A.at(j, j), A.at(j, j + jb), dtype=dtype,
+                         left=True, lower=True, unit=True)
+                with trace.step("gemm", (j + jb, n, j + jb, n), flops=2.0 * rest * rest * jb):
+                    gemm(queue, rest, rest, jb, -1.0, A.at(j + jb, j), A.at(j, j + jb), 1.0,
+                         A.at(j + jb, j + jb), dtype=dtype)
+        if run is not None:
+            _annotate_swaps(run, piv)
+
+
+def _annotate_swaps(run, piv) -> None:
+    """Recording only: note each step's row interchanges (one read at the end)."""
+    host_piv = piv.get()
+    for s in run.steps:
+        if s.phase in ("eliminate", "panel"):
+            r0, r1, c0, c1 = s.region
+            last = c0 + 1 if s.phase == "eliminate" else c1
+            s.info["swaps"] = [(k, int(host_piv[k])) for k in range(c0, min(last, len(host_piv)))
+                               if host_piv[k] != k]
+
+
+# ---- public API ---------------------------------------------------------------------------
+
+def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=None):
+    """Factor the device array ``a`` in place; return (piv device array, info)."""
+    n = a.shape[0]
+    piv = cl_array.to_device(queue, np.arange(n, dtype=np.int32))
+    info = cl_array.zeros(queue, 1, np.int32)
+    no_pivot = pivoting == "none"
+    if variant == "faithful":
+        _factor_faithful(queue, a, n)
+    elif method == "pivot":
+        _factor_inplace(queue, a, n, piv, info, no_pivot)
+    else:
+        _factor_blocked(queue, a, n, piv, info, no_pivot, block)
+    return piv, _info(queue, a, n, info, variant)
+
+
+def _info(queue, a, n, info_dev, variant) -> int:
+    """LAPACK's info: 1-based index of the first zero diagonal entry of U, else 0."""
+    if n == 0:
+        return 0
+    if variant == "faithful":
+        diag = a.get().diagonal()
+        zeros = np.flatnonzero(diag == 0)
+        return int(zeros[0]) + 1 if zeros.size else 0
+    info = int(info_dev.get()[0])
+    if info:
+        return info
+    last = np.empty(1, a.dtype)
+    cl.enqueue_copy(queue, last, a.base_data,
+                    src_offset=a.offset + ((n - 1) * n + n - 1) * a.dtype.itemsize)
+    return n if last[0] == 0 else 0
+
+
+def _report_info(info: int, n: int, pivoting: str) -> None:
+    if not info:
+        return
+    if pivoting == "none" and info < n:
+        raise LinAlgError(f"zero pivot in column {info - 1} without pivoting: elimination "
+                          f"cannot continue (use pivoting='partial')")
+    warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.",
+                  LinAlgWarning, stacklevel=3)
+
+
+def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
+              pivoting: str | None = None, overwrite_a: bool = False,
+              check_finite: bool = True, block: int | None = None, queue=None):
+    """LU factorization P·A = L·U of a square matrix, on the OpenCL device.
+
+    Parameters
+    ----------
+    a : (n, n) array_like of float32/float64, or a C-contiguous pyopencl array
+    method : "blocked" (default) or "pivot"; see the module docstring
+    variant : for ``method="pivot"``: "inplace" (default) or "faithful"
+    pivoting : "partial" (default; "none" for the faithful variant) or "none"
+    overwrite_a : allow the result to be written into ``a``
+    check_finite : reject NaN/Inf in ``a`` (ValueError)
+    block : panel width of the blocked method (default: from the device)
+
+    Returns
+    -------
+    lu : (n, n) array, U on and above the diagonal, L's multipliers below
+    piv : (n,) int32, 0-based row interchanges
+        Device arrays when ``a`` is a device array.
+
+    An exactly singular matrix gives a :class:`scipy.linalg.LinAlgWarning`
+    naming the zero diagonal entry, as scipy does.
+    """
+    method, variant, pivoting = _resolve_options(method, variant, pivoting)
+    queue = resolve_queue(queue)
+    a_ = as_matrix(a, queue, check_finite=check_finite)
+    n = a_.shape[0]
+    if is_device_array(a_):
+        work = a_ if overwrite_a else a_.copy()
+        piv, info = _factor_device(queue, work, method, variant, pivoting, block)
+        _report_info(info, n, pivoting)
+        return work, piv
+    if n == 0:
+        return np.empty((0, 0), a_.dtype), np.empty(0, np.int32)
+    work = cl_array.to_device(queue, a_)
+    piv, info = _factor_device(queue, work, method, variant, pivoting, block)
+    result, piv_host = work.get(), piv.get()
+    _report_info(info, n, pivoting)
+    if overwrite_a and isinstance(a, np.ndarray) and a_ is a and a.flags.writeable:
+        a[...] = result
+        return a, piv_host
+    return result, piv_host
+
+
+def _check_piv(piv, n: int, queue):
+    if is_device_array(piv):
+        if piv.shape != (n,) or piv.dtype != np.int32:
+            raise ValueError(f"piv must be an int32 device array of shape ({n},)")
+        return piv
+    piv = np.asarray(piv)
+    if piv.shape != (n,):
+        raise ValueError(f"piv must have shape ({n},), got {piv.shape}")
+    if piv.dtype.kind not in "iu":
+        raise TypeError(f"piv must hold integers, got dtype {piv.dtype}")
+    if n and (piv.min() < 0 or piv.max() >= n):
+        raise ValueError(f"piv entries must lie in [0, {n}) (0-based, as scipy)")
+    return cl_array.to_device(queue, piv.astype(np.int32))
+
+
+def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True, queue=None):
+    """Solve A·x = b (trans=0) or Aᵀ·x = b (trans=1 or 2) from ``lu_factor``'s output.
+
+    ``b`` is (n,) or (n, k); the result has b's shape and the factor's dtype.
+    The interchanges, both triangular solves and their GEMM updates run on
+    the device.
+    """
+    if trans not in (0, 1, 2):
+        raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
+    try:
+        lu_, piv = lu_and_piv
+    except (TypeError, ValueError):
+        raise TypeError("lu_and_piv must be the (lu, piv) pair returned by lu_factor") from None
+    queue = resolve_queue(queue)
+    lu_ = as_matrix(lu_, queue, name="lu", check_finite=check_finite)
+    n = lu_.shape[0]
+    dtype = lu_.dtype
+    check_fp64(queue, dtype)
+    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite)
+    device_out = is_device_array(b_)
+    if n == 0 or b_.size == 0:
+        return b_.copy() if device_out else np.empty(b_.shape, dtype)
+    d_lu = lu_ if is_device_array(lu_) else cl_array.to_device(queue, lu_)
+    d_piv = _check_piv(piv, n, queue)
+    shape = b_.shape
+    if device_out:
+        x = b_ if overwrite_b else b_.copy()
+        x2 = x.reshape(n, -1) if x.ndim == 1 else x
+    else:
+        x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
+    nrhs = x2.shape[1]
+    L, B = view_of(d_lu), view_of(x2)
+    with trace.run("lu_solve", f"trans={trans}", queue, (n, nrhs), dtype):
+        with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
+            if trans == 0:
+                laswp(queue, B, 0, nrhs, d_piv.data, 0, n, dtype=dtype)
+                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, unit=True)
+                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False)
+            else:
+                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False, trans=True)
+                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, trans=True, unit=True)
+                laswp(queue, B, 0, nrhs, d_piv.data, 0, n, dtype=dtype, forward=False)
+    if device_out:
+        return x
+    return x2.get().reshape(shape)
+
+
+def lu(a, *, permute_l: bool = False, method: str = "blocked", variant: str | None = None,
+       pivoting: str | None = None, overwrite_a: bool = False, check_finite: bool = True,
+       queue=None):
+    """P, L, U with A = P·L·U (or PL, U with ``permute_l``), as :func:`scipy.linalg.lu`.
+
+    The factorization runs on the device (:func:`lu_factor`); splitting the
+    packed result into L and U and forming P are host bookkeeping.
+    """
+    if is_device_array(a):
+        a = a.get()
+    lu_, piv = lu_factor(a, method=method, variant=variant, pivoting=pivoting,
+                         overwrite_a=overwrite_a, check_finite=check_finite, queue=queue)
+    n = lu_.shape[0]
+    dtype = lu_.dtype
+    l = np.tril(lu_, -1) + np.eye(n, dtype=dtype)
+    u = np.triu(lu_)
+    perm = np.arange(n)
+    for i, j in enumerate(piv):
+        perm[i], perm[j] = perm[j], perm[i]
+    if permute_l:
+        pl = np.empty_like(l)
+        pl[perm] = l
+        return pl, u
+    p = np.zeros((n, n), dtype=dtype)
+    p[perm, np.arange(n)] = 1
+    return p, l, u
