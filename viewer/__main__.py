@@ -1,0 +1,7 @@
+"""``python -m viewer``: the same as ``oclla-viewer``."""
+
+import sys
+
+from .app import main
+
+sys.exit(main())

@@ -1,0 +1,349 @@
+"""What the views show, computed from a recorded run (pure numpy, no Qt, no device).
+
+Positions: a run with N steps has N + 1 positions; position 0 is the matrix
+before the first step and position p > 0 the matrix after step p − 1
+(trace index).  The status bar's "step p/N" counts the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from oclla import accuracy
+
+from . import packed, registry
+
+SLOW_FACTOR = 3.0
+"""A kernel is marked slow when it takes this many times the median of its name."""
+
+SLOW_MIN_NS = 5_000
+"""... and at least this long (a 2 µs kernel twice as slow as usual is noise)."""
+
+
+def viewable_runs(recording) -> list:
+    """Runs worth showing: named algorithm calls with at least one step.
+
+    Kernels enqueued outside any algorithm call land in an "unknown" run,
+    which is bookkeeping rather than something to watch.
+    """
+    return [r for r in recording.runs if r.steps and r.algorithm != "unknown"]
+
+
+def n_positions(run) -> int:
+    return len(run.steps) + 1
+
+
+def step_at(run, position: int):
+    """The step just performed at ``position`` (None at position 0)."""
+    return run.steps[position - 1] if position > 0 else None
+
+
+def is_packed(array) -> bool:
+    """A packed (RFP) buffer rather than a square matrix."""
+    return array is not None and (array.ndim == 1 or array.shape[0] != array.shape[1])
+
+
+def matrix_at(run, position: int):
+    """The working array at ``position``: that step's snapshot, else the last one before.
+
+    A step without a snapshot (e.g. a stray kernel recorded as "other") shows
+    the array as it was after the previous snapshot.  None when the run kept
+    no snapshots at all.
+    """
+    for p in range(position, 0, -1):
+        snap = run.snapshot_at(p - 1)
+        if snap is not None:
+            return snap
+    if run.initial is not None:
+        return run.initial
+    if run.result is not None and position == n_positions(run) - 1:
+        return run.result
+    return None
+
+
+def final_array(run):
+    """The working array after the last step (the result when kept)."""
+    if run.result is not None:
+        return run.result
+    return matrix_at(run, n_positions(run) - 1)
+
+
+def lower_side(run) -> bool:
+    """Which triangle a triangle-storage run works in.
+
+    ``run.params["lower"]`` when recorded; otherwise the triangle that
+    changed between the initial and the final array (lower by default).
+    """
+    if "lower" in run.params:
+        return bool(run.params["lower"])
+    if "uplo" in run.params:
+        return str(run.params["uplo"]).upper().startswith("L")
+    first, last = run.initial, final_array(run)
+    if first is None or last is None or is_packed(first) or first.shape != last.shape:
+        return True
+    changed = first != last
+    return not (np.triu(changed, 1).any() and not np.tril(changed, -1).any())
+
+
+def packed_layout(run, array) -> packed.Layout | None:
+    """The RFP layout of a packed run's buffer (None for a square matrix)."""
+    if not is_packed(array):
+        return None
+    return packed.Layout(packed.order_from_size(array.size), lower_side(run))
+
+
+def order(run) -> int:
+    """The matrix order n of a run (from its arrays, else its shape)."""
+    arr = run.initial if run.initial is not None else final_array(run)
+    if arr is not None:
+        return packed.order_from_size(arr.size) if is_packed(arr) else arr.shape[0]
+    return int(run.shape[0]) if run.shape else 0
+
+
+def full_view(run, array):
+    """The array as an n×n matrix: a packed buffer is unpacked (NaN off its triangle)."""
+    if array is None or not is_packed(array):
+        return array
+    layout = packed_layout(run, array)
+    rfp, _ = packed.orient(array)
+    return layout.unpack(rfp)
+
+
+# ---- per-step overlays -----------------------------------------------------------------
+
+@dataclass
+class Overlays:
+    """What to outline on the matrix at one position (cells as (row, col), half-open ranges)."""
+
+    active: tuple | None = None        # (row0, row1, col0, col1) the step touched
+    pivot: tuple | None = None         # (row, col)
+    multipliers: tuple | None = None   # (row0, row1, col0, col1): L column(s) just computed
+    swapped_rows: list = field(default_factory=list)
+    finished: int = 0                  # columns of the factor that are final
+    storage: str = "full"              # "lu", "lower", "upper", "full"
+
+
+def finished_by_position(run) -> np.ndarray:
+    """Columns of the factor that are final at each position (non-decreasing)."""
+    disp = registry.display(run.algorithm)
+    out = np.zeros(n_positions(run), dtype=np.int64)
+    for i, s in enumerate(run.steps):
+        out[i + 1] = max(out[i], disp.finished(s))
+    return out
+
+
+def finished_columns(run, position: int) -> int:
+    return int(finished_by_position(run)[position])
+
+
+def overlays(run, position: int) -> Overlays:
+    """The overlays at ``position`` (nothing but the storage at position 0)."""
+    disp = registry.display(run.algorithm)
+    storage = disp.storage
+    if storage == "triangle":
+        storage = "lower" if lower_side(run) else "upper"
+    ov = Overlays(storage=storage, finished=finished_columns(run, position))
+    step = step_at(run, position)
+    if step is None:
+        return ov
+    ov.active = step.region
+    ov.pivot = step.pivot
+    if step.pivot is not None:
+        r, c = step.pivot
+        last = max(disp.finished(step), c + 1)
+        if r + 1 < step.region[1]:
+            ov.multipliers = (r + 1, step.region[1], c, last)
+    rows = set()
+    for a, b in step.info.get("swaps", ()):
+        rows.update((int(a), int(b)))
+    ov.swapped_rows = sorted(rows)
+    return ov
+
+
+# ---- numbers ---------------------------------------------------------------------------
+
+def piv_from_swaps(run) -> np.ndarray:
+    """LAPACK-style 0-based ``piv`` rebuilt from the steps' recorded swaps."""
+    n = order(run)
+    piv = np.arange(n, dtype=np.int64)
+    for s in run.steps:
+        for a, b in s.info.get("swaps", ()):
+            piv[int(a)] = int(b)
+    return piv
+
+
+def pivot_value(run, position: int):
+    """(value, (row, col)) of the current step's pivot after the step, or None."""
+    step = step_at(run, position)
+    if step is None or step.pivot is None:
+        return None
+    m = full_view(run, matrix_at(run, position))
+    if m is None:
+        return None
+    r, c = step.pivot
+    if not (0 <= r < m.shape[0] and 0 <= c < m.shape[1]):
+        return None
+    return float(m[r, c]), (r, c)
+
+
+def growth_by_position(run) -> np.ndarray | None:
+    """Wilkinson's growth factor after each position: max |a_ij^(k)| / max |a_ij|.
+
+    Taken over the entries that are not multipliers (the L part of finished
+    columns is excluded) and maximised over the positions so far.  None when
+    it means nothing for this algorithm or the snapshots are missing.
+    """
+    if not registry.display(run.algorithm).growth or run.initial is None:
+        return None
+    a0 = np.abs(np.asarray(run.initial, dtype=np.float64))
+    amax = float(a0.max()) if a0.size else 0.0
+    if amax == 0.0:
+        return None
+    n = a0.shape[0]
+    rows, cols = np.indices((n, n))
+    out = np.empty(n_positions(run))
+    best = 0.0
+    finished = finished_by_position(run)
+    for p in range(n_positions(run)):
+        m = matrix_at(run, p)
+        t = finished[p]
+        keep = ~((rows > cols) & (cols < t))
+        best = max(best, float(np.abs(np.asarray(m, np.float64)[keep]).max()))
+        out[p] = best / amax
+    return out
+
+
+def backward_error(run) -> float | None:
+    """The backward error (units of n·ε) of a finished run, from its first and last arrays.
+
+    LU: ‖PA − LU‖∞/(n‖A‖∞ε) with P from the recorded swaps; Cholesky:
+    ‖A − LLᵀ‖∞/(n‖A‖∞ε).  None for an unfinished or failed run, a run
+    without snapshots, or an algorithm with no such measure.
+    """
+    if "backward_error" in run.metrics:
+        return float(run.metrics["backward_error"])
+    kind = registry.display(run.algorithm).backward_error
+    if kind is None or run.error or run.initial is None:
+        return None
+    first, last = run.initial, final_array(run)
+    if last is None:
+        return None
+    if kind == "lu":
+        return accuracy.lu_backward_error(first, last, piv_from_swaps(run))
+    lower = lower_side(run)
+    a, c = full_view(run, first), full_view(run, last)
+    a = np.where(np.isnan(a), a.T, a)                # symmetric from its stored triangle
+    c = np.nan_to_num(c)
+    return accuracy.cholesky_backward_error(a, c, lower)
+
+
+# ---- time ------------------------------------------------------------------------------
+
+def step_times_ns(run) -> np.ndarray:
+    """Device time of each step (sum of its kernels), ns."""
+    return np.array([s.device_ns for s in run.steps], dtype=np.float64)
+
+
+def step_gflops(run) -> np.ndarray:
+    """GFLOP/s of each step from its flop count (NaN where no time was recorded)."""
+    t = step_times_ns(run)
+    fl = np.array([s.flops for s in run.steps], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t > 0, fl / t, np.nan)
+
+
+def run_gflops(run) -> float | None:
+    t = run.device_ns
+    return run.flops / t if t > 0 and run.flops > 0 else None
+
+
+def kernel_origin(run) -> int:
+    """The time origin (ns) of a run's timeline: its first kernel's queued time."""
+    ks = run.kernels
+    return min(k.queued for k in ks) if ks else 0
+
+
+def slow_kernels(run) -> list:
+    """Indices into ``run.kernels`` of kernels much slower than others of their name."""
+    ks = run.kernels
+    by_name: dict = {}
+    for k in ks:
+        by_name.setdefault(k.name, []).append(k.duration_ns)
+    median = {name: float(np.median(d)) for name, d in by_name.items()}
+    return [i for i, k in enumerate(ks)
+            if len(by_name[k.name]) > 2 and k.duration_ns >= SLOW_MIN_NS
+            and k.duration_ns > SLOW_FACTOR * median[k.name]]
+
+
+def markers(run) -> list:
+    """(position, kind) for the scrub bar: "swap", "slow" (kernel), "fail" (the failing step)."""
+    out = []
+    for s in run.steps:
+        if s.info.get("swaps"):
+            out.append((s.index + 1, "swap"))
+    ks = run.kernels
+    for i in slow_kernels(run):
+        out.append((ks[i].step + 1, "slow"))
+    failed = failed_position(run)
+    if failed is not None:
+        out.append((failed, "fail"))
+    return out
+
+
+def failed_position(run) -> int | None:
+    """Where a failed run broke: the first step whose pivot came out zero or not finite,
+    else its last step.  None for a run that finished."""
+    if not run.error or not run.steps:
+        return None
+    for p in range(1, n_positions(run)):
+        pv = pivot_value(run, p)
+        if pv is not None and (pv[0] == 0.0 or not np.isfinite(pv[0])):
+            return p
+    return len(run.steps)
+
+
+def kernel_items(kernel) -> int:
+    """Work-items the kernel's NDRange launched (0 for copies)."""
+    return int(np.prod(kernel.global_size)) if kernel.global_size else 0
+
+
+def region_cells(region) -> int:
+    r0, r1, c0, c1 = region
+    return max(r1 - r0, 0) * max(c1 - c0, 0)
+
+
+CSV_HEADER = ("run", "algorithm", "variant", "device", "step", "phase", "region", "kernel",
+              "queued_ns", "submit_ns", "start_ns", "end_ns", "launch_us", "device_us",
+              "global_size", "local_size", "step_flops", "step_gflops")
+
+
+def timing_rows(recording) -> list:
+    """One row per kernel (see :data:`CSV_HEADER`), times relative to each run's origin."""
+    rows = []
+    for ri, run in enumerate(recording.runs):
+        t0 = kernel_origin(run)
+        for s in run.steps:
+            gf = s.flops / s.device_ns if s.device_ns > 0 else ""
+            for k in s.kernels:
+                rows.append((ri, run.algorithm, run.variant, run.device, s.index, s.phase,
+                             " ".join(map(str, s.region)), k.name, k.queued - t0,
+                             k.submit - t0, k.start - t0, k.end - t0,
+                             f"{k.launch_ns / 1e3:.3f}", f"{k.duration_ns / 1e3:.3f}",
+                             "x".join(map(str, k.global_size or ())),
+                             "x".join(map(str, k.local_size or ())), s.flops,
+                             f"{gf:.4f}" if gf != "" else ""))
+    return rows
+
+
+def value_range(run) -> float:
+    """max |a_ij| over every kept array of the run (the colour scale's half-width)."""
+    arrays = [a for a in [run.initial, run.result, *run.snapshots] if a is not None]
+    best = 0.0
+    for a in arrays:
+        a = np.asarray(a, dtype=np.float64)
+        finite = a[np.isfinite(a)]
+        if finite.size:
+            best = max(best, float(np.abs(finite).max()))
+    return best or 1.0

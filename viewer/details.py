@@ -1,0 +1,155 @@
+"""The side panel: the current step in numbers, its kernels, and the colour legend."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from . import analysis
+from . import theme as themes
+
+KERNEL_COLUMNS = ("kernel", "launch µs", "device µs", "global", "local")
+
+
+def _fmt_us(ns: float) -> str:
+    return f"{ns / 1e3:.1f}"
+
+
+def step_summary(run, position: int) -> str:
+    """Rich text describing the step at ``position``: region, flops, times, work-items."""
+    step = analysis.step_at(run, position)
+    times = analysis.step_times_ns(run)
+    done = float(times[:position].sum())
+    total = float(times.sum())
+    lines = [f"<b>{html.escape(run.algorithm)} {html.escape(run.variant)}</b> · "
+             f"{'×'.join(map(str, run.shape))} {html.escape(run.dtype)}"]
+    if step is None:
+        lines.append("the matrix before the first step")
+    else:
+        r0, r1, c0, c1 = step.region
+        lines.append(f"phase <b>{html.escape(step.phase)}</b> · rows {r0}:{r1}, "
+                     f"cols {c0}:{c1}")
+        if step.pivot is not None:
+            lines.append(f"pivot at {step.pivot}")
+        if step.info.get("swaps"):
+            swaps = ", ".join(f"{a}↔{b}" for a, b in step.info["swaps"])
+            lines.append(f"row swaps {swaps}")
+        gf = step.flops / step.device_ns if step.device_ns else float("nan")
+        lines.append(f"{step.flops:.0f} flops · device {_fmt_us(step.device_ns)} µs · "
+                     f"{gf:.3g} GFLOP/s")
+        items = sum(analysis.kernel_items(k) for k in step.kernels)
+        cells = analysis.region_cells(step.region)
+        if items and cells:
+            lines.append(f"work-items launched {items} for {cells} cells of the region "
+                         f"({100.0 * min(cells / items, 1.0):.0f}% busy at most)")
+    lines.append(f"cumulative device time {done / 1e6:.3f} of {total / 1e6:.3f} ms")
+    gf_run = analysis.run_gflops(run)
+    if gf_run is not None:
+        lines.append(f"whole run {gf_run:.3g} GFLOP/s (device time)")
+    if run.error:
+        lines.append(f"<span style='color:{themes.MARKERS['fail']}'>"
+                     f"{html.escape(run.error)}</span>")
+    return "<br>".join(lines)
+
+
+class DetailsPanel(QtWidgets.QWidget):
+    """Step text, a table of the step's kernels (click to select), and the legend."""
+
+    kernel_selected = QtCore.Signal(int)     # index into run.kernels
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        layout = QtWidgets.QVBoxLayout(self)
+        self.summary = QtWidgets.QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        self.summary.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(self.summary)
+        self.table = QtWidgets.QTableWidget(0, len(KERNEL_COLUMNS))
+        self.table.setHorizontalHeaderLabels(KERNEL_COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.cellClicked.connect(self._row_clicked)
+        layout.addWidget(self.table, 1)
+        self.legend = QtWidgets.QLabel()
+        self.legend.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)
+        layout.addWidget(self.legend)
+        self._rows: list = []
+
+    def show_position(self, run, position: int, kernel_indices: list, selected) -> None:
+        self.summary.setText(step_summary(run, position))
+        kernels = run.kernels
+        self._rows = list(kernel_indices)
+        self.table.setRowCount(len(self._rows))
+        for row, i in enumerate(self._rows):
+            k = kernels[i]
+            values = (k.name, _fmt_us(k.launch_ns), _fmt_us(k.duration_ns),
+                      "×".join(map(str, k.global_size or ())) or "copy",
+                      "×".join(map(str, k.local_size or ())))
+            for col, v in enumerate(values):
+                item = QtWidgets.QTableWidgetItem(v)
+                if col == 0:
+                    item.setForeground(QtGui.QColor(themes.kernel_color(k.name)))
+                self.table.setItem(row, col, item)
+        self.table.clearSelection()
+        if selected in self._rows:
+            self.table.selectRow(self._rows.index(selected))
+
+    def show_legend(self, run) -> None:
+        phases = list(dict.fromkeys(s.phase for s in run.steps))
+        names = list(dict.fromkeys(k.name for k in run.kernels))
+        swatch = "<span style='color:{c}'>■</span> {t}"
+        parts = ["<b>phases</b> " + " ".join(swatch.format(c=themes.phase_color(p),
+                                                         t=html.escape(p)) for p in phases),
+                 "<b>kernels</b> " + " ".join(swatch.format(c=themes.kernel_color(k),
+                                                          t=html.escape(k)) for k in names),
+                 "<b>overlays</b> " + " ".join(swatch.format(c=c, t=t.replace("_", " "))
+                                               for t, c in themes.OVERLAYS.items()
+                                               if t != "twin")]
+        self.legend.setText("<br>".join(parts))
+
+    def _row_clicked(self, row: int, _col: int) -> None:
+        if 0 <= row < len(self._rows):
+            self.kernel_selected.emit(self._rows[row])
+
+
+def status_text(model) -> str:
+    """The status bar: step k/N, phase, pivot, growth, backward error, device, seed."""
+    run = model.run
+    if run is None:
+        return "no recording: Run ▸ New run… or File ▸ Open…"
+    position, last = model.position, model.last_position
+    parts = [f"step {position}/{last}"]
+    step = model.step
+    parts.append(f"phase {step.phase}" if step is not None else "initial matrix")
+    pv = analysis.pivot_value(run, position)
+    if pv is not None:
+        parts.append(f"pivot {pv[0]:.4g} at ({pv[1][0]}, {pv[1][1]})")
+    growth = model.cached("growth", lambda: analysis.growth_by_position(run))
+    if growth is not None:
+        parts.append(f"growth {growth[position]:.3g}")
+    if position == last:
+        err = model.cached("berr", lambda: analysis.backward_error(run))
+        if err is not None:
+            parts.append(f"backward error {err:.3g} nε" if np.isfinite(err)
+                         else "backward error ∞")
+        if run.error:
+            parts.append("FAILED")
+    if run.device:
+        parts.append(run.device)
+    src = run.metrics.get("source") if isinstance(run.metrics, dict) else None
+    if isinstance(src, dict):
+        desc = src.get("family", "")
+        if "seed" in src and desc not in ("sycl4", "typed", "file"):
+            desc += f" seed {src['seed']}"
+        if "file" in src:
+            desc += f" {src['file']}"
+        parts.append(desc)
+    return " · ".join(parts)

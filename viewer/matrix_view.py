@@ -1,0 +1,315 @@
+"""The matrix heat map: diverging colours, a colour bar, numbers in small matrices, overlays.
+
+Cell (i, j) covers x ∈ [j, j+1], y ∈ [i, i+1] with y pointing down (row 0 on
+top), so overlays are rectangles in cell units.  NaN cells (outside a packed
+triangle) show the theme's background.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from . import theme as themes
+from .analysis import Overlays
+
+NUMBERS_MAX_N = 12
+"""Largest order whose cells carry their values as text."""
+
+
+def _pen(color: str, width: float, style=QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
+    pen = QtGui.QPen(QtGui.QColor(color))
+    pen.setWidthF(width)
+    pen.setCosmetic(True)
+    pen.setStyle(style)
+    pen.setJoinStyle(QtCore.Qt.PenJoinStyle.MiterJoin)
+    return pen
+
+
+def _rect_item(z: float) -> QtWidgets.QGraphicsRectItem:
+    item = QtWidgets.QGraphicsRectItem()
+    item.setZValue(z)
+    item.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+    item.setVisible(False)
+    return item
+
+
+def _set_rect(item, region) -> None:
+    """Show ``item`` over (row0, row1, col0, col1), hide it for None or an empty region."""
+    if region is None or region[1] <= region[0] or region[3] <= region[2]:
+        item.setVisible(False)
+        return
+    r0, r1, c0, c1 = region
+    item.setRect(QtCore.QRectF(c0, r0, c1 - c0, r1 - r0))
+    item.setVisible(True)
+
+
+class MatrixView(pg.GraphicsLayoutWidget):
+    """One heat map with overlays; emits the cell under the mouse."""
+
+    hovered = QtCore.Signal(int, int)     # (row, col), (-1, -1) outside
+    clicked = QtCore.Signal(int, int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.theme = themes.LIGHT
+        self.colormap_name = themes.COLORMAPS[0]
+        self.numbers_max_n = NUMBERS_MAX_N
+        self.array: np.ndarray | None = None
+        self.vmax = 1.0
+        self.overlays: Overlays | None = None
+        self.plot = self.addPlot()
+        self.plot.invertY(True)
+        self.plot.setAspectLocked(True)
+        self.plot.hideButtons()
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.showAxis("top")
+        self.plot.hideAxis("bottom")
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(self.image)
+        self.mask = pg.ImageItem(axisOrder="row-major")
+        self.mask.setZValue(5)
+        self.plot.addItem(self.mask)
+        self.colorbar = pg.ColorBarItem(values=(-1, 1), interactive=False, colorMapMenu=False,
+                                        width=18)
+        self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        self.unused = QtWidgets.QGraphicsPathItem()
+        self.unused.setZValue(6)
+        self.boundary = QtWidgets.QGraphicsPathItem()
+        self.boundary.setZValue(7)
+        self.swaps: list = []
+        self.multipliers = _rect_item(8)
+        self.active = _rect_item(10)
+        self.kernel = _rect_item(11)
+        self.pivot = _rect_item(12)
+        self.twin = _rect_item(13)
+        for item in (self.unused, self.boundary, self.multipliers, self.active, self.kernel,
+                     self.pivot, self.twin):
+            self.plot.addItem(item)
+        self.labels = [pg.TextItem("L", anchor=(0.5, 0.5), fill="#FFFFFFC0"),
+                       pg.TextItem("U", anchor=(0.5, 0.5), fill="#FFFFFFC0")]
+        for lab in self.labels:
+            lab.setZValue(9)
+            lab.setVisible(False)
+            self.plot.addItem(lab)
+        self.numbers: list = []
+        self._numbers_shape = None
+        self.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.scene().sigMouseClicked.connect(self._mouse_clicked)
+        self.apply_theme(self.theme, self.colormap_name)
+
+    # ---- look ----
+    def apply_theme(self, theme: themes.Theme, colormap_name: str | None = None) -> None:
+        self.theme = theme
+        if colormap_name:
+            self.colormap_name = colormap_name
+        self.setBackground(theme.background)
+        self.plot.getViewBox().setBackgroundColor(theme.nan)
+        fg = QtGui.QColor(theme.foreground)
+        font = QtGui.QFont()
+        font.setPointSizeF(9 * theme.font_scale)
+        for name in ("top", "left"):
+            ax = self.plot.getAxis(name)
+            ax.setPen(fg)
+            ax.setTextPen(fg)
+            ax.setTickFont(font)
+        self.colorbar.axis.setPen(fg)
+        self.colorbar.axis.setTextPen(fg)
+        self.colorbar.axis.setTickFont(font)
+        cmap = pg.colormap.get(self.colormap_name)
+        self.colorbar.setColorMap(cmap)
+        w = theme.pen_scale
+        self.active.setPen(_pen(themes.OVERLAYS["active"], 3 * w))
+        self.pivot.setPen(_pen(themes.OVERLAYS["pivot"], 3 * w))
+        self.kernel.setPen(_pen(themes.OVERLAYS["kernel"], 2 * w, QtCore.Qt.PenStyle.DashLine))
+        self.twin.setPen(_pen(themes.OVERLAYS["twin"], 3 * w))
+        mult = QtGui.QColor(themes.OVERLAYS["multipliers"])
+        self.multipliers.setPen(_pen(themes.OVERLAYS["multipliers"], 2 * w,
+                                     QtCore.Qt.PenStyle.DotLine))
+        mult.setAlpha(60)
+        self.multipliers.setBrush(mult)
+        self.boundary.setPen(_pen(theme.boundary, 1.5 * w))
+        self.unused.setPen(QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
+        self.unused.setBrush(_rgba(theme.unused))
+        lab_font = QtGui.QFont()
+        lab_font.setPointSizeF(14 * theme.font_scale)
+        lab_font.setBold(True)
+        for lab in self.labels:
+            lab.setColor("#000000")
+            lab.setFont(lab_font)
+        self._numbers_shape = None
+        if self.array is not None:
+            self._refresh()
+
+    def set_title(self, text: str) -> None:
+        self.plot.setTitle(text, color=self.theme.foreground,
+                           size=f"{11 * self.theme.font_scale:.0f}pt")
+
+    # ---- content ----
+    def show_matrix(self, array, vmax: float, overlays: Overlays | None = None,
+                    title: str = "") -> None:
+        """Draw ``array`` (2-D, NaN allowed) with colours in [−vmax, vmax]."""
+        self.array = None if array is None else np.asarray(array, dtype=np.float64)
+        self.vmax = float(vmax) if vmax and np.isfinite(vmax) else 1.0
+        self.overlays = overlays
+        self.set_title(title)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        a = self.array
+        if a is None:
+            self.image.clear()
+            return
+        rows, cols = a.shape
+        self.image.setImage(a, autoLevels=False)
+        self.colorbar.setLevels((-self.vmax, self.vmax))
+        self.image.setRect(QtCore.QRectF(0, 0, cols, rows))
+        self.plot.setRange(xRange=(0, cols), yRange=(0, rows), padding=0)
+        self._ticks(rows, cols)
+        self._draw_overlays(rows, cols)
+        self._draw_numbers(a)
+
+    def _ticks(self, rows: int, cols: int) -> None:
+        for name, count in (("left", rows), ("top", cols)):
+            every = max(1, int(np.ceil(count / 10)))
+            major = [(i + 0.5, str(i)) for i in range(0, count, every)]
+            self.plot.getAxis(name).setTicks([major, []])
+
+    def _draw_overlays(self, rows: int, cols: int) -> None:
+        ov = self.overlays or Overlays()
+        _set_rect(self.active, ov.active)
+        _set_rect(self.multipliers, ov.multipliers)
+        _set_rect(self.pivot, None if ov.pivot is None else
+                  (ov.pivot[0], ov.pivot[0] + 1, ov.pivot[1], ov.pivot[1] + 1))
+        for item in self.swaps:
+            self.plot.removeItem(item)
+        self.swaps = []
+        color = QtGui.QColor(themes.OVERLAYS["swap"])
+        color.setAlpha(70)
+        for r in ov.swapped_rows:
+            item = _rect_item(4)
+            item.setPen(_pen(themes.OVERLAYS["swap"], 1.5 * self.theme.pen_scale))
+            item.setBrush(color)
+            _set_rect(item, (r, r + 1, 0, cols))
+            self.plot.addItem(item)
+            self.swaps.append(item)
+        self.unused.setPath(_unused_path(ov.storage, min(rows, cols)) if rows == cols
+                            else QtGui.QPainterPath())
+        t = ov.finished if ov.storage == "lu" and rows == cols else 0
+        self.boundary.setPath(_lu_boundary(t, rows))
+        self.boundary.setVisible(t > 0)
+        show_labels = t > 0 and rows >= 3
+        self.labels[0].setPos(0.5 + (t - 1) / 3.0, rows - 0.5 - (rows - t) / 3.0)
+        self.labels[1].setPos(cols - 0.5 - (cols - t) / 3.0, 0.5 + (t - 1) / 3.0)
+        for lab in self.labels:
+            lab.setVisible(show_labels)
+
+    def _draw_numbers(self, a: np.ndarray) -> None:
+        rows, cols = a.shape
+        show = max(rows, cols) <= self.numbers_max_n
+        if not show:
+            for item in self.numbers:
+                item.setVisible(False)
+            return
+        if self._numbers_shape != a.shape:
+            for item in self.numbers:
+                self.plot.removeItem(item)
+            font = QtGui.QFont()
+            font.setPointSizeF((9 if max(rows, cols) > 6 else 11) * self.theme.font_scale)
+            self.numbers = []
+            for i in range(rows):
+                for j in range(cols):
+                    item = pg.TextItem("", anchor=(0.5, 0.5))
+                    item.setFont(font)
+                    item.setPos(j + 0.5, i + 0.5)
+                    item.setZValue(3)
+                    self.plot.addItem(item)
+                    self.numbers.append(item)
+            self._numbers_shape = a.shape
+        for item, v in zip(self.numbers, a.ravel()):
+            item.setVisible(True)
+            if np.isnan(v):
+                item.setText("")
+                continue
+            item.setText(f"{v:.3g}")
+            item.setColor("#FFFFFF" if abs(v) > 0.55 * self.vmax else "#000000")
+
+    # ---- overlays set from outside ----
+    def set_kernel_region(self, region) -> None:
+        _set_rect(self.kernel, region)
+
+    def set_twin(self, cell) -> None:
+        _set_rect(self.twin, None if cell is None else (cell[0], cell[0] + 1,
+                                                         cell[1], cell[1] + 1))
+
+    def set_mask(self, mask) -> None:
+        """Tint the cells where ``mask`` is True with the active-region colour."""
+        if mask is None or not np.any(mask):
+            self.mask.clear()
+            return
+        rgba = np.zeros(mask.shape + (4,), dtype=np.uint8)
+        rgba[mask] = (*QtGui.QColor(themes.OVERLAYS["active"]).getRgb()[:3], 90)
+        self.mask.setImage(rgba, levels=None)
+        self.mask.setRect(QtCore.QRectF(0, 0, mask.shape[1], mask.shape[0]))
+
+    # ---- geometry (also for tests) ----
+    def cell_at(self, scene_pos) -> tuple[int, int]:
+        if self.array is None:
+            return -1, -1
+        p = self.plot.getViewBox().mapSceneToView(scene_pos)
+        r, c = int(np.floor(p.y())), int(np.floor(p.x()))
+        if 0 <= r < self.array.shape[0] and 0 <= c < self.array.shape[1]:
+            return r, c
+        return -1, -1
+
+    def view_to_widget(self, x: float, y: float) -> QtCore.QPoint:
+        """Widget pixel of the view point (x, y) in cell units."""
+        scene = self.plot.getViewBox().mapViewToScene(QtCore.QPointF(x, y))
+        return self.mapFromScene(scene)
+
+    def _mouse_moved(self, pos) -> None:
+        self.hovered.emit(*self.cell_at(pos))
+
+    def _mouse_clicked(self, event) -> None:
+        r, c = self.cell_at(event.scenePos())
+        if r >= 0:
+            self.clicked.emit(r, c)
+
+
+def _rgba(text: str) -> QtGui.QColor:
+    """'#RRGGBBAA' -> QColor."""
+    c = QtGui.QColor(text[:7])
+    c.setAlpha(int(text[7:9], 16))
+    return c
+
+
+def _unused_path(storage: str, n: int) -> QtGui.QPainterPath:
+    """The triangle a one-triangle algorithm never touches (strictly upper for "lower")."""
+    path = QtGui.QPainterPath()
+    if storage not in ("lower", "upper") or n < 2:
+        return path
+    pts = [(n, 0), (1, 0)]
+    for i in range(n - 1):
+        pts += [(i + 1, i + 1), (i + 2, i + 1)]
+    if storage == "upper":
+        pts = [(y, x) for x, y in pts]
+    path.moveTo(*pts[0])
+    for p in pts[1:]:
+        path.lineTo(*p)
+    path.closeSubpath()
+    return path
+
+
+def _lu_boundary(t: int, n: int) -> QtGui.QPainterPath:
+    """The staircase below the diagonal of the first t columns, then down: L | U and trailing."""
+    path = QtGui.QPainterPath()
+    if t <= 0:
+        return path
+    path.moveTo(0, 1)
+    for j in range(t):
+        path.lineTo(j, j + 1)
+        path.lineTo(j + 1, j + 1)
+    path.lineTo(t, n)
+    return path

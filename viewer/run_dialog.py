@@ -1,0 +1,236 @@
+"""The Run dialog: algorithm, variant, size, dtype, device, matrix family and seed.
+
+Algorithms come from :data:`viewer.registry.ALGORITHMS`; one this build of
+oclla cannot run is listed greyed out with the reason as its tooltip.  The
+device list is read when the dialog opens (never at start-up, so replaying
+needs no device); a failure to list devices is shown in the dialog.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+import oclla
+
+from . import matrices, registry
+from .runner import DTYPES, RunRequest, build_matrix
+
+MAX_N = 4096
+SNAPSHOT_BUDGET_BYTES = 1 << 30
+"""Snapshots are offered while n³·itemsize (one copy per step) stays below this."""
+
+
+def snapshots_fit(n: int, dtype: str) -> bool:
+    return n <= matrices.MAX_STEP_VIEW_N and n ** 3 * np.dtype(dtype).itemsize \
+        <= SNAPSHOT_BUDGET_BYTES
+
+
+class RunDialog(QtWidgets.QDialog):
+    """Collects a :class:`RunRequest`; :meth:`request` builds it after ``accept``."""
+
+    def __init__(self, parent=None, initial: RunRequest | None = None,
+                 device_lister=oclla.devices):
+        super().__init__(parent)
+        self.setWindowTitle("New run")
+        self._file_matrix = None
+        self._file_name = ""
+        form = QtWidgets.QFormLayout()
+        self.algorithm = QtWidgets.QComboBox()
+        for spec in registry.ALGORITHMS:
+            self.algorithm.addItem(spec.label, spec.key)
+            missing = spec.missing()
+            if missing:
+                item = self.algorithm.model().item(self.algorithm.count() - 1)
+                item.setEnabled(False)
+                item.setToolTip(missing)
+                item.setText(f"{spec.label} (not available)")
+        self.variant = QtWidgets.QComboBox()
+        self.pivoting = QtWidgets.QComboBox()
+        self.block = QtWidgets.QSpinBox()
+        self.block.setRange(0, 1024)
+        self.block.setSpecialValueText("device default")
+        self.n = QtWidgets.QSpinBox()
+        self.n.setRange(1, MAX_N)
+        self.dtype = QtWidgets.QComboBox()
+        self.dtype.addItems(DTYPES)
+        self.device = QtWidgets.QComboBox()
+        self.device.addItem("default (OCLLA_DEVICE, then GPU, then CPU)", None)
+        self.device_note = QtWidgets.QLabel("")
+        self.family = QtWidgets.QComboBox()
+        for key, label in matrices.FAMILIES.items():
+            self.family.addItem(label, key)
+        self.seed = QtWidgets.QSpinBox()
+        self.seed.setRange(0, 2 ** 31 - 1)
+        self.kappa = QtWidgets.QDoubleSpinBox()
+        self.kappa.setDecimals(0)
+        self.kappa.setRange(1, 1e16)
+        self.typed = QtWidgets.QPlainTextEdit()
+        self.typed.setPlaceholderText("rows on lines or separated by ';', e.g. 4 1; 1 3")
+        self.typed.setMaximumHeight(90)
+        self.file_button = QtWidgets.QPushButton("Choose .npy or .mtx file…")
+        self.file_button.clicked.connect(self._choose_file)
+        self.snapshots = QtWidgets.QCheckBox("keep the matrix after every step (step views)")
+        self.error = QtWidgets.QLabel("")
+        self.error.setStyleSheet("color: #D50000")
+        self.error.setWordWrap(True)
+        for label, widget in (("Algorithm", self.algorithm), ("Variant", self.variant),
+                              ("Pivoting", self.pivoting), ("Block size", self.block),
+                              ("Order n", self.n), ("dtype", self.dtype),
+                              ("Device", self.device), ("", self.device_note),
+                              ("Matrix", self.family), ("Seed", self.seed),
+                              ("Condition number", self.kappa), ("Values", self.typed),
+                              ("File", self.file_button), ("", self.snapshots)):
+            form.addRow(label, widget)
+        buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Ok
+                                             | QtWidgets.QDialogButtonBox.StandardButton.Cancel)
+        buttons.button(QtWidgets.QDialogButtonBox.StandardButton.Ok).setText("Run")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(buttons)
+        self._form = form
+        self.algorithm.currentIndexChanged.connect(self._algorithm_changed)
+        self.variant.currentIndexChanged.connect(self._variant_changed)
+        self.family.currentIndexChanged.connect(self._family_changed)
+        self.n.valueChanged.connect(self._size_changed)
+        self.dtype.currentIndexChanged.connect(self._size_changed)
+        self._list_devices(device_lister)
+        self.set_request(initial or RunRequest())
+
+    # ---- filling ----
+    def _list_devices(self, lister) -> None:
+        try:
+            infos = lister()
+        except Exception as exc:     # no ICD, broken driver: say so, keep the dialog usable
+            self.device_note.setText(f"cannot list OpenCL devices: {exc}")
+            return
+        for info in infos:
+            self.device.addItem(f"[{info.index}] {info.name} ({info.kind}, "
+                                f"fp64 {'yes' if info.fp64 else 'no'})", str(info.index))
+        if not infos:
+            self.device_note.setText("no OpenCL device found: runs will fail; "
+                                     "recordings still replay")
+
+    def set_request(self, req: RunRequest) -> None:
+        idx = self.algorithm.findData(req.algorithm)
+        spec_ok = idx >= 0 and self.algorithm.model().item(idx).isEnabled()
+        self.algorithm.setCurrentIndex(idx if spec_ok else 0)
+        self._algorithm_changed()
+        self._select(self.variant, req.variant)
+        self._variant_changed()
+        if req.pivoting:
+            self._select(self.pivoting, req.pivoting)
+        self.block.setValue(req.block or 0)
+        self.n.setValue(int(req.n))
+        self._select(self.dtype, req.dtype, by_text=True)
+        if req.device is not None:
+            self._select(self.device, str(req.device))
+        self._select(self.family, req.family if req.family != "file" else "random")
+        self.seed.setValue(int(req.seed))
+        self.kappa.setValue(float(req.kappa))
+        self._family_changed()
+        self._size_changed()
+
+    @staticmethod
+    def _select(combo, value, by_text=False) -> None:
+        idx = combo.findText(value) if by_text else combo.findData(value)
+        if idx >= 0:
+            combo.setCurrentIndex(idx)
+
+    def _spec(self):
+        return registry.algorithm(self.algorithm.currentData())
+
+    def _algorithm_changed(self) -> None:
+        spec = self._spec()
+        self.variant.blockSignals(True)
+        self.variant.clear()
+        for v in spec.variants:
+            self.variant.addItem(f"{v.key}: {v.label}", v.key)
+        self.variant.blockSignals(False)
+        self._select(self.family, spec.family)
+        self._variant_changed()
+
+    def _variant_changed(self) -> None:
+        if self.variant.currentData() is None:
+            return
+        v = self._spec().variant(self.variant.currentData())
+        self.pivoting.clear()
+        self.pivoting.addItems(list(v.pivoting) or ["(not applicable)"])
+        self.pivoting.setEnabled(len(v.pivoting) > 1)
+        self.block.setEnabled(v.blocked)
+
+    def _family_changed(self) -> None:
+        fam = self.family.currentData()
+        self._show_row(self.seed, fam in ("random", "spd", "cond", "diagdom"))
+        self._show_row(self.kappa, fam == "cond")
+        self._show_row(self.typed, fam == "typed")
+        self._show_row(self.file_button, fam == "file")
+        self.n.setEnabled(fam in ("random", "spd", "cond", "diagdom"))
+        if fam == "sycl4":
+            self.n.setValue(4)
+
+    def _show_row(self, widget, visible: bool) -> None:
+        self._form.setRowVisible(widget, visible)
+
+    def _size_changed(self) -> None:
+        fits = snapshots_fit(self.n.value(), self.dtype.currentText())
+        self.snapshots.setEnabled(fits)
+        self.snapshots.setChecked(fits)
+        self.snapshots.setToolTip("" if fits else "too large to keep every step: timing only")
+
+    def _choose_file(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(
+            self, "Matrix file", "", "Matrices (*.npy *.mtx);;All files (*)")
+        if path:
+            self.load_file(path)
+
+    def load_file(self, path) -> bool:
+        """Read a matrix file; show the problem and return False if it is unusable."""
+        try:
+            self._file_matrix = matrices.load_matrix(path)
+        except matrices.MatrixError as exc:
+            self._file_matrix = None
+            self.error.setText(str(exc))
+            return False
+        self._file_name = os.path.basename(os.fspath(path))
+        self.file_button.setText(self._file_name)
+        self.n.setValue(self._file_matrix.shape[0])
+        self.error.setText("")
+        return True
+
+    # ---- result ----
+    def request(self) -> RunRequest:
+        """The request as filled in (MatrixError for an unusable matrix)."""
+        fam = self.family.currentData()
+        v = self._spec().variant(self.variant.currentData())
+        matrix = None
+        if fam == "typed":
+            matrix = matrices.parse_matrix(self.typed.toPlainText())
+        elif fam == "file":
+            if self._file_matrix is None:
+                raise matrices.MatrixError("choose a .npy or .mtx file first")
+            matrix = self._file_matrix
+        req = RunRequest(
+            algorithm=self._spec().key, variant=v.key,
+            n=matrix.shape[0] if matrix is not None else self.n.value(),
+            dtype=self.dtype.currentText(), family=fam, seed=self.seed.value(),
+            kappa=self.kappa.value(),
+            pivoting=self.pivoting.currentText() if v.pivoting else None,
+            block=self.block.value() or None, device=self.device.currentData(),
+            matrix=matrix, source_name=self._file_name if fam == "file" else "",
+            snapshots=self.snapshots.isChecked())
+        build_matrix(req)          # surfaces a bad family/size before the run starts
+        return req
+
+    def accept(self) -> None:
+        try:
+            self.request()
+        except matrices.MatrixError as exc:
+            self.error.setText(str(exc))
+            return
+        super().accept()

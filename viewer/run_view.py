@@ -1,0 +1,115 @@
+"""One run at one position: the heat map, or for packed storage the triangle and its RFP buffer.
+
+For a packed run the left map is the triangle (unpacked, the other half
+blank) with the step's overlays, the right map the RFP buffer in LAPACK's
+``lda × cols`` picture, with the twins of the active region tinted.
+Hovering an entry on either side outlines its twin on the other and shows
+the index formula below.
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from . import analysis, packed
+from .matrix_view import MatrixView
+
+
+def position_title(run, position: int, label: str = "") -> str:
+    step = analysis.step_at(run, position)
+    last = analysis.n_positions(run) - 1
+    what = f"step {position}/{last}" + (f" · {step.phase}" if step is not None else " · start")
+    head = f"{run.algorithm} {run.variant}".strip()
+    return f"{label}{head} · {what}"
+
+
+class RunView(QtWidgets.QWidget):
+    """Shows one run at one position (full or packed storage)."""
+
+    def __init__(self, label: str = "", parent=None):
+        super().__init__(parent)
+        self.label = label
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        maps = QtWidgets.QHBoxLayout()
+        self.matrix = MatrixView()
+        self.buffer = MatrixView()
+        self.buffer.setVisible(False)
+        maps.addWidget(self.matrix, 3)
+        maps.addWidget(self.buffer, 2)
+        layout.addLayout(maps, 1)
+        self.formula = QtWidgets.QLabel("")
+        self.formula.setVisible(False)
+        self.formula.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.formula)
+        self.layout_rfp: packed.Layout | None = None
+        self.transposed = False
+        self.matrix.hovered.connect(self._hover_full)
+        self.buffer.hovered.connect(self._hover_rfp)
+
+    @property
+    def is_packed(self) -> bool:
+        return self.layout_rfp is not None
+
+    def apply_theme(self, theme, colormap_name=None, numbers_max_n=None) -> None:
+        for m in (self.matrix, self.buffer):
+            if numbers_max_n is not None:
+                m.numbers_max_n = numbers_max_n
+            m.apply_theme(theme, colormap_name)
+
+    def show_run(self, run, position: int, vmax: float, kernel_region=None) -> None:
+        array = analysis.matrix_at(run, position)
+        ov = analysis.overlays(run, position)
+        title = position_title(run, position, self.label)
+        self.layout_rfp = analysis.packed_layout(run, array)
+        self.buffer.setVisible(self.is_packed)
+        self.formula.setVisible(self.is_packed)
+        if not self.is_packed:
+            self.matrix.show_matrix(array, vmax, ov, title)
+            self.matrix.set_kernel_region(kernel_region)
+            return
+        rfp, self.transposed = packed.orient(array)
+        self.matrix.show_matrix(self.layout_rfp.unpack(rfp), vmax, ov, title)
+        self.matrix.set_kernel_region(kernel_region)
+        self.buffer.show_matrix(rfp, vmax, None,
+                                f"RFP buffer {rfp.shape[0]}×{rfp.shape[1]} (TRANSR='N')")
+        self.buffer.set_mask(self._active_twins(ov.active))
+        if not self.formula.text():
+            self.formula.setText("hover an entry to see where it is stored")
+
+    def _active_twins(self, region):
+        if region is None or self.layout_rfp is None:
+            return None
+        r0, r1, c0, c1 = region
+        ij = self.layout_rfp.to_full
+        i, j = ij[..., 0], ij[..., 1]
+        return (i >= r0) & (i < r1) & (j >= c0) & (j < c1)
+
+    # ---- hover twins ----
+    def _hover_full(self, i: int, j: int) -> None:
+        if not self.is_packed:
+            return
+        twin = self.layout_rfp.twin_of_full(i, j) if i >= 0 else None
+        self.buffer.set_twin(twin)
+        self.matrix.set_twin(None if twin is None else (i, j))
+        if twin is not None:
+            self.formula.setText(self._formula(*twin))
+
+    def _hover_rfp(self, r: int, c: int) -> None:
+        if not self.is_packed:
+            return
+        twin = self.layout_rfp.twin_of_rfp(r, c) if r >= 0 else None
+        self.matrix.set_twin(twin)
+        self.buffer.set_twin(None if twin is None else (r, c))
+        if twin is not None:
+            self.formula.setText(self._formula(r, c))
+
+    def _formula(self, r: int, c: int) -> str:
+        text = packed.formula(r, c, self.layout_rfp.n, self.layout_rfp.lower)
+        if self.transposed:
+            text += f"; the recorded row-major array holds it at [{c}, {r}]"
+        return text
+
+    def hover_twin(self, side: str, cell) -> None:
+        """Act as if the mouse were over ``cell`` of ``side`` ("full" or "rfp")."""
+        (self._hover_full if side == "full" else self._hover_rfp)(*cell)

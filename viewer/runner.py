@@ -1,0 +1,175 @@
+"""Run an algorithm under a recorder and hand back the recording (no Qt).
+
+The window calls :func:`execute` from a worker thread (:mod:`viewer.worker`),
+the headless command line calls it directly.  Progress and cancellation
+ride on the trace itself: :class:`ProgressRecording` is an
+:class:`oclla.Recording` that reports each new step and, once cancelled,
+refuses to start the next one, so the algorithm stops at a step boundary.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.linalg import LinAlgError
+
+import oclla
+
+from . import matrices, registry
+
+DTYPES = ("float64", "float32")
+
+
+class RunCancelled(Exception):
+    """The user cancelled the run."""
+
+
+@dataclass
+class RunRequest:
+    """Everything needed to reproduce a run."""
+
+    algorithm: str = "lu"
+    variant: str = "pivot"
+    n: int = 16
+    dtype: str = "float64"
+    family: str = "random"
+    seed: int = 0
+    kappa: float = 1e3
+    pivoting: str | None = None
+    block: int | None = None
+    device: str | None = None           # oclla.get_queue's spec; None = default
+    matrix: np.ndarray | None = None    # typed-in or file matrix (family "typed"/"file")
+    source_name: str = ""               # file name for family "file"
+    snapshots: bool = True
+
+    def describe(self) -> dict:
+        """Where the matrix came from (stored with the run so a replay can say it)."""
+        d = {"family": self.family, "seed": int(self.seed), "n": int(self.n)}
+        if self.family == "cond":
+            d["kappa"] = float(self.kappa)
+        if self.source_name:
+            d["file"] = self.source_name
+        return d
+
+
+@dataclass
+class RunOutcome:
+    """The result of :func:`execute`.
+
+    ``recording`` holds whatever was recorded (also for a failed run);
+    ``error`` is a message for the user or None; ``math_error`` says the
+    failure is mathematical (zero pivot, not positive definite), so the
+    recording shows where it happened; ``warnings`` collects warnings.
+    """
+
+    recording: object | None = None
+    error: str | None = None
+    math_error: bool = False
+    cancelled: bool = False
+    warnings: list = field(default_factory=list)
+
+    @property
+    def showable(self) -> bool:
+        """The recording has steps to show (a finished run or a mathematical failure)."""
+        from .analysis import viewable_runs
+        return (self.recording is not None and not self.cancelled
+                and (self.error is None or self.math_error)
+                and bool(viewable_runs(self.recording)))
+
+
+class ProgressRecording(oclla.Recording):
+    """A recorder that reports steps and can be cancelled between them."""
+
+    def __init__(self, snapshots=False, on_step=None, cancel: threading.Event | None = None):
+        super().__init__(snapshots=snapshots)
+        self._on_step = on_step
+        self._cancel = cancel
+
+    def begin_step(self, *args, **kwargs):
+        if self._cancel is not None and self._cancel.is_set():
+            raise RunCancelled("cancelled")
+        step = super().begin_step(*args, **kwargs)
+        if self._on_step is not None:
+            self._on_step(step.index + 1)
+        return step
+
+
+def build_matrix(request: RunRequest) -> np.ndarray:
+    """The request's matrix in its working dtype (MatrixError for a bad one)."""
+    if request.dtype not in DTYPES:
+        raise matrices.MatrixError(f"dtype must be one of {DTYPES}, got {request.dtype!r}")
+    if request.family in ("typed", "file"):
+        if request.matrix is None:
+            raise matrices.MatrixError("no matrix was given (type values or choose a file)")
+        a = np.asarray(request.matrix, dtype=np.float64)
+    else:
+        spec = registry.algorithm(request.algorithm)
+        a = matrices.generate(request.family, request.n, request.seed, request.kappa,
+                              symmetric=spec.spd)
+    return np.ascontiguousarray(a, dtype=request.dtype)
+
+
+def expected_steps(request: RunRequest) -> int:
+    """How many steps a per-pivot run takes (0 when not known in advance)."""
+    if request.variant in ("pivot", "faithful"):
+        n = request.matrix.shape[0] if request.matrix is not None else request.n
+        return max(n - 1, 0) if request.algorithm == "lu" else n
+    return 0
+
+
+def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
+    """Run the request under a recorder; never raises for a failing run.
+
+    ``on_step(k)`` is called as step k starts (from the running thread);
+    setting ``cancel`` (a threading.Event) stops the run at the next step.
+    """
+    try:
+        spec = registry.algorithm(request.algorithm)
+        variant = spec.variant(request.variant)
+    except KeyError as exc:
+        return RunOutcome(error=str(exc.args[0]))
+    missing = spec.missing()
+    if missing:
+        return RunOutcome(error=f"{spec.label} cannot run: {missing}")
+    if variant.pivoting and request.pivoting not in (None, *variant.pivoting):
+        return RunOutcome(error=f"{spec.key} {variant.key} allows pivoting "
+                                f"{' or '.join(variant.pivoting)}, not {request.pivoting!r}")
+    try:
+        a = build_matrix(request)
+    except matrices.MatrixError as exc:
+        return RunOutcome(error=str(exc))
+    options = {"pivoting": request.pivoting, "block": request.block, "seed": request.seed}
+    outcome = RunOutcome()
+    rec = ProgressRecording(snapshots=request.snapshots, on_step=on_step, cancel=cancel)
+    try:
+        queue = oclla.get_queue(request.device)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with rec:
+                spec.call(a, variant, options, queue)
+        outcome.warnings = [str(w.message) for w in caught]
+    except RunCancelled:
+        outcome.cancelled = True
+        outcome.error = "run cancelled"
+    except LinAlgError as exc:
+        outcome.error, outcome.math_error = f"{spec.label} stopped: {exc}", True
+    except oclla.DeviceError as exc:
+        outcome.error = f"device problem: {exc}"
+    except (ValueError, TypeError, MemoryError) as exc:
+        outcome.error = f"{spec.label} refused the input: {exc}"
+    except Exception as exc:   # a driver failing mid-run: report it, keep the app alive
+        outcome.error = f"the run failed: {type(exc).__name__}: {exc}"
+    outcome.recording = rec
+    for run in rec.runs:
+        run.metrics.setdefault("source", request.describe())
+    if outcome.math_error and rec.runs and rec.runs[-1].error is None:
+        rec.runs[-1].error = f"LinAlgError: {exc_text(outcome.error)}"
+    return outcome
+
+
+def exc_text(message: str) -> str:
+    """The part of a "label stopped: reason" message after the colon."""
+    return message.split(": ", 1)[-1]

@@ -1,0 +1,227 @@
+"""Where the time goes: the kernel timeline and the time of each step.
+
+The timeline draws every kernel of a run from its OpenCL profiling events:
+a "device" lane with the execution (start → end) and a "launch" lane with
+the overhead before it (queued → submit light, submit → start dark), so host
+and driver cost are seen apart from device time.  Kernels of the current
+step are opaque, the others faded; the selected kernel is outlined.
+
+The step plot shows each step's device time against its index, coloured by
+phase: for a per-pivot run the shrinking active submatrix is the falling
+curve.  A compared run is drawn on the same axes (second lanes, dashed curve).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from . import analysis
+from . import theme as themes
+
+FADED_ALPHA = 70
+
+
+def _brush(color: str, alpha: int = 255) -> QtGui.QBrush:
+    c = QtGui.QColor(color)
+    c.setAlpha(alpha)
+    return QtGui.QBrush(c)
+
+
+class _Lanes:
+    """The bars of one run: device lane at ``y``, launch lane at ``y + 1``."""
+
+    def __init__(self, plot, y: float):
+        self.y = y
+        self.device = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
+        self.queued = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
+        self.submitted = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
+        for item in (self.queued, self.submitted, self.device):
+            plot.addItem(item)
+        self.starts = self.ends = self.queue_t = np.zeros(0)
+        self.kernels: list = []
+
+    def set_run(self, run) -> None:
+        self.kernels = run.kernels if run is not None else []
+        t0 = analysis.kernel_origin(run) if run is not None else 0
+        ks = self.kernels
+        us = lambda xs: np.array(xs, dtype=np.float64) / 1e3   # noqa: E731
+        self.queue_t = us([k.queued - t0 for k in ks])
+        submit = us([k.submit - t0 for k in ks])
+        self.starts = us([k.start - t0 for k in ks])
+        self.ends = us([k.end - t0 for k in ks])
+        n = len(ks)
+        self.queued.setOpts(x0=self.queue_t, width=np.maximum(submit - self.queue_t, 0),
+                            y0=np.full(n, self.y + 1.25), height=np.full(n, 0.5),
+                            brush=_brush("#B0B0B0"), pen=None)
+        self.submitted.setOpts(x0=submit, width=np.maximum(self.starts - submit, 0),
+                               y0=np.full(n, self.y + 1.25), height=np.full(n, 0.5),
+                               brush=_brush("#606060"), pen=None)
+        self.device.setOpts(x0=self.starts, width=np.maximum(self.ends - self.starts, 0),
+                            y0=np.full(n, self.y + 0.1), height=np.full(n, 0.8))
+
+    def highlight(self, lit: set, selected, pen_scale: float) -> None:
+        brushes, pens = [], []
+        outline = QtGui.QPen(QtGui.QColor(themes.OVERLAYS["kernel"]))
+        outline.setWidthF(3 * pen_scale)
+        outline.setCosmetic(True)
+        for i, k in enumerate(self.kernels):
+            color = themes.kernel_color(k.name)
+            brushes.append(_brush(color, 255 if (not lit or i in lit) else FADED_ALPHA))
+            pens.append(outline if i == selected else QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
+        if self.kernels:
+            self.device.setOpts(brushes=brushes, pens=pens)
+
+    def kernel_at(self, x: float, lane_y: float) -> int | None:
+        """Index of the kernel drawn at time x (µs) in the device or launch lane."""
+        if not self.kernels:
+            return None
+        if self.y <= lane_y < self.y + 1:
+            lo, hi = self.starts, self.ends
+        elif self.y + 1 <= lane_y < self.y + 2:
+            lo, hi = self.queue_t, self.starts
+        else:
+            return None
+        hits = np.flatnonzero((lo <= x) & (x <= hi))
+        if hits.size:
+            return int(hits[0])
+        # nothing under the cursor: the nearest kernel if it is close on screen
+        mid = (lo + hi) / 2
+        i = int(np.argmin(np.abs(mid - x)))
+        span = max(float(self.ends.max() - self.queue_t.min()), 1e-9)
+        return i if abs(mid[i] - x) < 0.01 * span else None
+
+
+class TimelineView(QtWidgets.QWidget):
+    """Kernel timeline above, time per step below."""
+
+    kernel_clicked = QtCore.Signal(int)     # index into run.kernels
+    position_clicked = QtCore.Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.theme = themes.LIGHT
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        layout.addWidget(split)
+        self.kernels_plot = pg.PlotWidget()
+        self.kernels_plot.setMouseEnabled(x=True, y=False)
+        self.kernels_plot.setMenuEnabled(False)
+        self.kernels_plot.invertY(True)
+        self.kernels_plot.setLabel("bottom", "time since the run's first launch (µs)")
+        self.kernels_plot.getAxis("left").setWidth(70)
+        self.steps_plot = pg.PlotWidget()
+        self.steps_plot.setMouseEnabled(x=True, y=False)
+        self.steps_plot.setMenuEnabled(False)
+        self.steps_plot.setLabel("bottom", "step")
+        self.steps_plot.setLabel("left", "device time per step (µs)")
+        self.steps_plot.getAxis("left").setWidth(70)
+        split.addWidget(self.kernels_plot)
+        split.addWidget(self.steps_plot)
+        self.lanes = [_Lanes(self.kernels_plot, 0.0), _Lanes(self.kernels_plot, 2.5)]
+        self.span = pg.LinearRegionItem(movable=False, brush=_brush(themes.OVERLAYS["active"], 40),
+                                        pen=pg.mkPen(themes.OVERLAYS["active"]))
+        self.span.setZValue(-10)
+        self.span.setVisible(False)
+        self.kernels_plot.addItem(self.span)
+        self.curve = pg.PlotDataItem(pen=pg.mkPen("#808080", width=1))
+        self.scatter = pg.ScatterPlotItem(size=7, pen=None)
+        self.compare_curve = pg.PlotDataItem(pen=pg.mkPen("#808080", width=1.5,
+                                                          style=QtCore.Qt.PenStyle.DashLine))
+        self.cursor = pg.InfiniteLine(angle=90, movable=False,
+                                      pen=pg.mkPen(themes.OVERLAYS["active"], width=2))
+        for item in (self.curve, self.compare_curve, self.scatter, self.cursor):
+            self.steps_plot.addItem(item)
+        self.runs = [None, None]
+        self.kernels_plot.scene().sigMouseClicked.connect(self._kernels_click)
+        self.steps_plot.scene().sigMouseClicked.connect(self._steps_click)
+        self.apply_theme(self.theme)
+
+    def apply_theme(self, theme: themes.Theme) -> None:
+        self.theme = theme
+        font = QtGui.QFont()
+        font.setPointSizeF(9 * theme.font_scale)
+        for w in (self.kernels_plot, self.steps_plot):
+            w.setBackground(theme.background)
+            for name in ("left", "bottom"):
+                ax = w.getAxis(name)
+                ax.setPen(theme.foreground)
+                ax.setTextPen(theme.foreground)
+                ax.setTickFont(font)
+        self.scatter.setSize(7 * theme.pen_scale)
+
+    def set_runs(self, run, compare=None) -> None:
+        """Draw ``run`` (and ``compare`` in the second lanes)."""
+        self.runs = [run, compare]
+        for lanes, r in zip(self.lanes, self.runs):
+            lanes.set_run(r)
+        ticks = [(0.5, "device"), (1.5, "launch")]
+        if compare is not None:
+            ticks = [(0.5, "A device"), (1.5, "A launch"), (3.0, "B device"), (4.0, "B launch")]
+        self.kernels_plot.getAxis("left").setTicks([ticks, []])
+        self.kernels_plot.setYRange(-0.2, 4.7 if compare is not None else 2.0, padding=0)
+        ends = [lan.ends.max() for lan in self.lanes if lan.kernels]
+        if ends:
+            self.kernels_plot.setXRange(0, max(ends), padding=0.02)
+        self._draw_steps()
+
+    def _draw_steps(self) -> None:
+        run, other = self.runs
+        if run is None or not run.steps:
+            for item in (self.curve, self.scatter, self.compare_curve):
+                item.setData([], [])
+            return
+        x = np.arange(1, len(run.steps) + 1)
+        y = analysis.step_times_ns(run) / 1e3
+        self.curve.setData(x, y)
+        self.scatter.setData(x, y, brush=[_brush(themes.phase_color(s.phase))
+                                          for s in run.steps])
+        if other is not None and other.steps:
+            self.compare_curve.setData(np.arange(1, len(other.steps) + 1),
+                                       analysis.step_times_ns(other) / 1e3)
+        else:
+            self.compare_curve.setData([], [])
+        self.steps_plot.setXRange(0, len(run.steps) + 1, padding=0.02)
+
+    def set_position(self, position: int, lit: list, selected, compare_position=None) -> None:
+        """Light the current step's kernels (``lit``), outline ``selected``."""
+        lanes = self.lanes[0]
+        lanes.highlight(set(lit), selected, self.theme.pen_scale)
+        if lit:
+            self.span.setRegion((float(lanes.queue_t[lit].min()), float(lanes.ends[lit].max())))
+        self.span.setVisible(bool(lit))
+        other = self.runs[1]
+        if other is not None:
+            idx = compare_position - 1 if compare_position else None
+            lit_b = {i for i, k in enumerate(other.kernels) if k.step == idx}
+            self.lanes[1].highlight(lit_b, None, self.theme.pen_scale)
+        self.cursor.setValue(position)
+
+    # ---- clicks ----
+    def _kernels_click(self, event) -> None:
+        vb = self.kernels_plot.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        p = vb.mapSceneToView(event.scenePos())
+        hit = self.lanes[0].kernel_at(p.x(), p.y())
+        if hit is not None:
+            self.kernel_clicked.emit(hit)
+
+    def _steps_click(self, event) -> None:
+        vb = self.steps_plot.getPlotItem().getViewBox()
+        run = self.runs[0]
+        if run is None or not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        x = vb.mapSceneToView(event.scenePos()).x()
+        self.position_clicked.emit(int(min(max(round(x), 0), len(run.steps))))
+
+    # ---- geometry (also for tests) ----
+    def kernel_point(self, index: int) -> QtCore.QPoint:
+        """Widget pixel (in ``kernels_plot``) at the middle of kernel ``index``'s bar."""
+        lanes = self.lanes[0]
+        x = (lanes.starts[index] + lanes.ends[index]) / 2
+        vb = self.kernels_plot.getPlotItem().getViewBox()
+        scene = vb.mapViewToScene(QtCore.QPointF(x, 0.5))
+        return self.kernels_plot.mapFromScene(scene)

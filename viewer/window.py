@@ -1,0 +1,606 @@
+"""The main window: views, docks and menus around one :class:`~viewer.model.ViewerModel`.
+
+Layout: the run view (and, when comparing, a second one beside it) above the
+transport bar; the timeline dock below; the step details dock on the right;
+the status bar with the numbers of the current step.  Every command is a
+QAction (:mod:`viewer.actions`); each ``do_<name>`` method below is one.
+
+Nothing here touches an OpenCL device except a run, which happens in a
+:class:`~viewer.worker.RunThread`; a recording replays with no device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+import oclla
+
+from . import actions as actions_mod
+from . import analysis, export, model as model_mod
+from . import theme as themes
+from .details import DetailsPanel, status_text
+from .matrix_view import NUMBERS_MAX_N
+from .run_dialog import RunDialog
+from .run_view import RunView
+from .runner import RunRequest
+from .settings import Settings
+from .timeline import TimelineView
+from .transport import TransportBar
+from .worker import RunThread
+
+RECORDING_FILTER = "oclla recordings (*.oclrec *.npz);;All files (*)"
+VIEWS = ("window", "matrix", "compare", "timeline", "steps", "details")
+"""What the headless export can render (see :meth:`MainWindow.view_widget`)."""
+
+
+class MessageBar(QtWidgets.QFrame):
+    """A dismissable line at the top of the window for errors and notices."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        layout = QtWidgets.QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        self.label = QtWidgets.QLabel("")
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QtWidgets.QToolButton()
+        close.setText("✕")
+        close.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        close.clicked.connect(self.hide)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.kind = ""
+        self.hide()
+
+    def show_text(self, text: str, kind: str = "error") -> None:
+        colors = {"error": ("#FDECEA", "#8A1C12"), "info": ("#E8F4FD", "#0B4A75")}
+        bg, fg = colors.get(kind, colors["info"])
+        self.setStyleSheet(f"MessageBar {{ background: {bg}; }} QLabel {{ color: {fg}; }}")
+        self.kind = kind
+        self.label.setText(text)
+        self.show()
+
+    def text(self) -> str:
+        return self.label.text() if self.isVisible() else ""
+
+
+class MainWindow(QtWidgets.QMainWindow):
+    """The viewer window (see the module docstring)."""
+
+    def __init__(self, settings: Settings | None = None, device_lister=oclla.devices):
+        super().__init__()
+        self.setWindowTitle("oclla viewer")
+        self.model = model_mod.ViewerModel()
+        self.settings = settings or Settings()
+        self.device_lister = device_lister
+        self.thread: RunThread | None = None
+        self.last_request: RunRequest = self.settings.last_request()
+        self.shortcut_dialog = None
+        self._base_palette = QtWidgets.QApplication.palette()
+        self._base_font = QtWidgets.QApplication.font()
+
+        self.message = MessageBar()
+        self.main_view = RunView()
+        self.compare_view = RunView("B: ")
+        self.compare_view.setVisible(False)
+        self.views = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        self.views.addWidget(self.main_view)
+        self.views.addWidget(self.compare_view)
+        self.run_choice = QtWidgets.QComboBox()
+        self.run_choice.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        self.run_choice.currentIndexChanged.connect(self._run_chosen)
+        self.run_choice.setVisible(False)
+
+        self.actions = actions_mod.build(self)
+        transport = [self.actions[n] for n in ("first", "back", "play", "forward", "last")]
+        self.transport = TransportBar(transport)
+        self.transport.layout().insertWidget(0, self.run_choice)
+        self.transport.scrub.position_requested.connect(self.model.go_to)
+
+        central = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(central)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.message)
+        layout.addWidget(self.views, 1)
+        layout.addWidget(self.transport)
+        self.setCentralWidget(central)
+
+        self.timeline = TimelineView()
+        self.timeline.kernel_clicked.connect(self.model.select_kernel)
+        self.timeline.position_clicked.connect(self.model.go_to)
+        self.details = DetailsPanel()
+        self.details.kernel_selected.connect(self.model.select_kernel)
+        self.timeline_dock = self._dock("Timeline", self.timeline,
+                                        QtCore.Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.details_dock = self._dock("Step", self.details,
+                                       QtCore.Qt.DockWidgetArea.RightDockWidgetArea)
+
+        self.status = QtWidgets.QLabel("")
+        self.statusBar().addWidget(self.status, 1)
+        self.progress = QtWidgets.QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setFormat("step %v of %m")
+        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.cancel_button.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        self.cancel_button.clicked.connect(self.do_cancel_run)
+        for w in (self.progress, self.cancel_button):
+            self.statusBar().addPermanentWidget(w)
+            w.setVisible(False)
+
+        self.timer = QtCore.QTimer(self)
+        self.timer.timeout.connect(self.model.tick)
+        self.model.subscribe(self._on_model)
+
+        self._recent_menu = self.menus["File"].addMenu("Open &recent")
+        self.menus["File"].insertMenu(self.actions["save"], self._recent_menu)
+        self._theme_actions = self._choice_menu("Theme", ("system", "light", "dark"),
+                                                self.settings.theme, self.set_theme)
+        self._cmap_actions = self._choice_menu("Colour map", themes.COLORMAPS,
+                                               self.settings.colormap, self.set_colormap)
+        self.actions["numbers"].setChecked(self.settings.numbers)
+        self.actions["cancel_run"].setEnabled(False)
+        hints = QtGui.QGuiApplication.styleHints()
+        hints.colorSchemeChanged.connect(lambda _scheme: self.apply_look())
+        self._refresh_recent()
+        self._set_icons()
+        self.resize(1280, 820)
+        self.details_dock.setMinimumWidth(340)
+        self.resizeDocks([self.timeline_dock], [260], QtCore.Qt.Orientation.Vertical)
+        self.resizeDocks([self.details_dock], [360], QtCore.Qt.Orientation.Horizontal)
+        geometry, state = self.settings.window()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+            self.restoreState(state)
+        self.apply_look()
+        self._on_model(set(model_mod.CHANGES))
+
+    # ---- construction helpers ----
+    def _set_icons(self) -> None:
+        sp = QtWidgets.QStyle.StandardPixmap
+        for name, pixmap in (("first", sp.SP_MediaSkipBackward), ("back", sp.SP_MediaSeekBackward),
+                             ("play", sp.SP_MediaPlay), ("forward", sp.SP_MediaSeekForward),
+                             ("last", sp.SP_MediaSkipForward)):
+            self.actions[name].setIcon(self.style().standardIcon(pixmap))
+
+    def _dock(self, title, widget, area) -> QtWidgets.QDockWidget:
+        dock = QtWidgets.QDockWidget(title, self)
+        dock.setObjectName(f"dock_{title.lower()}")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        self.menus["View"].addAction(dock.toggleViewAction())
+        return dock
+
+    def _choice_menu(self, title, choices, current, handler) -> dict:
+        menu = self.menus["View"].addMenu(title)
+        group = QtGui.QActionGroup(self)
+        out = {}
+        for choice in choices:
+            a = menu.addAction(choice)
+            a.setCheckable(True)
+            a.setChecked(choice == current)
+            a.triggered.connect(lambda _c=False, v=choice: handler(v))
+            group.addAction(a)
+            out[choice] = a
+        return out
+
+    # ---- look ----
+    def current_theme(self) -> themes.Theme:
+        dark = QtGui.QGuiApplication.styleHints().colorScheme() == QtCore.Qt.ColorScheme.Dark
+        base = themes.pick(self.settings.theme, dark, self.model.presentation)
+        return dataclasses.replace(base, font_scale=base.font_scale * self.settings.font_scale)
+
+    def apply_look(self) -> None:
+        theme = self.current_theme()
+        app = QtWidgets.QApplication.instance()
+        if theme.name == "light":
+            app.setPalette(self._base_palette)
+        else:
+            pal = QtGui.QPalette()
+            for role, color in ((QtGui.QPalette.ColorRole.Window, theme.background),
+                                (QtGui.QPalette.ColorRole.Base, theme.background),
+                                (QtGui.QPalette.ColorRole.Button, "#333333"),
+                                (QtGui.QPalette.ColorRole.WindowText, theme.foreground),
+                                (QtGui.QPalette.ColorRole.Text, theme.foreground),
+                                (QtGui.QPalette.ColorRole.ButtonText, theme.foreground)):
+                pal.setColor(role, QtGui.QColor(color))
+            app.setPalette(pal)
+        font = QtGui.QFont(self._base_font)
+        size = self._base_font.pointSizeF() if self._base_font.pointSizeF() > 0 else 10.0
+        font.setPointSizeF(size * theme.font_scale)
+        self.setFont(font)
+        numbers = matrix_numbers(self.settings.numbers)
+        for view in (self.main_view, self.compare_view):
+            view.apply_theme(theme, self.settings.colormap, numbers)
+        self.timeline.apply_theme(theme)
+        self._on_model({"position"})
+
+    def set_theme(self, name: str) -> None:
+        self.settings.theme = name
+        self.apply_look()
+
+    def set_colormap(self, name: str) -> None:
+        self.settings.colormap = name
+        self.apply_look()
+
+    # ---- model -> widgets ----
+    def _on_model(self, changes: set) -> None:
+        m = self.model
+        run = m.run
+        if "playback" in changes:
+            self.timer.setInterval(m.interval_ms)
+            if m.playing and not self.timer.isActive():
+                self.timer.start()
+            elif not m.playing:
+                self.timer.stop()
+            self.actions["play"].setText("Pause" if m.playing else "Play")
+            icon = (QtWidgets.QStyle.StandardPixmap.SP_MediaPause if m.playing
+                    else QtWidgets.QStyle.StandardPixmap.SP_MediaPlay)
+            self.actions["play"].setIcon(self.style().standardIcon(icon))
+        if "presentation" in changes:
+            self.actions["presentation"].setChecked(m.presentation)
+            self.apply_look()
+            return
+        if "recording" in changes:
+            self._show_recording()
+        if "compare" in changes:
+            self.compare_view.setVisible(m.compare_run is not None)
+            self.timeline.set_runs(run, m.compare_run)
+        if run is not None and changes & {"recording", "position", "kernel", "compare"}:
+            vmax = m.cached("vmax", lambda: analysis.value_range(run))
+            region = m.highlighted_region if m.selected_kernel is not None else None
+            self.main_view.show_run(run, m.position, vmax, region)
+            if m.compare_run is not None:
+                other = m.compare_run
+                self.compare_view.show_run(other, m.compare_position,
+                                           analysis.value_range(other))
+            self.timeline.set_position(m.position, m.step_kernels, m.selected_kernel,
+                                       m.compare_position if m.compare_run is not None
+                                       else None)
+            self.details.show_position(run, m.position, m.step_kernels, m.selected_kernel)
+        self.transport.update_state(m.position, m.n_positions, m.speed)
+        self.status.setText(status_text(m))
+
+    def _show_recording(self) -> None:
+        m = self.model
+        self.run_choice.blockSignals(True)
+        self.run_choice.clear()
+        for r in m.runs:
+            self.run_choice.addItem(f"{r.algorithm} {r.variant} {'×'.join(map(str, r.shape))} "
+                                    f"{r.dtype}")
+        self.run_choice.setCurrentIndex(m.run_index)
+        self.run_choice.setVisible(len(m.runs) > 1)
+        self.run_choice.blockSignals(False)
+        run = m.run
+        self.transport.scrub.set_run(m.n_positions, analysis.markers(run))
+        self.timeline.set_runs(run, m.compare_run)
+        self.details.show_legend(run)
+        name = os.path.basename(m.path) if m.path else "new run"
+        self.setWindowTitle(f"oclla viewer · {name}")
+
+    def _run_chosen(self, index: int) -> None:
+        if 0 <= index < len(self.model.runs):
+            self.model.set_run(index)
+
+    # ---- messages ----
+    def show_message(self, text: str, kind: str = "error") -> None:
+        self.message.show_text(text, kind)
+        self.statusBar().showMessage(text.splitlines()[0], 8000)
+
+    # ---- recordings ----
+    def open_recording(self, path) -> bool:
+        """Open a recording; on failure say why and keep the current one."""
+        try:
+            rec = oclla.load_recording(path)
+            self.model.set_recording(rec, os.fspath(path))
+        except (oclla.RecordingError, ValueError) as exc:
+            self.show_message(f"Could not open {os.path.basename(os.fspath(path))}: {exc}")
+            return False
+        self.message.hide()
+        self.settings.add_recent(path)
+        self._refresh_recent()
+        return True
+
+    def _refresh_recent(self) -> None:
+        self._recent_menu.clear()
+        for path in self.settings.recent:
+            a = self._recent_menu.addAction(os.path.basename(path))
+            a.setToolTip(path)
+            a.triggered.connect(lambda _c=False, p=path: self.open_recording(p))
+        self._recent_menu.setEnabled(bool(self.settings.recent))
+
+    def _need_recording(self) -> bool:
+        if self.model.recording is None:
+            self.show_message("Nothing to save yet: make a run or open a recording.", "info")
+            return False
+        return True
+
+    def _ask_path(self, title, filt, save=True):
+        dialog = (QtWidgets.QFileDialog.getSaveFileName if save
+                  else QtWidgets.QFileDialog.getOpenFileName)
+        path, _ = dialog(self, title, "", filt)
+        return path or None
+
+    def do_open(self) -> None:
+        path = self._ask_path("Open recording", RECORDING_FILTER, save=False)
+        if path:
+            self.open_recording(path)
+
+    def do_save(self) -> None:
+        if self._need_recording():
+            path = self._ask_path("Save recording", RECORDING_FILTER)
+            if path:
+                self.model.recording.save(path)
+                self.settings.add_recent(path)
+                self._refresh_recent()
+
+    def do_quit(self) -> None:
+        self.close()
+
+    # ---- exports ----
+    def view_widget(self, name: str) -> QtWidgets.QWidget:
+        """The widget behind a view name of :data:`VIEWS`."""
+        return {"window": self, "matrix": self.main_view, "compare": self.views,
+                "timeline": self.timeline, "steps": self.timeline.steps_plot,
+                "details": self.details}[name]
+
+    def render_position(self, position: int, view: str = "window") -> QtGui.QImage:
+        self.model.go_to(position)
+        QtWidgets.QApplication.processEvents()
+        return self.view_widget(view).grab().toImage()
+
+    def export_image(self, path, view: str = "window") -> None:
+        QtWidgets.QApplication.processEvents()
+        export.save_image(self.view_widget(view), path)
+
+    def export_animation(self, path, first: int = 0, last: int | None = None,
+                         view: str = "window") -> int:
+        """Frames for positions first … last (default: all); returns the frame count."""
+        last = self.model.last_position if last is None else last
+        keep = self.model.position
+        try:
+            return export.save_animation(lambda p: self.render_position(p, view),
+                                         range(first, last + 1), path,
+                                         fps=max(self.model.speed, 1.0))
+        finally:
+            self.model.go_to(keep)
+
+    def do_export_image(self) -> None:
+        if self._need_recording():
+            path = self._ask_path("Export view", "PNG image (*.png);;SVG drawing (*.svg)")
+            if path:
+                self._try(lambda: self.export_image(path, "compare"))
+
+    def do_export_animation(self) -> None:
+        if not self._need_recording():
+            return
+        last = self.model.last_position
+        text, ok = QtWidgets.QInputDialog.getText(
+            self, "Export steps", f"Steps to export (first-last, 0-{last}):", text=f"0-{last}")
+        if not ok:
+            return
+        try:
+            first, end = (int(x) for x in text.split("-"))
+            if not 0 <= first <= end <= last:
+                raise ValueError
+        except ValueError:
+            self.show_message(f"'{text}' is not a step range within 0-{last}")
+            return
+        path = self._ask_path("Export steps", "Animated GIF (*.gif);;MP4 video (*.mp4)")
+        if path:
+            self._try(lambda: self.export_animation(path, first, end, "compare"))
+
+    def do_export_csv(self) -> None:
+        if self._need_recording():
+            path = self._ask_path("Export timings", "CSV (*.csv)")
+            if path:
+                self._try(lambda: export.save_csv(self.model.recording, path))
+
+    def do_export_trace(self) -> None:
+        if self._need_recording():
+            path = self._ask_path("Export trace", "Chrome/Perfetto trace (*.json)")
+            if path:
+                self._try(lambda: self.model.recording.to_chrome_trace(path))
+
+    def _try(self, fn) -> None:
+        try:
+            fn()
+        except (export.ExportError, OSError) as exc:
+            self.show_message(f"Export failed: {exc}")
+
+    # ---- runs ----
+    def do_new_run(self) -> None:
+        self._run_dialog("main")
+
+    def do_compare_run(self) -> None:
+        if self.model.run is None:
+            self.show_message("Make or open a first run, then compare it with another.", "info")
+            return
+        self._run_dialog("compare")
+
+    def _run_dialog(self, purpose: str) -> None:
+        dialog = RunDialog(self, self.last_request, self.device_lister)
+        if dialog.exec() == QtWidgets.QDialog.DialogCode.Accepted:
+            self.start_run(dialog.request(), purpose)
+
+    def start_run(self, request: RunRequest, purpose: str = "main") -> None:
+        """Run ``request`` in a worker thread; the result opens (or is compared) when done."""
+        if self.thread is not None:
+            self.show_message("A run is already going: cancel it first.", "info")
+            return
+        self.last_request = request
+        self.settings.remember_request(request)
+        self.thread = RunThread(request, purpose, self)
+        self.thread.progress.connect(self._progress)
+        self.thread.outcome.connect(self._run_finished)
+        self.thread.finished.connect(self._thread_done)
+        self.progress.setRange(0, self.thread.expected)
+        self.progress.setValue(0)
+        for w in (self.progress, self.cancel_button):
+            w.setVisible(True)
+        self.actions["cancel_run"].setEnabled(True)
+        for name in ("new_run", "compare_run"):
+            self.actions[name].setEnabled(False)
+        self.thread.start()
+
+    def _progress(self, done: int, expected: int) -> None:
+        if expected:
+            self.progress.setValue(min(done, expected))
+
+    def do_cancel_run(self) -> None:
+        if self.thread is not None:
+            self.thread.cancel()
+
+    def _run_finished(self, outcome) -> None:
+        purpose = self.thread.purpose if self.thread is not None else "main"
+        if outcome.warnings:
+            self.show_message("\n".join(dict.fromkeys(outcome.warnings)), "info")
+        if outcome.cancelled:
+            self.show_message("Run cancelled; the previous recording is still open.", "info")
+            return
+        if not outcome.showable:
+            self.show_message(f"{outcome.error}\nThe previous recording is still open."
+                              if outcome.error else "The run recorded no steps.")
+            return
+        if purpose == "compare":
+            self.model.set_compare(analysis.viewable_runs(outcome.recording)[0])
+        else:
+            self.model.set_recording(outcome.recording)
+        if outcome.error:
+            run = analysis.viewable_runs(outcome.recording)[0]
+            failed = analysis.failed_position(run)
+            if purpose == "main" and failed is not None:
+                self.model.go_to(failed)
+            self.show_message(outcome.error)
+
+    def _thread_done(self) -> None:
+        self.thread = None
+        for w in (self.progress, self.cancel_button):
+            w.setVisible(False)
+        self.actions["cancel_run"].setEnabled(False)
+        for name in ("new_run", "compare_run"):
+            self.actions[name].setEnabled(True)
+
+    def wait_for_run(self, timeout_ms: int = 120_000) -> None:
+        """Block until the current run's thread has finished and its result is shown."""
+        if self.thread is not None:
+            self.thread.wait(timeout_ms)
+        QtWidgets.QApplication.processEvents()
+        QtWidgets.QApplication.processEvents()
+
+    # ---- comparison ----
+    def do_compare_file(self) -> None:
+        path = self._ask_path("Compare with recording", RECORDING_FILTER, save=False)
+        if path:
+            self.compare_recording(path)
+
+    def compare_recording(self, path) -> bool:
+        try:
+            runs = analysis.viewable_runs(oclla.load_recording(path))
+            if not runs:
+                raise ValueError("the recording has no algorithm steps to show")
+            self.model.set_compare(runs[0])
+        except (oclla.RecordingError, ValueError) as exc:
+            self.show_message(f"Could not compare with {os.path.basename(os.fspath(path))}: "
+                              f"{exc}")
+            return False
+        return True
+
+    def do_compare_other(self) -> None:
+        m = self.model
+        if len(m.runs) < 2:
+            self.show_message("This recording has one run; use Compare with a new run.", "info")
+            return
+        m.set_compare(m.runs[(m.run_index + 1) % len(m.runs)])
+
+    def do_compare_stop(self) -> None:
+        self.model.set_compare(None)
+
+    def do_sync_column(self, on: bool) -> None:
+        self.model.set_sync("column" if on else "step")
+
+    # ---- playback ----
+    def do_play(self) -> None:
+        self.model.toggle_play()
+
+    def do_back(self) -> None:
+        self.model.step_by(-1)
+
+    def do_forward(self) -> None:
+        self.model.step_by(1)
+
+    def do_back10(self) -> None:
+        self.model.step_by(-10)
+
+    def do_forward10(self) -> None:
+        self.model.step_by(10)
+
+    def do_first(self) -> None:
+        self.model.first()
+
+    def do_last(self) -> None:
+        self.model.last()
+
+    def do_faster(self) -> None:
+        self.model.faster()
+
+    def do_slower(self) -> None:
+        self.model.slower()
+
+    def do_restart(self) -> None:
+        self.model.restart()
+
+    def do_goto(self) -> None:
+        if self.model.run is None:
+            return
+        value, ok = QtWidgets.QInputDialog.getInt(self, "Go to step", "Step:",
+                                                  self.model.position, 0,
+                                                  self.model.last_position)
+        if ok:
+            self.model.go_to(value)
+
+    # ---- view ----
+    def do_presentation(self, on: bool) -> None:
+        self.model.set_presentation(on)
+
+    def do_fullscreen(self, on: bool) -> None:
+        self.showFullScreen() if on else self.showNormal()
+
+    def do_numbers(self, on: bool) -> None:
+        self.settings.numbers = on
+        self.apply_look()
+
+    def do_font_bigger(self) -> None:
+        self.settings.font_scale = self.settings.font_scale * 1.15
+        self.apply_look()
+
+    def do_font_smaller(self) -> None:
+        self.settings.font_scale = self.settings.font_scale / 1.15
+        self.apply_look()
+
+    def do_shortcuts(self) -> None:
+        if self.shortcut_dialog is None:
+            self.shortcut_dialog = actions_mod.shortcut_sheet(self.actions, self)
+        self.shortcut_dialog.show()
+        self.shortcut_dialog.raise_()
+
+    def do_about(self) -> None:
+        self.show_message(f"oclla {oclla.__version__} teaching viewer: every step and every "
+                          f"kernel shown here comes from oclla's trace.", "info")
+
+    # ---- closing ----
+    def closeEvent(self, event) -> None:
+        if self.thread is not None:
+            self.thread.cancel()
+            self.thread.wait(10_000)
+        self.timer.stop()
+        self.settings.save_window(self.saveGeometry(), self.saveState())
+        self.settings.sync()
+        super().closeEvent(event)
+
+
+def matrix_numbers(enabled: bool) -> int:
+    """Largest order that shows numbers in cells (0: never)."""
+    return NUMBERS_MAX_N if enabled else 0
