@@ -50,4 +50,24 @@ inline int rfp_upper(const int r, const int c, const int n)
                      : (n2 + e + c) + r * lda;
 }
 
+/* The entry (r, c) stored at offset o of a lower RFP array (inverse of rfp_lower). */
+inline int2 rfp_entry_lower(const int o, const int n)
+{
+    const int e = 1 - (n & 1);
+    const int lda = n + e;
+    const int n1 = e ? n / 2 : n - n / 2;
+    const int p = o % lda, q = o / lda;
+    return (p >= q + e) ? (int2)(p - e, q) : (int2)(q + n1 - 1 + e, p + n1);
+}
+
+/* The entry (r, c) stored at offset o of an upper RFP array (inverse of rfp_upper). */
+inline int2 rfp_entry_upper(const int o, const int n)
+{
+    const int e = 1 - (n & 1);
+    const int lda = n + e;
+    const int n1 = n / 2;
+    const int p = o % lda, q = o / lda;
+    return (p <= q + n1) ? (int2)(p, q + n1) : (int2)(q, p - n1 - 1);
+}
+
 #endif

@@ -117,32 +117,37 @@ def factor_pivot(queue, buf, off: int, ld: int, n: int, *, lower: bool, dtype, i
 
 
 def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: int = 0,
-                   block: int | None = None) -> None:
+                   block: int | None = None, region=None) -> None:
     """Right-looking blocked potrf of the n x n matrix at ``a``, in place.
 
     ``lower``: A = L·Lᵀ with L in the row-major lower triangle; else A = Uᵀ·U
     with U in the upper triangle.  A failing pivot at order k (1-based,
     within this matrix) sets ``info`` to ``base + k`` if it is still 0.
+    ``region(r0, r1, c0, c1)`` maps a region of ``a`` to the (region, extra
+    info) recorded in the trace (default: as is).
     """
     nb = block or block_size(queue, dtype)
     wg = params(queue, "wg1d", dtype)["WG"]
     diag = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, WG=wg, LOWER=int(lower))
+    region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     for j in range(0, n, nb):
         jb = min(nb, n - j)
         rest = n - j - jb
-        with trace.step("panel", (j, j + jb, j, j + jb), pivot=(j, j),
-                        flops=cholesky_flops(jb)):
+        reg, extra = region(j, j + jb, j, j + jb)
+        with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
+                        **extra):
             enqueue(queue, diag, (wg,), (wg,), a.buf, int_arg(a.off + j * a.ld + j),
                     int_arg(a.ld), int_arg(jb), int_arg(base + j), info.data)
         if rest == 0:
             break
         # L21 = A21·L11⁻ᵀ, A22 -= L21·L21ᵀ   (upper: U12 = U11⁻ᵀ·A12, A22 -= U12ᵀ·U12)
         panel = a.at(j + jb, j) if lower else a.at(j, j + jb)
-        with trace.step("trsm", (j + jb, n, j, j + jb) if lower else (j, j + jb, j + jb, n),
-                        flops=float(jb * jb * rest)):
+        reg, extra = region(*((j + jb, n, j, j + jb) if lower else (j, j + jb, j + jb, n)))
+        with trace.step("trsm", reg, flops=float(jb * jb * rest), **extra):
             trsm(queue, jb, rest, a.at(j, j), panel, dtype=dtype, left=not lower,
                  lower=lower, trans=True)
-        with trace.step("syrk", (j + jb, n, j + jb, n), flops=float(rest * (rest + 1) * jb)):
+        reg, extra = region(j + jb, n, j + jb, n)
+        with trace.step("syrk", reg, flops=float(rest * (rest + 1) * jb), **extra):
             syrk(queue, rest, jb, -1.0, panel, 1.0, a.at(j + jb, j + jb), dtype=dtype,
                  lower=lower, trans=not lower)
 
@@ -166,8 +171,11 @@ def zero_other_triangle(queue, a: cl_array.Array, *, lower: bool) -> None:
 
 
 def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
-                  block: int | None = None) -> None:
-    """Factor the C-contiguous n x n device array ``a`` in place; raise if not PD."""
+                  block: int | None = None, clean: bool = False) -> None:
+    """Factor the C-contiguous n x n device array ``a`` in place; raise if not PD.
+
+    ``clean`` zeroes the other triangle afterwards (``cholesky``'s result).
+    """
     n = a.shape[0]
     dtype = a.dtype
     info = cl_array.zeros(queue, 1, np.int32)
@@ -183,6 +191,9 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
         code = int(info.get()[0])
         if code:
             raise not_positive_definite(code)
+        if clean:
+            with trace.step("zero", (0, n, 0, n)):
+                zero_other_triangle(queue, a, lower=lower)
 
 
 # ---- public API ---------------------------------------------------------------------------
@@ -200,9 +211,7 @@ def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=
         work = a_ if overwrite_a else a_.copy()
     else:
         work = cl_array.to_device(queue, a_)
-    factor_device(queue, work, lower=bool(lower), method=method, block=block)
-    if clean:
-        zero_other_triangle(queue, work, lower=bool(lower))
+    factor_device(queue, work, lower=bool(lower), method=method, block=block, clean=clean)
     if device:
         return work
     result = work.get()
