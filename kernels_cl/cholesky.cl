@@ -2,15 +2,10 @@
  * one-work-group diagonal-block kernel.
  *
  * Every kernel is written for the lower factor L and reaches its entries
- * through EL(i, j), i >= j, so one source serves all storages:
- *
- *   PACKED = 0, LOWER = 1:  row-major lower, L(i, j) = a[i*ld + j]
- *   PACKED = 0, LOWER = 0:  row-major upper U = L^T, L(i, j) = a[j*ld + i]
- *   PACKED = 1, LOWER = 1:  RFP 'L' of order n (rfp.h), ld unused
- *   PACKED = 1, LOWER = 0:  RFP 'U', L(i, j) = U(j, i)
- *
- * Only the entries with i >= j are ever read or written: the other triangle
- * of the input is ignored, as LAPACK's ?potrf does.
+ * through EL(i, j) = TRI(a, i, j), i >= j (triangle.h), so one source serves
+ * row-major lower and upper (U = L^T) storage and both RFP layouts.  Only
+ * the entries with i >= j are ever read or written: the other triangle of
+ * the input is ignored, as LAPACK's ?potrf does.
  *
  * Per-pivot step k (the paper's Algorithm 4/5, host loop over k):
  *
@@ -19,9 +14,9 @@
  *     |\   |        |      outer_product     exactly the t(t+1)/2 entries of the
  *   k |  \ *        |                        trailing triangle, t = n-k-1:
  *     |    #\       |                        L(i,j) -= L(i,k) L(j,k), k < j <= i
- *     |    # \      |      A 1-D id enumerates the triangle row by row:
- *     |    #  \     |        id = r(r+1)/2 + c,  0 <= c <= r < t,
- *     +----+--------+        (i, j) = (k+1+r, k+1+c)
+ *     |    # \      |      A 1-D id enumerates the triangle row by row
+ *     |    #  \     |      (triangle_entry): id = r(r+1)/2 + c -> (r, c),
+ *     +----+--------+      (i, j) = (k+1+r, k+1+c)
  *     * pivot, # normalized column, \ trailing triangle
  *
  * The diagonal-block kernel potf2_block factors an nb x nb block in one
@@ -34,40 +29,13 @@
  * kernel returns at once, so the host reads the flag once at the end.
  */
 #include "common.h"
-#include "rfp.h"
+#include "triangle.h"
 
 #ifndef WG
 #define WG 64              /* work-group size of potf2_block */
 #endif
-#ifndef LOWER
-#define LOWER 1            /* 1: the stored triangle is lower, 0: upper */
-#endif
-#ifndef PACKED
-#define PACKED 0           /* 1: RFP storage of order n (rfp.h) */
-#endif
 
-#if PACKED && LOWER
-#define EL(i, j) a[rfp_lower((i), (j), n)]
-#elif PACKED
-#define EL(i, j) a[rfp_upper((j), (i), n)]
-#elif LOWER
-#define EL(i, j) a[AT((i), (j), ld)]
-#else
-#define EL(i, j) a[AT((j), (i), ld)]
-#endif
-
-/* Row r and column c of the entry number id of a triangle enumerated row by
- * row (id = r(r+1)/2 + c, 0 <= c <= r).  The float square root is only a
- * first guess; the integer loops make it exact for any id. */
-inline int2 triangle_entry(const long id)
-{
-    long r = (long)((sqrt(8.0f * (float)id + 1.0f) - 1.0f) * 0.5f);
-    while (r > 0 && r * (r + 1) / 2 > id)
-        r--;
-    while ((r + 1) * (r + 2) / 2 <= id)
-        r++;
-    return (int2)((int)r, (int)(id - r * (r + 1) / 2));
-}
+#define EL(i, j) TRI(a, i, j)
 
 __kernel void sqrt_pivot(__global real *a, const int off, const int ld, const int n,
                          const int k, __global int *info)
@@ -83,8 +51,8 @@ __kernel void sqrt_pivot(__global real *a, const int off, const int ld, const in
     EL(k, k) = sqrt(akk);
 }
 
-__kernel void normalize_column(__global real *a, const int off, const int ld, const int n,
-                        const int k, __global const int *info)
+__kernel void normalize_column(__global real *a, const int off, const int ld,
+                               const int n, const int k, __global const int *info)
 {
     a += off;
     const int i = k + 1 + get_global_id(0);
