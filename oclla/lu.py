@@ -79,10 +79,15 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
     copy(queue, upper.data, a.data, label="copy A->U")
     eliminate = get_kernel(queue, "lu_faithful.cl", "eliminate", dtype)
     nbytes = a.nbytes
+    done = [0]          # columns of L that are final (the snapshot shows them)
 
     def snapshot():
-        l_host, u_host = lower.get(), upper.get()
-        return np.tril(l_host, -1) + np.triu(u_host)
+        """L's multipliers in the finished columns, the current U everywhere else."""
+        out = upper.get()
+        below = np.tril(np.ones((n, n), dtype=bool), -1)
+        below[:, done[0]:] = False
+        out[below] = lower.get()[below]
+        return out
 
     with trace.run("lu", "faithful", queue, (n, n), dtype, snapshot, pivoting="none"):
         for col in range(n - 1):
@@ -94,8 +99,10 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
                 enqueue(queue, eliminate, full, local, a.data, lower.data, upper.data,
                         int_arg(n), int_arg(col))
                 copy(queue, a.data, upper.data, label="copy U->A")
-        enqueue(queue, get_kernel(queue, "lu_faithful.cl", "combine", dtype), full, local,
-                lower.data, upper.data, a.data, int_arg(n))
+                done[0] = col + 1
+        with trace.step("combine", (0, n, 0, n)):
+            enqueue(queue, get_kernel(queue, "lu_faithful.cl", "combine", dtype), full, local,
+                    lower.data, upper.data, a.data, int_arg(n))
 
 
 def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:
