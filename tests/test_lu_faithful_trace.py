@@ -30,10 +30,11 @@ def test_snapshots_follow_the_post_step_by_step(dtype):
     with oclla.record(snapshots=True) as rec:
         lu, _ = oclla.lu_factor(a, method="pivot", variant="faithful")
     run = rec.runs[-1]
-    assert [s.phase for s in run.steps] == ["eliminate"] * 3 + ["combine"]
+    assert [s.phase for s in run.steps] == ["setup"] + ["eliminate"] * 3 + ["combine"]
     np.testing.assert_array_equal(run.snapshot_at(-1), a)
+    np.testing.assert_array_equal(run.snapshot_at(0), a)         # L = I, U = A
     for k, expected in enumerate(reference_snapshots(a)):
-        np.testing.assert_array_equal(run.snapshot_at(k), expected)
-    np.testing.assert_array_equal(run.snapshot_at(3), lu)
-    assert run.steps[3].region == (0, 4, 0, 4)
-    assert [k.name for k in run.steps[3].kernels] == ["combine"]
+        assert run.steps[k + 1].pivot == (k, k)
+        np.testing.assert_array_equal(run.snapshot_at(k + 1), expected)
+    np.testing.assert_array_equal(run.snapshot_at(4), lu)
+    assert [k.name for k in run.steps[4].kernels] == ["combine"]
