@@ -60,7 +60,7 @@ int wg_argmax_abs(__global const real *a, const int lda, const int col,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const int result = rows[0];
+    const int result = rows[0] < n ? rows[0] : r0;   /* a column of NaNs keeps the diagonal */
     barrier(CLK_LOCAL_MEM_FENCE);
     return result;
 #endif

@@ -74,17 +74,26 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
     loc = params(queue, "local2d", dtype)
     local = (loc["X"], loc["Y"])
     full = (round_up(n, local[0]), round_up(n, local[1]))
-    enqueue(queue, get_kernel(queue, "util.cl", "set_identity", dtype), full, local,
-            lower.data, int_arg(0), int_arg(n), int_arg(n))
-    copy(queue, upper.data, a.data, label="copy A->U")
     eliminate = get_kernel(queue, "lu_faithful.cl", "eliminate", dtype)
     nbytes = a.nbytes
+    done = [-1]         # columns of L that are final; -1: L and U not set up yet
 
     def snapshot():
-        l_host, u_host = lower.get(), upper.get()
-        return np.tril(l_host, -1) + np.triu(u_host)
+        """A before setup; then L's finished multipliers below the diagonal, U elsewhere."""
+        if done[0] < 0:
+            return a.get()
+        out = upper.get()
+        below = np.tril(np.ones((n, n), dtype=bool), -1)
+        below[:, done[0]:] = False
+        out[below] = lower.get()[below]
+        return out
 
     with trace.run("lu", "faithful", queue, (n, n), dtype, snapshot, pivoting="none"):
+        with trace.step("setup", (0, n, 0, n), nbytes=3 * nbytes):
+            enqueue(queue, get_kernel(queue, "util.cl", "set_identity", dtype), full, local,
+                    lower.data, int_arg(0), int_arg(n), int_arg(n))
+            copy(queue, upper.data, a.data, label="copy A->U")
+            done[0] = 0
         for col in range(n - 1):
             active = n - col - 1
             with trace.step("eliminate", (col, n, col, n), pivot=(col, col),
@@ -94,8 +103,10 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
                 enqueue(queue, eliminate, full, local, a.data, lower.data, upper.data,
                         int_arg(n), int_arg(col))
                 copy(queue, a.data, upper.data, label="copy U->A")
-        enqueue(queue, get_kernel(queue, "lu_faithful.cl", "combine", dtype), full, local,
-                lower.data, upper.data, a.data, int_arg(n))
+                done[0] = col + 1
+        with trace.step("combine", (0, n, 0, n), nbytes=3 * nbytes):
+            enqueue(queue, get_kernel(queue, "lu_faithful.cl", "combine", dtype), full, local,
+                    lower.data, upper.data, a.data, int_arg(n))
 
 
 def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:

@@ -173,8 +173,10 @@ class Recording:
     def begin_step(self, phase: str, region, pivot=None, flops=0.0, nbytes=0.0,
                    **info) -> Step:
         run = self._run
-        if run is None:       # algorithm called without a run: make an anonymous one
-            run = self.begin_run(Run("unknown", "", (), "", ""))
+        if run is None:       # a kernel enqueued outside any algorithm call
+            run = Run("other", "", (), "", "")
+            self.runs.append(run)
+            self._run = run
         step = Step(run.algorithm, len(run.steps), phase, tuple(int(x) for x in region),
                     None if pivot is None else tuple(int(x) for x in pivot),
                     float(flops), float(nbytes), dict(info))
@@ -192,7 +194,7 @@ class Recording:
 
     def add_kernel(self, name: str, event: cl.Event, global_size, local_size) -> None:
         step = self._step
-        if step is None:
+        if step is None:        # a kernel outside any step gets a step of its own
             step = self.begin_step("other", (0, 0, 0, 0))
             self._step = None
         rec = KernelRecord(name, global_size=None if global_size is None else tuple(global_size),

@@ -1,0 +1,115 @@
+"""Device selection, capability probing, the kernel cache and kernel loading."""
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import kernels_cl
+import oclla
+from oclla import DeviceError, _device, _programs
+
+
+def test_devices_lists_capabilities():
+    found = oclla.devices()
+    assert found
+    for info in found:
+        assert info.kind in ("GPU", "CPU", "ACCELERATOR", "OTHER")
+        assert info.max_work_group_size >= 1 and info.local_mem_size > 0
+        assert info.max_alloc_size <= info.global_mem_size
+        assert info.name in info.describe()
+
+
+def test_get_queue_is_cached_and_profiling(queue):
+    assert oclla.get_queue() is queue
+    assert queue.properties & cl.command_queue_properties.PROFILING_ENABLE
+    assert _device.build_problem(queue.device) is None
+
+
+def test_selection_by_index_name_and_env(monkeypatch, queue):
+    usable = [i for i, d in enumerate(_device._all_cl_devices())
+              if _device.build_problem(d) is None]
+    assert oclla.get_queue(usable[0]).device == _device._all_cl_devices()[usable[0]]
+    name = queue.device.name[:8]
+    assert name.lower() in oclla.get_queue(name).device.name.lower()
+    monkeypatch.setenv("OCLLA_DEVICE", str(usable[0]))
+    assert _device.select_device() == _device._all_cl_devices()[usable[0]]
+
+
+def test_bad_selection(monkeypatch):
+    with pytest.raises(DeviceError, match="out of range"):
+        oclla.get_queue(999)
+    with pytest.raises(DeviceError, match="no OpenCL device matches"):
+        oclla.get_queue("no-such-device-anywhere")
+    with pytest.raises(TypeError, match="device must be"):
+        oclla.get_queue(3.5)
+    monkeypatch.setenv("OCLLA_DEVICE", "no-such-device-anywhere")
+    with pytest.raises(DeviceError, match="no OpenCL device matches"):
+        _device.select_device()
+
+
+def test_default_skips_devices_that_cannot_compile(monkeypatch):
+    devices = _device._all_cl_devices()
+    fake = [devices[0], devices[0]]          # two entries: the first cannot compile
+    calls = []
+
+    def problem(d):
+        calls.append(d)
+        return "error: unknown target CPU 'generic'" if len(calls) == 1 else None
+
+    monkeypatch.setattr(_device, "build_problem", problem)
+    assert _device._default_device(fake) is fake[1] and len(calls) == 2
+    monkeypatch.setattr(_device, "build_problem",
+                        lambda d: "error: unknown target CPU 'generic'")
+    with pytest.raises(DeviceError, match="apt-get install pocl-opencl-icd"):
+        _device._default_device(devices)
+
+
+def test_nvidia_hint(monkeypatch):
+    monkeypatch.setattr(_device.glob, "glob", lambda pattern: [pattern])
+    hint = _device.nvidia_icd_hint()
+    platforms = [p.name.lower() for p in cl.get_platforms()]
+    if any("nvidia" in p for p in platforms):
+        assert hint is None
+    else:
+        assert "OCL_ICD_VENDORS=/tmp/icd" in hint
+    monkeypatch.setattr(_device.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(_device.ctypes.util, "find_library", lambda name: None)
+    assert _device.nvidia_icd_hint() is None
+
+
+def test_kernel_cache_per_context_and_thread(queue):
+    k1 = _programs.get_kernel(queue, "laswp.cl", "laswp", np.float32, FORWARD=1)
+    k2 = _programs.get_kernel(queue, "laswp.cl", "laswp", np.float32, FORWARD=1)
+    assert k1 is k2
+    assert _programs.get_kernel(queue, "laswp.cl", "laswp", np.float32, FORWARD=0) is not k1
+    other = []
+    thread = threading.Thread(target=lambda: other.append(
+        _programs.get_kernel(queue, "laswp.cl", "laswp", np.float32, FORWARD=1)))
+    thread.start()
+    thread.join()
+    assert other[0] is not k1 and other[0].function_name == "laswp"
+
+
+def test_build_failure_is_a_device_error_with_the_log(queue):
+    with pytest.raises(DeviceError, match=r"gemm\.cl.*TILE_M=oops"):
+        _programs.get_kernel(queue, "gemm.cl", "gemm", np.float32, TILE_M="oops")
+
+
+def test_build_options_are_canonical():
+    assert _programs.build_options(np.float64, {"B": 2, "A": 1}) == (
+        "-cl-std=CL1.2", "-DA=1", "-DB=2", "-DPRECISION=64")
+
+
+def test_round_up():
+    assert [_programs.round_up(x, 16) for x in (0, 1, 16, 17)] == [16, 16, 16, 32]
+
+
+def test_sources_ship_with_the_header_inlined():
+    names = kernels_cl.list_sources()
+    assert {"lu.cl", "lu_faithful.cl", "gemm.cl", "trsm.cl", "laswp.cl", "util.cl"} <= set(names)
+    for name in names:
+        text = kernels_cl.read_source(name)
+        assert '#include "common.h"' not in text
+        assert "typedef float real;" in text

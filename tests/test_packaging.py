@@ -1,0 +1,55 @@
+"""The wheel carries the kernels: build it, install it in a fresh venv, factor from elsewhere."""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for package in ("oclla", "kernels_cl", "viewer"):
+        if (ROOT / package).exists():
+            shutil.copytree(ROOT / package, src / package,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(dist), str(src)], check=True, timeout=300)
+    wheel = next(dist.glob("oclla-*.whl"))
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
+                    "--no-deps", "--no-index", str(wheel)], check=True, timeout=300)
+    # the dependencies (numpy, pyopencl, ...) come from this environment, after the venv's own
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], capture_output=True, text=True, check=True).stdout
+    Path(site.strip(), "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    script = (
+        "import numpy as np, oclla, kernels_cl, pathlib\n"
+        "assert pathlib.Path(oclla.__file__).is_relative_to(pathlib.Path(r'%s'))\n"
+        "a = np.random.default_rng(0).standard_normal((70, 70))\n"
+        "lu, piv = oclla.lu_factor(a)\n"
+        "print('error', oclla.accuracy.lu_backward_error(a, lu, piv))\n"
+        "print('kernels', len(kernels_cl.list_sources()))\n" % venv)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([str(python), "-c", script], cwd=work, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    error = float(result.stdout.split("error")[1].split()[0])
+    assert error < 30
+    assert int(result.stdout.split("kernels")[1].split()[0]) >= 6

@@ -1,0 +1,66 @@
+"""Checkers for Lesson 4 (pivoting and stability)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+import oclla
+from oclla import accuracy
+
+from . import Wrong, close, equal, exercise
+
+
+@exercise(1, correct="|-3| is the largest magnitude in the column.")
+def check_exercise_1(answer):
+    """argmax |column| for (0.5, -3, 2, 1)."""
+    equal(answer, int(np.argmax(np.abs([0.5, -3.0, 2.0, 1.0]))), what="the pivot row",
+          hint="Partial pivoting takes the largest *absolute* value, rows counted from 0.")
+
+
+@exercise(2, correct="ρ = 2^(n-1): the last column doubles at every step.")
+def check_exercise_2(answer):
+    """2**19."""
+    close(answer, 2.0 ** 19, rtol=1e-12, what="the growth factor",
+          hint="Factor wilkinson(5) by hand (or look at the table): how does the last "
+               "column of U grow?")
+
+
+@exercise(3, correct="A tiny pivot makes a huge multiplier; pivoting swaps it away.")
+def check_exercise_3(answer):
+    """3x3, no-pivot backward error > 1000 n·ε, partial pivoting passes."""
+    try:
+        m = np.asarray(answer, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise Wrong(f"give a 3x3 matrix of numbers ({exc}).") from exc
+    if m.shape != (3, 3) or not np.all(np.isfinite(m)):
+        raise Wrong(f"give a 3x3 matrix of finite numbers, got shape {m.shape}.")
+    if np.linalg.matrix_rank(m) < 3:
+        raise Wrong("the matrix is singular; it must be invertible.")
+    try:
+        with warnings.catch_warnings():       # a zero u_nn only makes the error larger
+            warnings.simplefilter("ignore", LinAlgWarning)
+            lu, piv = oclla.lu_factor(m, method="pivot", pivoting="none")
+    except LinAlgError:
+        raise Wrong("elimination without pivoting stopped at an exact zero pivot; "
+                    "make that pivot tiny instead of zero.") from None
+    unpivoted = accuracy.lu_backward_error(m, lu, piv)
+    if not unpivoted > 1000:
+        raise Wrong(f"without pivoting the backward error is only {unpivoted:.3g} nε. "
+                    f"Make a pivot much smaller than the entries below it "
+                    f"(think 1e-20 next to 1).")
+    lu, piv = oclla.lu_factor(m, method="pivot", pivoting="partial")
+    pivoted = accuracy.lu_backward_error(m, lu, piv)
+    if not accuracy.passes(pivoted):
+        raise Wrong(f"with partial pivoting the backward error is {pivoted:.3g} nε, "
+                    f"above the threshold; choose a tamer matrix.")
+
+
+@exercise(4, correct="10⁴ · 2⁻²³ ≈ 1.2e-3: about three correct digits.")
+def check_exercise_4(answer):
+    """kappa * eps32 for kappa = 1e4."""
+    close(answer, 1e4 * accuracy.eps(np.float32), rtol=0.05, what="the estimate",
+          hint="ε(float32) is 2^-23 ≈ 1.19e-7.")

@@ -1,0 +1,276 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 3 — Why the first version is slow
+#
+# The blog post of Lesson 2 ends by naming its own two problems:
+#
+# > "after each iteration I'm performing large copy from U into A. Also as
+# > dimension of operable sub-matrix keeps decreasing after each iteration,
+# > lots of work-items are just doing nothing useful."
+#
+# Here we *measure* both on the trace, then look at oclla's improved
+# per-pivot variant and find the next bottleneck: **launch overhead**. You
+# will learn to read a trace the way a performance engineer does: count the
+# work, time the kernels, and look at the gaps between them.
+
+# %%
+import time
+
+import numpy as np
+
+import oclla
+from _checks.lesson03 import (check_exercise_1, check_exercise_2, check_exercise_3,
+                              check_exercise_4)
+from _figures import output_dir, pyplot, save, viewer_export
+
+
+def test_matrix(n, seed=0):
+    """A random float32 matrix made diagonally dominant, so no pivoting is needed."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, n)) + n * np.eye(n)).astype(np.float32)
+
+
+def recorded_lu(a, variant, repeats=2):
+    """Factor ``a`` with a per-pivot variant; return the fastest run's trace and wall time."""
+    oclla.lu_factor(a, method="pivot", variant=variant)      # warm-up: builds the kernels
+    best = None
+    for _ in range(repeats):
+        with oclla.record() as rec:
+            t = time.perf_counter()
+            oclla.lu_factor(a, method="pivot", variant=variant)
+            wall = time.perf_counter() - t
+        if best is None or wall < best[1]:
+            best = (rec.runs[-1], wall)
+    return best
+
+
+# %% [markdown]
+# ## 1. Idle work-items
+#
+# In step $k$ the faithful variant launches `eliminate` over all $n^2$
+# entries, but only the entries with $r > k$ and $c \ge k$ change: an
+# $(n-k-1) \times (n-k)$ block. The trace records both numbers for every step
+# (`info["ndrange_items"]` and `info["active_items"]`).
+
+# %%
+n = 256
+faithful, wall_faithful = recorded_lu(test_matrix(n), "faithful")
+print(f"{'step':>5} {'launched':>9} {'active':>9} {'useful':>7}   global size of eliminate")
+for k in (0, 64, 128, 192, 254):
+    step = faithful.steps[k]
+    launched, active = step.info["ndrange_items"], step.info["active_items"]
+    gsize = next(kr.global_size for kr in step.kernels if kr.name == "eliminate")
+    print(f"{k:5d} {launched:9d} {active:9d} {active / launched:7.1%}   {gsize}")
+
+# %% [markdown]
+# Summed over the whole run,
+#
+# $$\frac{\text{useful}}{\text{launched}}
+#   = \frac{\sum_{k=0}^{n-2} (n-k-1)(n-k)}{(n-1)\,n^2}
+#   = \frac{(n-1)\,n\,(n+1)/3}{(n-1)\,n^2} = \frac{n+1}{3n},$$
+#
+# so about two thirds of all work-items do nothing but check their indices
+# and return. (The true count is a little worse still: the NDRange is rounded
+# up to a multiple of the work-group size, as in Lesson 1.)
+
+# %%
+steps = [s for s in faithful.steps if s.phase == "eliminate"]
+useful = sum(s.info["active_items"] for s in steps) / sum(s.info["ndrange_items"] for s in steps)
+print(f"useful share, measured on the trace: {useful:.4f}   formula (n+1)/(3n): "
+      f"{(n + 1) / (3 * n):.4f}")
+
+# %% [markdown]
+# ## 2. The copy of U into A
+#
+# After each step the post copies the whole $U$ into $A$: $n^2$ numbers, even
+# though only the active block changed. The trace lists the copy as its own
+# command, `copy U->A`, with profiling times like any kernel.
+
+# %%
+def device_ms(run, name):
+    """Total device time (ms) of the commands called ``name`` in ``run``."""
+    return sum(k.duration_ns for k in run.kernels if k.name == name) / 1e6
+
+
+elim_ms, copy_ms = device_ms(faithful, "eliminate"), device_ms(faithful, "copy U->A")
+copied = (n - 1) * n * n * 4                      # bytes: n - 1 copies of n² float32
+print(f"n = {n}: eliminate {elim_ms:.2f} ms, copy U->A {copy_ms:.2f} ms "
+      f"({copy_ms / (elim_ms + copy_ms):.0%} of the device time)")
+print(f"copied {copied / 1e6:.0f} MB in total, {2 * copied / (copy_ms * 1e-3) / 1e9:.0f} GB/s "
+      f"(counting one read and one write per byte)")
+
+# %% [markdown]
+# On a CPU device the "copy" is a memcpy between caches; on a discrete GPU it
+# moves through device memory, and in the post's run ($n = 1024$) the copies
+# alone move gigabytes (Exercise 3).
+#
+# ## 3. The improved per-pivot variant
+#
+# `variant="inplace"` (the default of `method="pivot"`) keeps the same host
+# loop over pivots but fixes both problems, and adds partial pivoting:
+#
+# * **in place**: $L$ and $U$ overwrite $A$ (the packed layout), so there is
+#   nothing to copy back;
+# * **shrinking NDRange**: `rank1_update` is launched over the active
+#   $(n-k-1) \times (n-k-1)$ block only (rounded up to the work-group size);
+# * **pivot on the device**: `pivot_swap_scale`, one work-group, finds the
+#   largest $|a_{rk}|$, swaps the rows and divides the column by the pivot, so
+#   the host never waits between pivots.
+
+# %%
+inplace, wall_inplace = recorded_lu(test_matrix(n), "inplace")
+for k in (0, 128, 254):
+    print(f"step {k:3d}:", ", ".join(f"{kr.name} global={kr.global_size}"
+                                    for kr in inplace.steps[k].kernels))
+print(f"\nn = {n}   device time: faithful {faithful.device_ns / 1e6:.2f} ms, "
+      f"inplace {inplace.device_ns / 1e6:.2f} ms")
+
+# %% [markdown]
+# Device time per step shows the shrinking active block. How much an idle
+# work-item costs depends on the device: a GPU schedules every one of them,
+# while a CPU device such as PoCL runs a work-group's items as a loop on one
+# core, so an idle item costs little more than its index check. Either way the
+# faithful variant keeps paying for its full NDRange and its copy, so its
+# curve stays above the improved one.
+
+# %%
+plt = pyplot()
+if plt is not None:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for run, label in ((faithful, "faithful (full NDRange + copy)"),
+                       (inplace, "inplace (shrinking NDRange)")):
+        ax.plot([s.index for s in run.steps if s.phase == "eliminate"],
+                [s.device_ns / 1e3 for s in run.steps if s.phase == "eliminate"],
+                ".", markersize=3, label=label)
+    ax.set_xlabel("step (pivot column)")
+    ax.set_ylabel("device time per step (µs)")
+    ax.set_title(f"per-pivot LU, n = {n}, {faithful.device}")
+    ax.legend()
+    save(fig, "lesson03_time_per_step.png")
+
+# %% [markdown]
+# The viewer shows the same recording with its kernel timeline:
+
+# %%
+rec_path = output_dir() / "lesson03_faithful_vs_inplace.oclrec"
+with oclla.record() as rec:
+    oclla.lu_factor(test_matrix(64), method="pivot", variant="faithful")
+    oclla.lu_factor(test_matrix(64), method="pivot", variant="inplace")
+rec.save(rec_path)
+viewer_export(rec_path, output_dir() / "lesson03_timeline.png", step=20)
+
+# %% [markdown]
+# ## 4. Launch overhead against device time
+#
+# Less device work is not automatically less waiting. Compare the wall-clock
+# times:
+
+# %%
+print(f"n = {n}   wall time: faithful {wall_faithful * 1e3:.1f} ms, "
+      f"inplace {wall_inplace * 1e3:.1f} ms")
+
+# %% [markdown]
+# Each launch costs something beyond the kernel itself: the host prepares
+# arguments and enqueues; the driver submits; the device wakes up its
+# workers. When kernels are long, the host runs ahead and the queue never
+# empties, so these costs hide behind device work. When kernels are short,
+# the device finishes each one and waits for the next: **idle gaps**.
+#
+# From the trace: the device was **busy** for the sum of the kernel times,
+# and the run **spanned** from the first start to the last end. The
+# difference is idle time.
+#
+# $$\text{idle} = \text{span} - \text{busy}, \qquad
+#   \text{idle per launch} = \frac{\text{idle}}{\text{number of kernels}}.$$
+
+# %%
+print(f"{'n':>5} {'variant':<9} {'kernels':>7} {'busy ms':>8} {'span ms':>8} {'idle':>6} "
+      f"{'idle/launch µs':>14} {'wall ms':>8}")
+for size in (32, 64, 128, 256, 512, 1024):
+    for variant in ("faithful", "inplace"):
+        run, wall = recorded_lu(test_matrix(size), variant)
+        ks = run.kernels
+        busy = run.device_ns
+        span = max(k.end for k in ks) - min(k.start for k in ks)
+        print(f"{size:5d} {variant:<9} {len(ks):7d} {busy / 1e6:8.2f} {span / 1e6:8.2f} "
+              f"{(span - busy) / span:6.0%} {(span - busy) / len(ks) / 1e3:14.1f} "
+              f"{wall * 1e3:8.1f}")
+
+# %% [markdown]
+# Read the table column by column:
+#
+# * the number of kernels grows like $2n$ for both variants: one host-loop
+#   iteration per pivot;
+# * busy time grows like $n^3$ (each step touches up to $n^2$ entries);
+# * so for small $n$ the device is mostly **idle**, waiting for launches;
+#   only for large $n$ does the work hide the launch cost;
+# * the improved variant does less device work and wins clearly for large
+#   $n$. For small $n$ its wall time can even be *worse* than the faithful
+#   one's: its kernels are so short (the pivot kernel is a single work-group)
+#   that the device finishes each before the host has enqueued the next, and
+#   waits. The bottleneck moved from the device to the launches.
+#
+# **A trap in the profiling times.** `start - queued` looks like "launch
+# overhead", but in an in-order queue it also counts the time a command
+# waited behind the ones before it. When the host enqueues far ahead, that
+# wait is huge and says nothing about the launch itself:
+
+# %%
+big, _ = recorded_lu(test_matrix(512), "faithful")
+waits = np.array([k.start - k.queued for k in big.kernels]) / 1e3
+print(f"faithful, n = 512: median queued->start {np.median(waits):.0f} µs, "
+      f"median kernel time {np.median([k.duration_ns for k in big.kernels]) / 1e3:.0f} µs")
+
+# %% [markdown]
+# Measure launch cost with the gaps between kernels instead, as above.
+#
+# The way out is to launch **fewer, bigger** kernels that each do more work
+# per byte: blocking, in Lesson 5.
+#
+# ## Exercises
+#
+# **Exercise 1.** Write `active_fraction(n, k)`: the fraction of the
+# faithful variant's $n^2$ work-items that do useful work in step $k$
+# ($0 \le k \le n-2$).
+
+# %%
+answer_1 = None
+check_exercise_1(answer_1)
+
+# %% [markdown]
+# **Exercise 2.** Over a whole factorization, what fraction of the launched
+# work-items is useful when $n \to \infty$? (A number.)
+
+# %%
+answer_2 = None
+check_exercise_2(answer_2)
+
+# %% [markdown]
+# **Exercise 3.** The post factored a $1024 \times 1024$ float32 matrix. How
+# many bytes do its `copy U->A` commands copy in total?
+
+# %%
+answer_3 = None
+check_exercise_3(answer_3)
+
+# %% [markdown]
+# **Exercise 4.** Write `copy_share(run)`: the fraction of a recorded run's
+# device time spent in its `copy U->A` commands. (`run.kernels` lists every
+# command with `.name` and `.duration_ns`.) The checker records its own
+# faithful run and compares.
+
+# %%
+answer_4 = None
+check_exercise_4(answer_4)

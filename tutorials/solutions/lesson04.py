@@ -1,0 +1,25 @@
+"""Solutions to Lesson 4's exercises (for teachers).
+
+Run ``python tutorials/solutions/lesson04.py`` to see every checker accept them.
+"""
+
+# Exercise 1: the largest |entry| is |-3|, in row 1.
+answer_1 = 1
+
+# Exercise 2: the last column of U doubles at each of the n - 1 steps: 2^(n-1), n = 20.
+answer_2 = 2 ** 19
+
+# Exercise 3: a tiny pivot in the corner. Without pivoting l_10 = 1e20, and row 1 becomes
+# (1 - 1e20, 1 - 1e20) = (-1e20, -1e20): its own entries are lost, so L U differs from A
+# by about 1 in entries of size 1. Partial pivoting swaps rows 0 and 1 first, and every
+# multiplier is at most 1 in magnitude.
+answer_3 = [[1e-20, 1.0, 1.0],
+            [1.0, 1.0, 1.0],
+            [0.0, 1.0, 2.0]]
+
+# Exercise 4: κ ε = 1e4 * 2^-23.
+answer_4 = 1e4 * 2.0 ** -23
+
+if __name__ == "__main__":
+    import _run
+    _run.check_all(__file__)
