@@ -25,10 +25,10 @@ SLOW_MIN_NS = 5_000
 def viewable_runs(recording) -> list:
     """Runs worth showing: named algorithm calls with at least one step.
 
-    Kernels enqueued outside any algorithm call land in an "unknown" run,
-    which is bookkeeping rather than something to watch.
+    Kernels enqueued outside any algorithm call land in a run named "other"
+    ("unknown" in older files), bookkeeping rather than something to watch.
     """
-    return [r for r in recording.runs if r.steps and r.algorithm != "unknown"]
+    return [r for r in recording.runs if r.steps and r.algorithm not in ("other", "unknown")]
 
 
 def n_positions(run) -> int:
@@ -138,28 +138,66 @@ def finished_columns(run, position: int) -> int:
     return int(finished_by_position(run)[position])
 
 
+def _multipliers(region, pivot, finished: int, storage: str):
+    """The L column(s) just computed below the pivot (U row(s) right of it for "upper")."""
+    if region is None or pivot is None:
+        return None
+    r, c = pivot
+    if storage == "upper":
+        last = max(finished, r + 1)
+        return (r, last, c + 1, region[3]) if c + 1 < region[3] else None
+    last = max(finished, c + 1)
+    return (r + 1, region[1], c, last) if r + 1 < region[1] else None
+
+
 def overlays(run, position: int) -> Overlays:
-    """The overlays at ``position`` (nothing but the storage at position 0)."""
+    """The overlays at ``position`` in the coordinates of the n×n matrix.
+
+    For a packed run the step's region is in the buffer's coordinates; the
+    matrix overlays then come from ``info["logical_region"]`` when the step
+    recorded one (see :func:`buffer_overlays` for the buffer side).  A step
+    whose ``info["matrix"]`` names another operand (AD²Aᵀ scaling a column
+    of A) outlines nothing.
+    """
     disp = registry.display(run.algorithm)
     storage = disp.storage
     if storage == "triangle":
         storage = "lower" if lower_side(run) else "upper"
     ov = Overlays(storage=storage, finished=finished_columns(run, position))
     step = step_at(run, position)
-    if step is None:
+    if step is None or "matrix" in step.info:
         return ov
-    ov.active = step.region
+    if is_packed(matrix_at(run, position)):
+        if "logical_region" not in step.info:
+            return ov
+        ov.active = tuple(step.info["logical_region"])
+    else:
+        ov.active = step.region
     ov.pivot = step.pivot
-    if step.pivot is not None:
-        r, c = step.pivot
-        last = max(disp.finished(step), c + 1)
-        if r + 1 < step.region[1]:
-            ov.multipliers = (r + 1, step.region[1], c, last)
+    ov.multipliers = _multipliers(ov.active, step.pivot, disp.finished(step), storage)
     rows = set()
     for a, b in step.info.get("swaps", ()):
         rows.update((int(a), int(b)))
     ov.swapped_rows = sorted(rows)
     return ov
+
+
+def buffer_overlays(run, position: int) -> tuple[Overlays, list]:
+    """(overlays, boxes) of a packed run's step in the buffer's (LAPACK picture) coordinates.
+
+    ``boxes`` are the parts of the region (``info["regions"]``; the whole
+    region when not recorded).  The pivot is given only when the step
+    recorded it in buffer coordinates (steps without a logical region).
+    """
+    ov = Overlays()
+    step = step_at(run, position)
+    if step is None or "matrix" in step.info:
+        return ov, []
+    ov.active = step.region
+    if "logical_region" not in step.info:
+        ov.pivot = step.pivot
+    boxes = [tuple(b) for b in step.info.get("regions", [step.region])]
+    return ov, boxes
 
 
 # ---- numbers ---------------------------------------------------------------------------
@@ -175,14 +213,23 @@ def piv_from_swaps(run) -> np.ndarray:
 
 
 def pivot_value(run, position: int):
-    """(value, (row, col)) of the current step's pivot after the step, or None."""
+    """(value, (row, col)) of the current step's pivot after the step, or None.
+
+    The position is in the n×n matrix also for a packed run (a pivot recorded
+    in buffer coordinates is mapped back through the RFP layout).
+    """
     step = step_at(run, position)
     if step is None or step.pivot is None:
         return None
-    m = full_view(run, matrix_at(run, position))
+    m = matrix_at(run, position)
     if m is None:
         return None
     r, c = step.pivot
+    if is_packed(m) and "logical_region" not in step.info:
+        rfp, _ = packed.orient(m)
+        twin = packed_layout(run, m).twin_of_rfp(r, c)
+        return None if twin is None else (float(rfp[r, c]), twin)
+    m = full_view(run, m)
     if not (0 <= r < m.shape[0] and 0 <= c < m.shape[1]):
         return None
     return float(m[r, c]), (r, c)

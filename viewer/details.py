@@ -112,7 +112,8 @@ class DetailsPanel(QtWidgets.QWidget):
                                                           t=html.escape(k)) for k in names),
                  "<b>overlays</b> " + " ".join(swatch.format(c=c, t=t.replace("_", " "))
                                                for t, c in themes.OVERLAYS.items()
-                                               if t != "twin")]
+                                               if t != "twin"),
+                 "the black staircase parts L (below) from U and the trailing matrix"]
         self.legend.setText("<br>".join(parts))
 
     def _row_clicked(self, row: int, _col: int) -> None:

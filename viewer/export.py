@@ -48,8 +48,10 @@ def save_image(widget, path) -> None:
         gen.setViewBox(QtCore.QRect(QtCore.QPoint(0, 0), widget.size()))
         gen.setTitle("oclla viewer")
         painter = QtGui.QPainter(gen)
-        widget.render(painter)
-        painter.end()
+        try:
+            widget.render(painter, QtCore.QPoint())
+        finally:
+            painter.end()
         if not os.path.exists(path):
             raise ExportError(f"could not write {path}")
         return

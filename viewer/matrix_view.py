@@ -95,7 +95,7 @@ class MatrixView(pg.GraphicsLayoutWidget):
             lab.setVisible(False)
             self.plot.addItem(lab)
         self.numbers: list = []
-        self._numbers_shape = None
+        self.plot.getViewBox().sigResized.connect(self._resized)
         self.scene().sigMouseMoved.connect(self._mouse_moved)
         self.scene().sigMouseClicked.connect(self._mouse_clicked)
         self.apply_theme(self.theme, self.colormap_name)
@@ -139,9 +139,11 @@ class MatrixView(pg.GraphicsLayoutWidget):
         for lab in self.labels:
             lab.setColor("#000000")
             lab.setFont(lab_font)
-        self._numbers_shape = None
         if self.array is not None:
             self._refresh()
+
+    def show_colorbar(self, visible: bool) -> None:
+        self.colorbar.setVisible(visible)
 
     def set_title(self, text: str) -> None:
         self.plot.setTitle(text, color=self.theme.foreground,
@@ -183,28 +185,36 @@ class MatrixView(pg.GraphicsLayoutWidget):
         _set_rect(self.multipliers, ov.multipliers)
         _set_rect(self.pivot, None if ov.pivot is None else
                   (ov.pivot[0], ov.pivot[0] + 1, ov.pivot[1], ov.pivot[1] + 1))
-        for item in self.swaps:
-            self.plot.removeItem(item)
-        self.swaps = []
         color = QtGui.QColor(themes.OVERLAYS["swap"])
         color.setAlpha(70)
-        for r in ov.swapped_rows:
+        while len(self.swaps) < len(ov.swapped_rows):
             item = _rect_item(4)
-            item.setPen(_pen(themes.OVERLAYS["swap"], 1.5 * self.theme.pen_scale))
-            item.setBrush(color)
-            _set_rect(item, (r, r + 1, 0, cols))
             self.plot.addItem(item)
             self.swaps.append(item)
+        for k, item in enumerate(self.swaps):
+            item.setPen(_pen(themes.OVERLAYS["swap"], 1.5 * self.theme.pen_scale))
+            item.setBrush(color)
+            r = ov.swapped_rows[k] if k < len(ov.swapped_rows) else None
+            _set_rect(item, None if r is None else (r, r + 1, 0, cols))
         self.unused.setPath(_unused_path(ov.storage, min(rows, cols)) if rows == cols
                             else QtGui.QPainterPath())
         t = ov.finished if ov.storage == "lu" and rows == cols else 0
         self.boundary.setPath(_lu_boundary(t, rows))
         self.boundary.setVisible(t > 0)
-        show_labels = t > 0 and rows >= 3
+        numbers = max(rows, cols) <= self.numbers_max_n
+        show_labels = t > 0 and rows >= 3 and not numbers     # never over a number
         self.labels[0].setPos(0.5 + (t - 1) / 3.0, rows - 0.5 - (rows - t) / 3.0)
         self.labels[1].setPos(cols - 0.5 - (cols - t) / 3.0, 0.5 + (t - 1) / 3.0)
         for lab in self.labels:
             lab.setVisible(show_labels)
+
+    def _cell_pixels(self) -> float:
+        """On-screen size of one cell (pixels), from the view's current scale."""
+        try:
+            px = self.plot.getViewBox().viewPixelSize()[0]
+        except (ZeroDivisionError, TypeError):
+            return 40.0
+        return 1.0 / px if px > 0 else 40.0
 
     def _draw_numbers(self, a: np.ndarray) -> None:
         rows, cols = a.shape
@@ -213,28 +223,32 @@ class MatrixView(pg.GraphicsLayoutWidget):
             for item in self.numbers:
                 item.setVisible(False)
             return
-        if self._numbers_shape != a.shape:
-            for item in self.numbers:
-                self.plot.removeItem(item)
-            font = QtGui.QFont()
-            font.setPointSizeF((9 if max(rows, cols) > 6 else 11) * self.theme.font_scale)
-            self.numbers = []
-            for i in range(rows):
-                for j in range(cols):
-                    item = pg.TextItem("", anchor=(0.5, 0.5))
-                    item.setFont(font)
-                    item.setPos(j + 0.5, i + 0.5)
-                    item.setZValue(3)
-                    self.plot.addItem(item)
-                    self.numbers.append(item)
-            self._numbers_shape = a.shape
-        for item, v in zip(self.numbers, a.ravel()):
+        while len(self.numbers) < rows * cols:      # items are reused, never removed
+            item = pg.TextItem("", anchor=(0.5, 0.5))
+            item.setZValue(3)
+            self.plot.addItem(item)
+            self.numbers.append(item)
+        for k, item in enumerate(self.numbers):
+            if k < rows * cols:
+                item.setPos(k % cols + 0.5, k // cols + 0.5)
+            else:
+                item.setVisible(False)
+        cell = self._cell_pixels()
+        font = QtGui.QFont()
+        font.setPixelSize(int(min(max(cell * 0.26, 7), 22 * self.theme.font_scale)))
+        fmt = "{:.3g}" if cell >= 44 else "{:.2g}"
+        for item, v in zip(self.numbers[:rows * cols], a.ravel()):
             item.setVisible(True)
+            item.setFont(font)
             if np.isnan(v):
                 item.setText("")
                 continue
-            item.setText(f"{v:.3g}")
+            item.setText(fmt.format(v))
             item.setColor("#FFFFFF" if abs(v) > 0.55 * self.vmax else "#000000")
+
+    def _resized(self, *_args) -> None:
+        if self.array is not None:
+            self._draw_numbers(self.array)
 
     # ---- overlays set from outside ----
     def set_kernel_region(self, region) -> None:

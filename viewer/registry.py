@@ -19,12 +19,13 @@ phases come from :mod:`viewer.theme` (a default colour when none is listed).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-import oclla
+from .packed import order_from_size
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,23 @@ class Variant:
 
 @dataclass(frozen=True)
 class Algorithm:
-    """A runnable algorithm: ``call(a, variant, options, queue)`` factors ``a``.
+    """A runnable algorithm.
 
-    ``a`` is the (n, n) matrix in the working dtype; ``options`` holds
-    ``pivoting``, ``block`` and ``seed``; the call returns whatever oclla
-    returns (the viewer uses only the recording).
+    ``call(a, variant, options, queue)`` runs it on ``a`` (the (n, n) matrix
+    in the working dtype, or what ``prepare`` made of it) while the recorder
+    is on; ``prepare(a, options, queue)``, if given, runs before recording
+    (e.g. packing the input).  ``options`` holds ``pivoting``, ``block`` and
+    ``seed``.  ``needs`` lists the ``"module:function"`` names the calls use;
+    :meth:`missing` checks them, so an entry for a function this build lacks
+    is shown disabled instead of failing.
     """
 
     key: str
     label: str
     variants: tuple
     call: Callable
-    needs: tuple = ()           # attribute paths of oclla this entry calls
+    needs: tuple = ()
+    prepare: Callable | None = None
     family: str = "random"      # default matrix family
     spd: bool = False           # needs a symmetric positive definite matrix
 
@@ -64,38 +70,61 @@ class Algorithm:
 
     def missing(self) -> str | None:
         """None when runnable, else a sentence saying what this build lacks."""
-        for path in self.needs:
-            obj = oclla
-            for part in path.split("."):
-                obj = getattr(obj, part, None)
-                if obj is None:
-                    return f"oclla.{path} is not available in this build of oclla"
+        for name in self.needs:
+            try:
+                function(name)
+            except (ImportError, AttributeError):
+                return f"{name.replace(':', '.')} is not available in this build of oclla"
         return None
 
 
-def _lu(a, variant, options, queue):
+def function(name: str):
+    """The function ``"package.module:attr"`` (ImportError/AttributeError if absent).
+
+    Resolved through the module, not the package's exports, so a package
+    attribute that shadows a module (``oclla.cholesky``) cannot confuse it.
+    """
+    module, attr = name.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _kwargs(variant, options) -> dict:
     kwargs = dict(variant.kwargs)
     if variant.pivoting:
         kwargs["pivoting"] = options.get("pivoting") or variant.pivoting[0]
     if variant.blocked and options.get("block"):
         kwargs["block"] = int(options["block"])
-    return oclla.lu_factor(a, queue=queue, **kwargs)
+    return kwargs
+
+
+def _lu(a, variant, options, queue):
+    return function(LU)(a, queue=queue, **_kwargs(variant, options))
 
 
 def _cholesky(a, variant, options, queue):
-    return oclla.cholesky(a, lower=True, queue=queue, **variant.kwargs)
+    return function(CHOLESKY)(a, lower=True, queue=queue, **_kwargs(variant, options))
 
 
-def _rfp_cholesky(a, variant, options, queue):
-    arf = oclla.rfp.pack(a, lower=True)
-    return oclla.rfp.cholesky(arf, a.shape[0], lower=True, queue=queue, **variant.kwargs)
+def _rfp_pack(a, options, queue):
+    return function(RFP_PACK)(a, lower=True, queue=queue)
+
+
+def _rfp_cholesky(arf, variant, options, queue):
+    return function(RFP_CHOLESKY)(arf, order_from_size(arf.size), lower=True, queue=queue, **_kwargs(variant, options))
 
 
 def _ad2at(a, variant, options, queue):
+    """C = A·D²·Aᵀ for the chosen matrix A and seeded weights d2 ∈ [0.5, 2)."""
     d2 = np.random.default_rng(options.get("seed", 0)).uniform(0.5, 2.0, a.shape[1])
-    return oclla.assemble_ad2at(a, d2.astype(a.dtype), lower=True, queue=queue,
-                                **variant.kwargs)
+    return function(AD2AT)(a, d2.astype(a.dtype), lower=True, queue=queue,
+                           **_kwargs(variant, options))
 
+
+LU = "oclla.lu:lu_factor"
+CHOLESKY = "oclla.cholesky:cholesky"
+RFP_PACK = "oclla.rfp:pack"
+RFP_CHOLESKY = "oclla.rfp:cholesky"
+AD2AT = "oclla.ad2at:assemble_ad2at"
 
 ALGORITHMS: tuple = (
     Algorithm("lu", "LU factorization", (
@@ -105,19 +134,28 @@ ALGORITHMS: tuple = (
                 {"method": "pivot", "variant": "faithful"}, ("none",)),
         Variant("blocked", "blocked (panel, TRSM, GEMM)",
                 {"method": "blocked"}, ("partial", "none"), blocked=True),
-    ), _lu, needs=("lu_factor",)),
+    ), _lu, needs=(LU,)),
     Algorithm("cholesky", "Cholesky factorization", (
         Variant("pivot", "per-pivot, full storage (sqrt, normalize, outer product)",
                 {"method": "pivot"}),
         Variant("blocked", "blocked (panel, TRSM, SYRK)", {"method": "blocked"}, blocked=True),
-    ), _cholesky, needs=("cholesky",), family="spd", spd=True),
+    ), _cholesky, needs=(CHOLESKY,), family="spd", spd=True),
     Algorithm("rfp_cholesky", "Cholesky, packed (RFP) storage", (
-        Variant("pivot", "per-pivot on the RFP buffer"),
-    ), _rfp_cholesky, needs=("rfp.pack", "rfp.cholesky"), family="spd", spd=True),
-    Algorithm("ad2at", "AD²Aᵀ assembly", (
-        Variant("full", "one triangle, full storage", {"packed": False}),
-        Variant("packed", "one triangle, packed (RFP) storage", {"packed": True}),
-    ), _ad2at, needs=("assemble_ad2at",)),
+        Variant("pivot", "per-pivot on the packed buffer", {"method": "pivot"}),
+        Variant("blocked", "blocked, ?pftrf's structure", {"method": "blocked"},
+                blocked=True),
+    ), _rfp_cholesky, needs=(RFP_PACK, RFP_CHOLESKY), prepare=_rfp_pack, family="spd",
+        spd=True),
+    Algorithm("ad2at", "AD²Aᵀ assembly (one triangle)", (
+        Variant("pivot", "per column, full storage (Algorithm 3)",
+                {"method": "pivot", "packed": False}),
+        Variant("blocked", "scaled copy and triangle GEMM, full storage",
+                {"method": "blocked", "packed": False}),
+        Variant("pivot-packed", "per column, packed (RFP) storage",
+                {"method": "pivot", "packed": True}),
+        Variant("blocked-packed", "scaled copy and GEMMs into the RFP blocks",
+                {"method": "blocked", "packed": True}),
+    ), _ad2at, needs=(AD2AT,)),
 )
 
 
@@ -132,17 +170,16 @@ def algorithm(key: str) -> Algorithm:
 
 # ---- how to draw a run ------------------------------------------------------------------
 
-def _lu_finished(step) -> int:
-    """Columns of L final after this step (eliminate: the pivot's; panel: its width)."""
+def _pivot_finished(step) -> int:
+    """Columns of the factor final after this step: up to the pivot's (none without one)."""
+    return step.pivot[1] + 1 if step.pivot is not None else 0
+
+
+def _panel_finished(step) -> int:
+    """As :func:`_pivot_finished`, but a "panel" step finishes its whole width."""
     if step.phase == "panel":
         return step.region[3]
-    if step.pivot is not None:
-        return step.pivot[1] + 1
-    return 0
-
-
-def _pivot_finished(step) -> int:
-    return step.pivot[1] + 1 if step.pivot is not None else 0
+    return _pivot_finished(step)
 
 
 @dataclass(frozen=True)
@@ -156,8 +193,8 @@ class Display:
 
 
 DISPLAYS: dict = {
-    "lu": Display("lu", _lu_finished, growth=True, backward_error="lu"),
-    "cholesky": Display("triangle", backward_error="cholesky"),
+    "lu": Display("lu", _panel_finished, growth=True, backward_error="lu"),
+    "cholesky": Display("triangle", _panel_finished, backward_error="cholesky"),
     "rfp_cholesky": Display("triangle", backward_error="cholesky"),
     "ad2at": Display("triangle"),
 }

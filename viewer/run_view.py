@@ -9,6 +9,7 @@ the index formula below.
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from . import analysis, packed
@@ -35,6 +36,7 @@ class RunView(QtWidgets.QWidget):
         self.matrix = MatrixView()
         self.buffer = MatrixView()
         self.buffer.setVisible(False)
+        self.buffer.show_colorbar(False)
         maps.addWidget(self.matrix, 3)
         maps.addWidget(self.buffer, 2)
         layout.addLayout(maps, 1)
@@ -59,31 +61,48 @@ class RunView(QtWidgets.QWidget):
 
     def show_run(self, run, position: int, vmax: float, kernel_region=None) -> None:
         array = analysis.matrix_at(run, position)
-        ov = analysis.overlays(run, position)
         title = position_title(run, position, self.label)
+        if array is None:        # recorded without snapshots: the regions alone
+            n = analysis.order(run)
+            array = np.full((n, n), np.nan)
+            title += " · regions only (no snapshots)"
+        ov = analysis.overlays(run, position)
         self.layout_rfp = analysis.packed_layout(run, array)
         self.buffer.setVisible(self.is_packed)
         self.formula.setVisible(self.is_packed)
         if not self.is_packed:
             self.matrix.show_matrix(array, vmax, ov, title)
+            self.matrix.set_mask(None)
+            self.matrix.set_twin(None)
             self.matrix.set_kernel_region(kernel_region)
             return
+        lay = self.layout_rfp
         rfp, self.transposed = packed.orient(array)
-        self.matrix.show_matrix(self.layout_rfp.unpack(rfp), vmax, ov, title)
-        self.matrix.set_kernel_region(kernel_region)
-        self.buffer.show_matrix(rfp, vmax, None,
-                                f"RFP buffer {rfp.shape[0]}×{rfp.shape[1]} (TRANSR='N')")
-        self.buffer.set_mask(self._active_twins(ov.active))
+        buf_ov, boxes = analysis.buffer_overlays(run, position)
+        buf_mask = np.zeros(rfp.shape, dtype=bool)
+        for r0, r1, c0, c1 in boxes:
+            buf_mask[r0:r1, c0:c1] = True
+        if ov.active is not None:          # the twins of the logical region
+            i, j = lay.to_full[..., 0], lay.to_full[..., 1]
+            r0, r1, c0, c1 = ov.active
+            buf_mask |= (i >= r0) & (i < r1) & (j >= c0) & (j < c1)
+        if ov.pivot is None and buf_ov.pivot is not None:
+            ov.pivot = lay.twin_of_rfp(*buf_ov.pivot)
+        if buf_ov.pivot is None and ov.pivot is not None:
+            buf_ov.pivot = lay.twin_of_full(*ov.pivot)
+        full_mask = None
+        if ov.active is None and buf_mask.any():   # no logical region: twins of the boxes
+            full_mask = np.zeros((lay.n, lay.n), dtype=bool)
+            ij = lay.to_full[buf_mask]
+            full_mask[ij[:, 0], ij[:, 1]] = True
+        self.matrix.show_matrix(lay.unpack(rfp), vmax, ov, title)
+        self.matrix.set_mask(full_mask)
+        self.buffer.set_kernel_region(kernel_region)
+        self.buffer.show_matrix(rfp, vmax, buf_ov,
+                                f"RFP buffer {rfp.shape[0]}×{rfp.shape[1]} (LAPACK's picture)")
+        self.buffer.set_mask(buf_mask)
         if not self.formula.text():
             self.formula.setText("hover an entry to see where it is stored")
-
-    def _active_twins(self, region):
-        if region is None or self.layout_rfp is None:
-            return None
-        r0, r1, c0, c1 = region
-        ij = self.layout_rfp.to_full
-        i, j = ij[..., 0], ij[..., 1]
-        return (i >= r0) & (i < r1) & (j >= c0) & (j < c1)
 
     # ---- hover twins ----
     def _hover_full(self, i: int, j: int) -> None:

@@ -148,6 +148,8 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
         queue = oclla.get_queue(request.device)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            if spec.prepare is not None:
+                a = spec.prepare(a, options, queue)
             with rec:
                 spec.call(a, variant, options, queue)
         outcome.warnings = [str(w.message) for w in caught]
