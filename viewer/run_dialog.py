@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 import oclla
@@ -19,13 +18,11 @@ from . import matrices, registry
 from .runner import DTYPES, RunRequest, build_matrix
 
 MAX_N = 4096
-SNAPSHOT_BUDGET_BYTES = 1 << 30
-"""Snapshots are offered while n³·itemsize (one copy per step) stays below this."""
 
 
-def snapshots_fit(n: int, dtype: str) -> bool:
-    return n <= matrices.MAX_STEP_VIEW_N and n ** 3 * np.dtype(dtype).itemsize \
-        <= SNAPSHOT_BUDGET_BYTES
+def snapshots_fit(n: int) -> bool:
+    """Keep a snapshot per step (about n³ values in all) only up to the step-view limit."""
+    return n <= matrices.MAX_STEP_VIEW_N
 
 
 class RunDialog(QtWidgets.QDialog):
@@ -98,7 +95,6 @@ class RunDialog(QtWidgets.QDialog):
         self.variant.currentIndexChanged.connect(self._variant_changed)
         self.family.currentIndexChanged.connect(self._family_changed)
         self.n.valueChanged.connect(self._size_changed)
-        self.dtype.currentIndexChanged.connect(self._size_changed)
         self._list_devices(device_lister)
         self.set_request(initial or RunRequest())
 
@@ -178,7 +174,7 @@ class RunDialog(QtWidgets.QDialog):
         self._form.setRowVisible(widget, visible)
 
     def _size_changed(self) -> None:
-        fits = snapshots_fit(self.n.value(), self.dtype.currentText())
+        fits = snapshots_fit(self.n.value())
         self.snapshots.setEnabled(fits)
         self.snapshots.setChecked(fits)
         self.snapshots.setToolTip("" if fits else "too large to keep every step: timing only")
