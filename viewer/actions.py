@@ -25,7 +25,7 @@ ACTIONS = (
     ("compare_file", "Run", "Compare with a recording…", (), False),
     ("compare_other", "Run", "Compare with the next run of this recording", (), False),
     ("compare_stop", "Run", "Stop comparing", (), False),
-    ("sync_column", "Run", "Sync comparison by finished columns", (), True),
+    ("sync_step", "Run", "Sync comparison by step number (not finished columns)", (), True),
     ("play", "Playback", "Play / pause", ("Space",), False),
     ("back", "Playback", "Step back", ("Left",), False),
     ("forward", "Playback", "Step forward", ("Right",), False),
@@ -67,7 +67,7 @@ def build(window) -> dict:
         menus[menu].addAction(action)
         window.addAction(action)      # keys work even when the menu bar is hidden
         actions[name] = action
-        if name in ("quit", "cancel_run", "sync_column", "goto"):
+        if name in ("quit", "cancel_run", "sync_step", "goto"):
             menus[menu].addSeparator()
     window.menus = menus
     return actions

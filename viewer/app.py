@@ -59,13 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--matrix", metavar="FILE", help="a .npy or .mtx matrix instead of --family")
     src.add_argument("--seed", type=int, default=0)
     src.add_argument("--device", help="OpenCL device index or name substring")
+    src.add_argument("--no-warmup", action="store_true",
+                     help="record the very first call (kernel builds included) instead of "
+                          "running once untimed first")
     src.add_argument("--compare-variant", metavar="V",
                      help="also run variant V on the same matrix and show both side by side")
     src.add_argument("--compare-pivoting", choices=("partial", "none"),
                      help="pivoting of the compared run (default: as --pivoting)")
     src.add_argument("--compare-replay", metavar="FILE", help="compare with a saved recording")
-    src.add_argument("--sync", choices=("step", "column"), default="step",
-                     help="how a comparison follows the main run (default step)")
+    src.add_argument("--run", type=int, default=0, metavar="I",
+                     help="which run of a recording with several to show (default 0)")
+    src.add_argument("--compare-run", type=int, metavar="J",
+                     help="compare with run J of the same recording")
+    src.add_argument("--sync", choices=("column", "step"), default="column",
+                     help="how a comparison follows the main run: the same finished columns "
+                          "(default) or the same step number")
     out = p.add_argument_group("headless export")
     out.add_argument("--export", metavar="PATH",
                      help="write PATH and exit (" + ", ".join(EXPORT_TYPES) + ")")
@@ -117,7 +125,8 @@ def request_from_args(args, variant: str | None = None,
         raise CliError(f"--n must be at least 1, got {args.n}", 2)
     req = RunRequest(algorithm=spec.key, variant=v.key, n=args.n, dtype=args.dtype,
                      family=args.family or spec.family, seed=args.seed, kappa=args.cond,
-                     pivoting=pivoting or args.pivoting, block=args.block, device=args.device)
+                     pivoting=pivoting or args.pivoting, block=args.block, device=args.device,
+                     warmup=not args.no_warmup)
     if args.matrix:
         try:
             req.matrix = matrices.load_matrix(args.matrix)
@@ -199,6 +208,7 @@ def _export(window, args) -> None:
     if args.step is not None and not 0 <= args.step <= last:
         raise CliError(f"--step {args.step} is outside the run's steps 0-{last}", 2)
     m.go_to(last if args.step is None else args.step)
+    window.focus_view(args.view)
     try:
         if ext in (".png", ".svg"):
             window.export_image(args.export, args.view)
@@ -228,6 +238,16 @@ def _populate(window, args, headless: bool) -> None:
             _run_now(window, req, "main")
         else:
             window.start_run(req, "main")
+    runs = window.model.runs
+    if not 0 <= args.run < max(len(runs), 1):
+        raise CliError(f"--run {args.run}: the recording has {len(runs)} run(s)", 2)
+    if runs and args.run:
+        window.model.set_run(args.run)
+    if args.compare_run is not None:
+        if not 0 <= args.compare_run < len(runs):
+            raise CliError(f"--compare-run {args.compare_run}: the recording has "
+                           f"{len(runs)} run(s)", 2)
+        window.model.set_compare(runs[args.compare_run])
     if args.compare_replay and not window.compare_recording(args.compare_replay):
         raise CliError(window.message.text())
     if args.compare_variant:

@@ -19,9 +19,11 @@ CHANGES = ("recording", "position", "kernel", "playback", "compare", "presentati
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 """Playback speeds in steps per second."""
 
-SYNC_MODES = ("step", "column")
-"""Comparison sync: the same step number, or the same number of finished columns
-(per-pivot against blocked: the blocked run waits at a panel boundary)."""
+SYNC_MODES = ("column", "step")
+"""Comparison sync: the same number of finished columns (default; per-pivot against
+blocked, the blocked run waits at a panel boundary; a run with a set-up step stays
+aligned), or the same step number.  Runs without pivots (no finished columns) sync
+by step."""
 
 
 class ViewerModel:
@@ -39,7 +41,7 @@ class ViewerModel:
         self.speed_index = SPEEDS.index(4.0)
         self.compare_run = None
         self.compare_position = 0
-        self.sync = "step"
+        self.sync = "column"
         self.presentation = False
         self._cache: dict = {}
         self._finished_cache: dict = {}
@@ -240,11 +242,11 @@ class ViewerModel:
             self.compare_position = 0
             return
         last = analysis.n_positions(other) - 1
-        if self.sync == "step":
+        mine, theirs = self._finished(self.run), self._finished(other)
+        if self.sync == "step" or not mine[-1] or not theirs[-1]:
             self.compare_position = min(self.position, last)
             return
-        done = self._finished(self.run)[self.position]
-        theirs = self._finished(other)
+        done = mine[self.position]
         self.compare_position = min(int(np.searchsorted(theirs, done)), last)
 
     def _finished(self, run):

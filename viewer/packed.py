@@ -66,14 +66,14 @@ def formula(r: int, c: int, n: int, lower: bool) -> str:
     if n % 2 == 0:
         k = n // 2
         if lower:
-            rule = (f"r > c: A[r-1, c]" if r > c else f"r <= c: A[k+c, k+r], k = {k}")
+            rule = "r > c: A[r-1, c]" if r > c else f"r <= c: A[k+c, k+r], k = {k}"
         else:
             rule = (f"r <= k+c: A[r, k+c], k = {k}" if r <= k + c
                     else f"r > k+c: A[c, r-k-1], k = {k}")
     else:
         n1, n2 = n // 2, n - n // 2
         if lower:
-            rule = f"r >= c: A[r, c]" if r >= c else f"r < c: A[n2+c-1, n2+r], n2 = {n2}"
+            rule = "r >= c: A[r, c]" if r >= c else f"r < c: A[n2+c-1, n2+r], n2 = {n2}"
         else:
             rule = (f"r <= n1+c: A[r, n1+c], n1 = {n1}" if r <= n1 + c
                     else f"r > n1+c: A[c, r-n1-1], n1 = {n1}")

@@ -110,7 +110,8 @@ def _rfp_pack(a, options, queue):
 
 
 def _rfp_cholesky(arf, variant, options, queue):
-    return function(RFP_CHOLESKY)(arf, order_from_size(arf.size), lower=True, queue=queue, **_kwargs(variant, options))
+    return function(RFP_CHOLESKY)(arf, order_from_size(arf.size), lower=True, queue=queue,
+                                  **_kwargs(variant, options))
 
 
 def _ad2at(a, variant, options, queue):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
 import oclla
 
@@ -70,6 +70,7 @@ class RunDialog(QtWidgets.QDialog):
         self.file_button = QtWidgets.QPushButton("Choose .npy or .mtx file…")
         self.file_button.clicked.connect(self._choose_file)
         self.snapshots = QtWidgets.QCheckBox("keep the matrix after every step (step views)")
+        self.warmup = QtWidgets.QCheckBox("run once untimed first (kernel builds, warm-up)")
         self.error = QtWidgets.QLabel("")
         self.error.setStyleSheet("color: #D50000")
         self.error.setWordWrap(True)
@@ -79,7 +80,8 @@ class RunDialog(QtWidgets.QDialog):
                               ("Device", self.device), ("", self.device_note),
                               ("Matrix", self.family), ("Seed", self.seed),
                               ("Condition number", self.kappa), ("Values", self.typed),
-                              ("File", self.file_button), ("", self.snapshots)):
+                              ("File", self.file_button), ("", self.snapshots),
+                              ("", self.warmup)):
             form.addRow(label, widget)
         buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Ok
                                              | QtWidgets.QDialogButtonBox.StandardButton.Cancel)
@@ -128,6 +130,7 @@ class RunDialog(QtWidgets.QDialog):
             self._select(self.device, str(req.device))
         self._select(self.family, req.family if req.family != "file" else "random")
         self.seed.setValue(int(req.seed))
+        self.warmup.setChecked(req.warmup)
         self.kappa.setValue(float(req.kappa))
         self._family_changed()
         self._size_changed()
@@ -219,7 +222,7 @@ class RunDialog(QtWidgets.QDialog):
             pivoting=self.pivoting.currentText() if v.pivoting else None,
             block=self.block.value() or None, device=self.device.currentData(),
             matrix=matrix, source_name=self._file_name if fam == "file" else "",
-            snapshots=self.snapshots.isChecked())
+            snapshots=self.snapshots.isChecked(), warmup=self.warmup.isChecked())
         build_matrix(req)          # surfaces a bad family/size before the run starts
         return req
 

@@ -44,6 +44,7 @@ class RunRequest:
     matrix: np.ndarray | None = None    # typed-in or file matrix (family "typed"/"file")
     source_name: str = ""               # file name for family "file"
     snapshots: bool = True
+    warmup: bool = True                 # one untimed run first (kernel builds, device warm-up)
 
     def describe(self) -> dict:
         """Where the matrix came from (stored with the run so a replay can say it)."""
@@ -148,6 +149,8 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
         queue = oclla.get_queue(request.device)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            if request.warmup:
+                _warm_up(spec, variant, a, options, queue)
             if spec.prepare is not None:
                 a = spec.prepare(a, options, queue)
             with rec:
@@ -170,6 +173,26 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
     if outcome.math_error and rec.runs and rec.runs[-1].error is None:
         rec.runs[-1].error = f"LinAlgError: {exc_text(outcome.error)}"
     return outcome
+
+
+WARMUP_N = 64
+
+
+def _warm_up(spec, variant, a, options, queue) -> None:
+    """Run once, unrecorded, on the leading WARMUP_N × WARMUP_N block of ``a``.
+
+    The first call of a kernel includes its build and the device's warm-up;
+    the recorded run then shows steady-state times.  A mathematical failure
+    here is ignored: the recorded run meets it again and reports it.
+    """
+    m = min(a.shape[0], WARMUP_N)
+    small = np.ascontiguousarray(a[:m, :m])
+    try:
+        if spec.prepare is not None:
+            small = spec.prepare(small, options, queue)
+        spec.call(small, variant, options, queue)
+    except LinAlgError:
+        pass
 
 
 def exc_text(message: str) -> str:

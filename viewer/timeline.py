@@ -20,7 +20,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from . import analysis
 from . import theme as themes
 
-FADED_ALPHA = 70
+FADED_ALPHA = 110
 
 
 def _brush(color: str, alpha: int = 255) -> QtGui.QBrush:
@@ -67,9 +67,15 @@ class _Lanes:
         outline.setWidthF(3 * pen_scale)
         outline.setCosmetic(True)
         for i, k in enumerate(self.kernels):
-            color = themes.kernel_color(k.name)
-            brushes.append(_brush(color, 255 if (not lit or i in lit) else FADED_ALPHA))
-            pens.append(outline if i == selected else QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
+            brush = _brush(themes.kernel_color(k.name),
+                           255 if (not lit or i in lit) else FADED_ALPHA)
+            brushes.append(brush)
+            if i == selected:
+                pens.append(outline)
+            else:     # a one-pixel edge keeps a kernel far shorter than a pixel visible
+                edge = QtGui.QPen(brush.color())
+                edge.setCosmetic(True)
+                pens.append(edge)
         if self.kernels:
             self.device.setOpts(brushes=brushes, pens=pens)
 
@@ -116,7 +122,7 @@ class TimelineView(QtWidgets.QWidget):
         self.steps_plot.setMouseEnabled(x=True, y=False)
         self.steps_plot.setMenuEnabled(False)
         self.steps_plot.setLabel("bottom", "step")
-        self.steps_plot.setLabel("left", "device time per step (µs)")
+        self.steps_plot.setLabel("left", "µs per step")
         self.steps_plot.getAxis("left").setWidth(70)
         split.addWidget(self.kernels_plot)
         split.addWidget(self.steps_plot)
@@ -134,6 +140,8 @@ class TimelineView(QtWidgets.QWidget):
                                       pen=pg.mkPen(themes.OVERLAYS["active"], width=2))
         for item in (self.curve, self.compare_curve, self.scatter, self.cursor):
             self.steps_plot.addItem(item)
+        self.legend = pg.LegendItem(offset=(-10, 10))
+        self.legend.setParentItem(self.steps_plot.getPlotItem().getViewBox())
         self.runs = [None, None]
         self.kernels_plot.scene().sigMouseClicked.connect(self._kernels_click)
         self.steps_plot.scene().sigMouseClicked.connect(self._steps_click)
@@ -151,6 +159,7 @@ class TimelineView(QtWidgets.QWidget):
                 ax.setTextPen(theme.foreground)
                 ax.setTickFont(font)
         self.scatter.setSize(7 * theme.pen_scale)
+        self.legend.setLabelTextColor(theme.foreground)
 
     def set_runs(self, run, compare=None) -> None:
         """Draw ``run`` (and ``compare`` in the second lanes)."""
@@ -178,11 +187,15 @@ class TimelineView(QtWidgets.QWidget):
         self.curve.setData(x, y)
         self.scatter.setData(x, y, brush=[_brush(themes.phase_color(s.phase))
                                           for s in run.steps])
+        self.legend.clear()
         if other is not None and other.steps:
             self.compare_curve.setData(np.arange(1, len(other.steps) + 1),
                                        analysis.step_times_ns(other) / 1e3)
+            self.legend.addItem(self.curve, f"A: {run.algorithm} {run.variant}")
+            self.legend.addItem(self.compare_curve, f"B: {other.algorithm} {other.variant}")
         else:
             self.compare_curve.setData([], [])
+        self.legend.setVisible(other is not None)
         self.steps_plot.setXRange(0, len(run.steps) + 1, padding=0.02)
 
     def set_position(self, position: int, lit: list, selected, compare_position=None) -> None:

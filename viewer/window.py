@@ -346,6 +346,16 @@ class MainWindow(QtWidgets.QMainWindow):
                 "timeline": self.timeline, "steps": self.timeline.steps_plot,
                 "details": self.details}[name]
 
+    def focus_view(self, view: str) -> None:
+        """Give the window to one view (headless export of that view alone)."""
+        if view in ("matrix", "compare"):
+            self.timeline_dock.hide()
+            self.details_dock.hide()
+        elif view in ("timeline", "steps"):
+            self.details_dock.hide()
+            self.centralWidget().hide()
+        QtWidgets.QApplication.processEvents()
+
     def render_position(self, position: int, view: str = "window") -> QtGui.QImage:
         self.model.go_to(position)
         QtWidgets.QApplication.processEvents()
@@ -518,8 +528,8 @@ class MainWindow(QtWidgets.QMainWindow):
     def do_compare_stop(self) -> None:
         self.model.set_compare(None)
 
-    def do_sync_column(self, on: bool) -> None:
-        self.model.set_sync("column" if on else "step")
+    def do_sync_step(self, on: bool) -> None:
+        self.model.set_sync("step" if on else "column")
 
     # ---- playback ----
     def do_play(self) -> None:

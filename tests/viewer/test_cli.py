@@ -63,6 +63,17 @@ def test_compare_two_variants(qapp, tmp_path):
     assert out.exists()
 
 
+def test_runs_of_a_recording_with_several(qapp, tmp_path, recordings, capsys):
+    rec = oclla.load_recording(recordings["lu8"])
+    rec.runs += oclla.load_recording(recordings["lu8_faithful"]).runs
+    both = tmp_path / "both.oclrec"
+    rec.save(both)
+    assert main(["--replay", str(both), "--run", "1", "--compare-run", "0", "--view",
+                 "compare", "--export", str(tmp_path / "c.png")]) == 0
+    assert main(["--replay", str(both), "--run", "2", "--export", str(tmp_path / "x.png")]) == 2
+    assert "--run 2: the recording has 2 run(s)" in capsys.readouterr().err
+
+
 def test_mp4_is_written_or_refused_clearly(qapp, tmp_path, recordings, capsys):
     out = tmp_path / "run.mp4"
     code = main(["--replay", str(recordings["lu8"]), "--view", "matrix", "--size", "320x240",

@@ -75,6 +75,8 @@ def test_selecting_a_kernel_jumps_to_its_step(model):
 
 
 def test_comparison_syncs_by_step_or_by_finished_columns(model):
+    assert model.sync == "column"
+    model.set_sync("step")
     short = synthetic_run(n=4)
     model.set_compare(short)
     model.go_to(5)
@@ -89,6 +91,12 @@ def test_comparison_syncs_by_step_or_by_finished_columns(model):
     assert model.compare_position == 2
     model.go_to(1)
     assert model.compare_position == 1
+    no_pivots = synthetic_run(n=6)
+    for s in no_pivots.steps:
+        s.pivot = None
+    model.set_compare(no_pivots)                # nothing finishes: follows the step number
+    model.go_to(4)
+    assert model.compare_position == 4
     with pytest.raises(ValueError, match="sync must be one of"):
         model.set_sync("time")
     model.set_compare(None)

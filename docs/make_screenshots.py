@@ -1,0 +1,61 @@
+"""Regenerate the viewer screenshots in docs/images with the headless export.
+
+    QT_QPA_PLATFORM=offscreen python docs/make_screenshots.py
+
+Each image is one ``oclla-viewer ... --export`` command line (listed below,
+so the README's figures can always be remade) run on the default device,
+then stored as a 256-colour PNG to keep the repository small.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "images"
+
+SHOTS = {
+    "viewer-window.png": ["--algorithm", "lu", "--variant", "pivot", "--n", "12", "--seed", "1",
+                          "--step", "5", "--size", "1280x800"],
+    "viewer-matrix.png": ["--algorithm", "lu", "--variant", "faithful", "--family", "sycl4",
+                          "--step", "2", "--view", "matrix", "--size", "900x560"],
+    "viewer-compare.png": ["--algorithm", "lu", "--variant", "pivot", "--pivoting", "partial",
+                           "--compare-variant", "pivot", "--compare-pivoting", "none",
+                           "--n", "10", "--seed", "2", "--step", "5", "--view", "compare",
+                           "--size", "1400x560"],
+    "viewer-timeline.png": ["--algorithm", "lu", "--variant", "faithful", "--compare-variant",
+                            "pivot", "--compare-pivoting", "none", "--n", "48", "--seed", "1",
+                            "--step", "20", "--view", "timeline", "--size", "1100x700"],
+    "viewer-packed.png": ["--algorithm", "rfp_cholesky", "--variant", "pivot", "--n", "9",
+                          "--seed", "1", "--step", "6", "--view", "matrix",
+                          "--size", "1250x560"],
+    "viewer-presentation.png": ["--algorithm", "cholesky", "--variant", "pivot", "--n", "8",
+                                "--seed", "3", "--step", "7", "--view", "matrix",
+                                "--presentation", "--size", "1000x640"],
+}
+
+
+def main() -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    sys.path.insert(0, str(ROOT))
+    from viewer.app import main as viewer
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, args in SHOTS.items():
+        path = OUT / name
+        code = viewer(args + ["--export", str(path)])
+        if code:
+            print(f"{name}: oclla-viewer exited with {code}", file=sys.stderr)
+            return code
+        with Image.open(path) as img:
+            small = img.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+        small.save(path, optimize=True)
+        print(f"{name}: {path.stat().st_size // 1024} KiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
