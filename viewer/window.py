@@ -143,7 +143,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.actions["numbers"].setChecked(self.settings.numbers)
         self.actions["cancel_run"].setEnabled(False)
         hints = QtGui.QGuiApplication.styleHints()
-        hints.colorSchemeChanged.connect(lambda _scheme: self.apply_look())
+        hints.colorSchemeChanged.connect(self._scheme_changed)
         self._refresh_recent()
         self._set_icons()
         self.resize(1280, 820)
@@ -216,6 +216,10 @@ class MainWindow(QtWidgets.QMainWindow):
             view.apply_theme(theme, self.settings.colormap, numbers)
         self.timeline.apply_theme(theme)
         self._on_model({"position"})
+
+    def _scheme_changed(self, _scheme) -> None:
+        """The system switched light/dark: follow it when the theme is "system"."""
+        self.apply_look()
 
     def set_theme(self, name: str) -> None:
         self.settings.theme = name
