@@ -90,3 +90,24 @@ def checkers(module) -> dict:
     """``{exercise number: checker}`` of a lesson's checker module."""
     return {f.exercise: f for f in vars(module).values()
             if callable(f) and hasattr(f, "exercise")}
+
+
+def missing(requires) -> list[str]:
+    """The entries of ``requires`` ("module" or "module:attribute") that are not importable.
+
+    A lesson's checker module lists what the lesson needs beyond lessons 1-5
+    in ``REQUIRES``; lessons and tests use this to say clearly what is absent.
+    """
+    import importlib
+
+    absent = []
+    for item in requires:
+        module, _, attribute = item.partition(":")
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            absent.append(item)
+            continue
+        if attribute and not hasattr(mod, attribute):
+            absent.append(item)
+    return absent
