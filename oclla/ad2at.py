@@ -1,0 +1,237 @@
+"""Assembly of C = A·D²·Aᵀ, one triangle only, in full or packed storage.
+
+A is m x n with m <= n (the rows are the unknowns of a weighted least
+squares problem, the columns the observations), ``d2`` the n diagonal
+entries of D² (the squared weights, all >= 0).  C = Σ_k d2[k]·a_k·a_kᵀ
+(a_k the k-th column of A) is symmetric positive semidefinite; only one
+triangle is computed.
+
+Storage of the result
+---------------------
+``packed=False``: an m x m array holding the ``lower`` (or upper) triangle,
+the other triangle zero -- or both triangles with ``symmetric=True``.
+``packed=True``: the 1-D RFP array of order m (:mod:`oclla.rfp`,
+``?trttf``'s layout), ready for :func:`oclla.rfp.cholesky`.
+
+Methods
+-------
+``method="blocked"`` (default)
+    One kernel writes W = A·diag(d2) (a device temporary of A's size), then
+    the BLAS layer's tiled gemm forms W·Aᵀ on the stored triangle only --
+    or, packed, on the three blocks of the RFP array (T1 and T2 triangles,
+    S full), each an ordinary strided view of the packed buffer.
+``method="pivot"``
+    Jung & O'Leary's Algorithm 3: per column k a column-scaling kernel
+    b = d2[k]·a_k and an outer-product kernel C += a_k·bᵀ whose NDRange
+    enumerates exactly the m(m+1)/2 entries of the triangle (in the packed
+    case through the RFP index maps).  2n trace steps, phases ``scale`` and
+    ``outer_product``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl.array as cl_array
+
+from . import trace
+from ._device import resolve_queue
+from ._params import params
+from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._validate import as_matrix, check_fits, device_has_nonfinite, is_device_array
+from .blas import View, gemm, view_of
+from .cholesky import check_method
+from .rfp import layout, packed_length, picture
+
+__all__ = ["assemble_ad2at", "ad2at_flops"]
+
+
+def ad2at_flops(m: int, n: int) -> float:
+    """Flops of one triangle of A·D²·Aᵀ: m·n scalings + m(m+1)·n for the products."""
+    return float(m) * n + float(m) * (m + 1) * n
+
+
+def _invalid_weights_on_device(queue, d2: cl_array.Array) -> bool:
+    count = cl_array.zeros(queue, 1, np.int32)
+    kernel = get_kernel(queue, "ad2at.cl", "count_invalid_weights", d2.dtype)
+    enqueue(queue, kernel, (min(d2.size, 64 * 1024),), None, d2.data, int_arg(d2.size),
+            count.data)
+    return bool(count.get()[0])
+
+
+def validate_weights(d2, n: int, dtype, queue, *, check_finite: bool, name: str = "d2"):
+    """d2 as a 1-D array of n non-negative weights in ``dtype`` (host or device)."""
+    if is_device_array(d2):
+        if d2.context != queue.context:
+            raise ValueError(f"{name} lives on another OpenCL context than the queue")
+        if d2.dtype != dtype:
+            raise TypeError(f"device array {name} must have dtype {dtype}, got {d2.dtype}")
+        if d2.shape != (n,):
+            raise ValueError(f"{name} must have shape ({n},) to match a's {n} columns, "
+                             f"got {d2.shape}")
+        if not d2.flags.c_contiguous:
+            raise ValueError(f"device array {name} must be contiguous")
+        if n and _invalid_weights_on_device(queue, d2):
+            raise ValueError(f"{name} must be >= 0 (the diagonal of D², squared weights) "
+                             f"and not NaN")
+        if n and check_finite:
+            if device_has_nonfinite(queue, d2):
+                raise ValueError(f"{name} must not contain infs or NaNs")
+        return d2
+    arr = np.asarray(d2)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"{name} has dtype {arr.dtype}; weights must be real numbers")
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},) to match a's {n} columns, "
+                         f"got {arr.shape}")
+    arr64 = arr.astype(np.float64)
+    bad = np.flatnonzero(~(arr64 >= 0))
+    if bad.size:
+        raise ValueError(f"{name} must be >= 0 (the diagonal of D², squared weights) and "
+                         f"not NaN; {name}[{bad[0]}] = {arr64[bad[0]]}")
+    if check_finite and not np.isfinite(arr64).all():
+        raise ValueError(f"{name} must not contain infs or NaNs")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def check_shape(m: int, n: int) -> None:
+    if m > n:
+        raise ValueError(f"a is {m} x {n} with m > n: A·D²·Aᵀ ({m} x {m}) has rank at most "
+                         f"{n} < {m}, so it is singular and has no Cholesky factor; the rows "
+                         f"of a are the unknowns and need at least as many columns "
+                         f"(observations)")
+
+
+# ---- device algorithms ---------------------------------------------------------------------
+
+def _assemble_pivot(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> None:
+    wg = params(queue, "wg1d", dtype)["WG"]
+    opts = dict(LOWER=int(lower), PACKED=int(packed))
+    scale = get_kernel(queue, "ad2at.cl", "scale_column", dtype, **opts)
+    outer = get_kernel(queue, "ad2at.cl", "outer_product_add", dtype, **opts)
+    b = cl_array.empty(queue, m, dtype)
+    entries = m * (m + 1) // 2
+    if packed:
+        lda = m + 1 - m % 2
+        region, extra = (0, lda, 0, (m + 1) // 2), {"logical_region": (0, m, 0, m)}
+    else:
+        region, extra = (0, m, 0, m), {}
+    itemsize = np.dtype(dtype).itemsize
+    for k in range(n):
+        with trace.step("scale", (0, m, k, k + 1), flops=float(m), nbytes=2.0 * m * itemsize,
+                        matrix="A"):
+            enqueue(queue, scale, (round_up(m, wg),), (wg,), a.buf, int_arg(a.off),
+                    int_arg(a.ld), int_arg(m), int_arg(k), d2.data, b.data)
+        with trace.step("outer_product", region, flops=2.0 * entries,
+                        nbytes=4.0 * entries * itemsize, triangle_entries=entries, **extra):
+            enqueue(queue, outer, (round_up(entries, wg),), (wg,), c.data, int_arg(0),
+                    int_arg(m), int_arg(m), a.buf, int_arg(a.off), int_arg(a.ld),
+                    int_arg(k), b.data)
+
+
+def _assemble_blocked(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> None:
+    check_fits(queue, m * n * np.dtype(dtype).itemsize, "the scaled copy of a")
+    w = cl_array.empty(queue, (m, n), dtype)
+    loc = params(queue, "local2d", dtype)
+    scale = get_kernel(queue, "ad2at.cl", "scale_columns", dtype)
+    with trace.step("scale", (0, m, 0, n), flops=float(m * n), matrix="A"):
+        enqueue(queue, scale, (round_up(n, loc["X"]), round_up(m, loc["Y"])),
+                (loc["X"], loc["Y"]), a.buf, int_arg(a.off), int_arg(a.ld), int_arg(m),
+                int_arg(n), d2.data, w.data)
+    W = view_of(w)
+    if not packed:
+        with trace.step("syrk", (0, m, 0, m), flops=float(m * (m + 1) * n)):
+            gemm(queue, m, m, n, 1.0, W, a, 0.0, view_of(c), dtype=dtype, trans_b=True,
+                 triangle="lower" if lower else "upper")
+        return
+    # Packed: C11 -> T1 (its row-major view holds the upper triangle), C22 -> T2 (view
+    # lower), and the off-diagonal block -> S (view = C12 for 'L', C21 for 'U').
+    lay = layout(m, lower)
+    n1, n2, lda = lay.n1, lay.n2, lay.lda
+    base = c.offset // c.dtype.itemsize
+
+    def box(origin, rows, cols):
+        p0, q0 = origin % lda, origin // lda
+        return (p0, p0 + cols, q0, q0 + rows)
+
+    with trace.step("syrk", box(lay.t1, n1, n1), flops=float(n1 * (n1 + 1) * n)):
+        gemm(queue, n1, n1, n, 1.0, W, a, 0.0, View(c.base_data, base + lay.t1, lda),
+             dtype=dtype, trans_b=True, triangle="upper")
+    if n2 == 0:
+        return
+    s = View(c.base_data, base + lay.s, lda)
+    if lower:
+        with trace.step("gemm", box(lay.s, n1, n2), flops=2.0 * n1 * n2 * n):
+            gemm(queue, n1, n2, n, 1.0, W, a.at(n1, 0), 0.0, s, dtype=dtype, trans_b=True)
+    else:
+        with trace.step("gemm", box(lay.s, n2, n1), flops=2.0 * n1 * n2 * n):
+            gemm(queue, n2, n1, n, 1.0, W.at(n1, 0), a, 0.0, s, dtype=dtype, trans_b=True)
+    with trace.step("syrk", box(lay.t2, n2, n2), flops=float(n2 * (n2 + 1) * n)):
+        gemm(queue, n2, n2, n, 1.0, W.at(n1, 0), a.at(n1, 0), 0.0,
+             View(c.base_data, base + lay.t2, lda), dtype=dtype, trans_b=True,
+             triangle="lower")
+
+
+def assemble_device(queue, a: cl_array.Array, d2: cl_array.Array, *, packed: bool,
+                    lower: bool, method: str, symmetric: bool = False) -> cl_array.Array:
+    """C = A·diag(d2)·Aᵀ from device arrays (validated); returns the new device array."""
+    m, n = a.shape
+    dtype = a.dtype
+    c = cl_array.zeros(queue, packed_length(m) if packed else (m, m), dtype)
+    snap = (lambda: picture(c.get(), m)) if packed else c.get
+    A = view_of(a)
+    with trace.run("ad2at", method, queue, (m, n), dtype, snap, packed=packed, lower=lower):
+        if method == "pivot":
+            _assemble_pivot(queue, A, d2, c, m, n, lower=lower, packed=packed, dtype=dtype)
+        else:
+            _assemble_blocked(queue, A, d2, c, m, n, lower=lower, packed=packed, dtype=dtype)
+        if symmetric:
+            loc = params(queue, "local2d", dtype)
+            kernel = get_kernel(queue, "ad2at.cl", "symmetrize", dtype, LOWER=int(lower))
+            with trace.step("symmetrize", (0, m, 0, m)):
+                enqueue(queue, kernel, (round_up(m, loc["X"]), round_up(m, loc["Y"])),
+                        (loc["X"], loc["Y"]), c.data, int_arg(0), int_arg(m), int_arg(m))
+    return c
+
+
+def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
+                   symmetric: bool = False, method: str = "blocked",
+                   check_finite: bool = True, queue=None):
+    """C = A·diag(d2)·Aᵀ on the device, one triangle only.
+
+    Parameters
+    ----------
+    a : (m, n) array_like of float32/float64 with m <= n, or a pyopencl array
+    d2 : (n,) non-negative weights, the diagonal of D² (cast to a's dtype)
+    packed : return the RFP array of order m instead of an m x m matrix
+    lower : compute the lower triangle (default) or the upper
+    symmetric : full storage only: fill the other triangle too
+    method : "blocked" (default) or "pivot" (the paper's Algorithm 3)
+    check_finite : reject NaN/Inf in ``a`` and ``d2`` (ValueError)
+
+    Returns
+    -------
+    (m, m) array, or (m(m+1)/2,) RFP array; a device array when ``a`` is one.
+
+    Raises ``ValueError`` for negative or NaN weights, for shape mismatches
+    and for m > n (A·D²·Aᵀ would be singular).
+    """
+    check_method(method)
+    if symmetric and packed:
+        raise ValueError("symmetric=True fills both triangles of full storage; packed "
+                         "storage holds one triangle by design")
+    queue = resolve_queue(queue)
+    a_ = as_matrix(a, queue, name="a", square=False, check_finite=check_finite)
+    m, n = a_.shape
+    check_shape(m, n)
+    dtype = a_.dtype
+    d2_ = validate_weights(d2, n, dtype, queue, check_finite=check_finite)
+    check_fits(queue, (packed_length(m) if packed else m * m) * dtype.itemsize, "C")
+    device = is_device_array(a_)
+    if m == 0:
+        shape = 0 if packed else (0, 0)
+        return cl_array.empty(queue, shape, dtype) if device else np.empty(shape, dtype)
+    da = a_ if device else cl_array.to_device(queue, a_)
+    dd = d2_ if is_device_array(d2_) else cl_array.to_device(queue, d2_)
+    c = assemble_device(queue, da, dd, packed=bool(packed), lower=bool(lower),
+                        method=method, symmetric=bool(symmetric))
+    return c if device else c.get()

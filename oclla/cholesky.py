@@ -1,0 +1,300 @@
+"""Cholesky factorization A = L·Lᵀ = Uᵀ·U: per-pivot (teaching) and blocked (fast).
+
+``cholesky(a, lower=False)`` returns U (upper, A = Uᵀ·U) or L (``lower=True``,
+A = L·Lᵀ) with the other triangle zeroed, as :func:`scipy.linalg.cholesky`.
+``cho_factor`` returns ``(c, lower)`` where the other triangle of ``c`` is
+left as it was in the input (scipy leaves "random data" there; here it is
+exactly the input's), and ``cho_solve((c, lower), b)`` solves A·x = b.
+
+Only one triangle of ``a`` is read -- the upper for ``lower=False``, the
+lower for ``lower=True`` -- as LAPACK's ``?potrf``: the matrix is *assumed*
+symmetric, and whatever the other triangle holds is ignored (it is checked
+for NaN/Inf only by ``check_finite``, which looks at the whole array as
+scipy does).
+
+Methods
+-------
+``method="blocked"`` (default)
+    Right-looking blocked potrf: per block column a diagonal block factored
+    by one work-group (``potf2_block``), a TRSM for the panel below it and a
+    SYRK on the trailing triangle, from :mod:`oclla.blas`.  A device-side
+    ``info`` flag records the first non-positive pivot; every later kernel
+    sees it and returns, so the host reads it once, at the end.
+``method="pivot"``
+    Jung & O'Leary's Algorithm 4/5: per pivot k a square-root kernel on
+    L(k,k), a normalization kernel on the column below it and an
+    outer-product kernel whose NDRange enumerates exactly the entries of the
+    trailing lower triangle (no idle half square).  Each kernel is one trace
+    step with phase ``sqrt``, ``normalize`` or ``outer_product``: n, n−1 and
+    n−1 steps.
+
+A matrix that is not positive definite raises
+:class:`numpy.linalg.LinAlgError` "leading minor of order k is not positive
+definite", k being LAPACK's ``info``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl.array as cl_array
+from numpy.linalg import LinAlgError
+
+from . import trace
+from ._device import resolve_queue
+from ._params import params
+from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._validate import as_matrix, as_rhs, is_device_array
+from .blas import View, syrk, trsm, view_of
+
+METHODS = ("blocked", "pivot")
+
+
+def cholesky_flops(n: int) -> float:
+    """LAPACK's flop count of an n x n Cholesky: n³/3 + n²/2 + n/6."""
+    return n ** 3 / 3.0 + n ** 2 / 2.0 + n / 6.0
+
+
+def not_positive_definite(info: int) -> LinAlgError:
+    """The error for LAPACK's ``info`` > 0."""
+    return LinAlgError(f"leading minor of order {info} is not positive definite")
+
+
+def check_method(method: str) -> str:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    return method
+
+
+def block_size(queue, dtype) -> int:
+    """Block width of the blocked potrf (the device's LU block width)."""
+    return params(queue, "lu", dtype)["NB"]
+
+
+# ---- device algorithms: enqueue only, never wait -------------------------------------
+
+def _full_region(lower: bool):
+    """Map a region of the logical lower factor to the stored triangle."""
+    def region(r0, r1, c0, c1):
+        return ((r0, r1, c0, c1) if lower else (c0, c1, r0, r1)), {}
+    return region
+
+
+def factor_pivot(queue, buf, off: int, ld: int, n: int, *, lower: bool, dtype, info,
+                 packed: bool = False, region=None) -> None:
+    """The per-pivot algorithm on the matrix at ``buf[off:]`` (or an RFP array).
+
+    ``region(r0, r1, c0, c1)`` maps a region of the logical lower factor to
+    the (region, extra step info) recorded in the trace; called only while
+    recording.
+    """
+    wg = params(queue, "wg1d", dtype)["WG"]
+    opts = dict(LOWER=int(lower), PACKED=int(packed))
+    sqrt_k = get_kernel(queue, "cholesky.cl", "sqrt_pivot", dtype, **opts)
+    norm_k = get_kernel(queue, "cholesky.cl", "normalize_column", dtype, **opts)
+    outer_k = get_kernel(queue, "cholesky.cl", "outer_product", dtype, **opts)
+    region = region or _full_region(lower)
+    recording = trace.recording()
+    no_region = ((0, 0, 0, 0), {})
+    common = (buf, int_arg(off), int_arg(ld), int_arg(n))
+    itemsize = np.dtype(dtype).itemsize
+    for k in range(n):
+        reg, extra = region(k, k + 1, k, k + 1) if recording else no_region
+        with trace.step("sqrt", reg, pivot=(k, k), flops=1.0, nbytes=2 * itemsize, **extra):
+            enqueue(queue, sqrt_k, (1,), None, *common, int_arg(k), info.data)
+        t = n - k - 1
+        if t == 0:
+            break
+        reg, extra = region(k + 1, n, k, k + 1) if recording else no_region
+        with trace.step("normalize", reg, pivot=(k, k), flops=float(t),
+                        nbytes=(2 * t + 1) * itemsize, **extra):
+            enqueue(queue, norm_k, (round_up(t, wg),), (wg,), *common, int_arg(k), info.data)
+        entries = t * (t + 1) // 2
+        reg, extra = region(k + 1, n, k + 1, n) if recording else no_region
+        with trace.step("outer_product", reg, pivot=(k, k), flops=2.0 * entries,
+                        nbytes=4.0 * entries * itemsize, triangle_entries=entries, **extra):
+            enqueue(queue, outer_k, (round_up(entries, wg),), (wg,), *common, int_arg(k),
+                    info.data)
+
+
+def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: int = 0,
+                   block: int | None = None, region=None) -> None:
+    """Right-looking blocked potrf of the n x n matrix at ``a``, in place.
+
+    ``lower``: A = L·Lᵀ with L in the row-major lower triangle; else A = Uᵀ·U
+    with U in the upper triangle.  A failing pivot at order k (1-based,
+    within this matrix) sets ``info`` to ``base + k`` if it is still 0.
+    ``region(r0, r1, c0, c1)`` maps a region of ``a`` to the (region, extra
+    info) recorded in the trace (default: as is).
+    """
+    nb = block or block_size(queue, dtype)
+    wg = params(queue, "wg1d", dtype)["WG"]
+    diag = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, WG=wg, LOWER=int(lower))
+    region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
+    for j in range(0, n, nb):
+        jb = min(nb, n - j)
+        rest = n - j - jb
+        reg, extra = region(j, j + jb, j, j + jb)
+        with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
+                        **extra):
+            enqueue(queue, diag, (wg,), (wg,), a.buf, int_arg(a.off + j * a.ld + j),
+                    int_arg(a.ld), int_arg(jb), int_arg(base + j), info.data)
+        if rest == 0:
+            break
+        # L21 = A21·L11⁻ᵀ, A22 -= L21·L21ᵀ   (upper: U12 = U11⁻ᵀ·A12, A22 -= U12ᵀ·U12)
+        panel = a.at(j + jb, j) if lower else a.at(j, j + jb)
+        reg, extra = region(*((j + jb, n, j, j + jb) if lower else (j, j + jb, j + jb, n)))
+        with trace.step("trsm", reg, flops=float(jb * jb * rest), **extra):
+            trsm(queue, jb, rest, a.at(j, j), panel, dtype=dtype, left=not lower,
+                 lower=lower, trans=True)
+        reg, extra = region(j + jb, n, j + jb, n)
+        with trace.step("syrk", reg, flops=float(rest * (rest + 1) * jb), **extra):
+            syrk(queue, rest, jb, -1.0, panel, 1.0, a.at(j + jb, j + jb), dtype=dtype,
+                 lower=lower, trans=not lower)
+
+
+def solve_factored(queue, c: View, n: int, b: View, nrhs: int, *, lower: bool,
+                   dtype) -> None:
+    """B := A⁻¹·B for A = L·Lᵀ (``lower``) or Uᵀ·U, factor at ``c``; B is n x nrhs."""
+    # lower: L·y = b, Lᵀ·x = y.  upper: Uᵀ·y = b, U·x = y.
+    trsm(queue, n, nrhs, c, b, dtype=dtype, left=True, lower=lower, trans=not lower)
+    trsm(queue, n, nrhs, c, b, dtype=dtype, left=True, lower=lower, trans=lower)
+
+
+def zero_other_triangle(queue, a: cl_array.Array, *, lower: bool) -> None:
+    n = a.shape[0]
+    loc = params(queue, "local2d", a.dtype)
+    kernel = get_kernel(queue, "cholesky.cl", "zero_other_triangle", a.dtype,
+                        LOWER=int(lower))
+    enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
+            (loc["X"], loc["Y"]), a.data, int_arg(a.offset // a.dtype.itemsize),
+            int_arg(n), int_arg(n))
+
+
+def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
+                  block: int | None = None, clean: bool = False) -> None:
+    """Factor the C-contiguous n x n device array ``a`` in place; raise if not PD.
+
+    ``clean`` zeroes the other triangle afterwards (``cholesky``'s result).
+    """
+    n = a.shape[0]
+    dtype = a.dtype
+    info = cl_array.zeros(queue, 1, np.int32)
+    nb = block or block_size(queue, dtype)
+    extra = dict(block=nb) if method == "blocked" else {}
+    with trace.run("cholesky", method, queue, (n, n), dtype, a.get, lower=lower, **extra):
+        if method == "pivot":
+            factor_pivot(queue, a.base_data, a.offset // dtype.itemsize, n, n, lower=lower,
+                         dtype=dtype, info=info)
+        else:
+            factor_blocked(queue, view_of(a), n, lower=lower, dtype=dtype, info=info,
+                           block=nb)
+        code = int(info.get()[0])
+        if code:
+            raise not_positive_definite(code)
+        if clean:
+            with trace.step("zero", (0, n, 0, n)):
+                zero_other_triangle(queue, a, lower=lower)
+
+
+# ---- public API ---------------------------------------------------------------------------
+
+def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=None):
+    check_method(method)
+    queue = resolve_queue(queue)
+    a_ = as_matrix(a, queue, check_finite=check_finite)
+    n = a_.shape[0]
+    device = is_device_array(a_)
+    if n == 0:
+        return a_ if (device and overwrite_a) else (a_.copy() if device else
+                                                    np.empty((0, 0), a_.dtype))
+    if device:
+        work = a_ if overwrite_a else a_.copy()
+    else:
+        work = cl_array.to_device(queue, a_)
+    factor_device(queue, work, lower=bool(lower), method=method, block=block, clean=clean)
+    if device:
+        return work
+    result = work.get()
+    if overwrite_a and isinstance(a, np.ndarray) and a_ is a and a.flags.writeable:
+        a[...] = result
+        return a
+    return result
+
+
+def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bool = False,
+             check_finite: bool = True, block: int | None = None, queue=None):
+    """Cholesky factor of a symmetric positive definite matrix, on the OpenCL device.
+
+    Parameters
+    ----------
+    a : (n, n) array_like of float32/float64, or a C-contiguous pyopencl array.
+        Only the upper triangle (``lower=False``) or the lower triangle is read.
+    lower : return L with A = L·Lᵀ instead of U with A = Uᵀ·U (scipy's default)
+    method : "blocked" (default) or "pivot"; see the module docstring
+    overwrite_a : allow the result to be written into ``a``
+    check_finite : reject NaN/Inf anywhere in ``a`` (ValueError)
+    block : block width of the blocked method (default: from the device)
+
+    Returns
+    -------
+    c : (n, n) array, the factor with the other triangle zero; a device
+        array when ``a`` is one.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "leading minor of order k is not positive definite" (LAPACK's info k).
+    """
+    return _factor(a, lower=lower, method=method, overwrite_a=overwrite_a,
+                   check_finite=check_finite, queue=queue, clean=True, block=block)
+
+
+def cho_factor(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bool = False,
+               check_finite: bool = True, block: int | None = None, queue=None):
+    """``(c, lower)`` for :func:`cho_solve`, as :func:`scipy.linalg.cho_factor`.
+
+    ``c`` holds the factor in the triangle named by ``lower``; its other
+    triangle is exactly the input's (never read, never written).  Parameters
+    and errors as :func:`cholesky`.
+    """
+    c = _factor(a, lower=lower, method=method, overwrite_a=overwrite_a,
+                check_finite=check_finite, queue=queue, clean=False, block=block)
+    return c, bool(lower)
+
+
+def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool = True,
+              queue=None):
+    """Solve A·x = b from ``cho_factor``'s ``(c, lower)``, as :func:`scipy.linalg.cho_solve`.
+
+    ``b`` is (n,) or (n, k) and is cast to the factor's dtype; the result has
+    b's shape.  Both triangular solves run on the device (:func:`oclla.blas.trsm`)
+    and read only the factor's triangle.
+    """
+    try:
+        c, lower = c_and_lower
+    except (TypeError, ValueError):
+        raise TypeError("c_and_lower must be the (c, lower) pair returned by cho_factor") \
+            from None
+    queue = resolve_queue(queue)
+    c_ = as_matrix(c, queue, name="c", check_finite=check_finite)
+    n = c_.shape[0]
+    dtype = c_.dtype
+    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite)
+    device_out = is_device_array(b_)
+    if n == 0 or b_.size == 0:
+        return b_.copy() if device_out else np.empty(b_.shape, dtype)
+    d_c = c_ if is_device_array(c_) else cl_array.to_device(queue, c_)
+    shape = b_.shape
+    if device_out:
+        x = b_ if overwrite_b else b_.copy()
+        x2 = x.reshape(n, -1) if x.ndim == 1 else x
+    else:
+        x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
+    nrhs = x2.shape[1]
+    with trace.run("cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
+        with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
+            solve_factored(queue, view_of(d_c), n, view_of(x2), nrhs, lower=bool(lower),
+                           dtype=dtype)
+    if device_out:
+        return x
+    return x2.get().reshape(shape)

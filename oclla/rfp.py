@@ -1,0 +1,392 @@
+"""Rectangular full packed (RFP) storage and Cholesky on it, LAPACK's TRANSR='N'.
+
+A symmetric matrix of order n keeps one triangle in a 1-D array of
+n(n+1)/2 reals, bit-identical to :func:`scipy.linalg.lapack.dtrttf`'s output
+(read as a column-major LDA x NC array ``ARF``, LDA = n + (n even),
+NC = (n+1)//2; ``kernels_cl/rfp.h`` draws it).  In the lower layout the
+trailing triangle L22 is rotated into the otherwise unused top right, so the
+packed array is three ordinary strided matrices:
+
+=========  ===============================  ============================
+ UPLO       T1 (order n1, 'L')              S            T2 (order n2, 'U')
+=========  ===============================  ============================
+ 'L'        L11                              L21          L22ᵀ
+ 'U'        U11ᵀ                             U12          U22
+=========  ===============================  ============================
+
+Functions
+---------
+:func:`pack`, :func:`unpack`
+    Full <-> packed, one kernel each on the device (as ``?trttf``/``?tfttr``;
+    ``unpack`` zeroes the other triangle).
+:func:`cholesky`
+    The packed factor, identical in layout to ``?pftrf`` and accepted by
+    ``?pftrs``.  ``method="blocked"`` follows ``?pftrf``: a blocked potrf of
+    T1, a TRSM for S, a SYRK into T2 and a blocked potrf of T2, all through
+    :mod:`oclla.blas` on views of the packed buffer (no copies).
+    ``method="pivot"`` runs the paper's per-pivot kernels (square root,
+    normalization, exact-triangle outer product) directly on the packed
+    buffer: each kernel maps the logical (i, j) through ``rfp.h``'s two
+    affine index maps, the OpenCL form of the paper's "two triangles".
+:func:`cho_solve`
+    Solves A·x = b from the packed factor (``?pftrs``'s structure).
+
+Trace: packed runs record snapshots as the LDA x NC picture
+(``picture(arf, n)``, the paper's Fig. 3) and step regions in that
+picture's coordinates; per-pivot steps also carry ``info["logical_region"]``
+(in the n x n matrix) and ``info["regions"]``, the boxes of the two parts.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pyopencl.array as cl_array
+
+from . import trace
+from ._device import resolve_queue
+from ._params import params
+from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._validate import (as_matrix, as_rhs, check_dtype, check_fits, check_fp64,
+                        device_has_nonfinite, is_device_array)
+from .blas import View, gemm, syrk, trsm, view_of
+from .cholesky import (block_size, check_method, factor_blocked, factor_pivot,
+                       not_positive_definite)
+
+__all__ = ["Layout", "layout", "packed_length", "pack", "unpack", "cholesky",
+           "cho_solve", "picture"]
+
+
+class Layout(NamedTuple):
+    """Where the three blocks of an RFP array of order n live (Fortran offsets).
+
+    Block X of ``lda`` starts at element ``X``; as a row-major
+    :class:`oclla.blas.View` ``View(buf, X, lda)`` it is the transpose of the
+    Fortran block.  T1 has order ``n1``, T2 order ``n2``, S is n2 x n1
+    ('L') or n1 x n2 ('U').
+    """
+
+    n: int
+    lower: bool
+    lda: int
+    n1: int
+    n2: int
+    t1: int
+    s: int
+    t2: int
+
+
+def packed_length(n: int) -> int:
+    return n * (n + 1) // 2
+
+
+def layout(n: int, lower: bool = True) -> Layout:
+    """The RFP block layout of order n (as ``?pftrf`` splits it)."""
+    even = n % 2 == 0
+    lda = n + 1 if even else n
+    if lower:
+        n2 = n // 2
+        n1 = n - n2
+        t1, s, t2 = (1, n1 + 1, 0) if even else (0, n1, n)
+    else:
+        n1 = n // 2
+        n2 = n - n1
+        t1, s, t2 = (n1 + 1, 0, n1) if even else (n2, 0, n1)
+    return Layout(n, bool(lower), lda, n1, n2, t1, s, t2)
+
+
+def _offsets(r, c, n: int, lower: bool):
+    """Packed offsets of the stored entries (r, c) (numpy arrays), as rfp.h."""
+    r, c = np.asarray(r), np.asarray(c)
+    e = 1 - n % 2
+    lda = n + e
+    if lower:
+        n1 = n // 2 if e else n - n // 2
+        return np.where(c < n1, (r + e) + c * lda, (c - n1) + (r - n1 + 1 - e) * lda)
+    n1, n2 = n // 2, n - n // 2
+    return np.where(c >= n1, r + (c - n1) * lda, (n2 + e + c) + r * lda)
+
+
+def picture(arf, n: int) -> np.ndarray:
+    """The packed array as its LDA x NC Fortran matrix (LAPACK's and the paper's picture)."""
+    lda = n + 1 - n % 2
+    return np.asarray(arf).reshape((n + 1) // 2, lda).T
+
+
+# ---- validation ----------------------------------------------------------------------------
+
+def _check_order(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an integer, not {type(n).__name__}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return int(n)
+
+
+def _as_packed(arf, n: int, queue, *, check_finite: bool, name: str = "arf"):
+    """Validate a packed array of order n: 1-D, n(n+1)/2 long, float32/64."""
+    arr = arf if is_device_array(arf) else np.asarray(arf)
+    if is_device_array(arr) and arr.context != queue.context:
+        raise ValueError(f"{name} lives on another OpenCL context than the queue")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (a packed array), got shape {arr.shape}")
+    need = packed_length(n)
+    if arr.shape[0] != need:
+        raise ValueError(f"{name} has length {arr.shape[0]}; an RFP matrix of order {n} "
+                         f"needs n(n+1)/2 = {need}")
+    dtype = check_dtype(arr.dtype, name)
+    check_fits(queue, need * dtype.itemsize, name)
+    check_fp64(queue, dtype)
+    if is_device_array(arr):
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"device array {name} must be contiguous")
+        if check_finite and device_has_nonfinite(queue, arr):
+            raise ValueError("array must not contain infs or NaNs")
+        return arr
+    if check_finite and not np.isfinite(arr).all():
+        raise ValueError("array must not contain infs or NaNs")
+    return np.ascontiguousarray(arr)
+
+
+def _to_device(queue, x):
+    return x if is_device_array(x) else cl_array.to_device(queue, x)
+
+
+# ---- pack / unpack -------------------------------------------------------------------------
+
+def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
+    """The RFP array of the lower (or upper) triangle of the n x n matrix ``a``.
+
+    Identical to ``scipy.linalg.lapack.?trttf(a, uplo='L' or 'U')[0]``.  Only
+    that triangle is read.  Returns a 1-D array of n(n+1)/2 (a device array
+    when ``a`` is one).
+    """
+    queue = resolve_queue(queue)
+    a_ = as_matrix(a, queue, check_finite=check_finite)
+    n = a_.shape[0]
+    dtype = a_.dtype
+    if n == 0:
+        return cl_array.empty(queue, 0, dtype) if is_device_array(a_) else np.empty(0, dtype)
+    da = _to_device(queue, a_)
+    arf = cl_array.empty(queue, packed_length(n), dtype)
+    wg = params(queue, "wg1d", dtype)["WG"]
+    kernel = get_kernel(queue, "rfp.cl", "pack", dtype, LOWER=int(lower))
+    with trace.run("rfp_pack", "lower" if lower else "upper", queue, (n, n), dtype):
+        with trace.step("pack", (0, n, 0, n), nbytes=2.0 * arf.nbytes):
+            enqueue(queue, kernel, (round_up(arf.size, wg),), (wg,), da.data,
+                    int_arg(da.offset // dtype.itemsize), int_arg(n), int_arg(n), arf.data,
+                    int_arg(0))
+    return arf if is_device_array(a_) else arf.get()
+
+
+def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=None):
+    """The n x n matrix whose lower (or upper) triangle ``arf`` packs; the rest is 0.
+
+    Identical to ``scipy.linalg.lapack.?tfttr(n, arf, uplo=...)[0]``.
+    """
+    n = _check_order(n)
+    queue = resolve_queue(queue)
+    arf_ = _as_packed(arf, n, queue, check_finite=check_finite)
+    dtype = arf_.dtype
+    if n == 0:
+        return cl_array.empty(queue, (0, 0), dtype) if is_device_array(arf_) \
+            else np.empty((0, 0), dtype)
+    darf = _to_device(queue, arf_)
+    a = cl_array.empty(queue, (n, n), dtype)
+    loc = params(queue, "local2d", dtype)
+    kernel = get_kernel(queue, "rfp.cl", "unpack", dtype, LOWER=int(lower))
+    with trace.run("rfp_unpack", "lower" if lower else "upper", queue, (n, n), dtype):
+        with trace.step("unpack", (0, n, 0, n), nbytes=2.0 * a.nbytes):
+            enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
+                    (loc["X"], loc["Y"]), darf.data,
+                    int_arg(darf.offset // dtype.itemsize), int_arg(n), a.data, int_arg(0),
+                    int_arg(n))
+    return a if is_device_array(arf_) else a.get()
+
+
+# ---- Cholesky ------------------------------------------------------------------------------
+
+def _blocks(buf, off: int, lay: Layout):
+    """Row-major views of T1, S, T2 of the packed array at ``buf[off:]``.
+
+    Each view is the transpose of the Fortran block.
+    """
+    return tuple(View(buf, off + x, lay.lda) for x in (lay.t1, lay.s, lay.t2))
+
+
+def _picture_region(origin: int, lda: int):
+    """Map a region of the row-major view at Fortran offset ``origin`` to the picture."""
+    p0, q0 = origin % lda, origin // lda
+
+    def region(r0, r1, c0, c1):
+        return (p0 + c0, p0 + c1, q0 + r0, q0 + r1), {}
+    return region
+
+
+def _logical_regions(n: int, lower: bool):
+    """Map a region of the logical lower factor to picture boxes (two parts)."""
+    lda = n + 1 - n % 2
+    split = layout(n, lower).n1
+
+    def region(r0, r1, c0, c1):
+        i, j = np.meshgrid(np.arange(r0, r1), np.arange(c0, c1), indexing="ij")
+        keep = i >= j
+        i, j = i[keep], j[keep]
+        r, c = (i, j) if lower else (j, i)
+        off = _offsets(r, c, n, lower)
+        p, q = off % lda, off // lda
+        first = (c < split) if lower else (c >= split)
+        boxes = [(int(p[m].min()), int(p[m].max()) + 1, int(q[m].min()), int(q[m].max()) + 1)
+                 for m in (first, ~first) if m.any()]
+        whole = (int(p.min()), int(p.max()) + 1, int(q.min()), int(q.max()) + 1)
+        return whole, {"logical_region": (r0, r1, c0, c1), "regions": boxes}
+    return region
+
+
+def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> None:
+    """LAPACK ?pftrf on the packed buffer: potrf(T1), TRSM on S, SYRK into T2, potrf(T2).
+
+    The Fortran calls become row-major calls on the transposed views: each
+    triangle's UPLO flips, TRSM's side flips, SYRK's trans flips.
+    """
+    n1, n2, lda = lay.n1, lay.n2, lay.lda
+    t1, s, t2 = _blocks(buf, off, lay)
+    factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
+                   region=_picture_region(lay.t1, lda))
+    if n2 == 0:
+        return
+    rows, cols = (n2, n1) if lay.lower else (n1, n2)      # S as a Fortran block
+    p0, q0 = lay.s % lda, lay.s // lda
+    with trace.step("trsm", (p0, p0 + rows, q0, q0 + cols), flops=float(n1 * n1 * n2)):
+        if lay.lower:     # Fortran TRSM('R', 'L', 'T'): S := S·T1⁻ᵀ
+            trsm(queue, n1, n2, t1, s, dtype=dtype, left=True, lower=False, trans=True)
+        else:             # Fortran TRSM('L', 'L', 'N'): S := T1⁻¹·S
+            trsm(queue, n1, n2, t1, s, dtype=dtype, left=False, lower=False, trans=False)
+    p0, q0 = lay.t2 % lda, lay.t2 // lda
+    with trace.step("syrk", (p0, p0 + n2, q0, q0 + n2), flops=float(n2 * (n2 + 1) * n1)):
+        # Fortran SYRK('U', 'N'): T2 -= S·Sᵀ  ('L')  /  SYRK('U', 'T'): T2 -= Sᵀ·S  ('U')
+        syrk(queue, n2, n1, -1.0, s, 1.0, t2, dtype=dtype, lower=True, trans=lay.lower)
+    factor_blocked(queue, t2, n2, lower=True, dtype=dtype, info=info, base=n1, block=block,
+                   region=_picture_region(lay.t2, lda))
+
+
+def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: str,
+                  block: int | None = None) -> None:
+    """Factor the device RFP array in place; raise LinAlgError if not positive definite."""
+    dtype = arf.dtype
+    info = cl_array.zeros(queue, 1, np.int32)
+    lay = layout(n, lower)
+    nb = block or block_size(queue, dtype)
+    extra = dict(block=nb) if method == "blocked" else {}
+    with trace.run("rfp_cholesky", method, queue, (n, n), dtype,
+                   lambda: picture(arf.get(), n), lower=lower, packed=True, **extra):
+        if method == "pivot":
+            factor_pivot(queue, arf.base_data, arf.offset // dtype.itemsize, lay.lda, n,
+                         lower=lower, dtype=dtype, info=info, packed=True,
+                         region=_logical_regions(n, lower))
+        else:
+            _pftrf_blocked(queue, arf.base_data, arf.offset // dtype.itemsize, lay,
+                           dtype=dtype, info=info, block=nb)
+        code = int(info.get()[0])
+        if code:
+            raise not_positive_definite(code)
+
+
+def cholesky(arf, n: int, *, lower: bool = True, method: str = "blocked",
+             overwrite_a: bool = False, check_finite: bool = True, block: int | None = None,
+             queue=None):
+    """Cholesky factor of a packed symmetric positive definite matrix of order n.
+
+    Parameters
+    ----------
+    arf : (n(n+1)/2,) RFP array (``pack`` / ``?trttf`` layout), host or device
+    n : the order
+    lower : the layout of ``arf`` ('L' or 'U'); the factor keeps it
+    method : "blocked" (default, ``?pftrf``'s structure) or "pivot" (per pivot)
+    overwrite_a : allow the result to be written into ``arf``
+
+    Returns
+    -------
+    The packed factor, identical in layout to ``scipy.linalg.lapack.?pftrf``
+    (usable by ``?pftrs`` and :func:`cho_solve`); a device array for a device
+    input.  Raises :class:`numpy.linalg.LinAlgError` "leading minor of order k
+    is not positive definite".
+    """
+    check_method(method)
+    n = _check_order(n)
+    queue = resolve_queue(queue)
+    arf_ = _as_packed(arf, n, queue, check_finite=check_finite)
+    device = is_device_array(arf_)
+    if n == 0:
+        return arf_ if (device and overwrite_a) else arf_.copy()
+    work = (arf_ if overwrite_a else arf_.copy()) if device else cl_array.to_device(queue, arf_)
+    factor_packed(queue, work, n, lower=bool(lower), method=method, block=block)
+    if device:
+        return work
+    result = work.get()
+    if overwrite_a and isinstance(arf, np.ndarray) and arf_ is arf and arf.flags.writeable:
+        arf[...] = result
+        return arf
+    return result
+
+
+def solve_packed(queue, buf, off: int, lay: Layout, b: View, nrhs: int, *, dtype) -> None:
+    """B := A⁻¹·B from the packed factor (``?pftrs``): A = M·Mᵀ, M = [T1 0; M21 T2ᵀ].
+
+    M21 = S ('L') or Sᵀ ('U').  Forward: y1 = T1⁻¹b1, b2 -= M21·y1, y2 = T2⁻ᵀb2;
+    back: x2 = T2⁻¹y2, y1 -= M21ᵀ·x2, x1 = T1⁻ᵀy1.  The row-major view of T1
+    is upper, that of T2 lower.
+    """
+    n1, n2 = lay.n1, lay.n2
+    t1, s, t2 = _blocks(buf, off, lay)
+    b1, b2 = b, b.at(n1, 0)
+    s_trans = lay.lower          # the view of S is M21ᵀ for 'L', M21 for 'U'
+    trsm(queue, n1, nrhs, t1, b1, dtype=dtype, lower=False, trans=True)
+    if n2:
+        gemm(queue, n2, nrhs, n1, -1.0, s, b1, 1.0, b2, dtype=dtype, trans_a=s_trans)
+        trsm(queue, n2, nrhs, t2, b2, dtype=dtype, lower=True, trans=False)
+        trsm(queue, n2, nrhs, t2, b2, dtype=dtype, lower=True, trans=True)
+        gemm(queue, n1, nrhs, n2, -1.0, s, b2, 1.0, b1, dtype=dtype, trans_a=not s_trans)
+    trsm(queue, n1, nrhs, t1, b1, dtype=dtype, lower=False, trans=False)
+
+
+def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool = True,
+              queue=None):
+    """Solve A·x = b from ``(arf, lower)``, ``arf`` the packed factor of :func:`cholesky`.
+
+    The order n is b's number of rows; ``arf`` must have n(n+1)/2 entries.
+    Same result as ``scipy.linalg.lapack.?pftrs(n, arf, b, uplo=...)``; b is
+    (n,) or (n, k) and is cast to the factor's dtype.
+    """
+    try:
+        arf, lower = c_and_lower
+    except (TypeError, ValueError):
+        raise TypeError("c_and_lower must be the pair (arf, lower)") from None
+    queue = resolve_queue(queue)
+    b_arr = b if is_device_array(b) else np.asarray(b)
+    if b_arr.ndim not in (1, 2):
+        raise ValueError(f"b must be 1-D or 2-D, got shape {b_arr.shape}")
+    n = b_arr.shape[0]
+    arf_ = _as_packed(arf, n, queue, check_finite=check_finite)
+    dtype = arf_.dtype
+    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite)
+    device_out = is_device_array(b_)
+    if n == 0 or b_.size == 0:
+        return b_.copy() if device_out else np.empty(b_.shape, dtype)
+    darf = _to_device(queue, arf_)
+    shape = b_.shape
+    if device_out:
+        x = b_ if overwrite_b else b_.copy()
+        x2 = x.reshape(n, -1) if x.ndim == 1 else x
+    else:
+        x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
+    nrhs = x2.shape[1]
+    lay = layout(n, bool(lower))
+    with trace.run("rfp_cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
+        with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
+            solve_packed(queue, darf.base_data, darf.offset // dtype.itemsize, lay,
+                         view_of(x2), nrhs, dtype=dtype)
+    if device_out:
+        return x
+    return x2.get().reshape(shape)
