@@ -122,17 +122,19 @@ for n in (64, 256):
 # tens to thousands of times larger and the error follows: sometimes still
 # under the threshold, sometimes not, and you cannot know in advance.
 #
-# The viewer shows the no-pivoting run on a $12\times 12$ random matrix: watch
-# the entries grow.
+# The viewer shows both runs on a $10\times 10$ random matrix side by side,
+# step by step: watch the entries grow without pivoting.
 
 # %%
-small = np.random.default_rng(5).standard_normal((12, 12))
-with oclla.record(snapshots=True) as rec:
-    oclla.lu_factor(small, method="pivot", pivoting="none")
-    oclla.lu_factor(small, method="pivot", pivoting="partial")
-rec_path = output_dir() / "lesson04_none_vs_partial.oclrec"
-rec.save(rec_path)
-viewer_export(rec_path, output_dir() / "lesson04_no_pivoting.png", step=8)
+small = np.random.default_rng(5).standard_normal((10, 10))
+paths = {}
+for pivoting in ("none", "partial"):
+    with oclla.record(snapshots=True) as rec:
+        oclla.lu_factor(small, method="pivot", pivoting=pivoting)
+    paths[pivoting] = output_dir() / f"lesson04_pivoting_{pivoting}.oclrec"
+    rec.save(paths[pivoting])
+viewer_export(paths["none"], output_dir() / "lesson04_none_vs_partial.png", after_step=6,
+              view="compare", compare=paths["partial"], args=("--size", "1600x820"))
 
 # %% [markdown]
 # ## 3. Partial pivoting has a worst case
