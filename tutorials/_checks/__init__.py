@@ -99,6 +99,7 @@ def missing(requires) -> list[str]:
     in ``REQUIRES``; lessons and tests use this to say clearly what is absent.
     """
     import importlib
+    import types
 
     absent = []
     for item in requires:
@@ -108,6 +109,8 @@ def missing(requires) -> list[str]:
         except ImportError:
             absent.append(item)
             continue
-        if attribute and not hasattr(mod, attribute):
-            absent.append(item)
+        if attribute:
+            obj = getattr(mod, attribute, None)       # a function or class, not a submodule
+            if obj is None or isinstance(obj, types.ModuleType) or not callable(obj):
+                absent.append(item)
     return absent
