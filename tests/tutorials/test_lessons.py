@@ -22,7 +22,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import jupytext
+import numpy as np
 import pytest
+import scipy.linalg
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = ROOT / "tutorials"
@@ -65,10 +67,23 @@ WRONG = {
     (4, 2): 20,
     (4, 3): [[1e-3, 1.0, 1.0], [1.0, 1.0, 1.0], [0.0, 1.0, 2.0]],   # pivot not small enough
     (4, 4): 1e4 * 2.0 ** -52,                          # float64's epsilon
-    (5, 1): 512 / 3,                                   # forgot the 4 bytes... twice
+    (5, 1): 2 * 512 / 3,                               # counted numbers, not bytes
     (5, 2): 2 / 4,                                     # counted the read only
     (5, 3): lambda i, p, b: max(p, i * b),
     (5, 4): 0.5,
+    (6, 1): 36,                                        # the t x t box
+    (6, 2): (4, 7),                                    # rows and columns swapped
+    (6, 3): lambda a: np.tril(a),                      # forgot to factor
+    (6, 4): 4096 * 4096 * 4 // 2,                      # forgot the diagonal
+    (7, 1): 8,
+    (7, 2): 1e3,                                       # forgot the square
+    (7, 3): lambda C, g, tol: scipy.linalg.cho_solve(  # float32 alone, no refinement
+        scipy.linalg.cho_factor(C.astype(np.float32)), g.astype(np.float32)).astype(np.float64),
+    (7, 4): 1e6 * 2.0 ** -23,                          # float32's epsilon
+    (8, 1): 10,                                        # counted the input too
+    (8, 2): 511 * 512 ** 2 * 4,                        # float32 bytes
+    (8, 3): lambda run: min(run.steps, key=lambda s: s.device_ns).index,
+    (8, 4): lambda run: {p: f for p, (_, _, _, f) in run.phase_totals().items() if f},
 }
 
 
@@ -144,3 +159,15 @@ def test_lesson_runs_as_a_script(path, tmp_path):
     for k in checkers(module):
         assert f"Exercise {k}: not answered yet" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", NUMBERS)
+def test_solutions_file_runs_as_a_script(number):
+    _checker_module(number)
+    path = TUTORIALS / "solutions" / f"lesson{number:02d}.py"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                          timeout=LESSON_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("correct!") == len(checkers(_checker_module(number)))
