@@ -30,7 +30,6 @@
 
 # %%
 import csv
-import os
 import shlex
 from pathlib import Path
 
