@@ -99,7 +99,8 @@ for step in run.steps[:6]:
           f"kernel {step.kernels[0].name} global={step.kernels[0].global_size}")
 print(f"... {len(run.steps)} steps in all = {n} + {n - 1} + {n - 1}")
 print("same as scipy:", np.allclose(L, scipy.linalg.cholesky(a, lower=True)))
-print(f"backward error ‖A − LLᵀ‖/(n‖A‖ε) = {accuracy.cholesky_backward_error(a, L, True):.3f}")
+print(f"backward error ‖A − LLᵀ‖/(n‖A‖ε) = "
+      f"{accuracy.cholesky_backward_error(a, L, True):.3f}")
 
 # %% [markdown]
 # A matrix that is symmetric but not positive definite fails at a precise

@@ -87,6 +87,12 @@ WRONG = {
 }
 
 
+def _env() -> dict:
+    """The environment for a subprocess: this checkout first on the import path."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path)
+
+
 def _solutions(number: int):
     path = TUTORIALS / "solutions" / f"lesson{number:02d}.py"
     spec = importlib.util.spec_from_file_location(f"solutions_lesson{number:02d}", path)
@@ -131,7 +137,8 @@ def test_checkers_accept_solutions_and_reject_wrong_answers(number, capsys):
     for k, check in sorted(checkers(module).items()):
         assert check(solutions[k]) is True, f"lesson {number} exercise {k} rejects its solution"
         assert (number, k) in WRONG, f"no wrong answer to test lesson {number} exercise {k}"
-        assert check(WRONG[number, k]) is False, f"lesson {number} exercise {k} accepts a wrong answer"
+        assert check(WRONG[number, k]) is False, \
+            f"lesson {number} exercise {k} accepts a wrong answer"
         assert check(None) is False
     out = capsys.readouterr().out
     assert "correct!" in out and "not yet" in out and "not answered yet" in out
@@ -150,8 +157,7 @@ def test_a_crashing_answer_is_reported_not_raised(capsys):
 def test_lesson_runs_as_a_script(path, tmp_path):
     number = int(path.name[6:8])
     module = _checker_module(number)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               QT_QPA_PLATFORM="offscreen", MPLBACKEND="Agg",
+    env = dict(_env(), QT_QPA_PLATFORM="offscreen", MPLBACKEND="Agg",
                OCLLA_TUTORIAL_OUT=str(tmp_path))
     done = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=LESSON_TIMEOUT_S)
@@ -166,7 +172,7 @@ def test_lesson_runs_as_a_script(path, tmp_path):
 def test_solutions_file_runs_as_a_script(number):
     _checker_module(number)
     path = TUTORIALS / "solutions" / f"lesson{number:02d}.py"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = _env()
     done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
                           timeout=LESSON_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr
