@@ -59,10 +59,10 @@ def recorded_lu(a, variant, repeats=2):
 # %% [markdown]
 # ## 1. Idle work-items
 #
-# In step $k$ the faithful variant launches `eliminate` over all $n^2$
-# entries, but only the entries with $r > k$ and $c \ge k$ change: an
-# $(n-k-1) \times (n-k)$ block. The trace records both numbers for every step
-# (`info["ndrange_items"]` and `info["active_items"]`).
+# For pivot column $k$ the faithful variant launches `eliminate` over all
+# $n^2$ entries, but only the entries with $r > k$ and $c \ge k$ change: an
+# $(n-k-1) \times (n-k)$ block. The trace records both numbers for every
+# `eliminate` step (`info["ndrange_items"]` and `info["active_items"]`).
 
 # %%
 def eliminations(run):
@@ -221,7 +221,7 @@ for size in (32, 64, 128, 256, 512, 1024):
 # Read the table column by column:
 #
 # * the number of kernels grows like $2n$ for both variants: one host-loop
-#   iteration per pivot;
+#   iteration, two commands, per pivot;
 # * busy time grows like $n^3$ (each step touches up to $n^2$ entries);
 # * so for small $n$ the device is mostly **idle**, waiting for launches;
 #   only for large $n$ does the work hide the launch cost;
@@ -251,8 +251,8 @@ print(f"faithful, n = 512: median queued->start {np.median(waits):.0f} µs, "
 # ## Exercises
 #
 # **Exercise 1.** Write `active_fraction(n, k)`: the fraction of the
-# faithful variant's $n^2$ work-items that do useful work in step $k$
-# ($0 \le k \le n-2$).
+# faithful variant's $n^2$ work-items that do useful work when it eliminates
+# pivot column $k$ ($0 \le k \le n-2$).
 
 # %%
 answer_1 = None
