@@ -4,7 +4,8 @@
     python benchmarks/potrf.py --sizes 1000,2049 --dtype float64 --upper
 
 GFLOP/s count n³/3.  Device timings are of the factorization alone, data
-already on the device (best of --repeat); scipy factors a host array with
+already on the device (best of --repeat, the three methods interleaved so
+that a shared machine's load hits them alike); scipy factors a host array with
 LAPACK ``?potrf``; CuPy (when it sees a CUDA device) with cuSOLVER.  The
 packed/full column is the ratio of the wall times (the issue asks for at
 most 1.1).  Backward errors are ‖A − LLᵀ‖∞/(n‖A‖∞ε) (oclla.accuracy).
@@ -20,7 +21,7 @@ import scipy.linalg as sla
 
 import oclla
 from oclla import accuracy, rfp
-from oclla._bench import best_of, cupy_best_of, cupy_or_none
+from oclla._bench import cupy_best_of, cupy_or_none
 from oclla.cholesky import factor_device
 from oclla.rfp import factor_packed
 
@@ -31,36 +32,36 @@ def spd(n: int, dtype, seed: int = 0) -> np.ndarray:
     return (x @ x.T / n + np.eye(n)).astype(dtype)
 
 
-def time_in_place(queue, src, factor, repeat: int):
-    """Best wall time of ``factor(work)`` on fresh device copies of ``src``; the last result."""
-    best = float("inf")
-    for i in range(repeat + 1):            # the first run is a warm-up
-        work = src.copy()
-        queue.finish()
-        t = time.perf_counter()
-        factor(work)
-        queue.finish()
-        if i:
-            best = min(best, time.perf_counter() - t)
-    return best, work
-
-
 def measure(n: int, dtype, lower: bool, queue, repeat: int, cp) -> dict:
+    """Full, packed and scipy timings interleaved (a shared machine's load hits all alike)."""
     a = spd(n, dtype)
     flops = n ** 3 / 3.0
     full = cl_array.to_device(queue, a)
     packed = cl_array.to_device(queue, rfp.pack(a, lower=lower, queue=queue))
-    t_full, c_full = time_in_place(
-        queue, full, lambda w: factor_device(queue, w, lower=lower, method="blocked"), repeat)
-    t_packed, c_packed = time_in_place(
-        queue, packed, lambda w: factor_packed(queue, w, n, lower=lower, method="blocked"),
-        repeat)
-    t_scipy = best_of(lambda: sla.cholesky(a, lower=lower, check_finite=False), repeat)
-    row = dict(n=n, full=flops / t_full / 1e9, packed=flops / t_packed / 1e9,
-               ratio=t_packed / t_full, scipy=flops / t_scipy / 1e9,
-               err_full=accuracy.cholesky_backward_error(a, c_full.get(), lower),
+    runs = {"full": (full, lambda w: factor_device(queue, w, lower=lower, method="blocked")),
+            "packed": (packed, lambda w: factor_packed(queue, w, n, lower=lower,
+                                                       method="blocked"))}
+    best = dict.fromkeys(("full", "packed", "scipy"), float("inf"))
+    result = {}
+    for i in range(repeat + 1):            # the first round is a warm-up
+        for name, (src, factor) in runs.items():
+            work = src.copy()
+            queue.finish()
+            t = time.perf_counter()
+            factor(work)
+            queue.finish()
+            if i:
+                best[name] = min(best[name], time.perf_counter() - t)
+            result[name] = work
+        t = time.perf_counter()
+        sla.cholesky(a, lower=lower, check_finite=False)
+        if i:
+            best["scipy"] = min(best["scipy"], time.perf_counter() - t)
+    row = dict(n=n, full=flops / best["full"] / 1e9, packed=flops / best["packed"] / 1e9,
+               ratio=best["packed"] / best["full"], scipy=flops / best["scipy"] / 1e9,
+               err_full=accuracy.cholesky_backward_error(a, result["full"].get(), lower),
                err_packed=accuracy.cholesky_backward_error(
-                   a, rfp.unpack(c_packed.get(), n, lower=lower), lower))
+                   a, rfp.unpack(result["packed"].get(), n, lower=lower), lower))
     if cp is not None:
         da = cp.asarray(a)
         row["cupy"] = flops / cupy_best_of(cp, lambda: cp.linalg.cholesky(da), repeat) / 1e9
