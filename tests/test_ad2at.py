@@ -1,5 +1,7 @@
 """oclla.assemble_ad2at: C = A·diag(d2)·Aᵀ, one triangle, full and packed, both methods."""
 
+import dataclasses
+
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
@@ -7,6 +9,7 @@ from scipy.linalg import lapack
 
 import oclla
 from oclla import accuracy, rfp
+from oclla._device import DeviceError
 
 DTYPES = (np.float32, np.float64)
 # m straddles the gemm tiles (16..64) and both RFP parities; n >= m
@@ -144,6 +147,14 @@ def test_bad_matrix(queue):
                              queue=queue)
     with pytest.raises(ValueError, match="method"):
         oclla.assemble_ad2at(np.ones((2, 3)), np.ones(3), method="gemm", queue=queue)
+
+
+def test_float64_without_fp64(queue, monkeypatch):
+    import oclla._validate as validate
+    info = dataclasses.replace(oclla.device_info(queue), fp64=False)
+    monkeypatch.setattr(validate, "device_info", lambda q: info)
+    with pytest.raises(DeviceError, match="fp64"):
+        oclla.assemble_ad2at(np.ones((2, 3)), np.ones(3), queue=queue)
 
 
 def test_inputs_not_modified_and_device_arrays(queue):

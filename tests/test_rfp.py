@@ -1,5 +1,6 @@
 """oclla.rfp against LAPACK's ?trttf, ?tfttr, ?pftrf and ?pftrs."""
 
+import dataclasses
 import re
 
 import numpy as np
@@ -11,6 +12,7 @@ from scipy.linalg import lapack
 
 import oclla
 from oclla import accuracy, rfp
+from oclla._device import DeviceError
 
 DTYPES = (np.float32, np.float64)
 SIZES = (1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 128, 129)
@@ -135,9 +137,16 @@ def test_solve_with_pftrs_and_ours(queue, dtype, n, uplo):
     assert accuracy.passes(accuracy.solve_backward_error(a, x1, b[:, 0]))
 
 
-def test_packed_uses_half_the_memory():
-    for n in (1000, 1001):
-        assert rfp.packed_length(n) == n * (n + 1) // 2 < n * n // 2 + n
+@pytest.mark.parametrize("method", ("blocked", "pivot"))
+def test_factors_in_place_in_half_the_memory(queue, method):
+    n = 40
+    a = spd(n, np.float32)
+    darf = cl_array.to_device(queue, rfp.pack(a))
+    assert darf.nbytes == n * (n + 1) // 2 * 4
+    out = rfp.cholesky(darf, n, method=method, overwrite_a=True, queue=queue)
+    assert out is darf
+    assert accuracy.passes(accuracy.cholesky_backward_error(a, rfp.unpack(darf.get(), n),
+                                                            True))
 
 
 @pytest.mark.parametrize("method", ("blocked", "pivot"))
@@ -182,6 +191,18 @@ def test_bad_arguments(queue):
         rfp.cholesky(bad, 6)
     with pytest.raises(TypeError, match="pair"):
         rfp.cho_solve(arf, np.ones(6))
+
+
+def test_float64_without_fp64(queue, monkeypatch):
+    import oclla._validate as validate
+    arf = rfp.pack(spd(5, np.float64))
+    info = dataclasses.replace(oclla.device_info(queue), fp64=False)
+    monkeypatch.setattr(validate, "device_info", lambda q: info)
+    for call in (lambda: rfp.cholesky(arf, 5, queue=queue),
+                 lambda: rfp.unpack(arf, 5, queue=queue),
+                 lambda: rfp.pack(spd(5, np.float64), queue=queue)):
+        with pytest.raises(DeviceError, match="fp64"):
+            call()
 
 
 def test_inputs_not_modified_and_overwrite(queue):
