@@ -30,6 +30,7 @@ import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
+from . import trace
 from ._device import device_info, resolve_queue
 from ._validate import is_device_array
 from .ad2at import assemble_device, check_shape, validate_weights
@@ -106,12 +107,16 @@ class _DeviceFactor:
         """(L·Lᵀ)⁻¹·g in the factor's dtype, returned as float64."""
         queue, m = self.queue, self.m
         rhs = cl_array.to_device(queue, g64.astype(self.dtype).reshape(m, 1))
-        if self.packed:
-            solve_packed(queue, self.c.base_data, self.c.offset // self.dtype.itemsize,
-                         layout(m, True), view_of(rhs), 1, dtype=self.dtype)
-        else:
-            solve_factored(queue, view_of(self.c), m, view_of(rhs), 1, lower=True,
-                           dtype=self.dtype)
+        with trace.run("rfp_cho_solve" if self.packed else "cho_solve", "lower", queue,
+                       (m, 1), self.dtype):
+            with trace.step("solve", (0, m, 0, m), flops=2.0 * m * m):
+                if self.packed:
+                    solve_packed(queue, self.c.base_data,
+                                 self.c.offset // self.dtype.itemsize, layout(m, True),
+                                 view_of(rhs), 1, dtype=self.dtype)
+                else:
+                    solve_factored(queue, view_of(self.c), m, view_of(rhs), 1, lower=True,
+                                   dtype=self.dtype)
         return rhs.get().reshape(m).astype(np.float64)
 
 

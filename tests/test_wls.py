@@ -167,3 +167,11 @@ def test_main_rejects_bad_sizes():
         bench_wls.main(["--sizes", "abc"])
     with pytest.raises(SystemExit):
         bench_wls.main(["--sizes", "16", "--tables", "3"])
+
+
+def test_trace_names_every_device_phase(queue):
+    with oclla.record() as rec:
+        res = oclla.wls_solve(*problem(20, 1), packed=True, queue=queue)
+    names = [r.algorithm for r in rec.runs]
+    assert names[:2] == ["ad2at", "rfp_cholesky"]
+    assert names[2:] == ["rfp_cho_solve"] * (1 + res.iterations)      # x0, then each step
