@@ -4,15 +4,18 @@ A symmetric matrix of order n keeps one triangle in a 1-D array of
 n(n+1)/2 reals, bit-identical to :func:`scipy.linalg.lapack.dtrttf`'s output
 (read as a column-major LDA x NC array ``ARF``, LDA = n + (n even),
 NC = (n+1)//2; ``kernels_cl/rfp.h`` draws it).  In the lower layout the
-trailing triangle L22 is rotated into the otherwise unused top right, so the
-packed array is three ordinary strided matrices:
+trailing triangle is rotated into the otherwise unused top right (in the
+upper layout the leading one into the bottom left), so the packed array is
+three ordinary strided matrices, the blocks ``?pftrf`` works on:
 
-=========  ===============================  ============================
- UPLO       T1 (order n1, 'L')              S            T2 (order n2, 'U')
-=========  ===============================  ============================
- 'L'        L11                              L21          L22ᵀ
- 'U'        U11ᵀ                             U12          U22
-=========  ===============================  ============================
+====  ==================  ===  ==================
+UPLO  T1 (order n1, 'L')  S    T2 (order n2, 'U')
+====  ==================  ===  ==================
+'L'   L11                 L21  L22ᵀ
+'U'   U11ᵀ                U12  U22
+====  ==================  ===  ==================
+
+(n1 = n − n//2, n2 = n//2 for 'L'; n1 = n//2, n2 = n − n//2 for 'U'.)
 
 Functions
 ---------
