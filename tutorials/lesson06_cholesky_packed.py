@@ -183,10 +183,13 @@ for n in (6, 7):
 # $L_{22}$, Cholesky of $L_{22}$. No copies, no index arithmetic in the inner
 # loops.
 #
-# The per-pivot packed version follows the paper: each outer-product step
-# covers *two* triangles of the rectangle while the pivot is in $L_{11}$,
-# because the trailing triangle is split between the lower trapezoid and the
-# transposed corner. The trace lists the boxes a step touched:
+# The per-pivot packed version follows the paper: in the first steps each
+# outer-product step covers *two* triangles of the rectangle, because the
+# trailing triangle is split between the lower trapezoid and the
+# transposed corner; once it lies inside $L_{22}$, one box is enough.
+# For packed runs the trace's regions (and pivots) are in
+# the rectangle's coordinates; `info["logical_region"]` keeps the position in
+# the $n \times n$ matrix, and `info["regions"]` lists the boxes a step touched:
 
 # %%
 n = 8
@@ -197,7 +200,8 @@ with oclla.record(snapshots=True) as rec:
 packed_run = rec.runs[-1]
 for s in packed_run.steps:
     if s.phase == "outer_product":
-        print(f"pivot {s.pivot[0]}: logical triangle {s.info['logical_region']}, "
+        r0, r1, c0, c1 = s.info["logical_region"]      # the trailing triangle of pivot r0 - 1
+        print(f"pivot {r0 - 1}: trailing triangle rows {r0}:{r1}, columns {c0}:{c1}; "
               f"boxes in the rectangle {s.info['regions']}")
 print("unpacked factor equals scipy's:",
       np.allclose(rfp.unpack(factor, n, lower=True), scipy.linalg.cholesky(a8, lower=True)))
