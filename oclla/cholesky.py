@@ -43,7 +43,7 @@ from . import trace
 from ._device import resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
-from ._validate import as_matrix, as_rhs, is_device_array
+from ._validate import as_matrix, as_rhs, deliver, is_device_array, work_array
 from .blas import View, syrk, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -208,18 +208,9 @@ def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=
     if n == 0:
         return a_ if (device and overwrite_a) else (a_.copy() if device else
                                                     np.empty((0, 0), a_.dtype))
-    if device:
-        work = a_ if overwrite_a else a_.copy()
-    else:
-        work = cl_array.to_device(queue, a_)
+    work = work_array(queue, a_, overwrite_a)
     factor_device(queue, work, lower=bool(lower), method=method, block=block, clean=clean)
-    if device:
-        return work
-    result = work.get()
-    if overwrite_a and isinstance(a, np.ndarray) and a_ is a and a.flags.writeable:
-        a[...] = result
-        return a
-    return result
+    return deliver(work, a, a_, overwrite_a)
 
 
 def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bool = False,
