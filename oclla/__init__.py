@@ -14,6 +14,10 @@ Devices: :func:`get_queue`, :func:`devices`; traces: :func:`record`,
 from . import accuracy, blas
 from ._device import DeviceError, DeviceInfo, device_info, devices, get_queue
 from .lu import lu, lu_factor, lu_solve
+from . import rfp
+from .ad2at import assemble_ad2at
+from .cholesky import cho_factor, cho_solve, cholesky
+from .wls import WLSResult, wls_solve
 from .trace import Recording, RecordingError, load_recording, record
 
 __version__ = "0.1.0"
@@ -22,4 +26,5 @@ __all__ = [
     "DeviceError", "DeviceInfo", "Recording", "RecordingError", "accuracy", "blas",
     "device_info", "devices", "get_queue", "load_recording", "lu", "lu_factor", "lu_solve",
     "record",
+    "WLSResult", "assemble_ad2at", "cho_factor", "cho_solve", "cholesky", "rfp", "wls_solve",
 ]

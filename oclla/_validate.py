@@ -10,7 +10,6 @@ copied to the device, and results come back in new arrays.
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._device import DeviceError, device_info
@@ -78,6 +77,16 @@ def as_matrix(a, queue, *, name: str = "a", square: bool = True,
         raise ValueError(f"{name} must be 2-D, got {arr.ndim}-D with shape {arr.shape}")
     if square and arr.shape[0] != arr.shape[1]:
         raise ValueError(f"{name} must be square, got shape {arr.shape}")
+    return checked_values(arr, queue, name=name, check_finite=check_finite)
+
+
+def checked_values(arr, queue, *, name: str, check_finite: bool):
+    """The checks every operand shares once its shape is right.
+
+    dtype (float32/64), size against the device, fp64 support, C order for
+    device arrays, finiteness.  Returns a device array as is, a host array
+    C-contiguous (possibly the caller's own object: never written to).
+    """
     dtype = check_dtype(arr.dtype, name)
     check_fits(queue, int(np.prod(arr.shape)) * dtype.itemsize, name)
     check_fp64(queue, dtype)
@@ -90,6 +99,29 @@ def as_matrix(a, queue, *, name: str = "a", square: bool = True,
     if check_finite and not np.isfinite(arr).all():
         raise ValueError("array must not contain infs or NaNs")
     return np.ascontiguousarray(arr)
+
+
+def work_array(queue, validated, overwrite: bool) -> cl_array.Array:
+    """The device array to compute in: a device input itself when ``overwrite``, else a copy."""
+    if is_device_array(validated):
+        return validated if overwrite else validated.copy()
+    return cl_array.to_device(queue, validated)
+
+
+def deliver(work: cl_array.Array, original, validated, overwrite: bool):
+    """Device inputs get the device result; host inputs a numpy result.
+
+    With ``overwrite`` and a writable, C-ordered numpy input of the right
+    dtype, the result is written into the caller's array and that is returned.
+    """
+    if is_device_array(validated):
+        return work
+    result = work.get()
+    if overwrite and isinstance(original, np.ndarray) and validated is original \
+            and original.flags.writeable:
+        original[...] = result
+        return original
+    return result
 
 
 def as_rhs(b, queue, n: int, dtype, *, name: str = "b", check_finite: bool = True):

@@ -43,7 +43,7 @@ from . import trace
 from ._device import resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
-from ._validate import as_matrix, as_rhs, is_device_array
+from ._validate import as_matrix, as_rhs, deliver, is_device_array, work_array
 from .blas import View, syrk, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -85,7 +85,7 @@ def factor_pivot(queue, buf, off: int, ld: int, n: int, *, lower: bool, dtype, i
 
     ``region(r0, r1, c0, c1)`` maps a region of the logical lower factor to
     the (region, extra step info) recorded in the trace; called only while
-    recording.
+    recording.  Each step's pivot is where L(k, k) is stored.
     """
     wg = params(queue, "wg1d", dtype)["WG"]
     opts = dict(LOWER=int(lower), PACKED=int(packed))
@@ -99,18 +99,19 @@ def factor_pivot(queue, buf, off: int, ld: int, n: int, *, lower: bool, dtype, i
     itemsize = np.dtype(dtype).itemsize
     for k in range(n):
         reg, extra = region(k, k + 1, k, k + 1) if recording else no_region
-        with trace.step("sqrt", reg, pivot=(k, k), flops=1.0, nbytes=2 * itemsize, **extra):
+        pivot = (reg[0], reg[2])          # where L(k, k) is stored
+        with trace.step("sqrt", reg, pivot=pivot, flops=1.0, nbytes=2 * itemsize, **extra):
             enqueue(queue, sqrt_k, (1,), None, *common, int_arg(k), info.data)
         t = n - k - 1
         if t == 0:
             break
         reg, extra = region(k + 1, n, k, k + 1) if recording else no_region
-        with trace.step("normalize", reg, pivot=(k, k), flops=float(t),
+        with trace.step("normalize", reg, pivot=pivot, flops=float(t),
                         nbytes=(2 * t + 1) * itemsize, **extra):
             enqueue(queue, norm_k, (round_up(t, wg),), (wg,), *common, int_arg(k), info.data)
         entries = t * (t + 1) // 2
         reg, extra = region(k + 1, n, k + 1, n) if recording else no_region
-        with trace.step("outer_product", reg, pivot=(k, k), flops=2.0 * entries,
+        with trace.step("outer_product", reg, pivot=pivot, flops=2.0 * entries,
                         nbytes=4.0 * entries * itemsize, triangle_entries=entries, **extra):
             enqueue(queue, outer_k, (round_up(entries, wg),), (wg,), *common, int_arg(k),
                     info.data)
@@ -207,18 +208,9 @@ def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=
     if n == 0:
         return a_ if (device and overwrite_a) else (a_.copy() if device else
                                                     np.empty((0, 0), a_.dtype))
-    if device:
-        work = a_ if overwrite_a else a_.copy()
-    else:
-        work = cl_array.to_device(queue, a_)
+    work = work_array(queue, a_, overwrite_a)
     factor_device(queue, work, lower=bool(lower), method=method, block=block, clean=clean)
-    if device:
-        return work
-    result = work.get()
-    if overwrite_a and isinstance(a, np.ndarray) and a_ is a and a.flags.writeable:
-        a[...] = result
-        return a
-    return result
+    return deliver(work, a, a_, overwrite_a)
 
 
 def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bool = False,

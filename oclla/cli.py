@@ -141,6 +141,9 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_bench(argv) -> int:
+    if argv and argv[0] == "wls":
+        from .bench_wls import main as wls_main
+        return wls_main(argv[1:])
     from .bench import main as bench_main
     return bench_main(argv)
 

@@ -4,15 +4,18 @@ A symmetric matrix of order n keeps one triangle in a 1-D array of
 n(n+1)/2 reals, bit-identical to :func:`scipy.linalg.lapack.dtrttf`'s output
 (read as a column-major LDA x NC array ``ARF``, LDA = n + (n even),
 NC = (n+1)//2; ``kernels_cl/rfp.h`` draws it).  In the lower layout the
-trailing triangle L22 is rotated into the otherwise unused top right, so the
-packed array is three ordinary strided matrices:
+trailing triangle is rotated into the otherwise unused top right (in the
+upper layout the leading one into the bottom left), so the packed array is
+three ordinary strided matrices, the blocks ``?pftrf`` works on:
 
-=========  ===============================  ============================
- UPLO       T1 (order n1, 'L')              S            T2 (order n2, 'U')
-=========  ===============================  ============================
- 'L'        L11                              L21          L22ᵀ
- 'U'        U11ᵀ                             U12          U22
-=========  ===============================  ============================
+====  ==================  ===  ==================
+UPLO  T1 (order n1, 'L')  S    T2 (order n2, 'U')
+====  ==================  ===  ==================
+'L'   L11                 L21  L22ᵀ
+'U'   U11ᵀ                U12  U22
+====  ==================  ===  ==================
+
+(n1 = n − n//2, n2 = n//2 for 'L'; n1 = n//2, n2 = n − n//2 for 'U'.)
 
 Functions
 ---------
@@ -48,8 +51,8 @@ from . import trace
 from ._device import resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
-from ._validate import (as_matrix, as_rhs, check_dtype, check_fits, check_fp64,
-                        device_has_nonfinite, is_device_array)
+from ._validate import (as_matrix, as_rhs, checked_values, deliver, is_device_array,
+                        work_array)
 from .blas import View, gemm, syrk, trsm, view_of
 from .cholesky import (block_size, check_method, factor_blocked, factor_pivot,
                        not_positive_definite)
@@ -135,18 +138,7 @@ def _as_packed(arf, n: int, queue, *, check_finite: bool, name: str = "arf"):
     if arr.shape[0] != need:
         raise ValueError(f"{name} has length {arr.shape[0]}; an RFP matrix of order {n} "
                          f"needs n(n+1)/2 = {need}")
-    dtype = check_dtype(arr.dtype, name)
-    check_fits(queue, need * dtype.itemsize, name)
-    check_fp64(queue, dtype)
-    if is_device_array(arr):
-        if not arr.flags.c_contiguous:
-            raise ValueError(f"device array {name} must be contiguous")
-        if check_finite and device_has_nonfinite(queue, arr):
-            raise ValueError("array must not contain infs or NaNs")
-        return arr
-    if check_finite and not np.isfinite(arr).all():
-        raise ValueError("array must not contain infs or NaNs")
-    return np.ascontiguousarray(arr)
+    return checked_values(arr, queue, name=name, check_finite=check_finite)
 
 
 def _to_device(queue, x):
@@ -320,15 +312,9 @@ def cholesky(arf, n: int, *, lower: bool = True, method: str = "blocked",
     device = is_device_array(arf_)
     if n == 0:
         return arf_ if (device and overwrite_a) else arf_.copy()
-    work = (arf_ if overwrite_a else arf_.copy()) if device else cl_array.to_device(queue, arf_)
+    work = work_array(queue, arf_, overwrite_a)
     factor_packed(queue, work, n, lower=bool(lower), method=method, block=block)
-    if device:
-        return work
-    result = work.get()
-    if overwrite_a and isinstance(arf, np.ndarray) and arf_ is arf and arf.flags.writeable:
-        arf[...] = result
-        return arf
-    return result
+    return deliver(work, arf, arf_, overwrite_a)
 
 
 def solve_packed(queue, buf, off: int, lay: Layout, b: View, nrhs: int, *, dtype) -> None:

@@ -46,3 +46,9 @@ def test_python_dash_m(tmp_path):
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "default device" in result.stdout
+
+
+def test_bench_wls_dispatch(capsys):
+    assert main(["bench", "wls", "--sizes", "16", "--tables", "1", "--no-cupy"]) == 0
+    out = capsys.readouterr().out
+    assert "16" in out

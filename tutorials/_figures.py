@@ -2,7 +2,7 @@
 
 * :func:`output_dir` -- ``$OCLLA_TUTORIAL_OUT`` if set, else ``tutorials/_output``.
 * :func:`viewer_export` -- render a saved recording with the viewer's headless
-  export (``python -m viewer --replay FILE [--step K] --export OUT``).  When
+  export (``python -m viewer --replay FILE --export OUT [options]``).  When
   the viewer is not installed the figure is skipped with a printed note; a
   viewer that is installed but fails is an error.
 * :func:`show` -- display an image inline in Jupyter, or print its path when
@@ -48,27 +48,39 @@ def viewer_available() -> bool:
     return importlib.util.find_spec("viewer") is not None
 
 
-def viewer_export(recording, out, *, step: int | None = None, args=()) -> Path | None:
-    """Render ``recording`` (a saved ``.oclrec`` file) to ``out`` (.png, .svg or .gif).
+def viewer_export(recording, out, *, after_step: int | None = None, view: str | None = None,
+                  compare=None, args=()) -> Path | None:
+    """Render ``recording`` (a saved ``.oclrec`` file) to ``out`` with the viewer.
 
+    The file type follows ``out``'s extension (.png/.svg one step, .gif every
+    step, .csv kernel timings).  ``after_step=k`` shows the matrix after the
+    trace's step ``k`` (``run.steps[k]``; default: the last); ``view`` picks
+    one panel ("matrix", "timeline", "steps", "compare", ...) instead of the
+    whole window; ``compare`` is a second recording shown beside the first.
     Returns the path written, or None (with a printed note) when the viewer
-    is not installed.  ``step`` picks the step shown (a still image); ``args``
-    are further ``oclla-viewer`` options.
+    is not installed.
     """
     if not viewer_available():
         print(f"(figure {Path(out).name} skipped: the viewer is not installed; "
               f"`pip install oclla[viewer]` adds it)")
         return None
     cmd = [sys.executable, "-m", "viewer", "--replay", str(recording), "--export", str(out)]
-    if step is not None:
-        cmd += ["--step", str(step)]
+    if after_step is not None:
+        cmd += ["--step", str(after_step + 1)]       # the viewer's step 0 is the input
+    if view is not None:
+        cmd += ["--view", view]
+    if compare is not None:
+        cmd += ["--compare-replay", str(compare)]
     cmd += [str(a) for a in args]
     env = dict(os.environ)
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"viewer export failed ({' '.join(cmd)}):\n{done.stderr}")
-    show(out)
+    if Path(out).suffix.lower() in (".png", ".gif"):
+        show(out)
+    else:
+        print(f"written to {out}")
     return Path(out)
 
 

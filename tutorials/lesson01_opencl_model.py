@@ -99,7 +99,9 @@ print("our device:", device.name.strip())
 # | `get_local_id(d)` | my index inside my work-group |
 # | `get_group_id(d)` | which work-group I belong to |
 #
-# and in every dimension $\text{global id} = \text{group id}\cdot\text{local size} + \text{local id}$.
+# and in every dimension
+#
+# $$\text{global id} = \text{group id}\cdot\text{local size} + \text{local id}.$$
 #
 # Here is a kernel whose only job is to write those ids down. We launch it on
 # a global size of $8 \times 6$ with work-groups of $4 \times 2$.
@@ -205,7 +207,8 @@ print("L @ U == A:", np.array_equal(L @ U, A))
 
 # %%
 t0 = events[0][1].profile.queued
-print(f"{'command':<10} {'queued':>8} {'submit':>8} {'start':>8} {'end':>8}   (µs since first queued)")
+print(f"{'command':<10} {'queued':>8} {'submit':>8} {'start':>8} {'end':>8}"
+      "   (µs since the first queued)")
 for name, ev in events:
     p = ev.profile
     print(f"{name:<10} {(p.queued - t0) / 1e3:8.1f} {(p.submit - t0) / 1e3:8.1f} "

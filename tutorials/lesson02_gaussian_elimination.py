@@ -121,17 +121,19 @@ with oclla.record(snapshots=True) as rec:
 run = rec.runs[-1]
 print("before any step:\n", run.snapshot_at(-1))
 for step in run.steps:
-    print(f"\nafter step {step.index} ({step.phase}, pivot {step.pivot}, "
-          f"active region rows {step.region[0]}:{step.region[1]}, "
-          f"columns {step.region[2]}:{step.region[3]}):")
+    where = f"pivot column {step.pivot[1]}" if step.pivot else "no pivot"
+    print(f"\nafter step {step.index}: {step.phase} ({where}, active region rows "
+          f"{step.region[0]}:{step.region[1]}, columns {step.region[2]}:{step.region[3]})")
     print(run.snapshot_at(step.index))
 
 # %% [markdown]
-# Compare with the post: after step 0 the first column holds the multipliers
-# $-2, 3, 2$ and the $3\times 3$ block below-right is the updated matrix; after
-# step 1 the multipliers $-4, 1$ appear; after step 2 the last multiplier $3$
-# and $u_{33} = -212$. The final `combine` kernel writes the packed result.
-# Let us unpack it and compare with the post's $L$ and $U$, entry by entry:
+# The run has a `setup` step ($L \leftarrow I$, $U \leftarrow A$ on the
+# device), one `eliminate` step per pivot column, and a final `combine` that
+# writes the packed result. Compare with the post: after pivot column 0 the
+# first column holds the multipliers $-2, 3, 2$ and the $3\times 3$ block
+# below-right is the updated matrix; after column 1 the multipliers $-4, 1$
+# appear; after column 2 the last multiplier $3$ and $u_{33} = -212$. Let us
+# unpack the result and compare with the post's $L$ and $U$, entry by entry:
 
 # %%
 L = np.tril(lu, -1) + np.eye(4, dtype=lu.dtype)
@@ -147,14 +149,16 @@ print("row interchanges piv: ", piv, "(none: piv[i] = i)")
 # matrices we measure errors instead (Lesson 4).
 #
 # The viewer draws the same snapshots. We save the recording (a portable file
-# that replays without a GPU, see Lesson 8) and export step 1:
+# that replays without a GPU, see Lesson 8) and export the step that
+# eliminates column 1:
 
 # %%
 rec_path = output_dir() / "lesson02_post_example.oclrec"
 rec.save(rec_path)
-viewer_export(rec_path, output_dir() / "lesson02_step1.png", step=1)
+column1 = next(s.index for s in run.steps if s.pivot == (1, 1))
+viewer_export(rec_path, output_dir() / "lesson02_column1.png", after_step=column1,
+              view="matrix")
 
-# %% [markdown]
 # ## 4. Solving with the factors
 #
 # `lu_solve` takes the packed factors and the interchanges and runs the two

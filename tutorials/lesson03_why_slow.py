@@ -59,17 +59,22 @@ def recorded_lu(a, variant, repeats=2):
 # %% [markdown]
 # ## 1. Idle work-items
 #
-# In step $k$ the faithful variant launches `eliminate` over all $n^2$
-# entries, but only the entries with $r > k$ and $c \ge k$ change: an
-# $(n-k-1) \times (n-k)$ block. The trace records both numbers for every step
-# (`info["ndrange_items"]` and `info["active_items"]`).
+# For pivot column $k$ the faithful variant launches `eliminate` over all
+# $n^2$ entries, but only the entries with $r > k$ and $c \ge k$ change: an
+# $(n-k-1) \times (n-k)$ block. The trace records both numbers for every
+# `eliminate` step (`info["ndrange_items"]` and `info["active_items"]`).
 
 # %%
+def eliminations(run):
+    """The run's per-pivot steps, in pivot order (the faithful run also has setup/combine)."""
+    return [s for s in run.steps if s.phase == "eliminate"]
+
+
 n = 256
 faithful, wall_faithful = recorded_lu(test_matrix(n), "faithful")
-print(f"{'step':>5} {'launched':>9} {'active':>9} {'useful':>7}   global size of eliminate")
+print(f"{'pivot':>5} {'launched':>9} {'active':>9} {'useful':>7}   global size of eliminate")
 for k in (0, 64, 128, 192, 254):
-    step = faithful.steps[k]
+    step = eliminations(faithful)[k]
     launched, active = step.info["ndrange_items"], step.info["active_items"]
     gsize = next(kr.global_size for kr in step.kernels if kr.name == "eliminate")
     print(f"{k:5d} {launched:9d} {active:9d} {active / launched:7.1%}   {gsize}")
@@ -86,7 +91,7 @@ for k in (0, 64, 128, 192, 254):
 # up to a multiple of the work-group size, as in Lesson 1.)
 
 # %%
-steps = [s for s in faithful.steps if s.phase == "eliminate"]
+steps = eliminations(faithful)
 useful = sum(s.info["active_items"] for s in steps) / sum(s.info["ndrange_items"] for s in steps)
 print(f"useful share, measured on the trace: {useful:.4f}   formula (n+1)/(3n): "
       f"{(n + 1) / (3 * n):.4f}")
@@ -132,8 +137,8 @@ print(f"copied {copied / 1e6:.0f} MB in total, {2 * copied / (copy_ms * 1e-3) / 
 # %%
 inplace, wall_inplace = recorded_lu(test_matrix(n), "inplace")
 for k in (0, 128, 254):
-    print(f"step {k:3d}:", ", ".join(f"{kr.name} global={kr.global_size}"
-                                    for kr in inplace.steps[k].kernels))
+    print(f"pivot {k:3d}:", ", ".join(f"{kr.name} global={kr.global_size}"
+                                     for kr in eliminations(inplace)[k].kernels))
 print(f"\nn = {n}   device time: faithful {faithful.device_ns / 1e6:.2f} ms, "
       f"inplace {inplace.device_ns / 1e6:.2f} ms")
 
@@ -151,25 +156,29 @@ if plt is not None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for run, label in ((faithful, "faithful (full NDRange + copy)"),
                        (inplace, "inplace (shrinking NDRange)")):
-        ax.plot([s.index for s in run.steps if s.phase == "eliminate"],
-                [s.device_ns / 1e3 for s in run.steps if s.phase == "eliminate"],
+        ax.plot([s.pivot[1] for s in eliminations(run)],
+                [s.device_ns / 1e3 for s in eliminations(run)],
                 ".", markersize=3, label=label)
-    ax.set_xlabel("step (pivot column)")
+    ax.set_xlabel("pivot column")
     ax.set_ylabel("device time per step (µs)")
     ax.set_title(f"per-pivot LU, n = {n}, {faithful.device}")
     ax.legend()
     save(fig, "lesson03_time_per_step.png")
 
 # %% [markdown]
-# The viewer shows the same recording with its kernel timeline:
+# The viewer draws the kernel timeline of a recording (queued, start and end
+# of every command) and can overlay a second run. Here are both variants at
+# $n = 64$:
 
 # %%
-rec_path = output_dir() / "lesson03_faithful_vs_inplace.oclrec"
-with oclla.record() as rec:
-    oclla.lu_factor(test_matrix(64), method="pivot", variant="faithful")
-    oclla.lu_factor(test_matrix(64), method="pivot", variant="inplace")
-rec.save(rec_path)
-viewer_export(rec_path, output_dir() / "lesson03_timeline.png", step=20)
+paths = {}
+for variant in ("faithful", "inplace"):
+    with oclla.record() as rec:
+        oclla.lu_factor(test_matrix(64), method="pivot", variant=variant)
+    paths[variant] = output_dir() / f"lesson03_{variant}_64.oclrec"
+    rec.save(paths[variant])
+viewer_export(paths["faithful"], output_dir() / "lesson03_timeline.png", view="timeline",
+              compare=paths["inplace"])
 
 # %% [markdown]
 # ## 4. Launch overhead against device time
@@ -212,7 +221,7 @@ for size in (32, 64, 128, 256, 512, 1024):
 # Read the table column by column:
 #
 # * the number of kernels grows like $2n$ for both variants: one host-loop
-#   iteration per pivot;
+#   iteration, two commands, per pivot;
 # * busy time grows like $n^3$ (each step touches up to $n^2$ entries);
 # * so for small $n$ the device is mostly **idle**, waiting for launches;
 #   only for large $n$ does the work hide the launch cost;
@@ -242,8 +251,8 @@ print(f"faithful, n = 512: median queued->start {np.median(waits):.0f} µs, "
 # ## Exercises
 #
 # **Exercise 1.** Write `active_fraction(n, k)`: the fraction of the
-# faithful variant's $n^2$ work-items that do useful work in step $k$
-# ($0 \le k \le n-2$).
+# faithful variant's $n^2$ work-items that do useful work when it eliminates
+# pivot column $k$ ($0 \le k \le n-2$).
 
 # %%
 answer_1 = None

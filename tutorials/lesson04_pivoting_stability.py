@@ -90,8 +90,8 @@ for pivoting in ("none", "partial"):
 # accept $\eta < 30$ (`oclla.accuracy.THRESHOLD`).
 
 # %%
-print(f"ε(float64) = {accuracy.eps(np.float64):.3e},  ε(float32) = {accuracy.eps(np.float32):.3e},"
-      f"  threshold = {accuracy.THRESHOLD}")
+print(f"ε(float64) = {accuracy.eps(np.float64):.3e},  "
+      f"ε(float32) = {accuracy.eps(np.float32):.3e},  threshold = {accuracy.THRESHOLD}")
 for pivoting in ("none", "partial"):
     lu, piv = oclla.lu_factor(A, method="pivot", pivoting=pivoting)
     err = accuracy.lu_backward_error(A, lu, piv)
@@ -106,7 +106,8 @@ for pivoting in ("none", "partial"):
 # pivoting, small pivots turn up by chance:
 
 # %%
-print(f"{'n':>5} {'seed':>4} {'ρ (none)':>10} {'η (none)':>10} {'ρ (partial)':>12} {'η (partial)':>12}")
+print(f"{'n':>5} {'seed':>4} {'ρ (none)':>10} {'η (none)':>10} {'ρ (partial)':>12} "
+      f"{'η (partial)':>12}")
 for n in (64, 256):
     for seed in range(3):
         a = np.random.default_rng(seed).standard_normal((n, n))
@@ -122,17 +123,19 @@ for n in (64, 256):
 # tens to thousands of times larger and the error follows: sometimes still
 # under the threshold, sometimes not, and you cannot know in advance.
 #
-# The viewer shows the no-pivoting run on a $12\times 12$ random matrix: watch
-# the entries grow.
+# The viewer shows both runs on a $10\times 10$ random matrix side by side,
+# step by step: watch the entries grow without pivoting.
 
 # %%
-small = np.random.default_rng(5).standard_normal((12, 12))
-with oclla.record(snapshots=True) as rec:
-    oclla.lu_factor(small, method="pivot", pivoting="none")
-    oclla.lu_factor(small, method="pivot", pivoting="partial")
-rec_path = output_dir() / "lesson04_none_vs_partial.oclrec"
-rec.save(rec_path)
-viewer_export(rec_path, output_dir() / "lesson04_no_pivoting.png", step=8)
+small = np.random.default_rng(5).standard_normal((10, 10))
+paths = {}
+for pivoting in ("none", "partial"):
+    with oclla.record(snapshots=True) as rec:
+        oclla.lu_factor(small, method="pivot", pivoting=pivoting)
+    paths[pivoting] = output_dir() / f"lesson04_pivoting_{pivoting}.oclrec"
+    rec.save(paths[pivoting])
+viewer_export(paths["none"], output_dir() / "lesson04_none_vs_partial.png", after_step=6,
+              view="compare", compare=paths["partial"], args=("--size", "1600x820"))
 
 # %% [markdown]
 # ## 3. Partial pivoting has a worst case
@@ -154,8 +157,9 @@ for n in (10, 20, 40):
     lu, piv = oclla.lu_factor(W)
     rhs = W @ np.random.default_rng(0).standard_normal(n)
     x = oclla.lu_solve((lu, piv), rhs)
-    print(f"n = {n:2d}: ρ = {accuracy.growth_factor(W, lu):9.3g} (2^(n-1) = {2.0 ** (n - 1):9.3g})"
-          f"   solve backward error {accuracy.solve_backward_error(W, x, rhs):9.3g} nε")
+    print(f"n = {n:2d}: ρ = {accuracy.growth_factor(W, lu):9.3g} "
+          f"(2^(n-1) = {2.0 ** (n - 1):9.3g})   "
+          f"solve backward error {accuracy.solve_backward_error(W, x, rhs):9.3g} nε")
 
 # %% [markdown]
 # The factors themselves are exact here (all entries are powers of two), but
@@ -199,8 +203,9 @@ for kappa in (1e1, 1e3, 1e5, 1e7):
         a, rhs = a64.astype(dtype), b64.astype(dtype)
         x = oclla.lu_solve(oclla.lu_factor(a), rhs)
         fwd = np.linalg.norm(x - x_true, np.inf) / np.linalg.norm(x_true, np.inf)
-        print(f"{kappa:7.0e} {np.dtype(dtype).name:>8} {accuracy.solve_backward_error(a, x, rhs):8.2f} "
-              f"{fwd:14.2e} {kappa * accuracy.eps(dtype):9.1e}")
+        eta = accuracy.solve_backward_error(a, x, rhs)
+        print(f"{kappa:7.0e} {np.dtype(dtype).name:>8} {eta:8.2f} {fwd:14.2e} "
+              f"{kappa * accuracy.eps(dtype):9.1e}")
 
 # %% [markdown]
 # The backward error column is small and about the same in both precisions:

@@ -90,3 +90,27 @@ def checkers(module) -> dict:
     """``{exercise number: checker}`` of a lesson's checker module."""
     return {f.exercise: f for f in vars(module).values()
             if callable(f) and hasattr(f, "exercise")}
+
+
+def missing(requires) -> list[str]:
+    """The entries of ``requires`` ("module" or "module:attribute") that are not importable.
+
+    A lesson's checker module lists what the lesson needs beyond lessons 1-5
+    in ``REQUIRES``; lessons and tests use this to say clearly what is absent.
+    """
+    import importlib
+    import types
+
+    absent = []
+    for item in requires:
+        module, _, attribute = item.partition(":")
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            absent.append(item)
+            continue
+        if attribute:
+            obj = getattr(mod, attribute, None)       # a function or class, not a submodule
+            if obj is None or isinstance(obj, types.ModuleType) or not callable(obj):
+                absent.append(item)
+    return absent

@@ -39,14 +39,14 @@ def check_exercise_4(answer):
     """copy_share(run): copy U->A device time / all device time."""
     callable_(answer)
     rng = np.random.default_rng(3)
-    a = (rng.standard_normal((48, 48)) + 48 * np.eye(48)).astype(np.float32)
+    a = (rng.standard_normal((64, 64)) + 64 * np.eye(64)).astype(np.float32)
     with oclla.record() as rec:
         oclla.lu_factor(a, method="pivot", variant="faithful")
     run = rec.runs[-1]
     copies = sum(k.duration_ns for k in run.kernels if k.name == "copy U->A")
     total = sum(k.duration_ns for k in run.kernels)
-    if copies == 0 or copies == total:
-        raise Wrong("the device reported no usable times for this run; run the checker again.")
+    if total == 0:
+        raise Wrong("the device reported no kernel times for this run; run the checker again.")
     close(answer(run), copies / total, rtol=1e-6, what="copy_share(run)",
           hint="Sum duration_ns of the kernels named 'copy U->A', divide by the sum over "
                "all kernels.")

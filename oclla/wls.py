@@ -1,0 +1,220 @@
+"""Weighted least squares by the normal equations with mixed-precision refinement.
+
+``wls_solve(a, d2, b)`` minimises ‖D·(b − Aᵀ·x)‖₂ for A of m x n (m <= n),
+D² = diag(d2), by solving the normal equations  C·x = g,  C = A·D²·Aᵀ,
+g = A·D²·b  -- Jung & O'Leary's Algorithm 1:
+
+1. on the device, in float32: assemble C (one triangle, :mod:`oclla.ad2at`),
+   factor C = L·Lᵀ (:mod:`oclla.cholesky`, or :mod:`oclla.rfp` with
+   ``packed=True``) and solve L·Lᵀ·x0 = single(g) by two triangular solves;
+2. iterative refinement: r = g − A·D²·Aᵀ·x with A, D, b in float64 on the
+   host (the paper puts this on the CPU), solve L·Lᵀ·dx = single(r) on the
+   device, x += double(dx); stop when ‖r‖₂/‖x‖₂ <= tol or after ``max_iter``
+   steps.
+
+If the float32 Cholesky breaks down (C is too ill-conditioned for single
+precision), assembly and factorization are redone in float64 on the device
+when it has fp64 -- the result says so in ``fallback`` -- and otherwise a
+:class:`numpy.linalg.LinAlgError` explains why.  A refinement that does not
+reach ``tol`` ends with a :class:`scipy.linalg.LinAlgWarning`.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyopencl.array as cl_array
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+from . import trace
+from ._device import device_info, resolve_queue
+from ._validate import is_device_array
+from .ad2at import assemble_device, check_shape, validate_weights
+from .blas import view_of
+from .cholesky import check_method, factor_device, solve_factored
+from .rfp import factor_packed, layout, solve_packed
+
+__all__ = ["WLSResult", "wls_solve"]
+
+
+@dataclass
+class WLSResult:
+    """What :func:`wls_solve` found and what it cost.
+
+    Attributes
+    ----------
+    x : (m,) float64 solution after refinement
+    x0 : (m,) float64 copy of the first solution from the device factor
+    iterations : refinement steps taken
+    residuals : ‖r^k‖₂ / ‖x^(k+1)‖₂ after each step (the stopping quantity)
+    residual_norms : ‖r^k‖₂ after each step
+    converged : whether the last ratio is <= tol
+    dtype : dtype of the device factorization (float32, or float64 after fallback)
+    fallback : why float64 was used, or None
+    timings : seconds: "assembly" (transfer of A, d2 and the kernels),
+        "factorization", "solve" (x0, including the transfer of g),
+        "refinement", "total"
+    """
+
+    x: np.ndarray
+    x0: np.ndarray
+    iterations: int
+    residuals: list = field(default_factory=list)
+    residual_norms: list = field(default_factory=list)
+    converged: bool = False
+    dtype: np.dtype = np.dtype(np.float32)
+    fallback: str | None = None
+    timings: dict = field(default_factory=dict)
+
+
+def _host64(x, name: str) -> np.ndarray:
+    arr = x.get() if is_device_array(x) else np.asarray(x)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"{name} has dtype {arr.dtype}; wls_solve needs real numbers")
+    return np.asarray(arr, dtype=np.float64)
+
+
+class _DeviceFactor:
+    """The device Cholesky factor of C in one dtype, and solves with it."""
+
+    def __init__(self, queue, a64, d64, dtype, *, packed, method, timings):
+        self.queue, self.dtype, self.packed = queue, np.dtype(dtype), packed
+        m = a64.shape[0]
+        self.m = m
+        t = time.perf_counter()
+        da = cl_array.to_device(queue, a64.astype(self.dtype))
+        dd = cl_array.to_device(queue, d64.astype(self.dtype))
+        self.c = assemble_device(queue, da, dd, packed=packed, lower=True, method=method)
+        queue.finish()
+        del da, dd
+        timings["assembly"] = timings.get("assembly", 0.0) + time.perf_counter() - t
+        t = time.perf_counter()
+        try:
+            if packed:
+                factor_packed(queue, self.c, m, lower=True, method=method)
+            else:
+                factor_device(queue, self.c, lower=True, method=method)
+            queue.finish()
+        finally:
+            timings["factorization"] = (timings.get("factorization", 0.0)
+                                        + time.perf_counter() - t)
+
+    def solve(self, g64: np.ndarray) -> np.ndarray:
+        """(L·Lᵀ)⁻¹·g in the factor's dtype, returned as float64."""
+        queue, m = self.queue, self.m
+        rhs = cl_array.to_device(queue, g64.astype(self.dtype).reshape(m, 1))
+        with trace.run("rfp_cho_solve" if self.packed else "cho_solve", "lower", queue,
+                       (m, 1), self.dtype):
+            with trace.step("solve", (0, m, 0, m), flops=2.0 * m * m):
+                if self.packed:
+                    solve_packed(queue, self.c.base_data,
+                                 self.c.offset // self.dtype.itemsize, layout(m, True),
+                                 view_of(rhs), 1, dtype=self.dtype)
+                else:
+                    solve_factored(queue, view_of(self.c), m, view_of(rhs), 1, lower=True,
+                                   dtype=self.dtype)
+        return rhs.get().reshape(m).astype(np.float64)
+
+
+def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int = 100,
+              packed: bool = False, method: str = "blocked", check_finite: bool = True,
+              queue=None) -> WLSResult:
+    """Solve min_x ‖D·(b − Aᵀ·x)‖₂, D² = diag(d2), by Algorithm 1 of Jung & O'Leary.
+
+    Parameters
+    ----------
+    a : (m, n) array_like, m <= n (rows: unknowns, columns: observations)
+    d2 : (n,) non-negative weights, the diagonal of D²
+    b : (n,) observations
+    refine : run the float64 iterative refinement (else return x0)
+    tol : stop when ‖r‖₂/‖x‖₂ <= tol
+    max_iter : at most this many refinement steps
+    packed : assemble and factor in RFP storage (half the device memory)
+    method : "blocked" (default) or "pivot" for assembly and factorization
+
+    Returns
+    -------
+    :class:`WLSResult`
+
+    Raises
+    ------
+    ValueError : shapes, m > n, negative/NaN weights, NaN/Inf data, bad tol/max_iter
+    numpy.linalg.LinAlgError : C not positive definite even in float64, or
+        float32 breakdown on a device without fp64
+    """
+    check_method(method)
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0, got {tol}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) \
+            or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    queue = resolve_queue(queue)
+    a64 = _host64(a, "a")
+    if a64.ndim != 2:
+        raise ValueError(f"a must be 2-D, got shape {a64.shape}")
+    m, n = a64.shape
+    check_shape(m, n)
+    d64 = validate_weights(_host64(d2, "d2"), n, np.float64, queue,
+                           check_finite=check_finite)
+    b64 = _host64(b, "b")
+    if b64.shape != (n,):
+        raise ValueError(f"b must have shape ({n},), one entry per column of a, "
+                         f"got {b64.shape}")
+    if check_finite and not (np.isfinite(a64).all() and np.isfinite(b64).all()):
+        raise ValueError("array must not contain infs or NaNs")
+    if m == 0:
+        empty = np.empty(0)
+        return WLSResult(empty, empty.copy(), 0, converged=True,
+                         timings=dict(assembly=0.0, factorization=0.0, solve=0.0,
+                                      refinement=0.0, total=0.0))
+
+    timings: dict = {}
+    fallback = None
+    try:
+        factor = _DeviceFactor(queue, a64, d64, np.float32, packed=packed, method=method,
+                               timings=timings)
+    except LinAlgError as exc:
+        if not device_info(queue).fp64:
+            raise LinAlgError(
+                f"the float32 Cholesky factorization of A·D²·Aᵀ broke down ({exc}): the "
+                f"matrix is too ill-conditioned for single precision, and "
+                f"{device_info(queue).name} has no fp64 to redo it in double") from exc
+        fallback = (f"float32 Cholesky broke down ({exc}); assembled and factored "
+                    f"again in float64")
+        factor = _DeviceFactor(queue, a64, d64, np.float64, packed=packed, method=method,
+                               timings=timings)
+
+    t = time.perf_counter()
+    g = a64 @ (d64 * b64)
+    x = factor.solve(g)
+    timings["solve"] = time.perf_counter() - t
+    x0 = x.copy()
+
+    t = time.perf_counter()
+    ratios, norms = [], []
+    converged = False
+    if refine:
+        for _ in range(max_iter):
+            r = g - a64 @ (d64 * (a64.T @ x))
+            x = x + factor.solve(r)
+            rnorm = float(np.linalg.norm(r))
+            xnorm = float(np.linalg.norm(x))
+            ratio = rnorm / xnorm if xnorm > 0 else (0.0 if rnorm == 0 else np.inf)
+            norms.append(rnorm)
+            ratios.append(ratio)
+            if ratio <= tol:
+                converged = True
+                break
+        if not converged:
+            warnings.warn(f"iterative refinement did not reach ‖r‖/‖x‖ <= {tol} in "
+                          f"{max_iter} steps (last {ratios[-1]:.3e})", LinAlgWarning,
+                          stacklevel=2)
+    timings["refinement"] = time.perf_counter() - t
+    timings["total"] = sum(timings[k] for k in ("assembly", "factorization", "solve",
+                                                "refinement"))
+    return WLSResult(x, x0, len(ratios), ratios, norms, converged, factor.dtype, fallback,
+                     timings)

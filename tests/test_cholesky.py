@@ -1,0 +1,305 @@
+"""oclla.cholesky / cho_factor / cho_solve against scipy, both methods, both triangles."""
+
+import dataclasses
+import re
+
+import numpy as np
+import pyopencl.array as cl_array
+import pytest
+import scipy.linalg as sla
+from hypothesis import given, settings, strategies as st
+from numpy.linalg import LinAlgError
+
+import oclla
+from oclla import accuracy
+from oclla._device import DeviceError
+
+DTYPES = (np.float32, np.float64)
+# straddle the potrf block (64 here), the TRSM block (32) and the gemm tiles (16..64)
+SIZES = (1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129)
+PIVOT_SIZES = (1, 2, 3, 16, 17, 33)
+
+
+@pytest.fixture(scope="module")
+def queue():
+    return oclla.get_queue()
+
+
+def spd(n, dtype, seed=0):
+    """Symmetric positive definite with condition number below ~10."""
+    rng = np.random.default_rng(seed + 7 * n)
+    x = rng.standard_normal((n, n))
+    return (x @ x.T / max(n, 1) + np.eye(n)).astype(dtype)
+
+
+def forward_units(c, ref):
+    """max |c − ref| / (n max|ref| ε): the factor's distance from scipy's in units of nε."""
+    n = ref.shape[0]
+    return float(np.abs(c.astype(np.float64) - ref).max()
+                 / (n * np.abs(ref).max() * accuracy.eps(c.dtype)))
+
+
+def test_forward_units_detects_a_wrong_factor():
+    a = spd(20, np.float32)
+    ref = sla.cholesky(a.astype(np.float64))
+    assert forward_units(ref.astype(np.float32), ref) < 1
+    wrong = ref.astype(np.float32)
+    wrong[3, 5] += 1e-3
+    assert forward_units(wrong, ref) > accuracy.THRESHOLD
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("lower", (True, False))
+def test_blocked_matches_scipy(queue, dtype, n, lower):
+    a = spd(n, dtype)
+    c = oclla.cholesky(a, lower=lower, queue=queue)
+    assert c.dtype == dtype and c.shape == (n, n)
+    assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower))
+    assert accuracy.passes(forward_units(c, sla.cholesky(a.astype(np.float64), lower=lower)))
+    other = np.triu(c, 1) if lower else np.tril(c, -1)
+    assert not other.any()
+    assert (np.diag(c) > 0).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (17, 40, 65))
+def test_blocked_small_blocks(queue, dtype, n):
+    a = spd(n, dtype, seed=3)
+    for lower in (True, False):
+        c = oclla.cholesky(a, lower=lower, block=8, queue=queue)
+        assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", PIVOT_SIZES)
+@pytest.mark.parametrize("lower", (True, False))
+def test_pivot_matches_scipy(queue, dtype, n, lower):
+    a = spd(n, dtype, seed=1)
+    c = oclla.cholesky(a, lower=lower, method="pivot", queue=queue)
+    assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower))
+    assert accuracy.passes(forward_units(c, sla.cholesky(a.astype(np.float64), lower=lower)))
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 48), lower=st.booleans(), double=st.booleans(),
+       method=st.sampled_from(["blocked", "pivot"]), seed=st.integers(0, 1000))
+def test_property_backward_error(n, lower, double, method, seed):
+    dtype = np.float64 if double else np.float32
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    a = ((q * np.logspace(0, 3, n)) @ q.T).astype(dtype)       # condition number 1e3
+    a = (a + a.T) / 2
+    c = oclla.cholesky(a, lower=lower, method=method, block=16)
+    assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower))
+
+
+# ---- one triangle only ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ("blocked", "pivot"))
+@pytest.mark.parametrize("lower", (True, False))
+def test_other_triangle_is_ignored(queue, method, lower):
+    n = 37
+    a = spd(n, np.float64)
+    garbage = a.copy()
+    junk = np.random.default_rng(5).uniform(-1e6, 1e6, (n, n))
+    mask = np.triu(np.ones((n, n), bool), 1) if lower else np.tril(np.ones((n, n), bool), -1)
+    garbage[mask] = junk[mask]
+    clean = oclla.cholesky(a, lower=lower, method=method, block=16, queue=queue)
+    assert np.array_equal(oclla.cholesky(garbage, lower=lower, method=method, block=16,
+                                         queue=queue), clean)
+    garbage[mask] = np.nan
+    assert np.array_equal(oclla.cholesky(garbage, lower=lower, method=method, block=16,
+                                         check_finite=False, queue=queue), clean)
+
+
+@pytest.mark.parametrize("lower", (True, False))
+def test_cho_factor_keeps_the_input_triangle(queue, lower):
+    a = spd(50, np.float32)
+    a[np.triu_indices(50, 1) if lower else np.tril_indices(50, -1)] = 7.0
+    c, low = oclla.cho_factor(a, lower=lower, queue=queue)
+    assert low is lower
+    mask = np.triu(np.ones_like(a, bool), 1) if lower else np.tril(np.ones_like(a, bool), -1)
+    assert np.array_equal(c[mask], a[mask])
+    ref = oclla.cholesky(a, lower=lower, queue=queue)
+    assert np.array_equal(np.where(mask, 0, c), ref)
+
+
+# ---- cho_solve -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (1, 16, 33, 65))
+@pytest.mark.parametrize("lower", (True, False))
+def test_cho_solve(queue, dtype, n, lower):
+    a = spd(n, dtype, seed=2)
+    rng = np.random.default_rng(n)
+    factor = oclla.cho_factor(a, lower=lower, queue=queue)
+    for b in (rng.standard_normal(n).astype(dtype), rng.standard_normal((n, 3)).astype(dtype)):
+        x = oclla.cho_solve(factor, b, queue=queue)
+        assert x.shape == b.shape and x.dtype == dtype
+        assert accuracy.passes(accuracy.solve_backward_error(a, x, b))
+        ref = sla.cho_solve(sla.cho_factor(a.astype(np.float64), lower=lower), b)
+        assert accuracy.passes(accuracy.solve_backward_error(a, ref, b))
+
+
+def test_cho_solve_accepts_scipy_factor(queue):
+    a = spd(30, np.float64)
+    b = np.arange(30.0)
+    x = oclla.cho_solve(sla.cho_factor(a), b, queue=queue)
+    assert accuracy.passes(accuracy.solve_backward_error(a, x, b))
+
+
+# ---- errors --------------------------------------------------------------------------------
+
+def leading_minor(message):
+    return int(re.search(r"order (\d+)", message).group(1))
+
+
+@pytest.mark.parametrize("method", ("blocked", "pivot"))
+@pytest.mark.parametrize("lower", (True, False))
+@pytest.mark.parametrize("k", (0, 5, 16, 37, 49))
+def test_not_positive_definite_names_the_order(queue, method, lower, k):
+    a = spd(50, np.float64)
+    a[k, k] = -100.0
+    with pytest.raises(LinAlgError, match=f"leading minor of order {k + 1} is not positive "
+                                          f"definite"):
+        oclla.cholesky(a, lower=lower, method=method, block=16, queue=queue)
+    with pytest.raises(LinAlgError, match=f"{k + 1}-th leading minor"):
+        sla.cholesky(a, lower=lower)
+
+
+def test_indefinite_order_matches_lapack(queue):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((60, 60))
+    a = x + x.T                         # symmetric, indefinite
+    with pytest.raises(LinAlgError) as ours:
+        oclla.cholesky(a, block=16, queue=queue)
+    with pytest.raises(LinAlgError) as ref:
+        sla.cholesky(a)
+    assert leading_minor(str(ours.value)) == int(str(ref.value).split("-")[0])
+
+
+def test_nan_on_the_diagonal_is_not_positive_definite(queue):
+    a = spd(10, np.float32)
+    a[4, 4] = np.nan
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        oclla.cholesky(a, queue=queue)
+    for method in ("blocked", "pivot"):
+        with pytest.raises(LinAlgError, match="order 5"):
+            oclla.cholesky(a, method=method, check_finite=False, queue=queue)
+
+
+@pytest.mark.parametrize("bad, exc, match", [
+    (np.ones((3, 4)), ValueError, "square"),
+    (np.ones(4), ValueError, "2-D"),
+    (np.eye(3, dtype=np.int64), TypeError, "float32 or float64"),
+    (np.eye(3, dtype=np.complex128), TypeError, "complex|a.real"),
+    (np.array([[1.0, np.inf], [np.inf, 1.0]]), ValueError, "infs or NaNs"),
+])
+def test_bad_input(queue, bad, exc, match):
+    with pytest.raises(exc, match=match):
+        oclla.cholesky(bad, queue=queue)
+    with pytest.raises(exc, match=match):
+        oclla.cho_factor(bad, queue=queue)
+
+
+def test_bad_method_and_solve_arguments(queue):
+    a = spd(4, np.float64)
+    with pytest.raises(ValueError, match="method"):
+        oclla.cholesky(a, method="lu", queue=queue)
+    c = oclla.cho_factor(a, queue=queue)
+    with pytest.raises(TypeError, match="c_and_lower"):
+        oclla.cho_solve(c[0], np.ones(4), queue=queue)
+    with pytest.raises(ValueError, match="rows"):
+        oclla.cho_solve(c, np.ones(5), queue=queue)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        oclla.cho_solve(c, np.array([1.0, np.nan, 0, 0]), queue=queue)
+
+
+def test_float64_without_fp64(queue, monkeypatch):
+    import oclla._validate as validate
+    info = dataclasses.replace(oclla.device_info(queue), fp64=False)
+    monkeypatch.setattr(validate, "device_info", lambda q: info)
+    with pytest.raises(DeviceError, match="fp64"):
+        oclla.cholesky(spd(4, np.float64), queue=queue)
+
+
+def test_empty(queue):
+    assert oclla.cholesky(np.empty((0, 0)), queue=queue).shape == (0, 0)
+
+
+# ---- inputs, overwrite, device arrays ------------------------------------------------------
+
+def test_inputs_are_not_modified(queue):
+    a = spd(40, np.float32)
+    keep = a.copy()
+    b = np.ones(40, np.float32)
+    c = oclla.cho_factor(a, queue=queue)
+    oclla.cho_solve(c, b, queue=queue)
+    oclla.cholesky(a, method="pivot", queue=queue)
+    assert np.array_equal(a, keep) and np.array_equal(b, np.ones(40, np.float32))
+    bad = a.copy()
+    bad[3, 3] = -1
+    keep_bad = bad.copy()
+    with pytest.raises(LinAlgError):
+        oclla.cholesky(bad, queue=queue)
+    assert np.array_equal(bad, keep_bad)
+
+
+def test_overwrite_a(queue):
+    a = spd(20, np.float64)
+    ref = oclla.cholesky(a, queue=queue)
+    out = oclla.cholesky(a, overwrite_a=True, queue=queue)
+    assert out is a and np.array_equal(a, ref)
+
+
+def test_device_arrays(queue):
+    a = spd(70, np.float32)
+    da = cl_array.to_device(queue, a)
+    dc = oclla.cholesky(da, lower=True, queue=queue)
+    assert isinstance(dc, cl_array.Array)
+    assert np.array_equal(da.get(), a)
+    assert accuracy.passes(accuracy.cholesky_backward_error(a, dc.get(), True))
+    db = cl_array.to_device(queue, np.ones((70, 2), np.float32))
+    dx = oclla.cho_solve((dc, True), db, queue=queue)
+    assert isinstance(dx, cl_array.Array)
+    assert accuracy.passes(accuracy.solve_backward_error(a, dx.get(), np.ones((70, 2))))
+    same = oclla.cholesky(da, lower=True, overwrite_a=True, queue=queue)
+    assert same is da and np.array_equal(da.get(), dc.get())
+
+
+# ---- trace ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lower", (True, False))
+def test_pivot_trace_steps(queue, lower):
+    n = 12
+    wg = oclla._params.params(queue, "wg1d", np.float32)["WG"]
+    with oclla.record(snapshots=True) as rec:
+        c = oclla.cholesky(spd(n, np.float32), lower=lower, method="pivot", queue=queue)
+    run = rec.runs[0]
+    assert (run.algorithm, run.variant) == ("cholesky", "pivot")
+    phases = [s.phase for s in run.steps if s.phase != "zero"]
+    assert phases.count("sqrt") == n
+    assert phases.count("normalize") == n - 1
+    outer = [s for s in run.steps if s.phase == "outer_product"]
+    assert len(outer) == n - 1
+    for k, s in enumerate(outer):
+        t = n - k - 1
+        assert s.region == (k + 1, n, k + 1, n)          # shrinking trailing triangle
+        assert s.info["triangle_entries"] == t * (t + 1) // 2
+        (kernel,) = s.kernels
+        assert kernel.name == "outer_product"
+        assert t * (t + 1) // 2 <= kernel.global_size[0] < t * (t + 1) // 2 + wg
+    norm = [s for s in run.steps if s.phase == "normalize"]
+    assert norm[0].region == ((1, n, 0, 1) if lower else (0, 1, 1, n))
+    assert np.array_equal(run.result, c)
+    assert len(run.snapshots) == len(run.steps)
+
+
+def test_blocked_trace_phases(queue):
+    with oclla.record() as rec:
+        oclla.cholesky(spd(40, np.float32), lower=True, block=16, queue=queue)
+    steps = rec.runs[0].steps
+    assert [s.phase for s in steps] == ["panel", "trsm", "syrk"] * 2 + ["panel", "zero"]
+    assert steps[2].region == (16, 40, 16, 40)
+    assert all(k.end >= k.start > 0 for k in rec.kernels)

@@ -1,0 +1,177 @@
+"""oclla.wls_solve (Jung & O'Leary's Algorithm 1) and the Tables 1/2 benchmark driver."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+import oclla
+from oclla import bench_wls
+from oclla.bench_wls import problem
+
+
+@pytest.fixture(scope="module")
+def queue():
+    return oclla.get_queue()
+
+
+def normal_equations(a, d2, b):
+    c = (a * d2) @ a.T
+    return c, a @ (d2 * b)
+
+
+def check_contract(res, a, d2, b, tol):
+    """The stopping rule holds for the returned x, and x is as accurate as it implies."""
+    c, g = normal_equations(a, d2, b)
+    assert res.converged and res.residuals[-1] <= tol
+    # the final update only shrinks the residual that met the rule
+    assert np.linalg.norm(g - c @ res.x) <= tol * np.linalg.norm(res.x)
+    exact = np.linalg.solve(c, g)
+    rel = np.linalg.norm(res.x - exact) / np.linalg.norm(exact)
+    assert rel <= 2 * tol * np.linalg.norm(np.linalg.inv(c), 2)
+
+
+@pytest.mark.parametrize("packed", (False, True))
+@pytest.mark.parametrize("table", (1, 2))
+def test_paper_problems_converge(queue, packed, table):
+    a, d2, b = problem(64, table)
+    res = oclla.wls_solve(a, d2, b, packed=packed, queue=queue)
+    assert isinstance(res, oclla.WLSResult)
+    assert res.dtype == np.float32 and res.fallback is None
+    assert res.x.dtype == np.float64 and res.x.shape == (64,)
+    check_contract(res, a, d2, b, 1e-8)
+    c, g = normal_equations(a, d2, b)
+    exact = np.linalg.solve(c, g)
+    err0 = np.linalg.norm(res.x0 - exact) / np.linalg.norm(exact)
+    err = np.linalg.norm(res.x - exact) / np.linalg.norm(exact)
+    assert err < err0 * 1e-3                      # refinement gained three digits at least
+    assert len(res.residuals) == len(res.residual_norms) == res.iterations >= 1
+
+
+def test_ill_conditioned_needs_more_steps(queue):
+    runs = [oclla.wls_solve(*problem(64, table), queue=queue) for table in (1, 2)]
+    assert runs[1].iterations > runs[0].iterations
+
+
+def test_pivot_method(queue):
+    a, d2, b = problem(20, 1)
+    res = oclla.wls_solve(a, d2, b, method="pivot", queue=queue)
+    check_contract(res, a, d2, b, 1e-8)
+
+
+def test_timings(queue):
+    res = oclla.wls_solve(*problem(40, 1), queue=queue)
+    t = res.timings
+    assert set(t) == {"assembly", "factorization", "solve", "refinement", "total"}
+    assert all(v >= 0 for v in t.values())
+    assert t["total"] == pytest.approx(t["assembly"] + t["factorization"] + t["solve"]
+                                       + t["refinement"])
+
+
+def test_no_refinement(queue):
+    a, d2, b = problem(30, 1)
+    res = oclla.wls_solve(a, d2, b, refine=False, queue=queue)
+    assert res.iterations == 0 and res.residuals == [] and not res.converged
+    assert np.array_equal(res.x, res.x0)
+
+
+def test_iteration_limit_warns(queue):
+    a, d2, b = problem(30, 2)
+    with pytest.warns(LinAlgWarning, match="did not reach"):
+        res = oclla.wls_solve(a, d2, b, tol=0.0, max_iter=3, queue=queue)
+    assert res.iterations == 3 and not res.converged
+
+
+def test_float32_breakdown_falls_back_to_float64(queue):
+    # d2[1] = 1e-50 underflows to 0 in float32: C = diag(1, 0) there, diag(1, 1e-50) in float64
+    res = oclla.wls_solve(np.eye(2), np.array([1.0, 1e-50]), np.ones(2), queue=queue)
+    assert res.dtype == np.float64
+    assert "order 2" in res.fallback and "float64" in res.fallback
+    assert np.allclose(res.x, [1.0, 1.0], rtol=1e-12, atol=0)
+
+
+def test_float32_breakdown_without_fp64(queue, monkeypatch):
+    import oclla.wls as wls
+    info = dataclasses.replace(oclla.device_info(queue), fp64=False)
+    monkeypatch.setattr(wls, "device_info", lambda q: info)
+    with pytest.raises(LinAlgError, match="too ill-conditioned for single precision.*no fp64"):
+        oclla.wls_solve(np.eye(2), np.array([1.0, 1e-50]), np.ones(2), queue=queue)
+
+
+def test_singular_even_in_float64(queue):
+    a = np.ones((2, 3))                        # rank 1
+    with pytest.raises(LinAlgError, match="leading minor of order 2"):
+        oclla.wls_solve(a, np.ones(3), np.ones(3), queue=queue)
+
+
+@pytest.mark.parametrize("args, kwargs, exc, match", [
+    ((np.ones((4, 3)), np.ones(3), np.ones(3)), {}, ValueError, "m > n"),
+    ((np.ones((2, 3)), -np.ones(3), np.ones(3)), {}, ValueError, ">= 0"),
+    ((np.ones((2, 3)), np.array([1, np.nan, 1]), np.ones(3)), {}, ValueError, ">= 0"),
+    ((np.ones((2, 3)), np.ones(4), np.ones(3)), {}, ValueError, r"shape \(3,\)"),
+    ((np.ones((2, 3)), np.ones(3), np.ones(2)), {}, ValueError, r"b must have shape \(3,\)"),
+    ((np.ones(3), np.ones(3), np.ones(3)), {}, ValueError, "2-D"),
+    ((np.array([[1, np.inf, 1], [0, 1, 1.0]]), np.ones(3), np.ones(3)), {}, ValueError,
+     "infs or NaNs"),
+    ((np.eye(2, 3), np.ones(3), np.ones(3)), dict(tol=-1.0), ValueError, "tol"),
+    ((np.eye(2, 3), np.ones(3), np.ones(3)), dict(max_iter=0), ValueError, "max_iter"),
+    ((np.eye(2, 3), np.ones(3), np.ones(3)), dict(method="qr"), ValueError, "method"),
+    ((np.eye(2, 3, dtype=complex), np.ones(3), np.ones(3)), {}, TypeError, "real numbers"),
+])
+def test_bad_input(queue, args, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        oclla.wls_solve(*args, queue=queue, **kwargs)
+
+
+def test_inputs_not_modified(queue):
+    a, d2, b = problem(16, 1)
+    keep = a.copy(), d2.copy(), b.copy()
+    oclla.wls_solve(a, d2, b, queue=queue)
+    assert all(np.array_equal(x, y) for x, y in zip((a, d2, b), keep))
+
+
+# ---- the benchmark driver ------------------------------------------------------------------
+
+def test_problem_generators():
+    a, d2, b = problem(8, 2)
+    assert a.shape == (8, 16) and b.shape == (16,)
+    assert d2[0] == pytest.approx(1e-4) and d2[-1] == pytest.approx(1e4)
+    assert np.all((a >= 0) & (a <= 1))
+    a1, d21, _ = problem(8, 1)
+    assert np.all((d21 >= 0) & (d21 <= 1))
+
+
+def test_run_row_and_table(queue):
+    row = bench_wls.run_row(32, 2, queue=queue)
+    for key in bench_wls.COLUMNS:
+        assert np.isfinite(row[key])
+    assert row["err_refined"] < row["err_x0"]
+    row512 = dict(row, m=512)
+    text = bench_wls.format_table(2, [row512], "test device")
+    assert "Table 2" in text and "ours" in text
+    assert "2.92e-02" in text and "1.16e-10" in text          # the paper's row for m = 512
+
+
+def test_main_prints_both_tables(capsys, tmp_path):
+    out = tmp_path / "rows.json"
+    assert bench_wls.main(["--sizes", "24", "--no-cupy", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Table 1" in text and "Table 2" in text
+    assert out.read_text().count('"m": 24') == 2
+
+
+def test_main_rejects_bad_sizes():
+    with pytest.raises(SystemExit):
+        bench_wls.main(["--sizes", "abc"])
+    with pytest.raises(SystemExit):
+        bench_wls.main(["--sizes", "16", "--tables", "3"])
+
+
+def test_trace_names_every_device_phase(queue):
+    with oclla.record() as rec:
+        res = oclla.wls_solve(*problem(20, 1), packed=True, queue=queue)
+    names = [r.algorithm for r in rec.runs]
+    assert names[:2] == ["ad2at", "rfp_cholesky"]
+    assert names[2:] == ["rfp_cho_solve"] * (1 + res.iterations)      # x0, then each step

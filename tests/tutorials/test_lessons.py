@@ -1,0 +1,179 @@
+"""The tutorials: every lesson runs as a plain script, every exercise checker works.
+
+* Each ``tutorials/lessonNN_*.py`` runs in a subprocess (offscreen Qt, Agg
+  plots, output in a temporary folder) and must exit 0 with every exercise
+  reported as not answered yet.
+* Each ``check_exercise_N`` accepts the teacher's solution
+  (``tutorials/solutions/lessonNN.py``), rejects a typical wrong answer and
+  the placeholder ``None``.
+* A lesson whose API is not available yet (its ``REQUIRES``) is skipped with
+  the missing names as the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import jupytext
+import numpy as np
+import pytest
+import scipy.linalg
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIALS = ROOT / "tutorials"
+sys.path.insert(0, str(TUTORIALS))
+
+from _checks import checkers, missing  # noqa: E402
+
+LESSONS = sorted(TUTORIALS.glob("lesson[0-9][0-9]_*.py"))
+NUMBERS = [int(p.name[6:8]) for p in LESSONS]
+LESSON_TIMEOUT_S = 120          # each lesson is meant to run in well under a minute
+
+
+def _no_bounds_check_axpy():
+    return """
+__kernel void axpy(const float alpha, __global const float *x,
+                   __global float *y, const int n)
+{
+    const int i = get_global_id(0);
+    y[i] = alpha * x[i] + y[i];
+}
+"""
+
+
+# A typical mistake for every exercise: (lesson, exercise) -> wrong answer.
+WRONG = {
+    (1, 1): 96,                                        # counted work-items, not groups
+    (1, 2): 9,                                         # 3 x 3: forgot c == col
+    (1, 3): _no_bounds_check_axpy(),                   # writes past n
+    (1, 4): lambda ev: (ev.profile.end - ev.profile.queued) / 1e3,   # includes waiting
+    (2, 1): [[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -7, -6], [2, 1, -8, 4]],  # multipliers in U
+    (2, 2): -1272,
+    (2, 3): lambda L, U, b: b,                         # forgot to solve
+    (2, 4): [[1, 2, 3], [4, 5, 6], [7, 8, 10]],        # invertible but no zero pivot
+    (3, 1): lambda n, k: (n - k) ** 2 / n ** 2,        # off by one row
+    (3, 2): 0.5,
+    (3, 3): 1024 ** 3 * 4,                             # n copies instead of n - 1
+    (3, 4): lambda run: (sum(k.name == "copy U->A" for k in run.kernels)
+                         / len(run.kernels)),           # share of commands, not of time
+    (4, 1): 0,                                         # took the first row
+    (4, 2): 20,
+    (4, 3): [[1e-3, 1.0, 1.0], [1.0, 1.0, 1.0], [0.0, 1.0, 2.0]],   # pivot not small enough
+    (4, 4): 1e4 * 2.0 ** -52,                          # float64's epsilon
+    (5, 1): 2 * 512 / 3,                               # counted numbers, not bytes
+    (5, 2): 2 / 4,                                     # counted the read only
+    (5, 3): lambda i, p, b: max(p, i * b),
+    (5, 4): 0.5,
+    (6, 1): 36,                                        # the t x t box
+    (6, 2): (4, 7),                                    # rows and columns swapped
+    (6, 3): lambda a: np.tril(a),                      # forgot to factor
+    (6, 4): 4096 * 4096 * 4 // 2,                      # forgot the diagonal
+    (7, 1): 8,
+    (7, 2): 1e3,                                       # forgot the square
+    (7, 3): lambda C, g, tol: scipy.linalg.cho_solve(  # float32 alone, no refinement
+        scipy.linalg.cho_factor(C.astype(np.float32)), g.astype(np.float32)).astype(np.float64),
+    (7, 4): 1e6 * 2.0 ** -23,                          # float32's epsilon
+    (8, 1): 10,                                        # counted the input too
+    (8, 2): 511 * 512 ** 2 * 4,                        # float32 bytes
+    (8, 3): lambda run: min(run.steps, key=lambda s: s.device_ns).index,
+    (8, 4): lambda run: {p: f for p, (_, _, _, f) in run.phase_totals().items() if f},
+}
+
+
+def _env() -> dict:
+    """The environment for a subprocess: this checkout first on the import path."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path)
+
+
+def _solutions(number: int):
+    path = TUTORIALS / "solutions" / f"lesson{number:02d}.py"
+    spec = importlib.util.spec_from_file_location(f"solutions_lesson{number:02d}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {int(name.split("_")[1]): value for name, value in vars(module).items()
+            if re.fullmatch(r"answer_\d+", name)}
+
+
+def _checker_module(number: int):
+    module = importlib.import_module(f"_checks.lesson{number:02d}")
+    absent = missing(getattr(module, "REQUIRES", ()))
+    if absent:
+        pytest.skip(f"lesson {number} needs {', '.join(absent)}, not available yet")
+    return module
+
+
+def test_every_lesson_is_here():
+    assert NUMBERS == list(range(1, len(LESSONS) + 1)) and len(LESSONS) >= 5
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_is_a_percent_notebook_with_checked_exercises(path):
+    number = int(path.name[6:8])
+    module = importlib.import_module(f"_checks.lesson{number:02d}")
+    text = path.read_text(encoding="utf-8")
+    notebook = jupytext.reads(text, fmt="py:percent")
+    kinds = [cell.cell_type for cell in notebook.cells]
+    assert kinds[0] == "markdown" and kinds.count("markdown") >= 5 and "code" in kinds
+    assert notebook.cells[0].source.startswith(f"# Lesson {number} ")
+    numbers = sorted(checkers(module))
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 3
+    for k in numbers:
+        assert f"answer_{k} = None\ncheck_exercise_{k}(answer_{k})" in text
+    assert sorted(_solutions(number)) == numbers
+
+
+@pytest.mark.parametrize("number", NUMBERS)
+def test_checkers_accept_solutions_and_reject_wrong_answers(number, capsys):
+    module = _checker_module(number)
+    solutions = _solutions(number)
+    for k, check in sorted(checkers(module).items()):
+        assert check(solutions[k]) is True, f"lesson {number} exercise {k} rejects its solution"
+        assert (number, k) in WRONG, f"no wrong answer to test lesson {number} exercise {k}"
+        assert check(WRONG[number, k]) is False, \
+            f"lesson {number} exercise {k} accepts a wrong answer"
+        assert check(None) is False
+    out = capsys.readouterr().out
+    assert "correct!" in out and "not yet" in out and "not answered yet" in out
+
+
+def test_a_crashing_answer_is_reported_not_raised(capsys):
+    from _checks.lesson03 import check_exercise_1
+
+    assert check_exercise_1(lambda n, k: 1 / 0) is False
+    assert "raised ZeroDivisionError" in capsys.readouterr().out
+    assert check_exercise_1(SimpleNamespace()) is False          # not a function
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_runs_as_a_script(path, tmp_path):
+    number = int(path.name[6:8])
+    module = _checker_module(number)
+    env = dict(_env(), QT_QPA_PLATFORM="offscreen", MPLBACKEND="Agg",
+               OCLLA_TUTORIAL_OUT=str(tmp_path))
+    done = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=LESSON_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for k in checkers(module):
+        assert f"Exercise {k}: not answered yet" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", NUMBERS)
+def test_solutions_file_runs_as_a_script(number):
+    _checker_module(number)
+    path = TUTORIALS / "solutions" / f"lesson{number:02d}.py"
+    env = _env()
+    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                          timeout=LESSON_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("correct!") == len(checkers(_checker_module(number)))
