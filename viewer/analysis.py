@@ -31,6 +31,15 @@ def viewable_runs(recording) -> list:
     return [r for r in recording.runs if r.steps and r.algorithm not in ("other", "unknown")]
 
 
+def default_run(runs: list) -> int:
+    """The run to show first: the first that kept snapshots (a recording may start
+    with a helper call such as packing), else the first."""
+    for i, r in enumerate(runs):
+        if r.snapshots:
+            return i
+    return 0
+
+
 def n_positions(run) -> int:
     return len(run.steps) + 1
 
@@ -153,9 +162,10 @@ def _multipliers(region, pivot, finished: int, storage: str):
 def overlays(run, position: int) -> Overlays:
     """The overlays at ``position`` in the coordinates of the n×n matrix.
 
-    For a packed run the step's region is in the buffer's coordinates; the
-    matrix overlays then come from ``info["logical_region"]`` when the step
-    recorded one (see :func:`buffer_overlays` for the buffer side).  A step
+    For a packed run the step's region and pivot are where the entries are
+    stored, in the buffer's coordinates; the matrix overlays then come from
+    ``info["logical_region"]`` when the step recorded one and from the
+    pivot's twin (see :func:`buffer_overlays` for the buffer side).  A step
     whose ``info["matrix"]`` names another operand (AD²Aᵀ scaling a column
     of A) outlines nothing.
     """
@@ -167,14 +177,17 @@ def overlays(run, position: int) -> Overlays:
     step = step_at(run, position)
     if step is None or "matrix" in step.info:
         return ov
-    if is_packed(matrix_at(run, position)):
+    array = matrix_at(run, position)
+    if is_packed(array):
+        lay = packed_layout(run, array)
+        if step.pivot is not None:
+            ov.pivot = lay.twin_of_rfp(*step.pivot)
         if "logical_region" not in step.info:
             return ov
         ov.active = tuple(step.info["logical_region"])
     else:
-        ov.active = step.region
-    ov.pivot = step.pivot
-    ov.multipliers = _multipliers(ov.active, step.pivot, disp.finished(step), storage)
+        ov.active, ov.pivot = step.region, step.pivot
+    ov.multipliers = _multipliers(ov.active, ov.pivot, disp.finished(step), storage)
     rows = set()
     for a, b in step.info.get("swaps", ()):
         rows.update((int(a), int(b)))
@@ -186,16 +199,13 @@ def buffer_overlays(run, position: int) -> tuple[Overlays, list]:
     """(overlays, boxes) of a packed run's step in the buffer's (LAPACK picture) coordinates.
 
     ``boxes`` are the parts of the region (``info["regions"]``; the whole
-    region when not recorded).  The pivot is given only when the step
-    recorded it in buffer coordinates (steps without a logical region).
+    region when not recorded).
     """
     ov = Overlays()
     step = step_at(run, position)
     if step is None or "matrix" in step.info:
         return ov, []
-    ov.active = step.region
-    if "logical_region" not in step.info:
-        ov.pivot = step.pivot
+    ov.active, ov.pivot = step.region, step.pivot
     boxes = [tuple(b) for b in step.info.get("regions", [step.region])]
     return ov, boxes
 
@@ -215,8 +225,8 @@ def piv_from_swaps(run) -> np.ndarray:
 def pivot_value(run, position: int):
     """(value, (row, col)) of the current step's pivot after the step, or None.
 
-    The position is in the n×n matrix also for a packed run (a pivot recorded
-    in buffer coordinates is mapped back through the RFP layout).
+    The position is in the n×n matrix also for a packed run, whose pivot is
+    recorded where it is stored and mapped back through the RFP layout.
     """
     step = step_at(run, position)
     if step is None or step.pivot is None:
@@ -225,11 +235,10 @@ def pivot_value(run, position: int):
     if m is None:
         return None
     r, c = step.pivot
-    if is_packed(m) and "logical_region" not in step.info:
+    if is_packed(m):
         rfp, _ = packed.orient(m)
         twin = packed_layout(run, m).twin_of_rfp(r, c)
         return None if twin is None else (float(rfp[r, c]), twin)
-    m = full_view(run, m)
     if not (0 <= r < m.shape[0] and 0 <= c < m.shape[1]):
         return None
     return float(m[r, c]), (r, c)

@@ -67,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--compare-pivoting", choices=("partial", "none"),
                      help="pivoting of the compared run (default: as --pivoting)")
     src.add_argument("--compare-replay", metavar="FILE", help="compare with a saved recording")
-    src.add_argument("--run", type=int, default=0, metavar="I",
-                     help="which run of a recording with several to show (default 0)")
+    src.add_argument("--run", type=int, metavar="I",
+                     help="which run of a recording with several to show (default: the "
+                          "first with snapshots)")
     src.add_argument("--compare-run", type=int, metavar="J",
                      help="compare with run J of the same recording")
     src.add_argument("--sync", choices=("column", "step"), default="column",
@@ -239,9 +240,9 @@ def _populate(window, args, headless: bool) -> None:
         else:
             window.start_run(req, "main")
     runs = window.model.runs
-    if not 0 <= args.run < max(len(runs), 1):
-        raise CliError(f"--run {args.run}: the recording has {len(runs)} run(s)", 2)
-    if runs and args.run:
+    if args.run is not None:
+        if not 0 <= args.run < len(runs):
+            raise CliError(f"--run {args.run}: the recording has {len(runs)} run(s)", 2)
         window.model.set_run(args.run)
     if args.compare_run is not None:
         if not 0 <= args.compare_run < len(runs):

@@ -29,10 +29,18 @@ def step_summary(run, position: int) -> str:
         lines.append("the matrix before the first step")
     else:
         r0, r1, c0, c1 = step.region
+        packed = analysis.is_packed(analysis.matrix_at(run, position))
+        where = "in " + step.info["matrix"] if "matrix" in step.info else (
+            "of the RFP buffer" if packed else "")
         lines.append(f"phase <b>{html.escape(step.phase)}</b> · rows {r0}:{r1}, "
-                     f"cols {c0}:{c1}")
-        if step.pivot is not None:
-            lines.append(f"pivot at {step.pivot}")
+                     f"cols {c0}:{c1} {where}".rstrip())
+        if "logical_region" in step.info:
+            q0, q1, p0, p1 = step.info["logical_region"]
+            lines.append(f"in the matrix: rows {q0}:{q1}, cols {p0}:{p1}")
+        pv = analysis.pivot_value(run, position)
+        if pv is not None:
+            stored = f" (stored at {tuple(step.pivot)})" if packed else ""
+            lines.append(f"pivot {pv[0]:.4g} at {pv[1]}{stored}")
         if step.info.get("swaps"):
             swaps = ", ".join(f"{a}↔{b}" for a, b in step.info["swaps"])
             lines.append(f"row swaps {swaps}")

@@ -80,7 +80,7 @@ class ViewerModel:
         if not runs:
             raise ValueError("the recording has no algorithm steps to show")
         self.recording, self.path, self.runs = recording, path, runs
-        self.run_index = 0
+        self.run_index = analysis.default_run(runs)
         self._cache, self._finished_cache = {}, {}
         self.playing = False
         self.selected_kernel = None

@@ -86,10 +86,6 @@ class RunView(QtWidgets.QWidget):
             i, j = lay.to_full[..., 0], lay.to_full[..., 1]
             r0, r1, c0, c1 = ov.active
             buf_mask |= (i >= r0) & (i < r1) & (j >= c0) & (j < c1)
-        if ov.pivot is None and buf_ov.pivot is not None:
-            ov.pivot = lay.twin_of_rfp(*buf_ov.pivot)
-        if buf_ov.pivot is None and ov.pivot is not None:
-            buf_ov.pivot = lay.twin_of_full(*ov.pivot)
         full_mask = None
         if ov.active is None and buf_mask.any():   # no logical region: twins of the boxes
             full_mask = np.zeros((lay.n, lay.n), dtype=bool)

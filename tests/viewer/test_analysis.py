@@ -13,6 +13,15 @@ from viewer import analysis
 from viewer_testdata import synthetic_recording, synthetic_run
 
 
+def test_the_first_run_with_snapshots_is_shown_first():
+    helper = synthetic_run(n=3, algorithm="rfp_pack")
+    helper.snapshots.clear()
+    for s in helper.steps:
+        s.snapshot = None
+    assert analysis.default_run([helper, synthetic_run()]) == 1
+    assert analysis.default_run([helper]) == 0
+
+
 def test_positions_and_matrices():
     run = synthetic_run(n=5)
     assert analysis.n_positions(run) == 5
@@ -81,9 +90,11 @@ def test_packed_run_numbers(recordings):
     assert analysis.is_packed(run.initial) and analysis.order(run) == 7
     assert accuracy.passes(analysis.backward_error(run))
     ov = analysis.overlays(run, 3)           # outer product after pivot 0, logical coords
-    assert ov.active == (1, 7, 1, 7) and ov.storage == "lower"
+    assert ov.active == (1, 7, 1, 7) and ov.storage == "lower" and ov.pivot == (0, 0)
+    assert ov.multipliers == (1, 7, 0, 1)
     buf, boxes = analysis.buffer_overlays(run, 3)
     assert buf.active == run.steps[2].region and len(boxes) == 2
+    assert buf.pivot == run.steps[2].pivot   # where L(0, 0) is stored
     value, where = analysis.pivot_value(run, 1)
     assert where == (0, 0) and value == pytest.approx(np.sqrt(run.initial[0, 0]))
 

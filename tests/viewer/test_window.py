@@ -261,6 +261,9 @@ def test_packed_view_lights_twins(window, recordings):
     view = window.main_view
     window.model.go_to(3)
     assert view.is_packed and view.buffer.isVisibleTo(window)
+    summary = window.details.summary.text()
+    assert "of the RFP buffer" in summary and "in the matrix: rows 1:7, cols 1:7" in summary
+    assert "at (0, 0) (stored at" in summary
     view.hover_twin("full", (5, 3))          # A[5, 3] of order 7 (odd, lower): RFP[5, 3]
     assert view.buffer.twin.isVisible()
     assert view.buffer.twin.rect() == QtCore.QRectF(3, 5, 1, 1)
