@@ -239,8 +239,10 @@ def _report_info(info: int, n: int, pivoting: str) -> None:
     if not info:
         return
     if pivoting == "none" and info < n:
-        raise LinAlgError(f"zero pivot in column {info - 1} without pivoting: elimination "
-                          f"cannot continue (use pivoting='partial')")
+        error = LinAlgError(f"zero pivot in column {info - 1} without pivoting: elimination "
+                            f"cannot continue (use pivoting='partial')")
+        trace.fail_last_run(error)
+        raise error
     warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.",
                   LinAlgWarning, stacklevel=3)
 

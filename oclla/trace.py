@@ -348,6 +348,13 @@ def step(phase: str, region, pivot=None, flops=0.0, nbytes=0.0, **info):
     return _step_ctx(rec, phase, region, pivot, flops, nbytes, info)
 
 
+def fail_last_run(error: BaseException) -> None:
+    """Mark the latest run as failed when its failure is found after it ended (LU's info)."""
+    rec = _trace_hooks.active
+    if rec is not None and rec.runs:
+        rec.runs[-1].error = f"{type(error).__name__}: {error}"
+
+
 def recording() -> bool:
     """True while a recorder is active (to skip building step metadata)."""
     return _trace_hooks.active is not None
