@@ -3,9 +3,11 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import oclla
+from oclla._params import params
 from oclla.cli import main
 
 
@@ -16,9 +18,10 @@ def test_devices_command(capsys):
     assert main(["devices", "--check"]) == 0
 
 
-def test_demo_writes_a_recording(tmp_path, capsys):
+def test_demo_writes_a_recording(tmp_path, capsys, queue):
     out_file = tmp_path / "demo.oclrec"
-    assert main(["demo", "--n", "70", "--seed", "3", "--out", str(out_file)]) == 0
+    n = params(queue, "lu", np.float32)["NB"] + 6          # two panels and one GEMM update
+    assert main(["demo", "--n", str(n), "--seed", "3", "--out", str(out_file)]) == 0
     out = capsys.readouterr().out
     for word in ("faithful", "inplace", "blocked", "GFLOP/s", "eliminate", "gemm",
                  "recording written"):

@@ -101,7 +101,7 @@ def test_float32_breakdown_without_fp64(queue, monkeypatch):
 
 
 def test_singular_even_in_float64(queue):
-    a = np.ones((2, 3))                        # rank 1
+    a = np.array([[1.0, 2.0, 0.0], [0.0, 0.0, 0.0]])   # rank 1: AD²Aᵀ = diag(5, 0) exactly
     with pytest.raises(LinAlgError, match="leading minor of order 2"):
         oclla.wls_solve(a, np.ones(3), np.ones(3), queue=queue)
 
