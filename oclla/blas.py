@@ -43,25 +43,86 @@ def view_of(array: cl_array.Array) -> View:
     return View(array.base_data, array.offset // array.dtype.itemsize, array.shape[1])
 
 
+def launch(queue, kernel, global_size, local_size, *args, wait_for=None):
+    """:func:`oclla._programs.enqueue` with the kernel's scalar argument types declared once.
+
+    pyopencl sets typed arguments several times faster than untyped ones,
+    which matters where a host loop enqueues thousands of small kernels.
+    """
+    if not getattr(kernel, "_oclla_typed", False):
+        kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None
+                                      for a in args])
+        kernel._oclla_typed = True
+    return enqueue(queue, kernel, global_size, local_size, *args, wait_for=wait_for)
+
+
+def _vector_width(widest: int, view: View, contiguous_extent: int, per_item: int) -> int:
+    """Widest global load (4, 2 or 1 elements) the tiled kernel may use for an operand."""
+    for w in (4, 2, 1):
+        if (w <= widest and view.off % w == 0 and view.ld % w == 0
+                and contiguous_extent % w == 0 and per_item % w == 0):
+            return w
+    return 1
+
+
+def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
+    tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
+    threads = (tm // wm) * (tn // wn)
+    vec_a = _vector_width(p["VEC"], a, tm if trans_a else tk, tm * tk // threads)
+    vec_b = _vector_width(p["VEC"], b, tk if trans_b else tn, tn * tk // threads)
+    kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, TRANS_A=int(trans_a),
+                        TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm, TILE_N=tn, TILE_K=tk,
+                        WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
+    gsize = (round_up(n, tn) // wn, round_up(m, tm) // wm)
+    return launch(queue, kernel, gsize, (tn // wn, tm // wm), int_arg(m), int_arg(n),
+                  int_arg(k), real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
+                  b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
+                  c.buf, int_arg(c.off), int_arg(c.ld))
+
+
+def transpose(queue, rows: int, cols: int, src: View, dst: View, *, dtype):
+    """dst (cols x rows) = src (rows x cols)ᵀ on the device."""
+    kernel = get_kernel(queue, "gemm.cl", "transpose", dtype)
+    side = 8
+    return launch(queue, kernel, (round_up(rows, side), round_up(cols, side)), (side, side),
+                  int_arg(rows), int_arg(cols), src.buf, int_arg(src.off), int_arg(src.ld),
+                  dst.buf, int_arg(dst.off), int_arg(dst.ld))
+
+
+def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
+    if trans_b and k > 0:          # the kernel streams rows of op(B): make op(B) row-major
+        work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
+                         k * n * np.dtype(dtype).itemsize)
+        transpose(queue, n, k, b, View(work, 0, n), dtype=dtype)
+        b = View(work, 0, n)
+    rm, rn, lx = p["RM"], p["VW"] * p["NV"], p["LX"]
+    kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, TRANS_A=int(trans_a),
+                        TRIANGLE=tri, RM=rm, VW=p["VW"], NV=p["NV"])
+    gsize = (round_up(-(-m // rm), lx), -(-n // rn))
+    return launch(queue, kernel, gsize, (lx, 1), int_arg(m), int_arg(n), int_arg(k),
+                  real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
+                  b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
+                  c.buf, int_arg(c.off), int_arg(c.ld))
+
+
 def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: float,
          c: View, *, dtype, trans_a: bool = False, trans_b: bool = False,
          triangle: str | None = None, tile: dict | None = None) -> cl.Event | None:
     """C[m x n] = alpha·op(A)·op(B) + beta·C; ``triangle`` "lower"/"upper" writes only that part.
 
-    ``tile`` overrides the device's default tile parameters (tuner, tests).
+    op(A) is m x k (A itself k x m when ``trans_a``), op(B) is k x n.  With
+    ``beta == 0`` C is not read.  ``tile`` overrides the device's gemm
+    parameters (a dict as :func:`oclla._params.params` returns: the tuner and
+    the tests use it).
     """
     if m <= 0 or n <= 0:
         return None
+    k = max(k, 0)
     p = tile or params(queue, "gemm", dtype)
     tri = {None: 0, "lower": 1, "upper": 2}[triangle]
-    kernel = get_kernel(queue, "gemm.cl", "gemm", dtype, TRANS_A=int(trans_a),
-                        TRANS_B=int(trans_b), TRIANGLE=tri, **p)
-    wg = (p["TILE_N"] // p["WPT_N"], p["TILE_M"] // p["WPT_M"])
-    gsize = (round_up(n, p["TILE_N"]) // p["WPT_N"], round_up(m, p["TILE_M"]) // p["WPT_M"])
-    return enqueue(queue, kernel, gsize, wg, int_arg(m), int_arg(n), int_arg(max(k, 0)),
-                   real_arg(alpha if k > 0 else 0.0, dtype),
-                   a.buf, int_arg(a.off), int_arg(a.ld), b.buf, int_arg(b.off), int_arg(b.ld),
-                   real_arg(beta, dtype), c.buf, int_arg(c.off), int_arg(c.ld))
+    run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
+    return run(queue, p, m, n, k, alpha if k > 0 else 0.0, a, b, beta, c, dtype,
+               trans_a, trans_b, tri)
 
 
 def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, dtype,
@@ -79,7 +140,7 @@ def _trsm_block(queue, nb, nrhs, t: View, b: View, *, dtype, left, lower, trans,
                         LOWER=int(lower), TRANS=int(trans), UNIT=int(unit), **p)
     wg = 64 if nrhs >= 64 else 16
     wg = min(wg, params(queue, "wg1d", dtype)["WG"])
-    enqueue(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(nb), int_arg(nrhs),
+    launch(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(nb), int_arg(nrhs),
             t.buf, int_arg(t.off), int_arg(t.ld), b.buf, int_arg(b.off), int_arg(b.ld))
 
 
@@ -139,7 +200,7 @@ def laswp(queue, a: View, c0: int, ncols: int, piv: cl.Buffer, k1: int, k2: int,
         return None
     wg = min(64, params(queue, "wg1d", dtype)["WG"])
     kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward))
-    return enqueue(queue, kernel, (round_up(ncols, wg),), (wg,), a.buf, int_arg(a.off),
+    return launch(queue, kernel, (round_up(ncols, wg),), (wg,), a.buf, int_arg(a.off),
                    int_arg(a.ld), int_arg(c0), int_arg(ncols), piv, int_arg(k1), int_arg(k2))
 
 
