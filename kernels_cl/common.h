@@ -39,9 +39,12 @@ typedef float16 real16;
 #define vstore1(x, i, p) ((p)[i] = (x))
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
-#define REALV(w) CAT(real, w)
-#define VLOAD(w) CAT(vload, w)
-#define VSTORE(w) CAT(vstore, w)
+#define REALV_(w) real##w      /* pasted directly: some runtimes define vloadN as macros */
+#define VLOAD_(w) vload##w
+#define VSTORE_(w) vstore##w
+#define REALV(w) REALV_(w)
+#define VLOAD(w) VLOAD_(w)
+#define VSTORE(w) VSTORE_(w)
 
 /* Row-major element index. */
 #define AT(r, c, ld) ((r) * (ld) + (c))

@@ -27,8 +27,9 @@ Families and their keys
            the leaf; SMALL_N: below this order the blocked method factors the whole
            matrix with the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor
            the next panel on a second queue while the trailing update runs
-``pivot``  VW, WX, WY: per-pivot kernel shape (each work-item updates VW adjacent
-           columns; a work-group is WX x WY items and owns WX*VW columns)
+``pivot``  VW, NV, WX, WY: per-pivot kernel shape (each work-item updates NV vectors
+           of VW adjacent columns; a work-group is WX x WY items and owns WX*VW*NV
+           columns)
 """
 
 from __future__ import annotations
@@ -121,8 +122,9 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                     SMALL_N=0 if gpu else 96, LOOKAHEAD=1)
     if family == "pivot":
         if gpu:
-            return dict(VW=1, WX=32, WY=_pow2_at_most(min(8, info.max_work_group_size // 32)))
-        return dict(VW=_native_width(queue, itemsize), WX=4, WY=1)
+            return dict(VW=1, NV=1, WX=32,
+                        WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
+        return dict(VW=_native_width(queue, itemsize), NV=4, WX=1, WY=1)
     raise KeyError(family)
 
 
@@ -175,9 +177,9 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "pivot":
-            vw, wx, wy = p["VW"], p["WX"], p["WY"]
-            if vw not in (1, 2, 4, 8, 16) or wx < 1 or wy < 1:
-                return "VW in 1, 2, 4, 8, 16; WX, WY >= 1"
+            vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
+            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy) < 1:
+                return "VW in 1, 2, 4, 8, 16; NV, WX, WY >= 1"
             if (wx * wy) & (wx * wy - 1):
                 return "WX * WY must be a power of two"
             return None if _fits_wg(info, wx, wy) else "work-group too large"

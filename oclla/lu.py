@@ -38,7 +38,7 @@ from ._device import resolve_queue
 from ._params import params
 from ._programs import copy, enqueue, get_kernel, int_arg, round_up
 from ._validate import as_matrix, as_rhs, check_fp64, is_device_array
-from .blas import View, gemm, laswp, trsm, view_of
+from .blas import View, gemm, launch, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
 VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "faithful")}
@@ -100,13 +100,20 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
 
 def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:
     dtype = a.dtype
-    wg = params(queue, "wg1d", dtype)["WG"]
-    loc = params(queue, "local2d", dtype)
-    local = (loc["X"], loc["Y"])
-    pivot_kernel = get_kernel(queue, "lu.cl", "pivot_swap_scale", dtype, WG=wg,
-                              NO_PIVOT=int(no_pivot))
-    update_kernel = get_kernel(queue, "lu.cl", "rank1_update", dtype)
+    p = params(queue, "pivot", dtype)
+    vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
+    first = get_kernel(queue, "lu.cl", "pivot_first", dtype, WG=wx * wy,
+                       NO_PIVOT=int(no_pivot))
+    step = get_kernel(queue, "lu.cl", "pivot_step", dtype, WG=wx * wy, VW=vw, NV=nv, WX=wx,
+                      WY=wy, NO_PIVOT=int(no_pivot))
     n_, lda = int_arg(n), int_arg(n)
+    strip = wx * vw * nv
+
+    def launch_step(k):
+        groups = -(-(n - k - 1) // strip) + 1          # strips of (k, n), then the L part
+        launch(queue, step, (groups * wx, wy), (wx, wy), a.data, lda, n_, int_arg(k),
+               piv.data, info.data)
+
     with trace.run("lu", "inplace", queue, (n, n), dtype, a.get,
                    pivoting="none" if no_pivot else "partial") as run:
         for k in range(n - 1):
@@ -114,11 +121,12 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
             with trace.step("eliminate", (k, n, k, n), pivot=(k, k),
                             flops=2.0 * active * active + active,
                             nbytes=a.dtype.itemsize * (2 * active * active + 3 * active)):
-                enqueue(queue, pivot_kernel, (wg,), (wg,), a.data, lda, n_, int_arg(k),
-                        piv.data, info.data)
-                enqueue(queue, update_kernel,
-                        (round_up(active, local[0]), round_up(active, local[1])), local,
-                        a.data, lda, n_, int_arg(k))
+                if k == 0:
+                    launch(queue, first, (wx * wy,), (wx * wy,), a.data, lda, n_,
+                           piv.data, info.data)
+                launch_step(k)
+                if k == n - 2:                           # finish column n-2
+                    launch_step(n - 1)
         if run is not None:
             _annotate_swaps(run, piv)
 
