@@ -22,7 +22,10 @@ Families and their keys
            global load); ``KERNEL="direct"``: RM, VW, NV, LX (see kernels_cl/gemm.cl)
 ``wg1d``   WG: work-group size of one-dimensional kernels
 ``local2d`` X, Y: work-group shape of simple two-dimensional kernels
-``trsm``   TRSM_NB: largest triangular block solved by one kernel
+``trsm``   TRSM_NB: largest triangular diagonal block handled by one kernel;
+           INVERSE: 1 to invert the diagonal blocks and apply them by GEMM, 0 to
+           solve each by substitution
+``laswp``  VW: adjacent columns per work-item; WG: work-group size
 ``lu``     NB: panel width; LEAF_W: widest panel leaf; PANEL_WG: work-group size of
            the leaf; SMALL_N: below this order the blocked method factors the whole
            matrix with the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor
@@ -44,7 +47,7 @@ import numpy as np
 
 from ._device import device_info
 
-FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "lu", "pivot")
+FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "pivot")
 DATA_VERSION = 1
 _overrides: dict = {}
 
@@ -112,10 +115,15 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         side = 16 if _fits_wg(info, 16, 16) else (8 if _fits_wg(info, 8, 8) else 1)
         return dict(X=side, Y=side)
     if family == "trsm":
-        nb = 32
-        while nb > 1 and nb * (nb + 1) * itemsize > info.local_mem_size // 2:
+        nb = 64
+        while nb > 1 and (nb * (nb + 1) * itemsize > info.local_mem_size // 2
+                          or not _fits_wg(info, nb)):
             nb //= 2
-        return dict(TRSM_NB=nb)
+        return dict(TRSM_NB=nb, INVERSE=1)
+    if family == "laswp":
+        if gpu:
+            return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)))
+        return dict(VW=_native_width(queue, itemsize), WG=4)
     if family == "lu":
         return dict(NB=128 if gpu else 64, LEAF_W=16 if gpu else 8,
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 512 if gpu else 64)),
@@ -168,8 +176,13 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             return None if _fits_wg(info, p["X"], p["Y"]) else "work-group too large"
         if family == "trsm":
             nb = p["TRSM_NB"]
+            if p["INVERSE"] not in (0, 1):
+                return "INVERSE must be 0 or 1"
             return None if 1 <= nb and nb * (nb + 1) * itemsize <= info.local_mem_size \
-                else "TRSM_NB block does not fit in local memory"
+                and _fits_wg(info, nb) else "TRSM_NB block does not fit the device"
+        if family == "laswp":
+            return None if p["VW"] in (1, 2, 4, 8, 16) and _fits_wg(info, p["WG"]) \
+                else "VW in 1, 2, 4, 8, 16 and WG within the work-group limit"
         if family == "lu":
             wg = p["PANEL_WG"]
             if p["NB"] < 1 or p["LEAF_W"] < 1 or p["SMALL_N"] < 0 or p["LOOKAHEAD"] not in (0, 1):

@@ -134,10 +134,9 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
 def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
     """Factor the panel A[c0:n, c0:c0+w] recursively (LAPACK ?getrf2), pivots into piv."""
     if w <= leaf:
-        kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
-                            NO_PIVOT=int(no_pivot))
-        enqueue(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
-                int_arg(w), piv.data, info.data)
+        kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, NO_PIVOT=int(no_pivot))
+        launch(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
+               int_arg(w), piv.data, info.data)
         return
     w1 = max(leaf, (w // 2) // leaf * leaf)
     w2 = w - w1
@@ -154,35 +153,98 @@ def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
         laswp(queue, A, c0, w1, piv.data, c0 + w1, c0 + w, dtype=dtype)
 
 
+_side_queues: dict = {}
+
+
+def _side_queue(queue):
+    """A second profiling queue on the same device (look-ahead), or None if unavailable."""
+    if queue not in _side_queues:
+        try:
+            _side_queues[queue] = cl.CommandQueue(
+                queue.context, queue.device,
+                properties=cl.command_queue_properties.PROFILING_ENABLE)
+        except cl.Error:
+            _side_queues[queue] = None
+    return _side_queues[queue]
+
+
 def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                     block: int | None = None) -> None:
+    """Right-looking blocked LU, panel by panel.
+
+    With look-ahead (the device's LOOKAHEAD parameter and a second queue),
+    the update of the next panel's columns and the next panel itself run on
+    ``queue`` while the rest of the trailing update (and the interchanges
+    left of the panel) run on the second queue; events order the two.
+    Below the device's SMALL_N the whole matrix is one panel factored by the
+    leaf kernel alone (one launch).
+    """
     dtype = a.dtype
     p = params(queue, "lu", dtype)
-    nb = block or p["NB"]
-    leaf = min(p["LEAF_W"], nb)
-    wg = params(queue, "wg1d", dtype)["WG"]
+    if block is None and n <= p["SMALL_N"]:
+        nb = leaf = max(n, 1)
+    else:
+        nb = block or p["NB"]
+        leaf = min(p["LEAF_W"], nb)
+    wg = p["PANEL_WG"]
+    side = _side_queue(queue) if p["LOOKAHEAD"] and n > 2 * nb else None
     A = view_of(a)
-    with trace.run("lu", "blocked", queue, (n, n), dtype, a.get, block=nb, leaf=leaf,
+
+    def snapshot():
+        if side is not None:
+            side.finish()
+        return a.get()
+
+    def factor_panel(j, jb):
+        with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
+                        flops=(n - j) * jb * jb - jb ** 3 / 3.0):
+            _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
+                   no_pivot=no_pivot)
+
+    with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=leaf,
+                   lookahead=int(side is not None),
                    pivoting="none" if no_pivot else "partial") as run:
+        side_done = None                  # the second queue's work of the last iteration
+        factor_panel(0, min(nb, n))
         for j in range(0, n, nb):
             jb = min(nb, n - j)
-            m = n - j
-            rest = n - j - jb
-            with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
-                            flops=m * jb * jb - jb ** 3 / 3.0):
-                _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
-                       no_pivot=no_pivot)
-            if not no_pivot and (j > 0 or rest > 0):
+            j1, rest = j + jb, n - j - jb
+            # columns [j1, j1+near) are updated on `queue`, the rest on `far`
+            far = side if side is not None and rest > nb else queue
+            near = min(nb, rest) if far is not queue else rest
+            if far is not queue:
+                panel_done = cl.enqueue_marker(queue)
+                cl.enqueue_barrier(far, wait_for=[panel_done])
+            if side_done is not None:
+                cl.enqueue_barrier(queue, wait_for=[side_done])
+                side_done = None
+            if not no_pivot and j + rest > 0:
                 with trace.step("laswp", (j, n, 0, n)):
-                    laswp(queue, A, 0, j, piv.data, j, j + jb, dtype=dtype)
-                    laswp(queue, A, j + jb, rest, piv.data, j, j + jb, dtype=dtype)
-            if rest > 0:
-                with trace.step("trsm", (j, j + jb, j + jb, n), flops=float(jb * jb * rest)):
-                    trsm(queue, jb, rest, A.at(j, j), A.at(j, j + jb), dtype=dtype,
+                    if far is queue:
+                        laswp(queue, A, 0, j + rest, piv.data, j, j1, dtype=dtype,
+                              gap=(j, jb))
+                    else:
+                        laswp(queue, A, j1, near, piv.data, j, j1, dtype=dtype)
+                        laswp(far, A, 0, j + rest - near, piv.data, j, j1, dtype=dtype,
+                              gap=(j, jb + near))
+            if rest <= 0:
+                break
+            with trace.step("trsm", (j, j1, j1, n), flops=float(jb * jb * rest)):
+                trsm(queue, jb, near, A.at(j, j), A.at(j, j1), dtype=dtype, left=True,
+                     lower=True, unit=True)
+                if far is not queue:
+                    trsm(far, jb, rest - near, A.at(j, j), A.at(j, j1 + near), dtype=dtype,
                          left=True, lower=True, unit=True)
-                with trace.step("gemm", (j + jb, n, j + jb, n), flops=2.0 * rest * rest * jb):
-                    gemm(queue, rest, rest, jb, -1.0, A.at(j + jb, j), A.at(j, j + jb), 1.0,
-                         A.at(j + jb, j + jb), dtype=dtype)
+            with trace.step("gemm", (j1, n, j1, n), flops=2.0 * rest * rest * jb):
+                gemm(queue, rest, near, jb, -1.0, A.at(j1, j), A.at(j, j1), 1.0,
+                     A.at(j1, j1), dtype=dtype)
+                if far is not queue:
+                    gemm(far, rest, rest - near, jb, -1.0, A.at(j1, j), A.at(j, j1 + near),
+                         1.0, A.at(j1, j1 + near), dtype=dtype)
+                    side_done = cl.enqueue_marker(far)
+            factor_panel(j1, min(nb, rest))
+        if side_done is not None:
+            cl.enqueue_barrier(queue, wait_for=[side_done])
         if run is not None:
             _annotate_swaps(run, piv)
 
