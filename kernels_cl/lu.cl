@@ -27,8 +27,11 @@
  * WX items along a row on GPUs); WY items share a strip's rows.
  *
  * Panel leaf (blocked LU): getf2_leaf factors the m x w panel a[c0:n, c0:c0+w]
- * in one work-group, column by column, swapping rows inside the panel only
- * (the caller applies the interchanges to the other columns with laswp).
+ * (w <= LEAF_W) in one work-group, column by column, swapping rows inside the
+ * panel only (the caller applies the interchanges to the other columns with
+ * laswp).  Each work-item owns a contiguous block of rows and treats each
+ * row's w entries as one vector; the pass that updates column j also finds
+ * the next pivot candidate in column j+1, so a column costs one pass.
  *
  * WG (power of two) is the work-group size of the single-work-group kernels
  * (and WX * WY for pivot_step).  NO_PIVOT = 1 takes the diagonal as pivot
@@ -38,6 +41,9 @@
 
 #ifndef WG
 #define WG 256             /* work-group size of the single-work-group kernels */
+#endif
+#ifndef LEAF_W
+#define LEAF_W 8           /* getf2_leaf: widest leaf, the vector width of its rows */
 #endif
 #ifndef VW
 #define VW 1               /* pivot_step: adjacent columns per work-item */
@@ -55,22 +61,12 @@
 #define NO_PIVOT 0
 #endif
 
-/* Row of the largest |a[r, col]| for r in [r0, n), lowest index on ties
- * (LAPACK's i?amax).  Called by every item of one work-group; all get it. */
-int wg_argmax_abs(__global const real *a, const int lda, const int col,
-                  const int r0, const int n,
-                  __local real *vals, __local int *rows)
+/* The (largest value, lowest row) over the work-group's (best, best_row)
+ * pairs; called by every item of one work-group, all get the row. */
+int wg_reduce_argmax(const real best, const int best_row,
+                     __local real *vals, __local int *rows)
 {
-#if NO_PIVOT
-    return r0;
-#else
     const int lid = get_local_id(1) * get_local_size(0) + get_local_id(0);
-    real best = -ONE;
-    int best_row = r0;                 /* also the answer for an all-NaN column */
-    for (int r = r0 + lid; r < n; r += WG) {
-        const real v = fabs(a[AT(r, col, lda)]);
-        if (v > best) { best = v; best_row = r; }
-    }
     vals[lid] = best;
     rows[lid] = best_row;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -88,6 +84,26 @@ int wg_argmax_abs(__global const real *a, const int lda, const int col,
     const int result = rows[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     return result;
+}
+
+/* Row of the largest |a[r, col]| for r in [r0, n), lowest index on ties
+ * (LAPACK's i?amax; r0 if the range is empty or all NaN).  Called by every
+ * item of one work-group; all get it. */
+int wg_argmax_abs(__global const real *a, const int lda, const int col,
+                  const int r0, const int n,
+                  __local real *vals, __local int *rows)
+{
+#if NO_PIVOT
+    return r0;
+#else
+    const int lid = get_local_id(1) * get_local_size(0) + get_local_id(0);
+    real best = -ONE;
+    int best_row = r0;
+    for (int r = r0 + lid; r < n; r += WG) {
+        const real v = fabs(a[AT(r, col, lda)]);
+        if (v > best) { best = v; best_row = r; }
+    }
+    return wg_reduce_argmax(best, best_row, vals, rows);
 #endif
 }
 
@@ -267,6 +283,46 @@ void pivot_step(__global real *a, const int lda, const int n, const int k,
     }
 }
 
+/* One column step of the leaf on this work-item's rows [rb, re): scales
+ * column j of the rows below `col` and subtracts l_r times the pivot row
+ * (now row col) from their columns right of j; returns (through best,
+ * best_row) the largest |entry| of column j+1 among them.  `whole` (a
+ * literal at each call: the panel is exactly LEAF_W wide) keeps each row's
+ * segment in a vector, with the pivot row's in u; otherwise entries are
+ * updated in place one by one (any width). */
+inline __attribute__((always_inline))
+void leaf_rows(__global real *a, const int lda, const int c0, const int w, const int j,
+               const int rb, const int re, const real pivot, const real *u,
+               const int whole, real *best, int *best_row)
+{
+    const int col = c0 + j;
+    const real inv = ONE / pivot;
+    for (int r = max(rb, col + 1); r < re; r++) {
+        __global real *row = a + AT(r, c0, lda);
+        real next;
+        if (whole) {
+            real s[LEAF_W];
+            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, row), 0, s);
+            const real l = pivot == ZERO ? s[j] : multiplier(s[j], pivot, inv);
+            #pragma unroll
+            for (int c = 0; c < LEAF_W; c++)
+                s[c] = (c > j) ? s[c] - l * u[c] : (c == j ? l : s[c]);
+            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, s), 0, row);
+            next = s[min(j + 1, LEAF_W - 1)];
+        } else {
+            const real l = pivot == ZERO ? row[j] : multiplier(row[j], pivot, inv);
+            row[j] = l;
+            for (int c = j + 1; c < w; c++)
+                row[c] -= l * a[AT(col, c0 + c, lda)];
+            next = (j + 1 < w) ? row[j + 1] : ZERO;
+        }
+        if (j + 1 < w && fabs(next) > *best) {
+            *best = fabs(next);
+            *best_row = r;
+        }
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void getf2_leaf(__global real *a, const int lda, const int n, const int c0, const int w,
                 __global int *piv, __global int *info)
@@ -274,33 +330,39 @@ void getf2_leaf(__global real *a, const int lda, const int n, const int c0, cons
     __local real vals[WG];
     __local int rows[WG];
     const int lid = get_local_id(0);
+    const int per = (n - c0 + WG - 1) / WG;          /* contiguous rows per work-item */
+    const int rb = min(n, c0 + lid * per), re = min(n, rb + per);
+    const int whole = w == LEAF_W;
+    int p = wg_argmax_abs(a, lda, c0, c0, n, vals, rows);
     for (int j = 0; j < w; j++) {
         const int col = c0 + j;
-        const int p = wg_argmax_abs(a, lda, col, col, n, vals, rows);
         const real pivot = a[AT(p, col, lda)];
-        barrier(CLK_GLOBAL_MEM_FENCE);
+        real u[LEAF_W];                              /* the pivot row's segment */
+        if (whole)
+            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, a + AT(p, c0, lda)), 0, u);
+        barrier(CLK_GLOBAL_MEM_FENCE);               /* all read row p before the swap */
         if (lid == 0) {
             piv[col] = p;
             if (pivot == ZERO && *info == 0)
                 *info = col + 1;
-        }
-        if (p != col) {
-            for (int c = lid; c < w; c += WG) {
-                const real t = a[AT(col, c0 + c, lda)];
-                a[AT(col, c0 + c, lda)] = a[AT(p, c0 + c, lda)];
-                a[AT(p, c0 + c, lda)] = t;
-            }
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        if (pivot != ZERO) {
-            const real inv = ONE / pivot;
-            for (int r = col + 1 + lid; r < n; r += WG) {
-                const real l = multiplier(a[AT(r, col, lda)], pivot, inv);
-                a[AT(r, col, lda)] = l;
-                for (int c = j + 1; c < w; c++)
-                    a[AT(r, c0 + c, lda)] -= l * a[AT(col, c0 + c, lda)];
-            }
+            if (p != col)
+                for (int c = 0; c < w; c++) {
+                    const real t = a[AT(p, c0 + c, lda)];
+                    a[AT(p, c0 + c, lda)] = a[AT(col, c0 + c, lda)];
+                    a[AT(col, c0 + c, lda)] = t;
+                }
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
+        real best = -ONE;
+        int best_row = col + 1;
+        if (whole)
+            leaf_rows(a, lda, c0, w, j, rb, re, pivot, u, 1, &best, &best_row);
+        else
+            leaf_rows(a, lda, c0, w, j, rb, re, pivot, u, 0, &best, &best_row);
+#if NO_PIVOT
+        p = col + 1;
+#else
+        p = wg_reduce_argmax(best, best_row, vals, rows);
+#endif
     }
 }

@@ -26,7 +26,7 @@ Families and their keys
            INVERSE: 1 to invert the diagonal blocks and apply them by GEMM, 0 to
            solve each by substitution
 ``laswp``  VW: adjacent columns per work-item; WG: work-group size
-``lu``     NB: panel width; LEAF_W: widest panel leaf; PANEL_WG: work-group size of
+``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 2, 4, 8 or 16); PANEL_WG: work-group size of
            the leaf; SMALL_N: below this order the blocked method factors the whole
            matrix with the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor
            the next panel on a second queue while the trailing update runs
@@ -185,8 +185,9 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 else "VW in 1, 2, 4, 8, 16 and WG within the work-group limit"
         if family == "lu":
             wg = p["PANEL_WG"]
-            if p["NB"] < 1 or p["LEAF_W"] < 1 or p["SMALL_N"] < 0 or p["LOOKAHEAD"] not in (0, 1):
-                return "NB, LEAF_W >= 1, SMALL_N >= 0, LOOKAHEAD 0 or 1"
+            if (p["NB"] < 1 or p["LEAF_W"] not in (1, 2, 4, 8, 16) or p["SMALL_N"] < 0
+                    or p["LOOKAHEAD"] not in (0, 1)):
+                return "NB >= 1, LEAF_W in 1, 2, 4, 8, 16, SMALL_N >= 0, LOOKAHEAD 0 or 1"
             return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "pivot":

@@ -208,22 +208,22 @@ def _trsm_update(queue, m, nrhs, t, b, k0, kb, *, dtype, left, trans, forward):
 
 def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True,
          lower: bool = True, trans: bool = False, unit: bool = False,
-         block: int | None = None) -> None:
+         block: int | None = None, inverse: bool | None = None) -> None:
     """Solve op(T)·X = B (``left``, B is m x nrhs) or X·op(T) = B (B is nrhs x m).
 
     T is m x m triangular (``lower`` or upper, ``unit`` diagonal or not);
     op(T) = Tᵀ when ``trans``.  X overwrites B.  T is taken in diagonal
     blocks of ``block`` (default and maximum: the device's TRSM_NB); with
-    the device's INVERSE parameter set, the blocks are inverted by one kernel
-    and applied by GEMM, else each is solved by a substitution kernel; the
-    rest of B is updated by GEMM between blocks.
+    ``inverse`` (default: the device's INVERSE parameter), the blocks are
+    inverted by one kernel and applied by GEMM, else each is solved by a
+    substitution kernel; the rest of B is updated by GEMM between blocks.
     """
     if m <= 0 or nrhs <= 0:
         return
     p = params(queue, "trsm", dtype)
     nb = min(block or p["TRSM_NB"], p["TRSM_NB"])
     forward = (lower != trans) if left else (lower == trans)
-    if p["INVERSE"]:
+    if p["INVERSE"] if inverse is None else inverse:
         _trsm_inverse(queue, m, nrhs, t, b, nb, dtype=dtype, left=left, lower=lower,
                       trans=trans, unit=unit, forward=forward)
         return

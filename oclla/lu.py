@@ -132,9 +132,15 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
 
 
 def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
-    """Factor the panel A[c0:n, c0:c0+w] recursively (LAPACK ?getrf2), pivots into piv."""
-    if w <= leaf:
-        kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, NO_PIVOT=int(no_pivot))
+    """Factor the panel A[c0:n, c0:c0+w] recursively (LAPACK ?getrf2), pivots into piv.
+
+    Leaves are at most ``leaf`` wide (a power of two up to 16: the leaf kernel's
+    vector width), except a panel of the whole matrix below the device's
+    SMALL_N, which the leaf kernel factors alone.
+    """
+    if w <= leaf or w == n:
+        kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
+                            NO_PIVOT=int(no_pivot))
         launch(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
                int_arg(w), piv.data, info.data)
         return
@@ -144,7 +150,7 @@ def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
     if not no_pivot:
         laswp(queue, A, c0 + w1, w2, piv.data, c0, c0 + w1, dtype=dtype)
     trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
-         lower=True, unit=True)
+         lower=True, unit=True, inverse=False)    # small triangle: one substitution launch
     gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
          A.at(c0 + w1, c0 + w1), dtype=dtype)
     _panel(queue, A, n, c0 + w1, w2, piv, info, dtype=dtype, leaf=leaf, wg=wg,
@@ -181,11 +187,11 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     """
     dtype = a.dtype
     p = params(queue, "lu", dtype)
+    leaf = p["LEAF_W"]
     if block is None and n <= p["SMALL_N"]:
-        nb = leaf = max(n, 1)
+        nb = n                            # one panel, one leaf launch (entry by entry)
     else:
         nb = block or p["NB"]
-        leaf = min(p["LEAF_W"], nb)
     wg = p["PANEL_WG"]
     side = _side_queue(queue) if p["LOOKAHEAD"] and n > 2 * nb else None
     A = view_of(a)
