@@ -53,7 +53,10 @@ _overrides: dict = {}
 
 
 def override(family: str, params: dict | None) -> None:
-    """Use ``params`` for ``family`` from now on (``None`` restores the normal choice)."""
+    """Use ``params`` for ``family`` from now on (``None`` restores the normal choice).
+
+    Keys not given keep their device defaults (a gemm set must be complete).
+    """
     if family not in FAMILIES:
         raise KeyError(family)
     if params is None:
@@ -248,18 +251,22 @@ def stored(info, dtype_name: str) -> dict:
     return {}
 
 
+def _merge(family: str, base: dict, given: dict) -> dict:
+    """``given`` over ``base`` (a gemm set stands alone: its keys depend on its KERNEL)."""
+    return dict(given) if family == "gemm" else {**base, **given}
+
+
 @lru_cache(maxsize=None)
 def _cached(queue, family: str, dtype_name: str) -> tuple:
     info = device_info(queue)
     itemsize = np.dtype(dtype_name).itemsize
-    if family in _overrides:
-        return tuple(sorted(_overrides[family].items()))
     chosen = _defaults(queue, info, family, itemsize)
+    if family in _overrides:
+        return tuple(sorted(_merge(family, chosen, _overrides[family]).items()))
     if os.environ.get("OCLLA_TUNED", "1") != "0":
         tuned = stored(info, dtype_name).get(family)
         if tuned:
-            # a stored gemm set is complete (its keys depend on its KERNEL)
-            candidate = dict(tuned) if family == "gemm" else {**chosen, **tuned}
+            candidate = _merge(family, chosen, tuned)
             problem = check(family, candidate, info, itemsize)
             if problem is None:
                 chosen = candidate
