@@ -41,6 +41,9 @@
 #ifndef TRIANGLE
 #define TRIANGLE 0
 #endif
+#ifndef DIRECT
+#define DIRECT 0           /* which kernel the program holds: 0 gemm_tiled, 1 gemm_direct */
+#endif
 
 /* ---- gemm_tiled tunables ---- */
 #ifndef TILE_M
@@ -110,6 +113,7 @@
                                       : alpha * (value) + beta * C[AT(r, c, ldc)]
 
 /* ================================ gemm_tiled ================================ */
+#if DIRECT == 0
 
 #define WG_X (TILE_N / WPT_N)
 #define WG_Y (TILE_M / WPT_M)
@@ -265,9 +269,11 @@ void gemm_tiled(const int M, const int N, const int K, const real alpha,
     }
 }
 
+#endif
+
 /* ================================ gemm_direct =============================== */
 
-#if TRANS_B == 0                /* gemm_direct streams rows of B: B must be K x N */
+#if DIRECT == 1 && TRANS_B == 0  /* gemm_direct streams rows of B: B must be K x N */
 #define RN (VW * NV)
 #if TRANS_A == 0
 #define A_ELEM(r, k) A[AT(r, k, lda)]
@@ -356,14 +362,3 @@ __kernel void gemm_direct(const int M, const int N, const int K, const real alph
                      row0, col0);
 }
 #endif
-
-/* dst (cols x rows) = src (rows x cols)^T: the workspace copy of op(B) for
- * gemm_direct.  One work-item per element, dimension 0 along src's rows. */
-__kernel void transpose(const int rows, const int cols,
-                        __global const real *src, const int s_off, const int lds,
-                        __global real *dst, const int d_off, const int ldd)
-{
-    const int r = get_global_id(0), c = get_global_id(1);
-    if (r < rows && c < cols)
-        dst[d_off + AT(c, r, ldd)] = src[s_off + AT(r, c, lds)];
-}

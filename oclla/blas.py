@@ -20,8 +20,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ._device import resolve_queue
-from ._params import params
+from ._device import device_info, resolve_queue
+from ._params import check, params
 from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
 from ._validate import as_matrix
 
@@ -70,7 +70,7 @@ def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b
     threads = (tm // wm) * (tn // wn)
     vec_a = _vector_width(p["VEC"], a, tm if trans_a else tk, tm * tk // threads)
     vec_b = _vector_width(p["VEC"], b, tk if trans_b else tn, tn * tk // threads)
-    kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, TRANS_A=int(trans_a),
+    kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, TRANS_A=int(trans_a),
                         TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm, TILE_N=tn, TILE_K=tk,
                         WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
     gsize = (round_up(n, tn) // wn, round_up(m, tm) // wm)
@@ -82,7 +82,7 @@ def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b
 
 def transpose(queue, rows: int, cols: int, src: View, dst: View, *, dtype):
     """dst (cols x rows) = src (rows x cols)ᵀ on the device."""
-    kernel = get_kernel(queue, "gemm.cl", "transpose", dtype)
+    kernel = get_kernel(queue, "trsm.cl", "transpose", dtype)
     side = 8
     return launch(queue, kernel, (round_up(rows, side), round_up(cols, side)), (side, side),
                   int_arg(rows), int_arg(cols), src.buf, int_arg(src.off), int_arg(src.ld),
@@ -96,7 +96,7 @@ def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_
         transpose(queue, n, k, b, View(work, 0, n), dtype=dtype)
         b = View(work, 0, n)
     rm, rn, lx = p["RM"], p["VW"] * p["NV"], p["LX"]
-    kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, TRANS_A=int(trans_a),
+    kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, DIRECT=1, TRANS_A=int(trans_a),
                         TRIANGLE=tri, RM=rm, VW=p["VW"], NV=p["NV"])
     gsize = (round_up(-(-m // rm), lx), -(-n // rn))
     return launch(queue, kernel, gsize, (lx, 1), int_arg(m), int_arg(n), int_arg(k),
@@ -118,6 +118,10 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
     if m <= 0 or n <= 0:
         return None
     k = max(k, 0)
+    if tile is not None:
+        problem = check("gemm", tile, device_info(queue), np.dtype(dtype).itemsize)
+        if problem is not None:
+            raise ValueError(f"gemm parameters {tile}: {problem}")
     p = tile or params(queue, "gemm", dtype)
     tri = {None: 0, "lower": 1, "upper": 2}[triangle]
     run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
