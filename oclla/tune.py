@@ -326,9 +326,14 @@ def shipped_file() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tuned.json")
 
 
-def tune(queue, dtype, families, quick: bool = False, log=print) -> dict:
-    """Search the given families on ``queue``'s device; returns {family: params}."""
+def tune(queue, dtype, families, quick: bool = False, log=print, save=None) -> dict:
+    """Search the given families on ``queue``'s device; returns {family: params}.
+
+    ``save(found)`` is called after each family, so an interrupted run keeps
+    what it finished.
+    """
     found = {}
+    save = save or (lambda found: None)
     for fam in ("gemm", "trsm", "laswp", "lu", "pivot"):
         _params.override(fam, None)
     _params.reload()
@@ -337,12 +342,15 @@ def tune(queue, dtype, families, quick: bool = False, log=print) -> dict:
         if best is not None:
             found["gemm"] = best
             _params.override("gemm", best)
+            save(found)
     if "lu" in families:
         found.update(tune_lu(queue, dtype, quick, log))
+        save(found)
     if "pivot" in families:
         best = tune_pivot(queue, dtype, quick, log)
         if best is not None:
             found["pivot"] = best
+            save(found)
     return found
 
 
@@ -374,10 +382,13 @@ def main(argv=None) -> int:
             print(f"{info.name} has no float64: skipped")
             continue
         t0 = time.perf_counter()
-        found = tune(queue, np.dtype(dtype_name), families, args.quick)
-        store(path, info, dtype_name, found,
-              dict(seconds=round(time.perf_counter() - t0, 1)))
-        print(f"{dtype_name}: stored {json.dumps(found)} in {path}")
+
+        def save(found, dtype_name=dtype_name):
+            store(path, info, dtype_name, found,
+                  dict(seconds=round(time.perf_counter() - t0, 1)))
+
+        found = tune(queue, np.dtype(dtype_name), families, args.quick, save=save)
+        print(f"{dtype_name}: stored {json.dumps(found)} in {path}", flush=True)
     for fam in ("gemm", "trsm", "laswp", "lu", "pivot"):
         _params.override(fam, None)
     _params.reload()
