@@ -6,25 +6,27 @@
  * the host fills piv with 0, 1, ..., n-1 first).  info (one int, 0 on entry)
  * receives k+1 for the first exactly-zero pivot.
  *
- * Per-pivot LU: one launch of pivot_step per pivot k = 0 .. n-1, after one
- * pivot_first (argmax of column 0).  Nothing is read back between launches.
- * Launch k finds p = piv[k] already chosen and pivot = a[p, k]; column k is
- * still unswapped and unscaled, so every work-group reads it freely:
+ * Per-pivot LU: pivot_first (argmax of column 0, interchange, scaling), then
+ * one launch of pivot_step per pivot k = 0 .. n-2.  Nothing is read back
+ * between launches.  Launch k finds rows k and p = piv[k] interchanged and
+ * column k scaled (the multipliers l_r), and
  *
- *          k  k+1 ...                     n
- *       +--+--+-----------+-----------+
- *    k  |  |  <- row k <-> row p in each strip's own columns
- *       |  |  |  strip 0  |  strip 1  |   work-groups 0 .. G-2: WX*VW columns
- *       |  |  |  (argmax  |           |   each, rows k+1 .. n-1:
- *       |  |  |  of k+1)  |           |   a[r, c] -= l_r * a[k, c],
- *       +--+--+-----------+-----------+   l_r = a[r, k] / pivot (swap applied)
- *   columns 0 .. k-1: the last work-group ("L part") swaps rows k and p and
- *   finishes column k-1 (its swap, its scaling by 1/pivot, then this swap).
+ *          k  k+1 ...          c_end
+ *       +--+--------+--------+
+ *    k  |  | row k (read only)       work-group (i, j): WX x WY items own
+ *       |l |  (j=0) |        |       WX*VW*NV columns of strip i and rows
+ *       |  | strip 0| strip 1|       k+1+j*RB .. +RB: a[r, c] -= l_r a[k, c]
+ *       |  |        |        |
+ *       +--+--------+--------+
  *
- * Strip 0 owns column k+1: after its update it searches that column and
- * writes piv[k+1].  Launch n-1 has no strips and only finishes column n-2.
- * Each work-item updates VW adjacent columns (vectors on CPUs, VW = 1 with
- * WX items along a row on GPUs); WY items share a strip's rows.
+ * The work-groups of strip 0 also leave their rows' best candidate for
+ * pivot k+1 in part_val/part_row.  The last work-group to finish (an atomic
+ * counter, reset to 0 afterwards) reduces them, interchanges rows k+1 and p'
+ * in columns [s0, s1) and scales column k+1: the precondition of launch k+1.
+ * The per-pivot LU updates and swaps all columns (c_end = n, [0, n)); the
+ * blocked LU's panel factorization uses the same launches on its columns.
+ * Each work-item updates NV vectors of VW adjacent columns (vectors on CPUs,
+ * VW = 1 with WX items along a row on GPUs).
  *
  * Panel leaf (blocked LU): getf2_leaf factors the m x w panel a[c0:n, c0:c0+w]
  * (w <= LEAF_W) in one work-group, column by column, swapping rows inside the
@@ -33,8 +35,7 @@
  * row's w entries as one vector; the pass that updates column j also finds
  * the next pivot candidate in column j+1, so a column costs one pass.
  *
- * WG (power of two) is the work-group size of the single-work-group kernels
- * (and WX * WY for pivot_step).  NO_PIVOT = 1 takes the diagonal as pivot
+ * WG (power of two) is the work-group size (WX * WY for pivot_step).  NO_PIVOT = 1 takes the diagonal as pivot
  * (teaching only: unstable).
  */
 #include "common.h"
@@ -56,6 +57,9 @@
 #endif
 #ifndef WY
 #define WY 8               /* pivot_step: work-items sharing a strip's rows */
+#endif
+#ifndef RB
+#define RB 256             /* pivot_step: rows per work-group */
 #endif
 #ifndef NO_PIVOT
 #define NO_PIVOT 0
@@ -114,173 +118,122 @@ real multiplier(const real x, const real pivot, const real inv)
     return (fabs(pivot) >= REAL_MIN) ? x * inv : x / pivot;
 }
 
-/* Row p of the largest |a[r, col]|, r in [r0, n): piv[step] = p, info if zero. */
-void choose_pivot(__global const real *a, const int lda, const int n, const int col,
-                  const int r0, __global int *piv, __global int *info,
-                  __local real *vals, __local int *rows)
+/* Interchange rows col and p in columns [s0, s1) and scale column col below
+ * the diagonal by 1/pivot (LAPACK's choice of multiply or divide); piv[col] =
+ * p, info if the pivot is zero.  Done by one work-group; `act` = 0 makes it a
+ * no-op that still passes the barrier (every work-group passes every barrier:
+ * PoCL mishandles barriers that only some work-groups reach). */
+void finish_column(__global real *a, const int lda, const int n, const int col,
+                   const int p, const int s0, const int s1, const int act,
+                   __global int *piv, __global int *info, const int lid)
 {
-    const int p = wg_argmax_abs(a, lda, col, r0, n, vals, rows);
-    if (get_local_id(0) == 0 && get_local_id(1) == 0) {
+    const real pivot = act ? a[AT(p, col, lda)] : ONE;
+    barrier(CLK_GLOBAL_MEM_FENCE);                   /* all read the pivot first */
+    if (act && lid == 0) {
         piv[col] = p;
-        if (a[AT(p, col, lda)] == ZERO && *info == 0)
+        if (pivot == ZERO && *info == 0)
             *info = col + 1;
+    }
+    if (act && p != col)
+        for (int c = s0 + lid; c < s1; c += WG) {
+            const real t = a[AT(col, c, lda)];
+            a[AT(col, c, lda)] = a[AT(p, c, lda)];
+            a[AT(p, c, lda)] = t;
+        }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (act && pivot != ZERO) {
+        const real inv = ONE / pivot;
+        for (int r = col + 1 + lid; r < n; r += WG)
+            a[AT(r, col, lda)] = multiplier(a[AT(r, col, lda)], pivot, inv);
     }
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void pivot_first(__global const real *a, const int lda, const int n,
-                 __global int *piv, __global int *info)
+void pivot_first(__global real *a, const int lda, const int n, const int col,
+                 const int s0, const int s1, __global int *piv, __global int *info)
 {
     __local real vals[WG];
     __local int rows[WG];
-    choose_pivot(a, lda, n, 0, 0, piv, info, vals, rows);
+    const int p = wg_argmax_abs(a, lda, col, col, n, vals, rows);
+    finish_column(a, lda, n, col, p, s0, s1, 1, piv, info, get_local_id(0));
 }
-
-/* column k's entry of row r once rows k and p are interchanged */
-#define COLK(r) a[AT((r) == p ? k : (r), k, lda)]
-
-/* The last work-group of launch k (the "L part") interchanges rows k and p
- * in columns [0, k-1) and finishes column j = k-1: the interchange of step j
- * (rows j and q = piv[j]), the scaling of rows j+1.. by 1/pivot, then the
- * interchange of this step.  left_read runs before the barrier that
- * separates every read of an entry from its overwrite; it returns step j's
- * pivot, and work-item 0 also gets the final entries of rows k, p and q. */
-#define SCALED(x) (pivot == ZERO ? (x) : multiplier((x), pivot, ONE / pivot))
-real left_read(__global const real *a, const int lda, const int k, const int p,
-               __global const int *piv, const int lid, real *special)
-{
-    if (k == 0)
-        return ZERO;
-    const int j = k - 1, q = piv[j];
-    const real pivot = a[AT(q, j, lda)];
-    if (lid == 0) {
-        /* column j's entry at row r >= k after step j's interchange */
-#define V1(r) a[AT((r) == q ? j : (r), j, lda)]
-        special[0] = SCALED(V1(p));                  /* ends in row k */
-        special[1] = SCALED(V1(k));                  /* ends in row p */
-        special[2] = SCALED(a[AT(j, j, lda)]);       /* ends in row q */
-#undef V1
-    }
-    return pivot;
-}
-
-void left_write(__global real *a, const int lda, const int n, const int k, const int p,
-                __global const int *piv, const int lid, const real pivot,
-                const real *special)
-{
-    if (p != k)
-        for (int c = lid; c < k - 1; c += WG) {
-            const real t = a[AT(k, c, lda)];
-            a[AT(k, c, lda)] = a[AT(p, c, lda)];
-            a[AT(p, c, lda)] = t;
-        }
-    if (k == 0)
-        return;
-    const int j = k - 1, q = piv[j];
-    for (int r = k + lid; r < n; r += WG)
-        if (r != k && r != p && r != q)              /* the special rows: item 0 */
-            a[AT(r, j, lda)] = SCALED(a[AT(r, j, lda)]);
-    if (lid == 0) {
-        a[AT(j, j, lda)] = pivot;
-        if (q != j && q != k && q != p)
-            a[AT(q, j, lda)] = special[2];
-        a[AT(k, j, lda)] = special[0];
-        if (p != k)
-            a[AT(p, j, lda)] = special[1];
-    }
-}
-#undef SCALED
 
 #define CW (VW * NV)        /* columns per work-item of pivot_step */
 
-/* Rows k+1+y, k+1+y+WY, ... of this work-item's columns c0 .. c0+CW-1:
- * a[r, c] -= l_r * a[k, c].  `whole` (all CW columns inside the matrix) and
- * `by_inverse` (multiply by 1/pivot, LAPACK's choice unless the pivot is
- * subnormal) are literals at each call, so each case compiles to its own loop. */
-inline __attribute__((always_inline))
-void update_rows(__global real *a, const int lda, const int n, const int k, const int p,
-                 const int c0, const real *tk, const real *tp, const int whole,
-                 const int by_inverse, const real pivot, const real inv)
-{
-    for (int r = k + 1 + get_local_id(1); r < n; r += WY) {
-        const real x = COLK(r);
-        const real l = by_inverse ? x * inv : x / pivot;
-        if (whole) {
-            #pragma unroll
-            for (int v = 0; v < NV; v++) {
-                __global real *row = a + AT(r, c0 + v * VW, lda);
-                const REALV(VW) old = (r == p) ? VLOAD(VW)(0, tk + v * VW) : VLOAD(VW)(0, row);
-                VSTORE(VW)(old - l * VLOAD(VW)(0, tp + v * VW), 0, row);
-            }
-        } else {
-            for (int q = 0; q < CW && c0 + q < n; q++) {
-                const real old = (r == p) ? tk[q] : a[AT(r, c0 + q, lda)];
-                a[AT(r, c0 + q, lda)] = old - l * tp[q];
-            }
-        }
-    }
-}
-
-/* Strip work of launch k for this work-item's columns (tk, tp: rows k and p
- * of them, read before anything was written): row p moves to row k, every
- * row below loses l_r times it. */
-void update_strip(__global real *a, const int lda, const int n, const int k, const int p,
-                  const int c0, const real *tk, const real *tp)
-{
-    const int whole = c0 + CW <= n;
-    if (get_local_id(1) == 0)
-        for (int q = 0; q < CW && c0 + q < n; q++)
-            a[AT(k, c0 + q, lda)] = tp[q];
-    const real pivot = a[AT(p, k, lda)];
-    if (pivot == ZERO)                /* the column below is zero: nothing to subtract */
-        return;
-    const real inv = ONE / pivot;
-    if (fabs(pivot) >= REAL_MIN) {
-        if (whole) update_rows(a, lda, n, k, p, c0, tk, tp, 1, 1, pivot, inv);
-        else       update_rows(a, lda, n, k, p, c0, tk, tp, 0, 1, pivot, inv);
-    } else {
-        if (whole) update_rows(a, lda, n, k, p, c0, tk, tp, 1, 0, pivot, inv);
-        else       update_rows(a, lda, n, k, p, c0, tk, tp, 0, 0, pivot, inv);
-    }
-}
-
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
-void pivot_step(__global real *a, const int lda, const int n, const int k,
-                __global int *piv, __global int *info)
+void pivot_step(__global real *a, const int lda, const int n, const int k, const int c_end,
+                const int s0, const int s1, __global int *piv, __global int *info,
+                __global real *part_val, __global int *part_row, __global int *counter)
 {
     __local real vals[WG];
     __local int rows[WG];
+    __local int last;
     const int lid = get_local_id(1) * WX + get_local_id(0);
-    const int p = piv[k];
-    const int left = get_group_id(0) == get_num_groups(0) - 1;
     const int c0 = k + 1 + (get_group_id(0) * WX + get_local_id(0)) * CW;
-    real tk[CW], tp[CW];                             /* rows k and p of this item's columns */
-    real pivot_j = ZERO, special[3];                 /* the L part's reads */
-    if (left) {
-        pivot_j = left_read(a, lda, k, p, piv, lid, special);
+    const int rb = get_group_id(1);
+    const int r0 = k + 1 + rb * RB, r1 = min(n, r0 + RB);
+
+    /* rank-1 update of rows [r0, r1) x this item's columns [c0, min(c0 + CW, c_end)) */
+    if (c0 + CW <= c_end) {
+        REALV(VW) u[NV];
+        #pragma unroll
+        for (int v = 0; v < NV; v++)
+            u[v] = VLOAD(VW)(0, a + AT(k, c0 + v * VW, lda));
+        for (int r = r0 + get_local_id(1); r < r1; r += WY) {
+            const real l = a[AT(r, k, lda)];
+            #pragma unroll
+            for (int v = 0; v < NV; v++) {
+                __global real *x = a + AT(r, c0 + v * VW, lda);
+                VSTORE(VW)(VLOAD(VW)(0, x) - l * u[v], 0, x);
+            }
+        }
     } else {
-        for (int q = 0; q < CW && c0 + q < n; q++) {
-            tk[q] = a[AT(k, c0 + q, lda)];
-            tp[q] = a[AT(p, c0 + q, lda)];
+        for (int r = r0 + get_local_id(1); r < r1; r += WY) {
+            const real l = a[AT(r, k, lda)];
+            for (int c = c0; c < c_end; c++)
+                a[AT(r, c, lda)] -= l * a[AT(k, c, lda)];
         }
     }
-    /* Every entry read above is read before any is overwritten.  Every
-     * work-group passes every barrier (PoCL mishandles barriers that only
-     * some work-groups reach). */
+
+    /* the work-groups of strip 0 own column k+1: their rows' best candidate */
     barrier(CLK_GLOBAL_MEM_FENCE);
-    if (left)
-        left_write(a, lda, n, k, p, piv, lid, pivot_j, special);
-    else
-        update_strip(a, lda, n, k, p, c0, tk, tp);
-    /* strip 0 owns column k+1: search it once its update is visible */
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    const int owner = get_group_id(0) == 0 && k + 1 < n;
-    const int next = wg_argmax_abs(a, lda, k + 1, owner ? k + 1 : n, n, vals, rows);
-    if (owner && lid == 0) {
-        piv[k + 1] = next;
-        if (a[AT(next, k + 1, lda)] == ZERO && *info == 0)
-            *info = k + 2;
+    const int own = get_group_id(0) == 0 && k + 1 < c_end;
+    real best = -ONE;
+    int best_row = r0;
+    if (own)
+        for (int r = r0 + lid; r < r1; r += WG) {
+            const real v = fabs(a[AT(r, k + 1, lda)]);
+            if (v > best) { best = v; best_row = r; }
+        }
+    const int cand = wg_reduce_argmax(best, best_row, vals, rows);
+    if (own && lid == 0) {
+        part_val[rb] = vals[0];
+        part_row[rb] = cand;
     }
+
+    /* the last work-group to finish chooses pivot k+1 and finishes its column */
+    if (lid == 0) {
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        last = atomic_inc(counter) == get_num_groups(0) * get_num_groups(1) - 1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    const int fin = last && k + 1 < c_end;
+    best = -ONE;
+    best_row = k + 1;
+    if (fin)
+        for (int i = lid; i < get_num_groups(1); i += WG) {
+            const real v = part_val[i];
+            const int r = part_row[i];
+            if (v > best || (v == best && r < best_row)) { best = v; best_row = r; }
+        }
+#if NO_PIVOT
+    const int p = k + 1;
+#else
+    const int p = wg_reduce_argmax(best, best_row, vals, rows);
+#endif
+    finish_column(a, lda, n, k + 1, p, s0, s1, fin, piv, info, lid);
+    if (last && lid == 0)
+        *counter = 0;
 }
 
 /* One column step of the leaf on this work-item's rows [rb, re): scales

@@ -26,13 +26,15 @@ Families and their keys
            INVERSE: 1 to invert the diagonal blocks and apply them by GEMM, 0 to
            solve each by substitution
 ``laswp``  VW: adjacent columns per work-item; WG: work-group size
-``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 2, 4, 8 or 16); PANEL_WG: work-group size of
-           the leaf; SMALL_N: below this order the blocked method factors the whole
-           matrix with the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor
-           the next panel on a second queue while the trailing update runs
-``pivot``  VW, NV, WX, WY: per-pivot kernel shape (each work-item updates NV vectors
-           of VW adjacent columns; a work-group is WX x WY items and owns WX*VW*NV
-           columns)
+``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group size of
+           the leaf; PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
+           launch per column (the per-pivot kernels) instead of recursion and leaves;
+           SMALL_N: below this order the blocked method factors the whole matrix with
+           the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
+           panel on a second queue while the trailing update runs
+``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
+           vectors of VW adjacent columns; a work-group is WX x WY items and owns
+           WX*VW*NV columns of RB rows)
 """
 
 from __future__ import annotations
@@ -128,14 +130,14 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
             return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)))
         return dict(VW=_native_width(queue, itemsize), WG=4)
     if family == "lu":
-        return dict(NB=128 if gpu else 64, LEAF_W=16 if gpu else 8,
-                    PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 512 if gpu else 64)),
-                    SMALL_N=0 if gpu else 96, LOOKAHEAD=1)
+        return dict(NB=128 if gpu else 64, LEAF_W=8, PANEL_COLUMNS=int(gpu),
+                    PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
+                    SMALL_N=0 if gpu else 256, LOOKAHEAD=1)
     if family == "pivot":
         if gpu:
-            return dict(VW=1, NV=1, WX=32,
+            return dict(VW=1, NV=1, WX=32, RB=64,
                         WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
-        return dict(VW=_native_width(queue, itemsize), NV=4, WX=1, WY=1)
+        return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024)
     raise KeyError(family)
 
 
@@ -188,15 +190,18 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 else "VW in 1, 2, 4, 8, 16 and WG within the work-group limit"
         if family == "lu":
             wg = p["PANEL_WG"]
-            if (p["NB"] < 1 or p["LEAF_W"] not in (1, 2, 4, 8, 16) or p["SMALL_N"] < 0
-                    or p["LOOKAHEAD"] not in (0, 1)):
-                return "NB >= 1, LEAF_W in 1, 2, 4, 8, 16, SMALL_N >= 0, LOOKAHEAD 0 or 1"
+            # LEAF_W = 2 is left out: PoCL 3.1 miscomputes the float32 leaf with
+            # two-wide rows when the work-group has several items.
+            if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
+                    or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)):
+                return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, "
+                        "LOOKAHEAD and PANEL_COLUMNS 0 or 1")
             return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "pivot":
             vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
-            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy) < 1:
-                return "VW in 1, 2, 4, 8, 16; NV, WX, WY >= 1"
+            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"]) < 1:
+                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB >= 1"
             if (wx * wy) & (wx * wy - 1):
                 return "WX * WY must be a power of two"
             return None if _fits_wg(info, wx, wy) else "work-group too large"

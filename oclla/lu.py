@@ -98,23 +98,50 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
                 lower.data, upper.data, a.data, int_arg(n))
 
 
+class _PivotKernels:
+    """The per-column launches shared by the per-pivot LU and the blocked LU's panels.
+
+    ``first(col, s0, s1)`` chooses pivot col, interchanges rows in columns
+    [s0, s1) and scales column col; ``step(k, c_end, s0, s1)`` applies pivot k
+    to columns (k, c_end) and finishes column k+1 the same way (lu.cl).
+    """
+
+    def __init__(self, queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool):
+        dtype = a.dtype
+        p = params(queue, "pivot", dtype)
+        self.wx, self.wy, self.rb = p["WX"], p["WY"], p["RB"]
+        self.strip = p["WX"] * p["VW"] * p["NV"]
+        wg = self.wx * self.wy
+        self.queue, self.n = queue, n
+        self.kfirst = get_kernel(queue, "lu.cl", "pivot_first", dtype, WG=wg,
+                                 NO_PIVOT=int(no_pivot))
+        self.kstep = get_kernel(queue, "lu.cl", "pivot_step", dtype, WG=wg, VW=p["VW"],
+                                NV=p["NV"], WX=self.wx, WY=self.wy, RB=self.rb,
+                                NO_PIVOT=int(no_pivot))
+        blocks = max(1, -(-n // self.rb))
+        self.part_val = cl_array.empty(queue, blocks, dtype)
+        self.part_row = cl_array.empty(queue, blocks, np.int32)
+        self.counter = cl_array.zeros(queue, 1, np.int32)
+        self.args = (a.data, int_arg(n), int_arg(n))
+        self.piv, self.info = piv.data, info.data
+
+    def first(self, col, s0, s1):
+        wg = self.wx * self.wy
+        launch(self.queue, self.kfirst, (wg,), (wg,), *self.args, int_arg(col), int_arg(s0),
+               int_arg(s1), self.piv, self.info)
+
+    def step(self, k, c_end, s0, s1):
+        width, height = c_end - k - 1, self.n - k - 1
+        grid = (-(-width // self.strip) * self.wx, -(-height // self.rb) * self.wy)
+        launch(self.queue, self.kstep, grid, (self.wx, self.wy), *self.args, int_arg(k),
+               int_arg(c_end), int_arg(s0),
+               int_arg(s1), self.piv, self.info, self.part_val.data, self.part_row.data,
+               self.counter.data)
+
+
 def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:
-    dtype = a.dtype
-    p = params(queue, "pivot", dtype)
-    vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
-    first = get_kernel(queue, "lu.cl", "pivot_first", dtype, WG=wx * wy,
-                       NO_PIVOT=int(no_pivot))
-    step = get_kernel(queue, "lu.cl", "pivot_step", dtype, WG=wx * wy, VW=vw, NV=nv, WX=wx,
-                      WY=wy, NO_PIVOT=int(no_pivot))
-    n_, lda = int_arg(n), int_arg(n)
-    strip = wx * vw * nv
-
-    def launch_step(k):
-        groups = -(-(n - k - 1) // strip) + 1          # strips of (k, n), then the L part
-        launch(queue, step, (groups * wx, wy), (wx, wy), a.data, lda, n_, int_arg(k),
-               piv.data, info.data)
-
-    with trace.run("lu", "inplace", queue, (n, n), dtype, a.get,
+    kernels = _PivotKernels(queue, a, n, piv, info, no_pivot)
+    with trace.run("lu", "inplace", queue, (n, n), a.dtype, a.get,
                    pivoting="none" if no_pivot else "partial") as run:
         for k in range(n - 1):
             active = n - k - 1
@@ -122,22 +149,26 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
                             flops=2.0 * active * active + active,
                             nbytes=a.dtype.itemsize * (2 * active * active + 3 * active)):
                 if k == 0:
-                    launch(queue, first, (wx * wy,), (wx * wy,), a.data, lda, n_,
-                           piv.data, info.data)
-                launch_step(k)
-                if k == n - 2:                           # finish column n-2
-                    launch_step(n - 1)
+                    kernels.first(0, 0, n)
+                kernels.step(k, n, 0, n)
         if run is not None:
             _annotate_swaps(run, piv)
 
 
-def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
-    """Factor the panel A[c0:n, c0:c0+w] recursively (LAPACK ?getrf2), pivots into piv.
+def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, columns=None):
+    """Factor the panel A[c0:n, c0:c0+w], pivots into piv, interchanges inside it.
 
-    Leaves are at most ``leaf`` wide (a power of two up to 16: the leaf kernel's
-    vector width), except a panel of the whole matrix below the device's
-    SMALL_N, which the leaf kernel factors alone.
+    With ``columns`` (a :class:`_PivotKernels`), one multi-work-group launch per
+    column; else recursively (LAPACK ?getrf2) down to leaves at most ``leaf``
+    wide (a power of two up to 16: the leaf kernel's vector width), each
+    factored by one work-group, except a panel of the whole matrix below the
+    device's SMALL_N, which the leaf kernel factors alone.
     """
+    if columns is not None:
+        columns.first(c0, c0, c0 + w)
+        for k in range(c0, c0 + w - 1):
+            columns.step(k, c0 + w, c0, c0 + w)
+        return
     if w <= leaf or w == n:
         kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
                             NO_PIVOT=int(no_pivot))
@@ -188,12 +219,12 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     dtype = a.dtype
     p = params(queue, "lu", dtype)
     leaf = p["LEAF_W"]
-    if block is None and n <= p["SMALL_N"]:
-        nb = n                            # one panel, one leaf launch (entry by entry)
-    else:
-        nb = block or p["NB"]
+    small = block is None and n <= p["SMALL_N"]
+    nb = n if small else (block or p["NB"])   # small: one panel, one leaf launch
     wg = p["PANEL_WG"]
     side = _side_queue(queue) if p["LOOKAHEAD"] and n > 2 * nb else None
+    columns = (_PivotKernels(queue, a, n, piv, info, no_pivot)
+               if p["PANEL_COLUMNS"] and not small else None)
     A = view_of(a)
 
     def snapshot():
@@ -205,7 +236,7 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
         with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
                         flops=(n - j) * jb * jb - jb ** 3 / 3.0):
             _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
-                   no_pivot=no_pivot)
+                   no_pivot=no_pivot, columns=columns)
 
     with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=leaf,
                    lookahead=int(side is not None),

@@ -10,13 +10,14 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 * ``gemm``: the kernel shape (tiled: tile, depth, work per item, vector width;
   direct: rows, vector width, vectors per row, work-group).  Metric: GFLOP/s
   of C = A·B at n = ``GEMM_N`` (device-resident, best of 3).
+* ``pivot``: the per-pivot kernel shape (tuned first: the blocked LU's
+  panels may use the same kernels).  Metric: time of the per-pivot LU at
+  n = ``PIVOT_N``.
 * ``trsm``, ``laswp``, ``lu``: searched one parameter at a time (coordinate
-  descent, in the order listed), each candidate with the others at their best
-  so far.  Metric: time of the blocked LU at n = ``LU_N`` (best of 3).
+  descent, in the order of :func:`_lu_axes`), each candidate with the others
+  at their best so far.  Metric: time of the blocked LU at n = ``LU_N`` (best of 3).
   ``SMALL_N`` is the largest order in ``SMALL_SIZES`` at which factoring the
   whole matrix with the leaf kernel beats the blocked path.
-* ``pivot``: the per-pivot kernel shape.  Metric: time of the per-pivot LU at
-  n = ``PIVOT_N``.
 
 Every candidate is first checked against a reference and dropped if it is
 wrong (or fails to build): GEMM shapes on awkward sizes (tile ± 1, primes) for
@@ -48,7 +49,7 @@ from .accuracy import THRESHOLD, lu_backward_error, product_error
 GEMM_N = {"GPU": 4096, "CPU": 1024}
 LU_N = {"GPU": 8192, "CPU": 1024}
 PIVOT_N = {"GPU": 2048, "CPU": 1024}
-SMALL_SIZES = (32, 64, 96, 128, 192, 256)
+SMALL_SIZES = (32, 64, 96, 128, 192, 256, 384, 512)
 
 
 def _gemm_space(kind: str, native: int, quick: bool) -> list[dict]:
@@ -72,7 +73,8 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     """(family, key, values) searched in order by coordinate descent."""
     gpu = kind == "GPU"
     axes = [
-        ("lu", "NB", (128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
+        ("lu", "PANEL_COLUMNS", (0, 1)),
+        ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
         ("lu", "LEAF_W", (4, 8, 16) if gpu else (4, 8, 16)),
         ("lu", "PANEL_WG", (128, 256, 512, 1024) if gpu else (1, 2, 4, 8)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
@@ -80,17 +82,18 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]
-    return axes[:3] + axes[-1:] if quick else axes
+    return axes[:4] + axes[-1:] if quick else axes
 
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
     if kind == "GPU":
-        space = [dict(VW=1, NV=nv, WX=wx, WY=wy)
-                 for nv, wx, wy in itertools.product((1, 2, 4), (32, 64), (1, 2, 4, 8))]
+        space = [dict(VW=1, NV=1, WX=wx, WY=wy, RB=rb)
+                 for wx, wy, rb in itertools.product((32, 64), (4, 8, 16), (32, 64, 128, 256))
+                 if wy <= rb]
     else:
-        space = [dict(VW=vw, NV=nv, WX=wx, WY=wy)
-                 for vw, nv, wx, wy in itertools.product(sorted({max(1, native // 2), native}),
-                                                         (2, 4, 8), (1, 2), (1, 2))]
+        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb)
+                 for vw, nv, wx, rb in itertools.product(sorted({max(1, native // 2), native}),
+                                                         (2, 4, 8), (1, 2), (256, 1024))]
     return space[::2] if quick else space
 
 
@@ -304,16 +307,21 @@ def tune_pivot(queue, dtype, quick: bool, log) -> dict | None:
 # ---- storage --------------------------------------------------------------------------
 
 def store(path: str, info, dtype_name: str, found: dict, measured: dict) -> None:
-    """Insert or replace the entry for (device, driver, dtype) in the file at ``path``."""
+    """Store ``found`` for (device, driver, dtype) in the file at ``path``.
+
+    Families not in ``found`` keep what the file already holds for that entry.
+    """
     entries = []
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             entries = _params.read_entries(f.read())
-    entries = [e for e in entries if not (e.get("device") == info.name
-                                          and e.get("driver") == info.driver_version
-                                          and e.get("dtype") == dtype_name)]
+    same = [e for e in entries if (e.get("device"), e.get("driver"), e.get("dtype"))
+            == (info.name, info.driver_version, dtype_name)]
+    entries = [e for e in entries if e not in same]
+    merged = dict(same[0].get("params", {})) if same else {}
+    merged.update(found)
     entries.append(dict(device=info.name, driver=info.driver_version, dtype=dtype_name,
-                        date=datetime.date.today().isoformat(), params=found,
+                        date=datetime.date.today().isoformat(), params=merged,
                         measured=measured))
     entries.sort(key=lambda e: (e["device"], e["driver"], e["dtype"]))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -343,14 +351,15 @@ def tune(queue, dtype, families, quick: bool = False, log=print, save=None) -> d
             found["gemm"] = best
             _params.override("gemm", best)
             save(found)
-    if "lu" in families:
-        found.update(tune_lu(queue, dtype, quick, log))
-        save(found)
-    if "pivot" in families:
+    if "pivot" in families:                 # before lu: its panels may use these kernels
         best = tune_pivot(queue, dtype, quick, log)
         if best is not None:
             found["pivot"] = best
+            _params.override("pivot", best)
             save(found)
+    if "lu" in families:
+        found.update(tune_lu(queue, dtype, quick, log))
+        save(found)
     return found
 
 
