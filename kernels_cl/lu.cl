@@ -20,9 +20,10 @@
  *       +--+--------+--------+
  *
  * The work-groups of strip 0 also leave their rows' best candidate for
- * pivot k+1 in part_val/part_row.  The last work-group to finish (an atomic
- * counter, reset to 0 afterwards) reduces them, interchanges rows k+1 and p'
- * in columns [s0, s1) and scales column k+1: the precondition of launch k+1.
+ * pivot k+1 in part_val/part_row.  With FUSED, the last work-group to finish
+ * (an atomic counter, reset to 0 afterwards) reduces them, interchanges rows
+ * k+1 and p' in columns [s0, s1) and scales column k+1: the precondition of
+ * launch k+1; without, a one-work-group pivot_finish launch does that.
  * The per-pivot LU updates and swaps all columns (c_end = n, [0, n)); the
  * blocked LU's panel factorization uses the same launches on its columns.
  * Each work-item updates NV vectors of VW adjacent columns (vectors on CPUs,
@@ -60,6 +61,10 @@
 #endif
 #ifndef RB
 #define RB 256             /* pivot_step: rows per work-group */
+#endif
+#ifndef FUSED
+#define FUSED 1            /* pivot_step: 1 = its last work-group finishes the next column,
+                              0 = a pivot_finish launch after it does */
 #endif
 #ifndef NO_PIVOT
 #define NO_PIVOT 0
@@ -122,8 +127,11 @@ real multiplier(const real x, const real pivot, const real inv)
  * the diagonal by 1/pivot (LAPACK's choice of multiply or divide); piv[col] =
  * p, info if the pivot is zero.  Done by one work-group; `act` = 0 makes it a
  * no-op that still passes the barrier (every work-group passes every barrier:
- * PoCL mishandles barriers that only some work-groups reach). */
-void finish_column(__global real *a, const int lda, const int n, const int col,
+ * PoCL mishandles barriers that only some work-groups reach).  The matrix is
+ * read through a volatile pointer: in a fused pivot_step the entries were
+ * written by other work-groups of the same launch, and must not come from a
+ * stale cache. */
+void finish_column(volatile __global real *a, const int lda, const int n, const int col,
                    const int p, const int s0, const int s1, const int act,
                    __global int *piv, __global int *info, const int lid)
 {
@@ -158,6 +166,29 @@ void pivot_first(__global real *a, const int lda, const int n, const int col,
     finish_column(a, lda, n, col, p, s0, s1, 1, piv, info, get_local_id(0));
 }
 
+/* Reduce the partial candidates of column col (rows, lowest on ties) and
+ * finish the column (`act` = 0: pass the barriers only). */
+void finish_pivot(__global real *a, const int lda, const int n, const int col,
+                  const int s0, const int s1, const int act, const int parts,
+                  __global int *piv, __global int *info,
+                  volatile __global real *part_val, volatile __global int *part_row,
+                  __local real *vals, __local int *rows, const int lid)
+{
+    real best = -ONE;
+    int best_row = col;
+    for (int i = lid; i < parts; i += WG) {
+        const real v = part_val[i];
+        const int r = part_row[i];
+        if (v > best || (v == best && r < best_row)) { best = v; best_row = r; }
+    }
+#if NO_PIVOT
+    const int p = col;
+#else
+    const int p = wg_reduce_argmax(best, best_row, vals, rows);
+#endif
+    finish_column(a, lda, n, col, p, s0, s1, act, piv, info, lid);
+}
+
 #define CW (VW * NV)        /* columns per work-item of pivot_step */
 
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
@@ -167,7 +198,9 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
 {
     __local real vals[WG];
     __local int rows[WG];
+#if FUSED
     __local int last;
+#endif
     const int lid = get_local_id(1) * WX + get_local_id(0);
     const int c0 = k + 1 + (get_group_id(0) * WX + get_local_id(0)) * CW;
     const int rb = get_group_id(1);
@@ -211,29 +244,32 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
         part_row[rb] = cand;
     }
 
+#if FUSED
     /* the last work-group to finish chooses pivot k+1 and finishes its column */
-    if (lid == 0) {
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);                 /* every item's writes, then the signal */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0)
         last = atomic_inc(counter) == get_num_groups(0) * get_num_groups(1) - 1;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
     const int fin = last && k + 1 < c_end;
-    best = -ONE;
-    best_row = k + 1;
-    if (fin)
-        for (int i = lid; i < get_num_groups(1); i += WG) {
-            const real v = part_val[i];
-            const int r = part_row[i];
-            if (v > best || (v == best && r < best_row)) { best = v; best_row = r; }
-        }
-#if NO_PIVOT
-    const int p = k + 1;
-#else
-    const int p = wg_reduce_argmax(best, best_row, vals, rows);
-#endif
-    finish_column(a, lda, n, k + 1, p, s0, s1, fin, piv, info, lid);
+    finish_pivot(a, lda, n, k + 1, s0, s1, fin, fin ? get_num_groups(1) : 0, piv, info,
+                 part_val, part_row, vals, rows, lid);
     if (last && lid == 0)
         *counter = 0;
+#endif
+}
+
+/* Unfused: pivot k+1 chosen from the partials of the pivot_step before it. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void pivot_finish(__global real *a, const int lda, const int n, const int col,
+                  const int s0, const int s1, __global int *piv, __global int *info,
+                  __global real *part_val, __global int *part_row, const int parts)
+{
+    __local real vals[WG];
+    __local int rows[WG];
+    finish_pivot(a, lda, n, col, s0, s1, 1, parts, piv, info, part_val, part_row, vals, rows,
+                 get_local_id(0));
 }
 
 /* One column step of the leaf on this work-item's rows [rb, re): scales

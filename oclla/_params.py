@@ -34,7 +34,8 @@ Families and their keys
            panel on a second queue while the trailing update runs
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
-           WX*VW*NV columns of RB rows)
+           WX*VW*NV columns of RB rows); FUSED: 1 if the last work-group of a launch
+           finishes the next column, 0 for a separate one-work-group launch
 """
 
 from __future__ import annotations
@@ -135,9 +136,9 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=1)
     if family == "pivot":
         if gpu:
-            return dict(VW=1, NV=1, WX=32, RB=64,
-                        WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
-        return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024)
+            return dict(VW=1, NV=1, WX=32, RB=256, FUSED=0,
+                        WY=_pow2_at_most(min(16, max(1, info.max_work_group_size // 32))))
+        return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024, FUSED=1)
     raise KeyError(family)
 
 
@@ -200,8 +201,9 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "pivot":
             vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
-            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"]) < 1:
-                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB >= 1"
+            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"]) < 1 \
+                    or p["FUSED"] not in (0, 1):
+                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB >= 1; FUSED 0 or 1"
             if (wx * wy) & (wx * wy - 1):
                 return "WX * WY must be a power of two"
             return None if _fits_wg(info, wx, wy) else "work-group too large"

@@ -103,7 +103,8 @@ class _PivotKernels:
 
     ``first(col, s0, s1)`` chooses pivot col, interchanges rows in columns
     [s0, s1) and scales column col; ``step(k, c_end, s0, s1)`` applies pivot k
-    to columns (k, c_end) and finishes column k+1 the same way (lu.cl).
+    to columns (k, c_end) and finishes column k+1 the same way (lu.cl): in the
+    same launch with the device's FUSED parameter, else in a second one.
     """
 
     def __init__(self, queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool):
@@ -117,7 +118,9 @@ class _PivotKernels:
                                  NO_PIVOT=int(no_pivot))
         self.kstep = get_kernel(queue, "lu.cl", "pivot_step", dtype, WG=wg, VW=p["VW"],
                                 NV=p["NV"], WX=self.wx, WY=self.wy, RB=self.rb,
-                                NO_PIVOT=int(no_pivot))
+                                FUSED=p["FUSED"], NO_PIVOT=int(no_pivot))
+        self.kfinish = None if p["FUSED"] else get_kernel(
+            queue, "lu.cl", "pivot_finish", dtype, WG=wg, NO_PIVOT=int(no_pivot))
         blocks = max(1, -(-n // self.rb))
         self.part_val = cl_array.empty(queue, blocks, dtype)
         self.part_row = cl_array.empty(queue, blocks, np.int32)
@@ -133,10 +136,15 @@ class _PivotKernels:
     def step(self, k, c_end, s0, s1):
         width, height = c_end - k - 1, self.n - k - 1
         grid = (-(-width // self.strip) * self.wx, -(-height // self.rb) * self.wy)
+        parts = (self.part_val.data, self.part_row.data)
         launch(self.queue, self.kstep, grid, (self.wx, self.wy), *self.args, int_arg(k),
-               int_arg(c_end), int_arg(s0),
-               int_arg(s1), self.piv, self.info, self.part_val.data, self.part_row.data,
+               int_arg(c_end), int_arg(s0), int_arg(s1), self.piv, self.info, *parts,
                self.counter.data)
+        if self.kfinish is not None and k + 1 < c_end:
+            wg = self.wx * self.wy
+            launch(self.queue, self.kfinish, (wg,), (wg,), *self.args, int_arg(k + 1),
+                   int_arg(s0), int_arg(s1), self.piv, self.info, *parts,
+                   int_arg(grid[1] // self.wy))
 
 
 def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:

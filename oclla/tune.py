@@ -87,11 +87,12 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
     if kind == "GPU":
-        space = [dict(VW=1, NV=1, WX=wx, WY=wy, RB=rb)
-                 for wx, wy, rb in itertools.product((32, 64), (4, 8, 16), (32, 64, 128, 256))
-                 if wy <= rb]
+        space = [dict(VW=1, NV=1, WX=wx, WY=wy, RB=rb, FUSED=fused)
+                 for fused, wx, wy, rb in itertools.product((0, 1), (32, 64), (8, 16),
+                                                            (64, 256, 1024))
+                 if wx * wy <= 1024]
     else:
-        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb)
+        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb, FUSED=1)
                  for vw, nv, wx, rb in itertools.product(sorted({max(1, native // 2), native}),
                                                          (2, 4, 8), (1, 2), (256, 1024))]
     return space[::2] if quick else space

@@ -17,9 +17,10 @@ from oclla.accuracy import lu_backward_error, passes
 
 DTYPES = (np.float32, np.float64)
 PIVOT_SETS = [
-    dict(VW=16, NV=4, WX=2, WY=1, RB=1024),      # one row block, vector columns (CPU)
-    dict(VW=4, NV=2, WX=2, WY=4, RB=16),         # several row blocks, rows shared by items
-    dict(VW=1, NV=1, WX=8, WY=2, RB=7),          # GPU shape, ragged row blocks
+    dict(VW=16, NV=4, WX=2, WY=1, RB=1024, FUSED=1),   # one row block, vector columns (CPU)
+    dict(VW=4, NV=2, WX=2, WY=4, RB=16, FUSED=1),      # several row blocks, rows shared
+    dict(VW=1, NV=1, WX=8, WY=2, RB=7, FUSED=0),       # GPU shape, ragged blocks, unfused
+    dict(VW=1, NV=1, WX=8, WY=4, RB=5, FUSED=1),
 ]
 BLOCKED_SETS = [
     dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
