@@ -62,6 +62,9 @@
 #ifndef RB
 #define RB 256             /* pivot_step: rows per work-group */
 #endif
+#ifndef UNR
+#define UNR 4              /* pivot_step: rows a work-item loads before it stores */
+#endif
 #ifndef FUSED
 #define FUSED 1            /* pivot_step: 1 = its last work-group finishes the next column,
                               0 = a pivot_finish launch after it does */
@@ -206,19 +209,31 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
     const int rb = get_group_id(1);
     const int r0 = k + 1 + rb * RB, r1 = min(n, r0 + RB);
 
-    /* rank-1 update of rows [r0, r1) x this item's columns [c0, min(c0 + CW, c_end)) */
+    /* rank-1 update of rows [r0, r1) x this item's columns [c0, min(c0 + CW, c_end)),
+     * UNR rows at a time: all their loads are issued before their stores */
     if (c0 + CW <= c_end) {
         REALV(VW) u[NV];
         #pragma unroll
         for (int v = 0; v < NV; v++)
             u[v] = VLOAD(VW)(0, a + AT(k, c0 + v * VW, lda));
-        for (int r = r0 + get_local_id(1); r < r1; r += WY) {
-            const real l = a[AT(r, k, lda)];
+        for (int r = r0 + get_local_id(1); r < r1; r += WY * UNR) {
+            real l[UNR];
+            REALV(VW) x[UNR][NV];
             #pragma unroll
-            for (int v = 0; v < NV; v++) {
-                __global real *x = a + AT(r, c0 + v * VW, lda);
-                VSTORE(VW)(VLOAD(VW)(0, x) - l * u[v], 0, x);
+            for (int i = 0; i < UNR; i++) {
+                const int ri = min(r + i * WY, r1 - 1);      /* past the block: reload, no store */
+                l[i] = a[AT(ri, k, lda)];
+                #pragma unroll
+                for (int v = 0; v < NV; v++)
+                    x[i][v] = VLOAD(VW)(0, a + AT(ri, c0 + v * VW, lda));
             }
+            #pragma unroll
+            for (int i = 0; i < UNR; i++)
+                if (r + i * WY < r1) {
+                    #pragma unroll
+                    for (int v = 0; v < NV; v++)
+                        VSTORE(VW)(x[i][v] - l[i] * u[v], 0, a + AT(r + i * WY, c0 + v * VW, lda));
+                }
         }
     } else {
         for (int r = r0 + get_local_id(1); r < r1; r += WY) {

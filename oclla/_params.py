@@ -28,13 +28,14 @@ Families and their keys
 ``laswp``  VW: adjacent columns per work-item; WG: work-group size
 ``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group size of
            the leaf; PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
-           launch per column (the per-pivot kernels) instead of recursion and leaves;
+           launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
+           PANEL_WY) instead of recursion and leaves;
            SMALL_N: below this order the blocked method factors the whole matrix with
            the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
            panel on a second queue while the trailing update runs
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
-           WX*VW*NV columns of RB rows); FUSED: 1 if the last work-group of a launch
+           WX*VW*NV columns of RB rows); UNR: rows loaded before stored; FUSED: 1 if the last work-group of a launch
            finishes the next column, 0 for a separate one-work-group launch
 """
 
@@ -133,12 +134,14 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
     if family == "lu":
         return dict(NB=128 if gpu else 64, LEAF_W=8, PANEL_COLUMNS=int(gpu),
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
+                    PANEL_RB=32 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=1)
     if family == "pivot":
         if gpu:
-            return dict(VW=1, NV=1, WX=32, RB=256, FUSED=0,
+            return dict(VW=1, NV=1, WX=32, RB=256, UNR=4, FUSED=0,
                         WY=_pow2_at_most(min(16, max(1, info.max_work_group_size // 32))))
-        return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024, FUSED=1)
+        return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024, UNR=1,
+                    FUSED=1)
     raise KeyError(family)
 
 
@@ -193,6 +196,8 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             wg = p["PANEL_WG"]
             # LEAF_W = 2 is left out: PoCL 3.1 miscomputes the float32 leaf with
             # two-wide rows when the work-group has several items.
+            if p["PANEL_RB"] < 1 or p["PANEL_WY"] < 1 or p["PANEL_WY"] & (p["PANEL_WY"] - 1):
+                return "PANEL_RB >= 1 and PANEL_WY a power of two"
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
                     or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, "
@@ -201,9 +206,9 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "pivot":
             vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
-            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"]) < 1 \
+            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"], p["UNR"]) < 1 \
                     or p["FUSED"] not in (0, 1):
-                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB >= 1; FUSED 0 or 1"
+                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB, UNR >= 1; FUSED 0 or 1"
             if (wx * wy) & (wx * wy - 1):
                 return "WX * WY must be a power of two"
             return None if _fits_wg(info, wx, wy) else "work-group too large"

@@ -34,8 +34,8 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from . import trace
-from ._device import resolve_queue
-from ._params import params
+from ._device import device_info, resolve_queue
+from ._params import check, params
 from ._programs import copy, enqueue, get_kernel, int_arg, round_up
 from ._validate import as_matrix, as_rhs, check_fp64, is_device_array
 from .blas import View, gemm, launch, laswp, trsm, view_of
@@ -107,9 +107,12 @@ class _PivotKernels:
     same launch with the device's FUSED parameter, else in a second one.
     """
 
-    def __init__(self, queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool):
+    def __init__(self, queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
+                 shape: dict | None = None):
         dtype = a.dtype
-        p = params(queue, "pivot", dtype)
+        p = dict(params(queue, "pivot", dtype))
+        if shape and check("pivot", {**p, **shape}, device_info(queue), dtype.itemsize) is None:
+            p.update(shape)
         self.wx, self.wy, self.rb = p["WX"], p["WY"], p["RB"]
         self.strip = p["WX"] * p["VW"] * p["NV"]
         wg = self.wx * self.wy
@@ -117,7 +120,7 @@ class _PivotKernels:
         self.kfirst = get_kernel(queue, "lu.cl", "pivot_first", dtype, WG=wg,
                                  NO_PIVOT=int(no_pivot))
         self.kstep = get_kernel(queue, "lu.cl", "pivot_step", dtype, WG=wg, VW=p["VW"],
-                                NV=p["NV"], WX=self.wx, WY=self.wy, RB=self.rb,
+                                NV=p["NV"], WX=self.wx, WY=self.wy, RB=self.rb, UNR=p["UNR"],
                                 FUSED=p["FUSED"], NO_PIVOT=int(no_pivot))
         self.kfinish = None if p["FUSED"] else get_kernel(
             queue, "lu.cl", "pivot_finish", dtype, WG=wg, NO_PIVOT=int(no_pivot))
@@ -231,7 +234,8 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     nb = n if small else (block or p["NB"])   # small: one panel, one leaf launch
     wg = p["PANEL_WG"]
     side = _side_queue(queue) if p["LOOKAHEAD"] and n > 2 * nb else None
-    columns = (_PivotKernels(queue, a, n, piv, info, no_pivot)
+    columns = (_PivotKernels(queue, a, n, piv, info, no_pivot,
+                             shape=dict(RB=p["PANEL_RB"], WY=p["PANEL_WY"]))
                if p["PANEL_COLUMNS"] and not small else None)
     A = view_of(a)
 

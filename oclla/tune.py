@@ -48,7 +48,7 @@ from .accuracy import THRESHOLD, lu_backward_error, product_error
 
 GEMM_N = {"GPU": 4096, "CPU": 1024}
 LU_N = {"GPU": 8192, "CPU": 1024}
-PIVOT_N = {"GPU": 2048, "CPU": 1024}
+PIVOT_N = {"GPU": 4096, "CPU": 1024}
 SMALL_SIZES = (32, 64, 96, 128, 192, 256, 384, 512)
 
 
@@ -75,6 +75,8 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     axes = [
         ("lu", "PANEL_COLUMNS", (0, 1)),
         ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
+        ("lu", "PANEL_RB", (8, 16, 32, 64, 128) if gpu else (256, 1024)),
+        ("lu", "PANEL_WY", (4, 8, 16) if gpu else (1, 2)),
         ("lu", "LEAF_W", (4, 8, 16) if gpu else (4, 8, 16)),
         ("lu", "PANEL_WG", (128, 256, 512, 1024) if gpu else (1, 2, 4, 8)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
@@ -82,17 +84,16 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]
-    return axes[:4] + axes[-1:] if quick else axes
+    return axes[:6] + axes[-1:] if quick else axes
 
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
     if kind == "GPU":
-        space = [dict(VW=1, NV=1, WX=wx, WY=wy, RB=rb, FUSED=fused)
-                 for fused, wx, wy, rb in itertools.product((0, 1), (32, 64), (8, 16),
-                                                            (64, 256, 1024))
-                 if wx * wy <= 1024]
+        space = [dict(VW=vw, NV=1, WX=wx, WY=wy, RB=rb, UNR=unr, FUSED=1)
+                 for vw, unr, wx, wy, rb in itertools.product((1, 4), (1, 4), (32, 64), (8, 16),
+                                                              (64, 256))]
     else:
-        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb, FUSED=1)
+        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb, UNR=1, FUSED=1)
                  for vw, nv, wx, rb in itertools.product(sorted({max(1, native // 2), native}),
                                                          (2, 4, 8), (1, 2), (256, 1024))]
     return space[::2] if quick else space

@@ -17,15 +17,16 @@ from oclla.accuracy import lu_backward_error, passes
 
 DTYPES = (np.float32, np.float64)
 PIVOT_SETS = [
-    dict(VW=16, NV=4, WX=2, WY=1, RB=1024, FUSED=1),   # one row block, vector columns (CPU)
-    dict(VW=4, NV=2, WX=2, WY=4, RB=16, FUSED=1),      # several row blocks, rows shared
-    dict(VW=1, NV=1, WX=8, WY=2, RB=7, FUSED=0),       # GPU shape, ragged blocks, unfused
-    dict(VW=1, NV=1, WX=8, WY=4, RB=5, FUSED=1),
+    dict(VW=16, NV=4, WX=2, WY=1, RB=1024, UNR=1, FUSED=1),  # one row block, vectors (CPU)
+    dict(VW=4, NV=2, WX=2, WY=4, RB=16, UNR=3, FUSED=1),     # row blocks, rows shared
+    dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4, FUSED=0),      # GPU shape, ragged, unfused
+    dict(VW=4, NV=1, WX=8, WY=4, RB=5, UNR=2, FUSED=1),
 ]
 BLOCKED_SETS = [
     dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
     dict(NB=24, LEAF_W=8, PANEL_WG=1, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0),
-    dict(NB=16, LEAF_W=16, PANEL_WG=4, PANEL_COLUMNS=1, SMALL_N=0, LOOKAHEAD=1),
+    dict(NB=16, LEAF_W=16, PANEL_WG=4, PANEL_COLUMNS=1, PANEL_RB=8, PANEL_WY=4, SMALL_N=0,
+         LOOKAHEAD=1),
     dict(NB=40, LEAF_W=1, PANEL_WG=2, PANEL_COLUMNS=1, SMALL_N=50, LOOKAHEAD=0),
 ]
 SIZES = (1, 2, 15, 16, 17, 41, 64, 97)
