@@ -126,9 +126,8 @@ real multiplier(const real x, const real pivot, const real inv)
     return (fabs(pivot) >= REAL_MIN) ? x * inv : x / pivot;
 }
 
-/* Interchange rows col and p in columns [s0, s1) and scale column col below
- * the diagonal by 1/pivot (LAPACK's choice of multiply or divide); piv[col] =
- * p, info if the pivot is zero.  Done by one work-group; `act` = 0 makes it a
+/* Interchange rows col and p in columns [s0, s1); piv[col] = p, info if the
+ * pivot is zero.  (Column col is scaled later: see pivot_step.)  Done by one work-group; `act` = 0 makes it a
  * no-op that still passes the barrier (every work-group passes every barrier:
  * PoCL mishandles barriers that only some work-groups reach).  The matrix is
  * read through a volatile pointer: in a fused pivot_step the entries were
@@ -151,12 +150,6 @@ void finish_column(volatile __global real *a, const int lda, const int n, const 
             a[AT(col, c, lda)] = a[AT(p, c, lda)];
             a[AT(p, c, lda)] = t;
         }
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    if (act && pivot != ZERO) {
-        const real inv = ONE / pivot;
-        for (int r = col + 1 + lid; r < n; r += WG)
-            a[AT(r, col, lda)] = multiplier(a[AT(r, col, lda)], pivot, inv);
-    }
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -194,8 +187,27 @@ void finish_pivot(__global real *a, const int lda, const int n, const int col,
 
 #define CW (VW * NV)        /* columns per work-item of pivot_step */
 
+/* l = x / pivot the way LAPACK forms multipliers (x itself if the pivot is 0:
+ * then the whole column below it is 0 and LAPACK leaves it). */
+real scaled(const real x, const real pivot)
+{
+    return pivot == ZERO ? x : multiplier(x, pivot, ONE / pivot);
+}
+
+/* Scale columns [j0, j1) below their diagonals: the multipliers pivot_step
+ * leaves unscaled after the last launch of a panel (or of the matrix). */
+__kernel void scale_tail(__global real *a, const int lda, const int n, const int j0,
+                         const int j1)
+{
+    const int r = j0 + 1 + get_global_id(0);
+    for (int j = j0; j < j1; j++)
+        if (r > j && r < n)
+            a[AT(r, j, lda)] = scaled(a[AT(r, j, lda)], a[AT(j, j, lda)]);
+}
+
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
-void pivot_step(__global real *a, const int lda, const int n, const int k, const int c_end,
+void pivot_step(__global real *a, const int lda, const int n, const int k, const int c_begin,
+                const int c_end,
                 const int s0, const int s1, __global int *piv, __global int *info,
                 __global real *part_val, __global int *part_row, __global int *counter)
 {
@@ -210,7 +222,13 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
     const int r0 = k + 1 + rb * RB, r1 = min(n, r0 + RB);
 
     /* rank-1 update of rows [r0, r1) x this item's columns [c0, min(c0 + CW, c_end)),
-     * UNR rows at a time: all their loads are issued before their stores */
+     * UNR rows at a time: all their loads are issued before their stores.
+     * Column k is read unscaled (every work-group forms l_r itself) and
+     * scaled by the next launch, when nobody reads it any more. */
+    const real pivot = a[AT(k, k, lda)];
+    const real inv = ONE / pivot;
+    const int by_inverse = fabs(pivot) >= REAL_MIN;
+#define LMUL(x) (pivot == ZERO ? (x) : (by_inverse ? (x) * inv : (x) / pivot))
     if (c0 + CW <= c_end) {
         REALV(VW) u[NV];
         #pragma unroll
@@ -222,7 +240,7 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
             #pragma unroll
             for (int i = 0; i < UNR; i++) {
                 const int ri = min(r + i * WY, r1 - 1);      /* past the block: reload, no store */
-                l[i] = a[AT(ri, k, lda)];
+                l[i] = LMUL(a[AT(ri, k, lda)]);
                 #pragma unroll
                 for (int v = 0; v < NV; v++)
                     x[i][v] = VLOAD(VW)(0, a + AT(ri, c0 + v * VW, lda));
@@ -237,10 +255,20 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
         }
     } else {
         for (int r = r0 + get_local_id(1); r < r1; r += WY) {
-            const real l = a[AT(r, k, lda)];
+            const real l = LMUL(a[AT(r, k, lda)]);
             for (int c = c0; c < c_end; c++)
                 a[AT(r, c, lda)] -= l * a[AT(k, c, lda)];
         }
+    }
+
+#undef LMUL
+    /* strip 0 scales column k-1 in its rows (and work-group (0, 0) row k) */
+    if (get_group_id(0) == 0 && k - 1 >= c_begin) {
+        const real pk = a[AT(k - 1, k - 1, lda)];
+        for (int r = r0 + lid; r < r1; r += WG)
+            a[AT(r, k - 1, lda)] = scaled(a[AT(r, k - 1, lda)], pk);
+        if (rb == 0 && lid == 0)
+            a[AT(k, k - 1, lda)] = scaled(a[AT(k, k - 1, lda)], pk);
     }
 
     /* the work-groups of strip 0 own column k+1: their rows' best candidate */

@@ -101,10 +101,11 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
 class _PivotKernels:
     """The per-column launches shared by the per-pivot LU and the blocked LU's panels.
 
-    ``first(col, s0, s1)`` chooses pivot col, interchanges rows in columns
-    [s0, s1) and scales column col; ``step(k, c_end, s0, s1)`` applies pivot k
-    to columns (k, c_end) and finishes column k+1 the same way (lu.cl): in the
-    same launch with the device's FUSED parameter, else in a second one.
+    ``first(col, s0, s1)`` chooses pivot col and interchanges rows in columns
+    [s0, s1); ``step(k, c_begin, c_end, s0, s1)`` applies pivot k to columns
+    (k, c_end), scales column k-1 (if >= c_begin) and chooses pivot k+1 the
+    same way (lu.cl): in the same launch with the device's FUSED parameter,
+    else in a second one; ``tail(j0, j1)`` scales the columns left unscaled.
     """
 
     def __init__(self, queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
@@ -124,6 +125,7 @@ class _PivotKernels:
                                 FUSED=p["FUSED"], NO_PIVOT=int(no_pivot))
         self.kfinish = None if p["FUSED"] else get_kernel(
             queue, "lu.cl", "pivot_finish", dtype, WG=wg, NO_PIVOT=int(no_pivot))
+        self.kscale = get_kernel(queue, "lu.cl", "scale_tail", dtype)
         blocks = max(1, -(-n // self.rb))
         self.part_val = cl_array.empty(queue, blocks, dtype)
         self.part_row = cl_array.empty(queue, blocks, np.int32)
@@ -131,18 +133,24 @@ class _PivotKernels:
         self.args = (a.data, int_arg(n), int_arg(n))
         self.piv, self.info = piv.data, info.data
 
+    def tail(self, j0, j1):
+        rows = self.n - j0 - 1
+        if rows > 0:
+            launch(self.queue, self.kscale, (round_up(rows, 64),), (64,), *self.args,
+                   int_arg(j0), int_arg(j1))
+
     def first(self, col, s0, s1):
         wg = self.wx * self.wy
         launch(self.queue, self.kfirst, (wg,), (wg,), *self.args, int_arg(col), int_arg(s0),
                int_arg(s1), self.piv, self.info)
 
-    def step(self, k, c_end, s0, s1):
+    def step(self, k, c_begin, c_end, s0, s1):
         width, height = c_end - k - 1, self.n - k - 1
         grid = (-(-width // self.strip) * self.wx, -(-height // self.rb) * self.wy)
         parts = (self.part_val.data, self.part_row.data)
         launch(self.queue, self.kstep, grid, (self.wx, self.wy), *self.args, int_arg(k),
-               int_arg(c_end), int_arg(s0), int_arg(s1), self.piv, self.info, *parts,
-               self.counter.data)
+               int_arg(c_begin), int_arg(c_end), int_arg(s0), int_arg(s1), self.piv,
+               self.info, *parts, self.counter.data)
         if self.kfinish is not None and k + 1 < c_end:
             wg = self.wx * self.wy
             launch(self.queue, self.kfinish, (wg,), (wg,), *self.args, int_arg(k + 1),
@@ -161,7 +169,9 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
                             nbytes=a.dtype.itemsize * (2 * active * active + 3 * active)):
                 if k == 0:
                     kernels.first(0, 0, n)
-                kernels.step(k, n, 0, n)
+                kernels.step(k, 0, n, 0, n)
+                if k == n - 2:
+                    kernels.tail(k, n)
         if run is not None:
             _annotate_swaps(run, piv)
 
@@ -178,7 +188,8 @@ def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, co
     if columns is not None:
         columns.first(c0, c0, c0 + w)
         for k in range(c0, c0 + w - 1):
-            columns.step(k, c0 + w, c0, c0 + w)
+            columns.step(k, c0, c0 + w, c0, c0 + w)
+        columns.tail(max(c0, c0 + w - 2), c0 + w)
         return
     if w <= leaf or w == n:
         kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
