@@ -2,50 +2,83 @@
  *
  * A is n x n, row-major, leading dimension lda, overwritten by L (strictly
  * below the diagonal, unit diagonal implied) and U (on and above), as
- * LAPACK's ?getrf.  piv[k] = row interchanged with row k (0-based, global).
- * info (one int, 0 on entry) receives k+1 for the first exactly-zero pivot.
+ * LAPACK's ?getrf.  piv[k] = row interchanged with row k (0-based, global;
+ * the host fills piv with 0, 1, ..., n-1 first).  info (one int, 0 on entry)
+ * receives k+1 for the first exactly-zero pivot.
  *
- * Per-pivot step k (host loop over k, nothing read back between steps):
- *   pivot_swap_scale  one work-group: argmax |a[k:n, k]| -> piv[k], swap rows
- *                     k and piv[k] across all n columns, a[k+1:n, k] /= a[k, k]
- *   rank1_update      NDRange over the active (n-k-1)^2 submatrix only:
- *                     a[r, c] -= a[r, k] * a[k, c]
+ * Per-pivot LU: pivot_first (argmax of column 0, interchange, scaling), then
+ * one launch of pivot_step per pivot k = 0 .. n-2.  Nothing is read back
+ * between launches.  Launch k finds rows k and p = piv[k] interchanged and
+ * column k scaled (the multipliers l_r), and
+ *
+ *          k  k+1 ...          c_end
+ *       +--+--------+--------+
+ *    k  |  | row k (read only)       work-group (i, j): WX x WY items own
+ *       |l |  (j=0) |        |       WX*VW*NV columns of strip i and rows
+ *       |  | strip 0| strip 1|       k+1+j*RB .. +RB: a[r, c] -= l_r a[k, c]
+ *       |  |        |        |
+ *       +--+--------+--------+
+ *
+ * The work-groups of strip 0 also leave their rows' best candidate for
+ * pivot k+1 in part_val/part_row.  With FUSED, the last work-group to finish
+ * (an atomic counter, reset to 0 afterwards) reduces them, interchanges rows
+ * k+1 and p' in columns [s0, s1) and scales column k+1: the precondition of
+ * launch k+1; without, a one-work-group pivot_finish launch does that.
+ * The per-pivot LU updates and swaps all columns (c_end = n, [0, n)); the
+ * blocked LU's panel factorization uses the same launches on its columns.
+ * Each work-item updates NV vectors of VW adjacent columns (vectors on CPUs,
+ * VW = 1 with WX items along a row on GPUs).
  *
  * Panel leaf (blocked LU): getf2_leaf factors the m x w panel a[c0:n, c0:c0+w]
- * in one work-group, column by column, swapping rows inside the panel only
- * (the caller applies the interchanges to the other columns with laswp).
+ * (w <= LEAF_W) in one work-group, column by column, swapping rows inside the
+ * panel only (the caller applies the interchanges to the other columns with
+ * laswp).  Each work-item owns a contiguous block of rows and treats each
+ * row's w entries as one vector; the pass that updates column j also finds
+ * the next pivot candidate in column j+1, so a column costs one pass.
  *
- * WG (power of two) is the work-group size of the single-work-group kernels.
- * NO_PIVOT = 1 takes the diagonal as pivot (teaching only: unstable).
+ * WG (power of two) is the work-group size (WX * WY for pivot_step).  NO_PIVOT = 1 takes the diagonal as pivot
+ * (teaching only: unstable).
  */
 #include "common.h"
 
 #ifndef WG
-#define WG 256             /* work-group size of pivot_swap_scale and getf2_leaf */
+#define WG 256             /* work-group size of the single-work-group kernels */
 #endif
 #ifndef LEAF_W
-#define LEAF_W 16          /* widest panel getf2_leaf handles */
+#define LEAF_W 8           /* getf2_leaf: widest leaf, the vector width of its rows */
+#endif
+#ifndef VW
+#define VW 1               /* pivot_step: adjacent columns per work-item */
+#endif
+#ifndef NV
+#define NV 1               /* pivot_step: vectors of VW columns per work-item */
+#endif
+#ifndef WX
+#define WX 32              /* pivot_step: work-items along a strip's columns */
+#endif
+#ifndef WY
+#define WY 8               /* pivot_step: work-items sharing a strip's rows */
+#endif
+#ifndef RB
+#define RB 256             /* pivot_step: rows per work-group */
+#endif
+#ifndef UNR
+#define UNR 4              /* pivot_step: rows a work-item loads before it stores */
+#endif
+#ifndef FUSED
+#define FUSED 1            /* pivot_step: 1 = its last work-group finishes the next column,
+                              0 = a pivot_finish launch after it does */
 #endif
 #ifndef NO_PIVOT
 #define NO_PIVOT 0
 #endif
 
-/* Row of the largest |a[r, col]| for r in [r0, n), lowest index on ties
- * (LAPACK's i?amax).  Called by every item of one work-group; all get it. */
-int wg_argmax_abs(__global const real *a, const int lda, const int col,
-                  const int r0, const int n,
-                  __local real *vals, __local int *rows)
+/* The (largest value, lowest row) over the work-group's (best, best_row)
+ * pairs; called by every item of one work-group, all get the row. */
+int wg_reduce_argmax(const real best, const int best_row,
+                     __local real *vals, __local int *rows)
 {
-#if NO_PIVOT
-    return r0;
-#else
-    const int lid = get_local_id(0);
-    real best = -ONE;
-    int best_row = n;
-    for (int r = r0 + lid; r < n; r += WG) {
-        const real v = fabs(a[AT(r, col, lda)]);
-        if (v > best) { best = v; best_row = r; }
-    }
+    const int lid = get_local_id(1) * get_local_size(0) + get_local_id(0);
     vals[lid] = best;
     rows[lid] = best_row;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -63,6 +96,26 @@ int wg_argmax_abs(__global const real *a, const int lda, const int col,
     const int result = rows[0] < n ? rows[0] : r0;   /* a column of NaNs keeps the diagonal */
     barrier(CLK_LOCAL_MEM_FENCE);
     return result;
+}
+
+/* Row of the largest |a[r, col]| for r in [r0, n), lowest index on ties
+ * (LAPACK's i?amax; r0 if the range is empty or all NaN).  Called by every
+ * item of one work-group; all get it. */
+int wg_argmax_abs(__global const real *a, const int lda, const int col,
+                  const int r0, const int n,
+                  __local real *vals, __local int *rows)
+{
+#if NO_PIVOT
+    return r0;
+#else
+    const int lid = get_local_id(1) * get_local_size(0) + get_local_id(0);
+    real best = -ONE;
+    int best_row = r0;
+    for (int r = r0 + lid; r < n; r += WG) {
+        const real v = fabs(a[AT(r, col, lda)]);
+        if (v > best) { best = v; best_row = r; }
+    }
+    return wg_reduce_argmax(best, best_row, vals, rows);
 #endif
 }
 
@@ -73,42 +126,233 @@ real multiplier(const real x, const real pivot, const real inv)
     return (fabs(pivot) >= REAL_MIN) ? x * inv : x / pivot;
 }
 
+/* Interchange rows col and p in columns [s0, s1); piv[col] = p, info if the
+ * pivot is zero.  (Column col is scaled later: see pivot_step.)  Done by one work-group; `act` = 0 makes it a
+ * no-op that still passes the barrier (every work-group passes every barrier:
+ * PoCL mishandles barriers that only some work-groups reach).  The matrix is
+ * read through a volatile pointer: in a fused pivot_step the entries were
+ * written by other work-groups of the same launch, and must not come from a
+ * stale cache. */
+void finish_column(volatile __global real *a, const int lda, const int n, const int col,
+                   const int p, const int s0, const int s1, const int act,
+                   __global int *piv, __global int *info, const int lid)
+{
+    const real pivot = act ? a[AT(p, col, lda)] : ONE;
+    barrier(CLK_GLOBAL_MEM_FENCE);                   /* all read the pivot first */
+    if (act && lid == 0) {
+        piv[col] = p;
+        if (pivot == ZERO && *info == 0)
+            *info = col + 1;
+    }
+    if (act && p != col)
+        for (int c = s0 + lid; c < s1; c += WG) {
+            const real t = a[AT(col, c, lda)];
+            a[AT(col, c, lda)] = a[AT(p, c, lda)];
+            a[AT(p, c, lda)] = t;
+        }
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void pivot_swap_scale(__global real *a, const int lda, const int n, const int k,
-                      __global int *piv, __global int *info)
+void pivot_first(__global real *a, const int lda, const int n, const int col,
+                 const int s0, const int s1, __global int *piv, __global int *info)
 {
     __local real vals[WG];
     __local int rows[WG];
-    const int lid = get_local_id(0);
-    const int p = wg_argmax_abs(a, lda, k, k, n, vals, rows);
-    const real pivot = a[AT(p, k, lda)];
-    barrier(CLK_GLOBAL_MEM_FENCE);     /* every item has read the pivot before the swap */
-    if (lid == 0) {
-        piv[k] = p;
-        if (pivot == ZERO && *info == 0)
-            *info = k + 1;
-    }
-    if (p != k) {
-        for (int c = lid; c < n; c += WG) {
-            const real t = a[AT(k, c, lda)];
-            a[AT(k, c, lda)] = a[AT(p, c, lda)];
-            a[AT(p, c, lda)] = t;
-        }
-    }
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    if (pivot == ZERO)
-        return;
-    const real inv = ONE / pivot;
-    for (int r = k + 1 + lid; r < n; r += WG)
-        a[AT(r, k, lda)] = multiplier(a[AT(r, k, lda)], pivot, inv);
+    const int p = wg_argmax_abs(a, lda, col, col, n, vals, rows);
+    finish_column(a, lda, n, col, p, s0, s1, 1, piv, info, get_local_id(0));
 }
 
-__kernel void rank1_update(__global real *a, const int lda, const int n, const int k)
+/* Reduce the partial candidates of column col (rows, lowest on ties) and
+ * finish the column (`act` = 0: pass the barriers only). */
+void finish_pivot(__global real *a, const int lda, const int n, const int col,
+                  const int s0, const int s1, const int act, const int parts,
+                  __global int *piv, __global int *info,
+                  volatile __global real *part_val, volatile __global int *part_row,
+                  __local real *vals, __local int *rows, const int lid)
 {
-    const int c = k + 1 + get_global_id(0);
-    const int r = k + 1 + get_global_id(1);
-    if (r < n && c < n)
-        a[AT(r, c, lda)] -= a[AT(r, k, lda)] * a[AT(k, c, lda)];
+    real best = -ONE;
+    int best_row = col;
+    for (int i = lid; i < parts; i += WG) {
+        const real v = part_val[i];
+        const int r = part_row[i];
+        if (v > best || (v == best && r < best_row)) { best = v; best_row = r; }
+    }
+#if NO_PIVOT
+    const int p = col;
+#else
+    const int p = wg_reduce_argmax(best, best_row, vals, rows);
+#endif
+    finish_column(a, lda, n, col, p, s0, s1, act, piv, info, lid);
+}
+
+#define CW (VW * NV)        /* columns per work-item of pivot_step */
+
+/* l = x / pivot the way LAPACK forms multipliers (x itself if the pivot is 0:
+ * then the whole column below it is 0 and LAPACK leaves it). */
+real scaled(const real x, const real pivot)
+{
+    return pivot == ZERO ? x : multiplier(x, pivot, ONE / pivot);
+}
+
+/* Scale columns [j0, j1) below their diagonals: the multipliers pivot_step
+ * leaves unscaled after the last launch of a panel (or of the matrix). */
+__kernel void scale_tail(__global real *a, const int lda, const int n, const int j0,
+                         const int j1)
+{
+    const int r = j0 + 1 + get_global_id(0);
+    for (int j = j0; j < j1; j++)
+        if (r > j && r < n)
+            a[AT(r, j, lda)] = scaled(a[AT(r, j, lda)], a[AT(j, j, lda)]);
+}
+
+__kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
+void pivot_step(__global real *a, const int lda, const int n, const int k, const int c_begin,
+                const int c_end,
+                const int s0, const int s1, __global int *piv, __global int *info,
+                __global real *part_val, __global int *part_row, __global int *counter)
+{
+    __local real vals[WG];
+    __local int rows[WG];
+#if FUSED
+    __local int last;
+#endif
+    const int lid = get_local_id(1) * WX + get_local_id(0);
+    const int c0 = k + 1 + (get_group_id(0) * WX + get_local_id(0)) * CW;
+    const int rb = get_group_id(1);
+    const int r0 = k + 1 + rb * RB, r1 = min(n, r0 + RB);
+
+    /* rank-1 update of rows [r0, r1) x this item's columns [c0, min(c0 + CW, c_end)),
+     * UNR rows at a time: all their loads are issued before their stores.
+     * Column k is read unscaled (every work-group forms l_r itself) and
+     * scaled by the next launch, when nobody reads it any more. */
+    const real pivot = a[AT(k, k, lda)];
+    const real inv = ONE / pivot;
+    const int by_inverse = fabs(pivot) >= REAL_MIN;
+#define LMUL(x) (pivot == ZERO ? (x) : (by_inverse ? (x) * inv : (x) / pivot))
+    if (c0 + CW <= c_end) {
+        REALV(VW) u[NV];
+        #pragma unroll
+        for (int v = 0; v < NV; v++)
+            u[v] = VLOAD(VW)(0, a + AT(k, c0 + v * VW, lda));
+        for (int r = r0 + get_local_id(1); r < r1; r += WY * UNR) {
+            real l[UNR];
+            REALV(VW) x[UNR][NV];
+            #pragma unroll
+            for (int i = 0; i < UNR; i++) {
+                const int ri = min(r + i * WY, r1 - 1);      /* past the block: reload, no store */
+                l[i] = LMUL(a[AT(ri, k, lda)]);
+                #pragma unroll
+                for (int v = 0; v < NV; v++)
+                    x[i][v] = VLOAD(VW)(0, a + AT(ri, c0 + v * VW, lda));
+            }
+            #pragma unroll
+            for (int i = 0; i < UNR; i++)
+                if (r + i * WY < r1) {
+                    #pragma unroll
+                    for (int v = 0; v < NV; v++)
+                        VSTORE(VW)(x[i][v] - l[i] * u[v], 0, a + AT(r + i * WY, c0 + v * VW, lda));
+                }
+        }
+    } else {
+        for (int r = r0 + get_local_id(1); r < r1; r += WY) {
+            const real l = LMUL(a[AT(r, k, lda)]);
+            for (int c = c0; c < c_end; c++)
+                a[AT(r, c, lda)] -= l * a[AT(k, c, lda)];
+        }
+    }
+
+#undef LMUL
+    /* strip 0 scales column k-1 in its rows (and work-group (0, 0) row k) */
+    if (get_group_id(0) == 0 && k - 1 >= c_begin) {
+        const real pk = a[AT(k - 1, k - 1, lda)];
+        for (int r = r0 + lid; r < r1; r += WG)
+            a[AT(r, k - 1, lda)] = scaled(a[AT(r, k - 1, lda)], pk);
+        if (rb == 0 && lid == 0)
+            a[AT(k, k - 1, lda)] = scaled(a[AT(k, k - 1, lda)], pk);
+    }
+
+    /* the work-groups of strip 0 own column k+1: their rows' best candidate */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    const int own = get_group_id(0) == 0 && k + 1 < c_end;
+    real best = -ONE;
+    int best_row = r0;
+    if (own)
+        for (int r = r0 + lid; r < r1; r += WG) {
+            const real v = fabs(a[AT(r, k + 1, lda)]);
+            if (v > best) { best = v; best_row = r; }
+        }
+    const int cand = wg_reduce_argmax(best, best_row, vals, rows);
+    if (own && lid == 0) {
+        part_val[rb] = vals[0];
+        part_row[rb] = cand;
+    }
+
+#if FUSED
+    /* the last work-group to finish chooses pivot k+1 and finishes its column */
+    mem_fence(CLK_GLOBAL_MEM_FENCE);                 /* every item's writes, then the signal */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0)
+        last = atomic_inc(counter) == get_num_groups(0) * get_num_groups(1) - 1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    const int fin = last && k + 1 < c_end;
+    finish_pivot(a, lda, n, k + 1, s0, s1, fin, fin ? get_num_groups(1) : 0, piv, info,
+                 part_val, part_row, vals, rows, lid);
+    if (last && lid == 0)
+        *counter = 0;
+#endif
+}
+
+/* Unfused: pivot k+1 chosen from the partials of the pivot_step before it. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void pivot_finish(__global real *a, const int lda, const int n, const int col,
+                  const int s0, const int s1, __global int *piv, __global int *info,
+                  __global real *part_val, __global int *part_row, const int parts)
+{
+    __local real vals[WG];
+    __local int rows[WG];
+    finish_pivot(a, lda, n, col, s0, s1, 1, parts, piv, info, part_val, part_row, vals, rows,
+                 get_local_id(0));
+}
+
+/* One column step of the leaf on this work-item's rows [rb, re): scales
+ * column j of the rows below `col` and subtracts l_r times the pivot row
+ * (now row col) from their columns right of j; returns (through best,
+ * best_row) the largest |entry| of column j+1 among them.  `whole` (a
+ * literal at each call: the panel is exactly LEAF_W wide) keeps each row's
+ * segment in a vector, with the pivot row's in u; otherwise entries are
+ * updated in place one by one (any width). */
+inline __attribute__((always_inline))
+void leaf_rows(__global real *a, const int lda, const int c0, const int w, const int j,
+               const int rb, const int re, const real pivot, const real *u,
+               const int whole, real *best, int *best_row)
+{
+    const int col = c0 + j;
+    const real inv = ONE / pivot;
+    for (int r = max(rb, col + 1); r < re; r++) {
+        __global real *row = a + AT(r, c0, lda);
+        real next;
+        if (whole) {
+            real s[LEAF_W];
+            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, row), 0, s);
+            const real l = pivot == ZERO ? s[j] : multiplier(s[j], pivot, inv);
+            #pragma unroll
+            for (int c = 0; c < LEAF_W; c++)
+                s[c] = (c > j) ? s[c] - l * u[c] : (c == j ? l : s[c]);
+            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, s), 0, row);
+            next = s[min(j + 1, LEAF_W - 1)];
+        } else {
+            const real l = pivot == ZERO ? row[j] : multiplier(row[j], pivot, inv);
+            row[j] = l;
+            for (int c = j + 1; c < w; c++)
+                row[c] -= l * a[AT(col, c0 + c, lda)];
+            next = (j + 1 < w) ? row[j + 1] : ZERO;
+        }
+        if (j + 1 < w && fabs(next) > *best) {
+            *best = fabs(next);
+            *best_row = r;
+        }
+    }
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -118,33 +362,39 @@ void getf2_leaf(__global real *a, const int lda, const int n, const int c0, cons
     __local real vals[WG];
     __local int rows[WG];
     const int lid = get_local_id(0);
+    const int per = (n - c0 + WG - 1) / WG;          /* contiguous rows per work-item */
+    const int rb = min(n, c0 + lid * per), re = min(n, rb + per);
+    const int whole = w == LEAF_W;
+    int p = wg_argmax_abs(a, lda, c0, c0, n, vals, rows);
     for (int j = 0; j < w; j++) {
         const int col = c0 + j;
-        const int p = wg_argmax_abs(a, lda, col, col, n, vals, rows);
         const real pivot = a[AT(p, col, lda)];
-        barrier(CLK_GLOBAL_MEM_FENCE);
+        real u[LEAF_W];                              /* the pivot row's segment */
+        if (whole)
+            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, a + AT(p, c0, lda)), 0, u);
+        barrier(CLK_GLOBAL_MEM_FENCE);               /* all read row p before the swap */
         if (lid == 0) {
             piv[col] = p;
             if (pivot == ZERO && *info == 0)
                 *info = col + 1;
-        }
-        if (p != col) {
-            for (int c = lid; c < w; c += WG) {
-                const real t = a[AT(col, c0 + c, lda)];
-                a[AT(col, c0 + c, lda)] = a[AT(p, c0 + c, lda)];
-                a[AT(p, c0 + c, lda)] = t;
-            }
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        if (pivot != ZERO) {
-            const real inv = ONE / pivot;
-            for (int r = col + 1 + lid; r < n; r += WG) {
-                const real l = multiplier(a[AT(r, col, lda)], pivot, inv);
-                a[AT(r, col, lda)] = l;
-                for (int c = j + 1; c < w; c++)
-                    a[AT(r, c0 + c, lda)] -= l * a[AT(col, c0 + c, lda)];
-            }
+            if (p != col)
+                for (int c = 0; c < w; c++) {
+                    const real t = a[AT(p, c0 + c, lda)];
+                    a[AT(p, c0 + c, lda)] = a[AT(col, c0 + c, lda)];
+                    a[AT(col, c0 + c, lda)] = t;
+                }
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
+        real best = -ONE;
+        int best_row = col + 1;
+        if (whole)
+            leaf_rows(a, lda, c0, w, j, rb, re, pivot, u, 1, &best, &best_row);
+        else
+            leaf_rows(a, lda, c0, w, j, rb, re, pivot, u, 0, &best, &best_row);
+#if NO_PIVOT
+        p = col + 1;
+#else
+        p = wg_reduce_argmax(best, best_row, vals, rows);
+#endif
     }
 }

@@ -1,5 +1,8 @@
-/* trsm.cl -- solve with one triangular diagonal block (at most TRSM_NB x TRSM_NB).
+/* trsm.cl -- the triangular-solve kernels: diagonal blocks solved in place
+ * (trsm_block) or inverted (trtri_blocks) for a GEMM to apply; and the
+ * copies the BLAS-3 routines need (copy_block, transpose).
  *
+ * trsm_block: solve with one triangular diagonal block (at most TRSM_NB x TRSM_NB).
  *   SIDE_LEFT = 1:  op(T) X = B,   B is nb x nrhs, one work-item per column of B
  *   SIDE_LEFT = 0:  X op(T) = B,   B is nrhs x nb, one work-item per row of B
  *   op(T) = T (TRANS = 0) or T^T (TRANS = 1); T lower (LOWER = 1) or upper;
@@ -9,6 +12,14 @@
  * (left) or S = op(T)^T (right):  S lower -> forward, S upper -> backward.
  * T is staged in local memory; X overwrites B.  Larger triangles are solved
  * block by block from the host with GEMM updates in between (oclla.blas.trsm).
+ *
+ * trtri_blocks: W_i = inverse of the i-th nb x nb diagonal block of the m x m
+ * triangle T (the last one may be smaller), one work-group of nb items per
+ * block, item j computing column j by substitution.  W is m x nb, block i in
+ * rows i*nb ..; entries outside the triangle of each block are set to zero.
+ *
+ * copy_block: D (rows x cols) = S, both row-major views.
+ * transpose:  D (cols x rows) = S^T.
  */
 #include "common.h"
 
@@ -80,4 +91,70 @@ __kernel void trsm_block(const int nb, const int nrhs,
     }
     for (int j = 0; j < nb; j++)
         Y(j) = y[j];
+}
+
+__kernel void trtri_blocks(const int m, const int nb,
+                           __global const real *T, const int t_off, const int ldt,
+                           __global real *W, const int ldw)
+{
+    __local real Ts[TRSM_NB][TRSM_NB + 1];
+    const int k0 = get_group_id(0) * nb;
+    const int kb = min(nb, m - k0);
+    const int j = get_local_id(0);
+    T += t_off + AT(k0, k0, ldt);
+    W += AT(k0, 0, ldw);
+    for (int idx = j; idx < kb * kb; idx += get_local_size(0))
+        Ts[idx / kb][idx % kb] = T[AT(idx / kb, idx % kb, ldt)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (j >= kb)
+        return;
+#if UNIT
+#define DIAG(i) ONE
+#else
+#define DIAG(i) Ts[i][i]
+#endif
+    /* column j of the inverse: x_j = 1/T_jj, then the other entries of the
+     * triangle by substitution, reading the entries already found from W */
+#if LOWER
+    for (int i = 0; i < j; i++)
+        W[AT(i, j, ldw)] = ZERO;
+    W[AT(j, j, ldw)] = ONE / DIAG(j);
+    for (int i = j + 1; i < kb; i++) {
+        real s = ZERO;
+        for (int p = j; p < i; p++)
+            s += Ts[i][p] * W[AT(p, j, ldw)];
+        W[AT(i, j, ldw)] = -s / DIAG(i);
+    }
+#else
+    for (int i = j + 1; i < kb; i++)
+        W[AT(i, j, ldw)] = ZERO;
+    W[AT(j, j, ldw)] = ONE / DIAG(j);
+    for (int i = j - 1; i >= 0; i--) {
+        real s = ZERO;
+        for (int p = i + 1; p <= j; p++)
+            s += Ts[i][p] * W[AT(p, j, ldw)];
+        W[AT(i, j, ldw)] = -s / DIAG(i);
+    }
+#endif
+#undef DIAG
+}
+
+__kernel void copy_block(const int rows, const int cols,
+                         __global const real *S, const int s_off, const int lds,
+                         __global real *D, const int d_off, const int ldd)
+{
+    const int c = get_global_id(0), r = get_global_id(1);
+    if (r < rows && c < cols)
+        D[d_off + AT(r, c, ldd)] = S[s_off + AT(r, c, lds)];
+}
+
+/* dst (cols x rows) = src (rows x cols)^T (the workspace copy of op(B) for
+ * gemm_direct).  One work-item per element, dimension 0 along src's rows. */
+__kernel void transpose(const int rows, const int cols,
+                        __global const real *src, const int s_off, const int lds,
+                        __global real *dst, const int d_off, const int ldd)
+{
+    const int r = get_global_id(0), c = get_global_id(1);
+    if (r < rows && c < cols)
+        dst[d_off + AT(c, r, ldd)] = src[s_off + AT(r, c, lds)];
 }

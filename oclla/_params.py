@@ -1,31 +1,82 @@
-"""Kernel parameters chosen from the device's limits.
+"""Kernel parameters: measured ones where a tuner stored them, else from the device's limits.
 
-Every tunable (tile sizes, work-group sizes, block sizes) is decided here and
-nowhere else, from what the device reports: kind, maximum work-group size and
-work-item sizes, local memory.  Values measured by a tuner for a specific
-device can override these defaults through :func:`override` (a dict per
-parameter family), so tuning data is data, not code.
+Every tunable (tile sizes, vector widths, work-group sizes, block sizes) is
+decided here and nowhere else.  For a family of parameters, :func:`params`
+returns, in this order of preference:
+
+1. an :func:`override` set by the program (the tuner, tests);
+2. parameters measured by ``oclla tune`` on this device (same device name,
+   driver and dtype), stored in the user cache directory (:func:`user_file`);
+3. parameters shipped with the package for a device of the same name
+   (``oclla/data/tuned.json``);
+4. defaults derived from what the device reports: kind, maximum work-group
+   size and work-item sizes, local memory, native vector width.
+
+Stored parameters are validated against the device's limits (:func:`check`)
+before use, so a file written for another device never produces a kernel
+that cannot launch.
+
+Families and their keys
+-----------------------
+``gemm``   ``KERNEL="tiled"``: TILE_M, TILE_N, TILE_K, WPT_M, WPT_N, VEC (widest
+           global load); ``KERNEL="direct"``: RM, VW, NV, LX (see kernels_cl/gemm.cl)
+``wg1d``   WG: work-group size of one-dimensional kernels
+``local2d`` X, Y: work-group shape of simple two-dimensional kernels
+``trsm``   TRSM_NB: largest triangular diagonal block handled by one kernel;
+           INVERSE: 1 to invert the diagonal blocks and apply them by GEMM, 0 to
+           solve each by substitution
+``laswp``  VW: adjacent columns per work-item; WG: work-group size
+``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group size of
+           the leaf; PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
+           launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
+           PANEL_WY) instead of recursion and leaves;
+           SMALL_N: below this order the blocked method factors the whole matrix with
+           the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
+           panel on a second queue while the trailing update runs
+``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
+           vectors of VW adjacent columns; a work-group is WX x WY items and owns
+           WX*VW*NV columns of RB rows); UNR: rows loaded before stored; FUSED: 1 if the last work-group of a launch
+           finishes the next column, 0 for a separate one-work-group launch
 """
 
 from __future__ import annotations
 
+import json
+import os
+import warnings
 from functools import lru_cache
+from importlib import resources
 
 import numpy as np
 
 from ._device import device_info
 
+FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "pivot")
+DATA_VERSION = 1
 _overrides: dict = {}
 
 
 def override(family: str, params: dict | None) -> None:
-    """Use ``params`` for ``family`` from now on (``None`` restores the defaults)."""
+    """Use ``params`` for ``family`` from now on (``None`` restores the normal choice).
+
+    Keys not given keep their device defaults (a gemm set must be complete).
+    """
+    if family not in FAMILIES:
+        raise KeyError(family)
     if params is None:
         _overrides.pop(family, None)
     else:
         _overrides[family] = dict(params)
     _cached.cache_clear()
 
+
+def reload() -> None:
+    """Forget cached choices (after ``oclla tune`` wrote a new file)."""
+    _cached.cache_clear()
+    _stored_entries.cache_clear()
+
+
+# ---- device-limit defaults -------------------------------------------------------------
 
 def _pow2_at_most(x: int) -> int:
     p = 1
@@ -34,48 +85,211 @@ def _pow2_at_most(x: int) -> int:
     return p
 
 
-def _fits_wg(info, wg_x: int, wg_y: int) -> bool:
+def _fits_wg(info, wg_x: int, wg_y: int = 1) -> bool:
     sizes = info.max_work_item_sizes
     return (wg_x * wg_y <= info.max_work_group_size and wg_x <= sizes[0]
             and (len(sizes) < 2 or wg_y <= sizes[1]))
 
 
-def _gemm_defaults(info, itemsize: int) -> dict:
-    candidates = ([(64, 64, 16, 4, 4), (32, 32, 16, 2, 2), (16, 16, 8, 2, 2), (8, 8, 8, 1, 1)]
-                  if info.kind == "GPU" else
-                  [(64, 64, 16, 8, 4), (32, 32, 16, 4, 2), (16, 16, 8, 2, 2), (8, 8, 8, 1, 1)])
-    for tm, tn, tk, wm, wn in candidates:
-        local_bytes = tk * (tm + tn + 2) * itemsize
-        if _fits_wg(info, tn // wn, tm // wm) and local_bytes <= info.local_mem_size // 2:
-            return dict(TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn)
-    return dict(TILE_M=1, TILE_N=1, TILE_K=1, WPT_M=1, WPT_N=1)
+def _native_width(queue, itemsize: int) -> int:
+    dev = queue.device
+    width = dev.native_vector_width_double if itemsize == 8 else dev.native_vector_width_float
+    return max(1, min(16, _pow2_at_most(max(1, int(width)))))
+
+
+def _gemm_defaults(queue, info, itemsize: int) -> dict:
+    if info.kind != "GPU":
+        vw = _native_width(queue, itemsize)
+        # 2 vectors x RM rows of accumulators: 16 registers with 512-bit vectors
+        # (32 architectural), 8 with narrower ones (16 architectural).
+        rm = 8 if vw * itemsize >= 64 else 4
+        return dict(KERNEL="direct", RM=rm, VW=vw, NV=2, LX=4)
+    for tm, tn, tk, wm, wn in ((128, 128, 8, 8, 8), (64, 64, 16, 4, 4),
+                               (32, 32, 16, 2, 2), (16, 16, 8, 2, 2), (8, 8, 8, 1, 1)):
+        p = dict(KERNEL="tiled", TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC=4)
+        if check("gemm", p, info, itemsize) is None:
+            return p
+    return dict(KERNEL="tiled", TILE_M=1, TILE_N=1, TILE_K=1, WPT_M=1, WPT_N=1, VEC=1)
+
+
+def _defaults(queue, info, family: str, itemsize: int) -> dict:
+    gpu = info.kind == "GPU"
+    if family == "gemm":
+        return _gemm_defaults(queue, info, itemsize)
+    if family == "wg1d":
+        return dict(WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64)))
+    if family == "local2d":
+        side = 16 if _fits_wg(info, 16, 16) else (8 if _fits_wg(info, 8, 8) else 1)
+        return dict(X=side, Y=side)
+    if family == "trsm":
+        nb = 64
+        while nb > 1 and (nb * (nb + 1) * itemsize > info.local_mem_size // 2
+                          or not _fits_wg(info, nb)):
+            nb //= 2
+        return dict(TRSM_NB=nb, INVERSE=1)
+    if family == "laswp":
+        if gpu:
+            return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)))
+        return dict(VW=_native_width(queue, itemsize), WG=4)
+    if family == "lu":
+        return dict(NB=128 if gpu else 64, LEAF_W=8, PANEL_COLUMNS=int(gpu),
+                    PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
+                    PANEL_RB=32 if gpu else 1024, PANEL_WY=8 if gpu else 1,
+                    SMALL_N=0 if gpu else 256, LOOKAHEAD=1)
+    if family == "pivot":
+        if gpu:
+            return dict(VW=1, NV=1, WX=32, RB=256, UNR=4, FUSED=0,
+                        WY=_pow2_at_most(min(16, max(1, info.max_work_group_size // 32))))
+        return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024, UNR=1,
+                    FUSED=1)
+    raise KeyError(family)
+
+
+# ---- validation -----------------------------------------------------------------------
+
+def _lv(w: int) -> int:
+    return 4 if w % 4 == 0 else (2 if w % 2 == 0 else 1)
+
+
+def check(family: str, p: dict, info, itemsize: int) -> str | None:
+    """None if ``p`` is a usable parameter set of ``family`` on this device, else why not."""
+    try:
+        if family == "gemm":
+            if p.get("KERNEL") == "direct":
+                rm, vw, nv, lx = p["RM"], p["VW"], p["NV"], p["LX"]
+                if vw not in (1, 2, 4, 8, 16) or rm < 1 or nv < 1:
+                    return "RM, NV >= 1 and VW in 1, 2, 4, 8, 16"
+                if not _fits_wg(info, lx):
+                    return f"LX={lx} exceeds the work-group limits"
+                return None
+            if p.get("KERNEL") != "tiled":
+                return "KERNEL must be 'tiled' or 'direct'"
+            tm, tn, tk, wm, wn, vec = (p[k] for k in ("TILE_M", "TILE_N", "TILE_K",
+                                                       "WPT_M", "WPT_N", "VEC"))
+            if min(tm, tn, tk, wm, wn) < 1 or tm % wm or tn % wn or vec not in (1, 2, 4):
+                return "tiles must be positive multiples of the work per item, VEC in 1, 2, 4"
+            wg_x, wg_y = tn // wn, tm // wm
+            if not _fits_wg(info, wg_x, wg_y):
+                return f"work-group {wg_x} x {wg_y} exceeds the device's limits"
+            threads = wg_x * wg_y
+            if (tm * tk) % threads or (tn * tk) % threads:
+                return "each slab must split evenly over the work-group"
+            local = 2 * tk * (tm + _lv(wm) + tn + _lv(wn)) * itemsize
+            if local > info.local_mem_size:
+                return f"needs {local} bytes of local memory"
+            return None
+        if family == "wg1d":
+            return None if _fits_wg(info, p["WG"]) and p["WG"] & (p["WG"] - 1) == 0 \
+                else "WG must be a power of two within the work-group limit"
+        if family == "local2d":
+            return None if _fits_wg(info, p["X"], p["Y"]) else "work-group too large"
+        if family == "trsm":
+            nb = p["TRSM_NB"]
+            if p["INVERSE"] not in (0, 1):
+                return "INVERSE must be 0 or 1"
+            return None if 1 <= nb and nb * (nb + 1) * itemsize <= info.local_mem_size \
+                and _fits_wg(info, nb) else "TRSM_NB block does not fit the device"
+        if family == "laswp":
+            return None if p["VW"] in (1, 2, 4, 8, 16) and _fits_wg(info, p["WG"]) \
+                else "VW in 1, 2, 4, 8, 16 and WG within the work-group limit"
+        if family == "lu":
+            wg = p["PANEL_WG"]
+            # LEAF_W = 2 is left out: PoCL 3.1 miscomputes the float32 leaf with
+            # two-wide rows when the work-group has several items.
+            if p["PANEL_RB"] < 1 or p["PANEL_WY"] < 1 or p["PANEL_WY"] & (p["PANEL_WY"] - 1):
+                return "PANEL_RB >= 1 and PANEL_WY a power of two"
+            if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
+                    or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)):
+                return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, "
+                        "LOOKAHEAD and PANEL_COLUMNS 0 or 1")
+            return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
+                else "PANEL_WG must be a power of two within the work-group limit"
+        if family == "pivot":
+            vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
+            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"], p["UNR"]) < 1 \
+                    or p["FUSED"] not in (0, 1):
+                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB, UNR >= 1; FUSED 0 or 1"
+            if (wx * wy) & (wx * wy - 1):
+                return "WX * WY must be a power of two"
+            return None if _fits_wg(info, wx, wy) else "work-group too large"
+    except (KeyError, TypeError):
+        return f"missing or malformed keys for {family}"
+    raise KeyError(family)
+
+
+# ---- stored (tuned) parameters ----------------------------------------------------------
+
+def user_file() -> str:
+    """The user's tuned-parameter file (``oclla tune`` writes it)."""
+    env = os.environ.get("OCLLA_TUNED_FILE")
+    if env:
+        return env
+    import platformdirs
+    return os.path.join(platformdirs.user_cache_dir("oclla"), "tuned.json")
+
+
+def read_entries(text: str) -> list:
+    """Entries of a tuned-parameter file's text (empty list if unreadable)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(data, dict) or data.get("version") != DATA_VERSION:
+        return []
+    return [e for e in data.get("entries", []) if isinstance(e, dict)]
 
 
 @lru_cache(maxsize=None)
-def _cached(device_key, family: str, itemsize: int, info) -> tuple:
+def _stored_entries() -> tuple:
+    """(user entries, shipped entries)."""
+    user = []
+    path = user_file()
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            user = read_entries(f.read())
+    shipped = read_entries(resources.files(__package__).joinpath("data", "tuned.json")
+                           .read_text(encoding="utf-8"))
+    return user, shipped
+
+
+def stored(info, dtype_name: str) -> dict:
+    """The stored parameter families for this device and dtype ({} if none)."""
+    user, shipped = _stored_entries()
+    for entries, need_driver in ((user, True), (shipped, True), (shipped, False)):
+        for e in entries:
+            if (e.get("device") == info.name and e.get("dtype") == dtype_name
+                    and (not need_driver or e.get("driver") == info.driver_version)):
+                return e.get("params", {})
+    return {}
+
+
+def _merge(family: str, base: dict, given: dict) -> dict:
+    """``given`` over ``base`` (a gemm set stands alone: its keys depend on its KERNEL)."""
+    return dict(given) if family == "gemm" else {**base, **given}
+
+
+@lru_cache(maxsize=None)
+def _cached(queue, family: str, dtype_name: str) -> tuple:
+    info = device_info(queue)
+    itemsize = np.dtype(dtype_name).itemsize
+    chosen = _defaults(queue, info, family, itemsize)
     if family in _overrides:
-        return tuple(sorted(_overrides[family].items()))
-    if family == "gemm":
-        params = _gemm_defaults(info, itemsize)
-    elif family == "wg1d":
-        params = dict(WG=_pow2_at_most(min(info.max_work_group_size,
-                                           256 if info.kind == "GPU" else 64)))
-    elif family == "local2d":
-        side = 16 if _fits_wg(info, 16, 16) else (8 if _fits_wg(info, 8, 8) else 1)
-        params = dict(X=side, Y=side)
-    elif family == "trsm":
-        nb = 32
-        while nb > 1 and nb * (nb + 1) * itemsize > info.local_mem_size // 2:
-            nb //= 2
-        params = dict(TRSM_NB=nb)
-    elif family == "lu":
-        params = dict(NB=128 if info.kind == "GPU" else 64, LEAF_W=16)
-    else:
-        raise KeyError(family)
-    return tuple(sorted(params.items()))
+        return tuple(sorted(_merge(family, chosen, _overrides[family]).items()))
+    if os.environ.get("OCLLA_TUNED", "1") != "0":
+        tuned = stored(info, dtype_name).get(family)
+        if tuned:
+            candidate = _merge(family, chosen, tuned)
+            problem = check(family, candidate, info, itemsize)
+            if problem is None:
+                chosen = candidate
+            else:
+                warnings.warn(f"ignoring stored {family} parameters for {info.name}: {problem}",
+                              RuntimeWarning, stacklevel=3)
+    return tuple(sorted(chosen.items()))
 
 
 def params(queue, family: str, dtype) -> dict:
-    """Parameters of ``family`` ("gemm", "wg1d", "local2d", "trsm", "lu") for this device."""
-    info = device_info(queue)
-    return dict(_cached(queue.device.int_ptr, family, np.dtype(dtype).itemsize, info))
+    """Parameters of ``family`` (see the module docstring) for this queue's device and dtype."""
+    if family not in FAMILIES:
+        raise KeyError(family)
+    return dict(_cached(queue, family, np.dtype(dtype).name))

@@ -123,3 +123,24 @@ def growth_factor(a, u) -> float:
 def passes(error: float) -> bool:
     """True when a backward error (in units of n·ε) is below :data:`THRESHOLD`."""
     return bool(np.isfinite(error) and error < THRESHOLD)
+
+
+def product_error(c, a, b, *, alpha: float = 1.0, beta: float = 0.0, c0=None) -> float:
+    """‖C − (αAB + βC₀)‖∞ / (k ‖|α||A||B| + |β||C₀|‖∞ ε): a computed product in units of kε.
+
+    ``a`` is m x k and ``b`` k x n as multiplied (transpose them first for
+    op(A), op(B)); ε is that of ``c``'s dtype.  This is the normwise form of
+    the standard bound |fl(AB) − AB| ≤ kε|A||B|, so a correct GEMM passes the
+    same :data:`THRESHOLD` as the factorizations.
+    """
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    c64 = np.asarray(c, np.float64)
+    k = max(1, a64.shape[1])
+    exact = alpha * (a64 @ b64)
+    scale = abs(alpha) * (np.abs(a64) @ np.abs(b64))
+    if c0 is not None and beta != 0.0:
+        exact = exact + beta * np.asarray(c0, np.float64)
+        scale = scale + abs(beta) * np.abs(np.asarray(c0, np.float64))
+    if c64.size == 0:
+        return 0.0
+    return _ratio(_inf_norm(c64 - exact), k * _inf_norm(scale) * eps(np.asarray(c).dtype))

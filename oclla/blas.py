@@ -20,8 +20,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ._device import resolve_queue
-from ._params import params
+from ._device import device_info, resolve_queue
+from ._params import check, params
 from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
 from ._validate import as_matrix
 
@@ -43,25 +43,90 @@ def view_of(array: cl_array.Array) -> View:
     return View(array.base_data, array.offset // array.dtype.itemsize, array.shape[1])
 
 
+def launch(queue, kernel, global_size, local_size, *args, wait_for=None):
+    """:func:`oclla._programs.enqueue` with the kernel's scalar argument types declared once.
+
+    pyopencl sets typed arguments several times faster than untyped ones,
+    which matters where a host loop enqueues thousands of small kernels.
+    """
+    if not getattr(kernel, "_oclla_typed", False):
+        kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None
+                                      for a in args])
+        kernel._oclla_typed = True
+    return enqueue(queue, kernel, global_size, local_size, *args, wait_for=wait_for)
+
+
+def _vector_width(widest: int, view: View, contiguous_extent: int, per_item: int) -> int:
+    """Widest global load (4, 2 or 1 elements) the tiled kernel may use for an operand."""
+    for w in (4, 2, 1):
+        if (w <= widest and view.off % w == 0 and view.ld % w == 0
+                and contiguous_extent % w == 0 and per_item % w == 0):
+            return w
+    return 1
+
+
+def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
+    tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
+    threads = (tm // wm) * (tn // wn)
+    vec_a = _vector_width(p["VEC"], a, tm if trans_a else tk, tm * tk // threads)
+    vec_b = _vector_width(p["VEC"], b, tk if trans_b else tn, tn * tk // threads)
+    kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, TRANS_A=int(trans_a),
+                        TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm, TILE_N=tn, TILE_K=tk,
+                        WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
+    gsize = (round_up(n, tn) // wn, round_up(m, tm) // wm)
+    return launch(queue, kernel, gsize, (tn // wn, tm // wm), int_arg(m), int_arg(n),
+                  int_arg(k), real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
+                  b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
+                  c.buf, int_arg(c.off), int_arg(c.ld))
+
+
+def transpose(queue, rows: int, cols: int, src: View, dst: View, *, dtype):
+    """dst (cols x rows) = src (rows x cols)ᵀ on the device."""
+    kernel = get_kernel(queue, "trsm.cl", "transpose", dtype)
+    side = 8
+    return launch(queue, kernel, (round_up(rows, side), round_up(cols, side)), (side, side),
+                  int_arg(rows), int_arg(cols), src.buf, int_arg(src.off), int_arg(src.ld),
+                  dst.buf, int_arg(dst.off), int_arg(dst.ld))
+
+
+def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
+    if trans_b and k > 0:          # the kernel streams rows of op(B): make op(B) row-major
+        work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
+                         k * n * np.dtype(dtype).itemsize)
+        transpose(queue, n, k, b, View(work, 0, n), dtype=dtype)
+        b = View(work, 0, n)
+    rm, rn, lx = p["RM"], p["VW"] * p["NV"], p["LX"]
+    kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, DIRECT=1, TRANS_A=int(trans_a),
+                        TRIANGLE=tri, RM=rm, VW=p["VW"], NV=p["NV"])
+    gsize = (round_up(-(-m // rm), lx), -(-n // rn))
+    return launch(queue, kernel, gsize, (lx, 1), int_arg(m), int_arg(n), int_arg(k),
+                  real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
+                  b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
+                  c.buf, int_arg(c.off), int_arg(c.ld))
+
+
 def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: float,
          c: View, *, dtype, trans_a: bool = False, trans_b: bool = False,
          triangle: str | None = None, tile: dict | None = None) -> cl.Event | None:
     """C[m x n] = alpha·op(A)·op(B) + beta·C; ``triangle`` "lower"/"upper" writes only that part.
 
-    ``tile`` overrides the device's default tile parameters (tuner, tests).
+    op(A) is m x k (A itself k x m when ``trans_a``), op(B) is k x n.  With
+    ``beta == 0`` C is not read.  ``tile`` overrides the device's gemm
+    parameters (a dict as :func:`oclla._params.params` returns: the tuner and
+    the tests use it).
     """
     if m <= 0 or n <= 0:
         return None
+    k = max(k, 0)
+    if tile is not None:
+        problem = check("gemm", tile, device_info(queue), np.dtype(dtype).itemsize)
+        if problem is not None:
+            raise ValueError(f"gemm parameters {tile}: {problem}")
     p = tile or params(queue, "gemm", dtype)
     tri = {None: 0, "lower": 1, "upper": 2}[triangle]
-    kernel = get_kernel(queue, "gemm.cl", "gemm", dtype, TRANS_A=int(trans_a),
-                        TRANS_B=int(trans_b), TRIANGLE=tri, **p)
-    wg = (p["TILE_N"] // p["WPT_N"], p["TILE_M"] // p["WPT_M"])
-    gsize = (round_up(n, p["TILE_N"]) // p["WPT_N"], round_up(m, p["TILE_M"]) // p["WPT_M"])
-    return enqueue(queue, kernel, gsize, wg, int_arg(m), int_arg(n), int_arg(max(k, 0)),
-                   real_arg(alpha if k > 0 else 0.0, dtype),
-                   a.buf, int_arg(a.off), int_arg(a.ld), b.buf, int_arg(b.off), int_arg(b.ld),
-                   real_arg(beta, dtype), c.buf, int_arg(c.off), int_arg(c.ld))
+    run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
+    return run(queue, p, m, n, k, alpha if k > 0 else 0.0, a, b, beta, c, dtype,
+               trans_a, trans_b, tri)
 
 
 def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, dtype,
@@ -74,73 +139,130 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
                 trans_b=not trans, triangle="lower" if lower else "upper", tile=tile)
 
 
-def _trsm_block(queue, nb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, p):
+def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):
     kernel = get_kernel(queue, "trsm.cl", "trsm_block", dtype, SIDE_LEFT=int(left),
-                        LOWER=int(lower), TRANS=int(trans), UNIT=int(unit), **p)
+                        LOWER=int(lower), TRANS=int(trans), UNIT=int(unit), TRSM_NB=nb)
     wg = 64 if nrhs >= 64 else 16
     wg = min(wg, params(queue, "wg1d", dtype)["WG"])
-    enqueue(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(nb), int_arg(nrhs),
+    launch(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(kb), int_arg(nrhs),
             t.buf, int_arg(t.off), int_arg(t.ld), b.buf, int_arg(b.off), int_arg(b.ld))
+
+
+def _copy_block(queue, rows, cols, src: View, dst: View, dtype):
+    kernel = get_kernel(queue, "trsm.cl", "copy_block", dtype)
+    side = params(queue, "local2d", dtype)
+    local = (side["X"], side["Y"])
+    return launch(queue, kernel, (round_up(cols, local[0]), round_up(rows, local[1])), local,
+                  int_arg(rows), int_arg(cols), src.buf, int_arg(src.off), int_arg(src.ld),
+                  dst.buf, int_arg(dst.off), int_arg(dst.ld))
+
+
+def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, forward):
+    """Invert the diagonal blocks (one launch), then per block: B_k = op(inv)·B_k by GEMM
+    into a workspace and back, and the GEMM update of the rest of B."""
+    itemsize = np.dtype(dtype).itemsize
+    blocks = -(-m // nb)
+    inv = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, blocks * nb * nb * itemsize)
+    tmp = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nb * nrhs * itemsize)
+    kernel = get_kernel(queue, "trsm.cl", "trtri_blocks", dtype, LOWER=int(lower),
+                        UNIT=int(unit), TRSM_NB=nb)
+    launch(queue, kernel, (blocks * nb,), (nb,), int_arg(m), int_arg(nb), t.buf,
+           int_arg(t.off), int_arg(t.ld), inv, int_arg(nb))
+    starts = list(range(0, m, nb))
+    if not forward:
+        starts.reverse()
+    for k0 in starts:
+        kb = min(nb, m - k0)
+        w = View(inv, k0 * nb, nb)
+        if left:
+            work = View(tmp, 0, nrhs)
+            gemm(queue, kb, nrhs, kb, 1.0, w, b.at(k0, 0), 0.0, work, dtype=dtype,
+                 trans_a=trans)
+            _copy_block(queue, kb, nrhs, work, b.at(k0, 0), dtype)
+        else:
+            work = View(tmp, 0, kb)
+            gemm(queue, nrhs, kb, kb, 1.0, b.at(0, k0), w, 0.0, work, dtype=dtype,
+                 trans_b=trans)
+            _copy_block(queue, nrhs, kb, work, b.at(0, k0), dtype)
+        _trsm_update(queue, m, nrhs, t, b, k0, kb, dtype=dtype, left=left, trans=trans,
+                     forward=forward)
+
+
+def _trsm_update(queue, m, nrhs, t, b, k0, kb, *, dtype, left, trans, forward):
+    """Subtract the solved block k0..k0+kb of X from the part of B still to solve."""
+    rest = range(k0 + kb, m) if forward else range(0, k0)
+    if not len(rest):
+        return
+
+    def tsub(i0, j0):
+        """op(T)[i0:, j0:] as a gemm operand (view, transposed?)."""
+        return (t.at(j0, i0), True) if trans else (t.at(i0, j0), False)
+
+    if left:
+        r0 = rest.start
+        opt, tr = tsub(r0, k0)
+        gemm(queue, len(rest), nrhs, kb, -1.0, opt, b.at(k0, 0), 1.0, b.at(r0, 0),
+             dtype=dtype, trans_a=tr)
+    else:
+        c0 = rest.start
+        opt, tr = tsub(k0, c0)
+        gemm(queue, nrhs, len(rest), kb, -1.0, b.at(0, k0), opt, 1.0, b.at(0, c0),
+             dtype=dtype, trans_b=tr)
 
 
 def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True,
          lower: bool = True, trans: bool = False, unit: bool = False,
-         block: int | None = None) -> None:
+         block: int | None = None, inverse: bool | None = None) -> None:
     """Solve op(T)·X = B (``left``, B is m x nrhs) or X·op(T) = B (B is nrhs x m).
 
     T is m x m triangular (``lower`` or upper, ``unit`` diagonal or not);
-    op(T) = Tᵀ when ``trans``.  X overwrites B.  Diagonal blocks of
-    ``block`` (default: the device's TRSM_NB) are solved by one kernel each,
-    the rest of B is updated by GEMM between them.
+    op(T) = Tᵀ when ``trans``.  X overwrites B.  T is taken in diagonal
+    blocks of ``block`` (default and maximum: the device's TRSM_NB); with
+    ``inverse`` (default: the device's INVERSE parameter), the blocks are
+    inverted by one kernel and applied by GEMM, else each is solved by a
+    substitution kernel; the rest of B is updated by GEMM between blocks.
     """
     if m <= 0 or nrhs <= 0:
         return
     p = params(queue, "trsm", dtype)
     nb = min(block or p["TRSM_NB"], p["TRSM_NB"])
     forward = (lower != trans) if left else (lower == trans)
+    if p["INVERSE"] if inverse is None else inverse:
+        _trsm_inverse(queue, m, nrhs, t, b, nb, dtype=dtype, left=left, lower=lower,
+                      trans=trans, unit=unit, forward=forward)
+        return
     starts = list(range(0, m, nb))
     if not forward:
         starts.reverse()
-
-    def tsub(i0, j0):
-        """op(T)[i0:, j0:] as a gemm operand (view, transposed?)."""
-        return (t.at(j0, i0), True) if trans else (t.at(i0, j0), False)
-
     for k0 in starts:
         kb = min(nb, m - k0)
         diag = t.at(k0, k0)
-        if left:
-            _trsm_block(queue, kb, nrhs, diag, b.at(k0, 0), dtype=dtype, left=True,
-                        lower=lower, trans=trans, unit=unit, p=p)
-            rest = range(k0 + kb, m) if forward else range(0, k0)
-            if len(rest):
-                r0 = rest.start
-                opt, tr = tsub(r0, k0)
-                gemm(queue, len(rest), nrhs, kb, -1.0, opt, b.at(k0, 0), 1.0, b.at(r0, 0),
-                     dtype=dtype, trans_a=tr)
-        else:
-            _trsm_block(queue, kb, nrhs, diag, b.at(0, k0), dtype=dtype, left=False,
-                        lower=lower, trans=trans, unit=unit, p=p)
-            rest = range(k0 + kb, m) if forward else range(0, k0)
-            if len(rest):
-                c0 = rest.start
-                opt, tr = tsub(k0, c0)
-                gemm(queue, nrhs, len(rest), kb, -1.0, b.at(0, k0), opt, 1.0, b.at(0, c0),
-                     dtype=dtype, trans_b=tr)
+        target = b.at(k0, 0) if left else b.at(0, k0)
+        _trsm_block(queue, kb, nrhs, diag, target, dtype=dtype, left=left, lower=lower,
+                    trans=trans, unit=unit, nb=nb)
+        _trsm_update(queue, m, nrhs, t, b, k0, kb, dtype=dtype, left=left, trans=trans,
+                     forward=forward)
 
 
 def laswp(queue, a: View, c0: int, ncols: int, piv: cl.Buffer, k1: int, k2: int, *,
-          dtype, forward: bool = True) -> cl.Event | None:
+          dtype, forward: bool = True, gap: tuple | None = None) -> cl.Event | None:
     """Swap rows i and piv[i] of columns [c0, c0+ncols) for i in [k1, k2) (or reversed).
 
     Row indices in ``piv`` are relative to ``a`` (which starts at row 0).
+    ``gap=(at, width)`` skips ``width`` columns after the first ``at`` selected
+    ones (the selection still counts ``ncols`` columns), so the columns on
+    both sides of a panel take one launch.
     """
+    gap_at, gap_width = gap if gap else (ncols, 0)
     if ncols <= 0 or k2 <= k1:
         return None
-    wg = min(64, params(queue, "wg1d", dtype)["WG"])
-    kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward))
-    return enqueue(queue, kernel, (round_up(ncols, wg),), (wg,), a.buf, int_arg(a.off),
-                   int_arg(a.ld), int_arg(c0), int_arg(ncols), piv, int_arg(k1), int_arg(k2))
+    p = params(queue, "laswp", dtype)
+    vw, wg = p["VW"], p["WG"]
+    items = -(-gap_at // vw) + -(-(ncols - gap_at) // vw)
+    kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=vw)
+    return launch(queue, kernel, (round_up(items, wg),), (wg,), a.buf, int_arg(a.off),
+                  int_arg(a.ld), int_arg(c0), int_arg(ncols), int_arg(gap_at),
+                  int_arg(gap_width), piv, int_arg(k1), int_arg(k2))
 
 
 def matmul(a, b, *, trans_a: bool = False, trans_b: bool = False, queue=None,

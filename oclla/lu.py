@@ -34,11 +34,11 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from . import trace
-from ._device import resolve_queue
-from ._params import params
+from ._device import device_info, resolve_queue
+from ._params import check, params
 from ._programs import copy, enqueue, get_kernel, int_arg, round_up
 from ._validate import as_matrix, as_rhs, check_fp64, is_device_array
-from .blas import View, gemm, laswp, trsm, view_of
+from .blas import View, gemm, launch, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
 VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "faithful")}
@@ -109,38 +109,104 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
                     lower.data, upper.data, a.data, int_arg(n))
 
 
+class _PivotKernels:
+    """The per-column launches shared by the per-pivot LU and the blocked LU's panels.
+
+    ``first(col, s0, s1)`` chooses pivot col and interchanges rows in columns
+    [s0, s1); ``step(k, c_begin, c_end, s0, s1)`` applies pivot k to columns
+    (k, c_end), scales column k-1 (if >= c_begin) and chooses pivot k+1 the
+    same way (lu.cl): in the same launch with the device's FUSED parameter,
+    else in a second one; ``tail(j0, j1)`` scales the columns left unscaled.
+    """
+
+    def __init__(self, queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
+                 shape: dict | None = None):
+        dtype = a.dtype
+        p = dict(params(queue, "pivot", dtype))
+        if shape and check("pivot", {**p, **shape}, device_info(queue), dtype.itemsize) is None:
+            p.update(shape)
+        self.wx, self.wy, self.rb = p["WX"], p["WY"], p["RB"]
+        self.strip = p["WX"] * p["VW"] * p["NV"]
+        wg = self.wx * self.wy
+        self.queue, self.n = queue, n
+        self.kfirst = get_kernel(queue, "lu.cl", "pivot_first", dtype, WG=wg,
+                                 NO_PIVOT=int(no_pivot))
+        self.kstep = get_kernel(queue, "lu.cl", "pivot_step", dtype, WG=wg, VW=p["VW"],
+                                NV=p["NV"], WX=self.wx, WY=self.wy, RB=self.rb, UNR=p["UNR"],
+                                FUSED=p["FUSED"], NO_PIVOT=int(no_pivot))
+        self.kfinish = None if p["FUSED"] else get_kernel(
+            queue, "lu.cl", "pivot_finish", dtype, WG=wg, NO_PIVOT=int(no_pivot))
+        self.kscale = get_kernel(queue, "lu.cl", "scale_tail", dtype)
+        blocks = max(1, -(-n // self.rb))
+        self.part_val = cl_array.empty(queue, blocks, dtype)
+        self.part_row = cl_array.empty(queue, blocks, np.int32)
+        self.counter = cl_array.zeros(queue, 1, np.int32)
+        self.args = (a.data, int_arg(n), int_arg(n))
+        self.piv, self.info = piv.data, info.data
+
+    def tail(self, j0, j1):
+        rows = self.n - j0 - 1
+        if rows > 0:
+            launch(self.queue, self.kscale, (round_up(rows, 64),), (64,), *self.args,
+                   int_arg(j0), int_arg(j1))
+
+    def first(self, col, s0, s1):
+        wg = self.wx * self.wy
+        launch(self.queue, self.kfirst, (wg,), (wg,), *self.args, int_arg(col), int_arg(s0),
+               int_arg(s1), self.piv, self.info)
+
+    def step(self, k, c_begin, c_end, s0, s1):
+        width, height = c_end - k - 1, self.n - k - 1
+        grid = (-(-width // self.strip) * self.wx, -(-height // self.rb) * self.wy)
+        parts = (self.part_val.data, self.part_row.data)
+        launch(self.queue, self.kstep, grid, (self.wx, self.wy), *self.args, int_arg(k),
+               int_arg(c_begin), int_arg(c_end), int_arg(s0), int_arg(s1), self.piv,
+               self.info, *parts, self.counter.data)
+        if self.kfinish is not None and k + 1 < c_end:
+            wg = self.wx * self.wy
+            launch(self.queue, self.kfinish, (wg,), (wg,), *self.args, int_arg(k + 1),
+                   int_arg(s0), int_arg(s1), self.piv, self.info, *parts,
+                   int_arg(grid[1] // self.wy))
+
+
 def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:
-    dtype = a.dtype
-    wg = params(queue, "wg1d", dtype)["WG"]
-    loc = params(queue, "local2d", dtype)
-    local = (loc["X"], loc["Y"])
-    pivot_kernel = get_kernel(queue, "lu.cl", "pivot_swap_scale", dtype, WG=wg,
-                              NO_PIVOT=int(no_pivot))
-    update_kernel = get_kernel(queue, "lu.cl", "rank1_update", dtype)
-    n_, lda = int_arg(n), int_arg(n)
-    with trace.run("lu", "inplace", queue, (n, n), dtype, a.get,
+    kernels = _PivotKernels(queue, a, n, piv, info, no_pivot)
+    with trace.run("lu", "inplace", queue, (n, n), a.dtype, a.get,
                    pivoting="none" if no_pivot else "partial") as run:
         for k in range(n - 1):
             active = n - k - 1
             with trace.step("eliminate", (k, n, k, n), pivot=(k, k),
                             flops=2.0 * active * active + active,
                             nbytes=a.dtype.itemsize * (2 * active * active + 3 * active)):
-                enqueue(queue, pivot_kernel, (wg,), (wg,), a.data, lda, n_, int_arg(k),
-                        piv.data, info.data)
-                enqueue(queue, update_kernel,
-                        (round_up(active, local[0]), round_up(active, local[1])), local,
-                        a.data, lda, n_, int_arg(k))
+                if k == 0:
+                    kernels.first(0, 0, n)
+                kernels.step(k, 0, n, 0, n)
+                if k == n - 2:
+                    kernels.tail(k, n)
         if run is not None:
             _annotate_swaps(run, piv)
 
 
-def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
-    """Factor the panel A[c0:n, c0:c0+w] recursively (LAPACK ?getrf2), pivots into piv."""
-    if w <= leaf:
+def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, columns=None):
+    """Factor the panel A[c0:n, c0:c0+w], pivots into piv, interchanges inside it.
+
+    With ``columns`` (a :class:`_PivotKernels`), one multi-work-group launch per
+    column; else recursively (LAPACK ?getrf2) down to leaves at most ``leaf``
+    wide (a power of two up to 16: the leaf kernel's vector width), each
+    factored by one work-group, except a panel of the whole matrix below the
+    device's SMALL_N, which the leaf kernel factors alone.
+    """
+    if columns is not None:
+        columns.first(c0, c0, c0 + w)
+        for k in range(c0, c0 + w - 1):
+            columns.step(k, c0, c0 + w, c0, c0 + w)
+        columns.tail(max(c0, c0 + w - 2), c0 + w)
+        return
+    if w <= leaf or w == n:
         kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
                             NO_PIVOT=int(no_pivot))
-        enqueue(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
-                int_arg(w), piv.data, info.data)
+        launch(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
+               int_arg(w), piv.data, info.data)
         return
     w1 = max(leaf, (w // 2) // leaf * leaf)
     w2 = w - w1
@@ -148,7 +214,7 @@ def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
     if not no_pivot:
         laswp(queue, A, c0 + w1, w2, piv.data, c0, c0 + w1, dtype=dtype)
     trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
-         lower=True, unit=True)
+         lower=True, unit=True, inverse=False)    # small triangle: one substitution launch
     gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
          A.at(c0 + w1, c0 + w1), dtype=dtype)
     _panel(queue, A, n, c0 + w1, w2, piv, info, dtype=dtype, leaf=leaf, wg=wg,
@@ -157,35 +223,99 @@ def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot):
         laswp(queue, A, c0, w1, piv.data, c0 + w1, c0 + w, dtype=dtype)
 
 
+_side_queues: dict = {}
+
+
+def _side_queue(queue):
+    """A second profiling queue on the same device (look-ahead), or None if unavailable."""
+    if queue not in _side_queues:
+        try:
+            _side_queues[queue] = cl.CommandQueue(
+                queue.context, queue.device,
+                properties=cl.command_queue_properties.PROFILING_ENABLE)
+        except cl.Error:
+            _side_queues[queue] = None
+    return _side_queues[queue]
+
+
 def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                     block: int | None = None) -> None:
+    """Right-looking blocked LU, panel by panel.
+
+    With look-ahead (the device's LOOKAHEAD parameter and a second queue),
+    the update of the next panel's columns and the next panel itself run on
+    ``queue`` while the rest of the trailing update (and the interchanges
+    left of the panel) run on the second queue; events order the two.
+    Below the device's SMALL_N the whole matrix is one panel factored by the
+    leaf kernel alone (one launch).
+    """
     dtype = a.dtype
     p = params(queue, "lu", dtype)
-    nb = block or p["NB"]
-    leaf = min(p["LEAF_W"], nb)
-    wg = params(queue, "wg1d", dtype)["WG"]
+    leaf = p["LEAF_W"]
+    small = block is None and n <= p["SMALL_N"]
+    nb = n if small else (block or p["NB"])   # small: one panel, one leaf launch
+    wg = p["PANEL_WG"]
+    side = _side_queue(queue) if p["LOOKAHEAD"] and n > 2 * nb else None
+    columns = (_PivotKernels(queue, a, n, piv, info, no_pivot,
+                             shape=dict(RB=p["PANEL_RB"], WY=p["PANEL_WY"]))
+               if p["PANEL_COLUMNS"] and not small else None)
     A = view_of(a)
-    with trace.run("lu", "blocked", queue, (n, n), dtype, a.get, block=nb, leaf=leaf,
+
+    def snapshot():
+        if side is not None:
+            side.finish()
+        return a.get()
+
+    def factor_panel(j, jb):
+        with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
+                        flops=(n - j) * jb * jb - jb ** 3 / 3.0):
+            _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
+                   no_pivot=no_pivot, columns=columns)
+
+    with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=leaf,
+                   lookahead=int(side is not None),
                    pivoting="none" if no_pivot else "partial") as run:
+        side_done = None                  # the second queue's work of the last iteration
+        factor_panel(0, min(nb, n))
         for j in range(0, n, nb):
             jb = min(nb, n - j)
-            m = n - j
-            rest = n - j - jb
-            with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
-                            flops=m * jb * jb - jb ** 3 / 3.0):
-                _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
-                       no_pivot=no_pivot)
-            if not no_pivot and (j > 0 or rest > 0):
+            j1, rest = j + jb, n - j - jb
+            # columns [j1, j1+near) are updated on `queue`, the rest on `far`
+            far = side if side is not None and rest > nb else queue
+            near = min(nb, rest) if far is not queue else rest
+            if far is not queue:
+                panel_done = cl.enqueue_marker(queue)
+                cl.enqueue_barrier(far, wait_for=[panel_done])
+            if side_done is not None:
+                cl.enqueue_barrier(queue, wait_for=[side_done])
+                side_done = None
+            if not no_pivot and j + rest > 0:
                 with trace.step("laswp", (j, n, 0, n)):
-                    laswp(queue, A, 0, j, piv.data, j, j + jb, dtype=dtype)
-                    laswp(queue, A, j + jb, rest, piv.data, j, j + jb, dtype=dtype)
-            if rest > 0:
-                with trace.step("trsm", (j, j + jb, j + jb, n), flops=float(jb * jb * rest)):
-                    trsm(queue, jb, rest, A.at(j, j), A.at(j, j + jb), dtype=dtype,
+                    if far is queue:
+                        laswp(queue, A, 0, j + rest, piv.data, j, j1, dtype=dtype,
+                              gap=(j, jb))
+                    else:
+                        laswp(queue, A, j1, near, piv.data, j, j1, dtype=dtype)
+                        laswp(far, A, 0, j + rest - near, piv.data, j, j1, dtype=dtype,
+                              gap=(j, jb + near))
+            if rest <= 0:
+                break
+            with trace.step("trsm", (j, j1, j1, n), flops=float(jb * jb * rest)):
+                trsm(queue, jb, near, A.at(j, j), A.at(j, j1), dtype=dtype, left=True,
+                     lower=True, unit=True)
+                if far is not queue:
+                    trsm(far, jb, rest - near, A.at(j, j), A.at(j, j1 + near), dtype=dtype,
                          left=True, lower=True, unit=True)
-                with trace.step("gemm", (j + jb, n, j + jb, n), flops=2.0 * rest * rest * jb):
-                    gemm(queue, rest, rest, jb, -1.0, A.at(j + jb, j), A.at(j, j + jb), 1.0,
-                         A.at(j + jb, j + jb), dtype=dtype)
+            with trace.step("gemm", (j1, n, j1, n), flops=2.0 * rest * rest * jb):
+                gemm(queue, rest, near, jb, -1.0, A.at(j1, j), A.at(j, j1), 1.0,
+                     A.at(j1, j1), dtype=dtype)
+                if far is not queue:
+                    gemm(far, rest, rest - near, jb, -1.0, A.at(j1, j), A.at(j, j1 + near),
+                         1.0, A.at(j1, j1 + near), dtype=dtype)
+                    side_done = cl.enqueue_marker(far)
+            factor_panel(j1, min(nb, rest))
+        if side_done is not None:
+            cl.enqueue_barrier(queue, wait_for=[side_done])
         if run is not None:
             _annotate_swaps(run, piv)
 

@@ -1,0 +1,40 @@
+#!/bin/bash
+# One device session: the kernel tests on the GPU, tuning, an LU profile and
+# the benchmark tables (JSON documents, one per `oclla bench` call, in
+# OUTDIR/bench.json).
+#   benchmarks/gpu_run.sh OUTDIR [families to tune for float32: gemm,pivot,lu | none]
+# Run from the directory that holds oclla/ and kernels_cl/.  Each stage has its
+# own time limit and the next runs even if it fails.  At most 8 files come back
+# from a device run: gpu.txt tests.log tune.log tuned.json profile.log
+# bench.json bench.err.
+OUT=${1:?output directory}
+FAMILIES=${2:-gemm,pivot,lu}
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+stage() {  # stage LOG SECONDS command...
+    local log=$1 limit=$2; shift 2
+    echo "=== $* ($(date +%T))" | tee -a "$OUT/$log"
+    timeout "$limit" "$@" >> "$OUT/$log" 2>&1
+    echo "--- exit $? ($(date +%T))"; tail -n "${TAIL:-8}" "$OUT/$log"
+}
+bench() {  # bench SECONDS args...
+    local limit=$1; shift
+    echo "=== bench $* ($(date +%T))"
+    timeout "$limit" python3 -m oclla.bench "$@" --json >> "$OUT/bench.json" 2>> "$OUT/bench.err"
+    echo "--- exit $? ($(date +%T))"
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt"
+python3 -c "import oclla; [print(d.describe()) for d in oclla.devices()]" >> "$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+stage tests.log 80 python3 -m pytest tests/test_blas.py tests/test_lu_kernels.py -q -p no:cacheprovider
+if [ "$FAMILIES" != none ]; then
+    stage tune.log 170 python3 -m oclla.tune --ship --dtype float32 --families "$FAMILIES"
+    stage tune.log 70 python3 -m oclla.tune --ship --dtype float64 --quick --families lu
+    cp oclla/data/tuned.json "$OUT/tuned.json"
+fi
+stage profile.log 40 python3 benchmarks/profile_lu.py 8192 blocked float32
+bench 40 gemm --sizes 4096,8192 --dtype float32,float64 --repeat 3
+bench 70 getrf --sizes 2048,8192,16384 --repeat 3
+bench 40 getrf --sizes 2048,8192 --dtype float64 --repeat 2
+bench 50 lu --sizes 1024,4096 --repeat 2
+bench 20 syrk --sizes 8192 --repeat 3

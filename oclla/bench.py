@@ -1,0 +1,328 @@
+"""``oclla bench``: GFLOP/s of oclla against the vendor or CPU reference, same run.
+
+Usage::
+
+    oclla bench [lu|gemm|syrk|getrf|potrf] [--sizes 512,1024] [--dtype float32,float64]
+                [--repeat 3] [--device SPEC] [--reference auto|cpu|cuda]
+                [--max-pivot-n 4096] [--json] [--plot FILE.png]
+
+What each routine measures (LAPACK flop counts):
+
+``lu``     the three LU variants (per-pivot faithful, per-pivot in place, blocked)
+           and the reference ``lu_factor``; 2n³/3 flops
+``getrf``  the blocked LU and the reference; 2n³/3
+``gemm``   C = A·B, n x n; 2n³
+``syrk``   one triangle of C = A·Aᵀ, n x n; n²(n+1)
+``potrf``  Cholesky (``oclla.cholesky`` when present); n³/3
+
+The reference runs in the same process on the same inputs: cuBLAS/cuSOLVER
+through CuPy (``cupy.matmul``, ``cupy.cublas.syrk``,
+``cupyx.scipy.linalg.lu_factor``, ``cupy.linalg.cholesky``; CuPy's default
+math mode, so no TF32) when CuPy and a CUDA device are present, else
+NumPy/SciPy on the CPU.  oclla works on device-resident arrays (the result
+stays on the device), so neither side pays host transfers; each timing ends
+when the device is idle.  The repetitions of all implementations are
+interleaved and the best time of each is kept, which keeps a shared or
+throttling machine from favouring whichever ran first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+
+import numpy as np
+
+ROUTINES = ("lu", "gemm", "syrk", "getrf", "potrf")
+
+# Vector (non-tensor-core) peaks in GFLOP/s of the SXM parts, by name substring.
+PEAKS = {
+    "H100": {"float32": 66900.0, "float64": 33500.0},
+    "H200": {"float32": 66900.0, "float64": 33500.0},
+}
+
+
+def flops(routine: str, n: int) -> float:
+    """LAPACK's operation count of ``routine`` on order n."""
+    if routine in ("lu", "getrf"):
+        return 2.0 * n ** 3 / 3.0 - n ** 2 / 2.0 - n / 6.0
+    if routine == "gemm":
+        return 2.0 * n ** 3
+    if routine == "syrk":
+        return float(n) * n * (n + 1)
+    if routine == "potrf":
+        return n ** 3 / 3.0 + n ** 2 / 2.0 + n / 6.0
+    raise ValueError(routine)
+
+
+def peak(device_name: str, dtype: str) -> float | None:
+    for key, values in PEAKS.items():
+        if key in device_name:
+            return values.get(dtype)
+    return None
+
+
+# ---- references -----------------------------------------------------------------------
+
+def _cuda_available() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:                                   # no CuPy, no driver, no device
+        return False
+
+
+class _CpuReference:
+    name = "numpy/scipy (CPU)"
+
+    def prepare(self, host):
+        return host
+
+    def run(self, routine, a):
+        import scipy.linalg as sl
+        from scipy.linalg import blas
+        if routine in ("lu", "getrf"):
+            return sl.lu_factor(a, check_finite=False)
+        if routine == "gemm":
+            return a @ a
+        if routine == "syrk":
+            syrk = blas.ssyrk if a.dtype == np.float32 else blas.dsyrk
+            return syrk(1.0, a, lower=1)
+        if routine == "potrf":
+            return sl.cholesky(a, lower=True, check_finite=False)
+        raise ValueError(routine)
+
+    def sync(self):
+        pass
+
+
+class _CudaReference:
+    name = "CuPy (cuBLAS/cuSOLVER)"
+
+    def __init__(self):
+        import cupy
+        self.cupy = cupy
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        self.name = f"CuPy (cuBLAS/cuSOLVER) on {props['name'].decode()}"
+
+    def prepare(self, host):
+        return self.cupy.asarray(host)
+
+    def run(self, routine, a):
+        cp = self.cupy
+        if routine in ("lu", "getrf"):
+            import cupyx.scipy.linalg as csl
+            return csl.lu_factor(a, check_finite=False)
+        if routine == "gemm":
+            return cp.matmul(a, a)
+        if routine == "syrk":
+            from cupy import cublas
+            return cublas.syrk("N", a, lower=True)
+        if routine == "potrf":
+            return cp.linalg.cholesky(a)
+        raise ValueError(routine)
+
+    def sync(self):
+        self.cupy.cuda.Device().synchronize()
+
+
+def reference(kind: str):
+    """The reference implementation for ``kind`` ("auto", "cpu" or "cuda")."""
+    if kind == "cuda" or (kind == "auto" and _cuda_available()):
+        return _CudaReference()
+    return _CpuReference()
+
+
+# ---- oclla side -----------------------------------------------------------------------
+
+def _oclla_runs(routine: str, n: int, dtype, queue, max_pivot_n: int):
+    """{label: callable(device array) -> anything} for the oclla implementations."""
+    import oclla
+    from oclla.blas import gemm, syrk, view_of
+    import pyopencl.array as cl_array
+
+    def lu(method, variant=None, pivoting=None):
+        return lambda a: oclla.lu_factor(a, method=method, variant=variant,
+                                         pivoting=pivoting, check_finite=False, queue=queue)
+
+    runs = {}
+    if routine == "lu" and n <= max_pivot_n:
+        runs["pivot faithful"] = lu("pivot", "faithful", "none")
+        runs["pivot inplace"] = lu("pivot", "inplace")
+    if routine in ("lu", "getrf"):
+        runs["blocked"] = lu("blocked")
+    if routine == "gemm":
+        def run_gemm(a):
+            c = cl_array.empty_like(a)
+            gemm(queue, n, n, n, 1.0, view_of(a), view_of(a), 0.0, view_of(c), dtype=dtype)
+            return c
+        runs["gemm"] = run_gemm
+    if routine == "syrk":
+        def run_syrk(a):
+            c = cl_array.empty_like(a)
+            syrk(queue, n, n, 1.0, view_of(a), 0.0, view_of(c), dtype=dtype, lower=True)
+            return c
+        runs["syrk"] = run_syrk
+    if routine == "potrf":
+        cholesky = getattr(oclla, "cholesky", None)
+        if cholesky is not None:
+            runs["cholesky"] = lambda a: cholesky(a, lower=True, queue=queue)
+    return runs
+
+
+def _matrix(routine: str, n: int, dtype, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n)).astype(dtype)
+    if routine == "potrf":            # symmetric, diagonally dominant: SPD, built in O(n²)
+        a = (a + a.T) + np.asarray(2.0 * n, dtype) * np.eye(n, dtype=dtype)
+    return a
+
+
+def measure(routine: str, n: int, dtype, *, queue, ref, repeat: int = 3,
+            max_pivot_n: int = 4096) -> list[dict]:
+    """Best time of each implementation on order n; one record per implementation."""
+    import pyopencl.array as cl_array
+    from oclla import device_info
+
+    host = _matrix(routine, n, dtype)
+    d_a = cl_array.to_device(queue, host)
+    r_a = ref.prepare(host)
+    runs = _oclla_runs(routine, n, dtype, queue, max_pivot_n)
+    best = {label: float("inf") for label in runs}
+    best["reference"] = float("inf")
+
+    def timed(fn, arg, sync):
+        t0 = time.perf_counter()
+        fn(arg)
+        sync()
+        return time.perf_counter() - t0
+
+    for label, fn in runs.items():                      # warm-up: builds, caches
+        timed(fn, d_a, queue.finish)
+    timed(lambda a: ref.run(routine, a), r_a, ref.sync)
+    for _ in range(repeat):
+        best["reference"] = min(best["reference"],
+                                timed(lambda a: ref.run(routine, a), r_a, ref.sync))
+        for label, fn in runs.items():
+            best[label] = min(best[label], timed(fn, d_a, queue.finish))
+
+    info = device_info(queue)
+    dtype_name = np.dtype(dtype).name
+    pk = peak(info.name, dtype_name)
+    work = flops(routine, n)
+    ref_gflops = work / best["reference"] / 1e9
+    records = []
+    for label, seconds in best.items():
+        gflops = work / seconds / 1e9
+        records.append(dict(
+            routine=routine, n=n, dtype=dtype_name,
+            impl=ref.name if label == "reference" else f"oclla {label}",
+            seconds=seconds, gflops=gflops,
+            percent_of_peak=None if pk is None or label == "reference" else 100 * gflops / pk,
+            ratio_to_reference=gflops / ref_gflops))
+    return records
+
+
+def _table(records: list[dict]) -> str:
+    lines = [f"{'routine':8s} {'dtype':8s} {'n':>6s}  {'implementation':44s} {'ms':>10s} "
+             f"{'GFLOP/s':>10s} {'%peak':>6s} {'vs ref':>7s}"]
+    for r in records:
+        pk = "" if r["percent_of_peak"] is None else f"{r['percent_of_peak']:.1f}"
+        lines.append(f"{r['routine']:8s} {r['dtype']:8s} {r['n']:6d}  {r['impl'][:44]:44s} "
+                     f"{1e3 * r['seconds']:10.2f} {r['gflops']:10.1f} {pk:>6s} "
+                     f"{r['ratio_to_reference']:7.2f}")
+    return "\n".join(lines)
+
+
+def _plot(records: list[dict], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    keys = sorted({(r["routine"], r["dtype"], r["impl"]) for r in records})
+    for routine, dtype, impl in keys:
+        pts = sorted((r["n"], r["gflops"]) for r in records
+                     if (r["routine"], r["dtype"], r["impl"]) == (routine, dtype, impl))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                label=f"{routine} {dtype}: {impl}")
+    ax.set_xlabel("n")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="oclla bench", description=__doc__.split("\n")[0])
+    ap.add_argument("routine", nargs="?", default="lu", choices=ROUTINES)
+    ap.add_argument("--sizes", default="256,512,1024",
+                    help="comma-separated orders n (default 256,512,1024)")
+    ap.add_argument("--dtype", default="float32",
+                    help="float32, float64 or both comma-separated (default float32)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per implementation")
+    ap.add_argument("--device", default=None, help="OpenCL device (index or name substring)")
+    ap.add_argument("--reference", default="auto", choices=("auto", "cpu", "cuda"))
+    ap.add_argument("--max-pivot-n", type=int, default=4096,
+                    help="largest n for the per-pivot LU variants (they take O(n) launches)")
+    ap.add_argument("--json", action="store_true", help="print the records as JSON")
+    ap.add_argument("--plot", metavar="FILE", help="write a GFLOP/s plot (PNG) to FILE")
+    args = ap.parse_args(argv)
+    try:
+        args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+    if not args.sizes or min(args.sizes) < 1:
+        ap.error("--sizes needs positive orders")
+    args.dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    for d in args.dtypes:
+        if d not in ("float32", "float64"):
+            ap.error(f"--dtype must be float32 and/or float64, got {d!r}")
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    return args
+
+
+def main(argv=None) -> int:
+    """Entry point of ``oclla bench``; returns the process exit status."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    import oclla
+    queue = oclla.get_queue(args.device)
+    info = oclla.device_info(queue)
+    ref = reference(args.reference)
+    notes = []
+    if args.routine == "potrf" and not hasattr(oclla, "cholesky"):
+        notes.append("oclla.cholesky is not available in this version: potrf shows the "
+                     "reference only")
+    records = []
+    for dtype in args.dtypes:
+        if dtype == "float64" and not info.fp64:
+            notes.append(f"{info.name} has no float64: skipped")
+            continue
+        for n in args.sizes:
+            records.extend(measure(args.routine, n, np.dtype(dtype), queue=queue, ref=ref,
+                                   repeat=args.repeat, max_pivot_n=args.max_pivot_n))
+    header = dict(device=info.name, driver=info.driver_version, platform=info.platform,
+                  reference=ref.name, date=datetime.date.today().isoformat(),
+                  routine=args.routine, notes=notes)
+    if args.json:
+        print(json.dumps(dict(header, records=records), indent=1))
+    else:
+        print(f"device: {info.name} ({info.platform}, driver {info.driver_version})")
+        print(f"reference: {ref.name}; {header['date']}")
+        print(_table(records))
+        for note in notes:
+            print(f"note: {note}")
+    if args.plot:
+        _plot(records, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

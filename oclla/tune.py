@@ -1,0 +1,410 @@
+"""``oclla tune``: measure the best kernel parameters on this device and store them.
+
+Usage::
+
+    oclla tune [--device SPEC] [--dtype float32,float64] [--quick]
+               [--families gemm,pivot,lu] [--output FILE] [--ship]
+
+Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
+
+* ``gemm``: the kernel shape (tiled: tile, depth, work per item, vector width;
+  direct: rows, vector width, vectors per row, work-group).  Metric: GFLOP/s
+  of C = A·B at n = ``GEMM_N`` (device-resident, best of 3).
+* ``pivot``: the per-pivot kernel shape (tuned first: the blocked LU's
+  panels may use the same kernels).  Metric: time of the per-pivot LU at
+  n = ``PIVOT_N``.
+* ``trsm``, ``laswp``, ``lu``: searched one parameter at a time (coordinate
+  descent, in the order of :func:`_lu_axes`), each candidate with the others
+  at their best so far.  Metric: time of the blocked LU at n = ``LU_N`` (best of 3).
+  ``SMALL_N`` is the largest order in ``SMALL_SIZES`` at which factoring the
+  whole matrix with the leaf kernel beats the blocked path.
+
+Every candidate is first checked against a reference and dropped if it is
+wrong (or fails to build): GEMM shapes on awkward sizes (tile ± 1, primes) for
+every transpose and a triangle, against float64 products
+(:func:`oclla.accuracy.product_error`); LU parameters by the backward error
+and pivots of a factorization against SciPy's.
+
+The result is stored per (device name, driver version, dtype) in the user's
+cache file (:func:`oclla._params.user_file`), where :func:`oclla._params.params`
+finds it; ``--ship`` writes it into the package's ``oclla/data/tuned.json``
+instead (for devices whose defaults ship with oclla).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import _params
+from .accuracy import THRESHOLD, lu_backward_error, product_error
+
+GEMM_N = {"GPU": 4096, "CPU": 1024}
+LU_N = {"GPU": 8192, "CPU": 1024}
+PIVOT_N = {"GPU": 4096, "CPU": 1024}
+SMALL_SIZES = (32, 64, 96, 128, 192, 256, 384, 512)
+
+
+def _gemm_space(kind: str, native: int, quick: bool) -> list[dict]:
+    if kind != "GPU":
+        widths = sorted({max(1, native // 2), native})
+        space = [dict(KERNEL="direct", RM=rm, VW=vw, NV=nv, LX=lx)
+                 for rm, vw, nv, lx in itertools.product((4, 6, 8), widths, (1, 2, 3, 4),
+                                                         (1, 4, 16))
+                 if rm * nv * vw <= 8 * 2 * 16]                 # <= 16 512-bit accumulators
+        return space[::3] if quick else space
+    space = []
+    for tm, tn, tk, wm, wn, vec in itertools.product((64, 128), (64, 128), (8, 16, 32),
+                                                     (4, 8), (4, 8), (4,)):
+        if wm * wn >= 16 and not (tk == 32 and tm * tn > 8192):
+            space.append(dict(KERNEL="tiled", TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm,
+                              WPT_N=wn, VEC=vec))
+    return space[::2] if quick else space
+
+
+def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
+    """(family, key, values) searched in order by coordinate descent."""
+    gpu = kind == "GPU"
+    axes = [
+        ("lu", "PANEL_COLUMNS", (0, 1)),
+        ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
+        ("lu", "PANEL_RB", (8, 16, 32, 64, 128) if gpu else (256, 1024)),
+        ("lu", "PANEL_WY", (4, 8, 16) if gpu else (1, 2)),
+        ("lu", "LEAF_W", (4, 8, 16) if gpu else (4, 8, 16)),
+        ("lu", "PANEL_WG", (128, 256, 512, 1024) if gpu else (1, 2, 4, 8)),
+        ("trsm", "TRSM_NB", (16, 32, 64)),
+        ("trsm", "INVERSE", (0, 1)),
+        ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
+        ("lu", "LOOKAHEAD", (0, 1)),
+    ]
+    return axes[:6] + axes[-1:] if quick else axes
+
+
+def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
+    if kind == "GPU":
+        space = [dict(VW=vw, NV=1, WX=wx, WY=wy, RB=rb, UNR=unr, FUSED=1)
+                 for vw, unr, wx, wy, rb in itertools.product((1, 4), (1, 4), (32, 64), (8, 16),
+                                                              (64, 256))]
+    else:
+        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb, UNR=1, FUSED=1)
+                 for vw, nv, wx, rb in itertools.product(sorted({max(1, native // 2), native}),
+                                                         (2, 4, 8), (1, 2), (256, 1024))]
+    return space[::2] if quick else space
+
+
+SPACE = {"gemm": _gemm_space, "lu": _lu_axes, "pivot": _pivot_space}
+METRIC = {
+    "gemm": "GFLOP/s of C = A·B, n = GEMM_N, device arrays, best of 3",
+    "lu": "seconds of the blocked LU, n = LU_N, best of 3 (lower is better)",
+    "pivot": "seconds of the per-pivot LU, n = PIVOT_N, best of 3 (lower is better)",
+}
+
+
+# ---- checks ---------------------------------------------------------------------------
+
+def check_gemm(queue, p: dict, dtype) -> str | None:
+    """None if the gemm parameter set ``p`` computes correct products, else what failed."""
+    import pyopencl.array as cl_array
+    from .blas import gemm, view_of
+    rng = np.random.default_rng(7)
+    tm = p.get("TILE_M", p.get("RM", 1))
+    tn = p.get("TILE_N", p.get("VW", 1) * p.get("NV", 1))
+    tk = p.get("TILE_K", 4)
+    cases = [(tm + 1, tn - 1 if tn > 1 else 1, 2 * tk + 1, ta, tb, None)
+             for ta, tb in itertools.product((False, True), repeat=2)]
+    cases.append((37, 37, 13, False, True, "lower"))
+    for m, n, k, ta, tb, tri in cases:
+        a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+        b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+        c0 = rng.standard_normal((m, n)).astype(dtype)
+        da, db, dc = (cl_array.to_device(queue, x) for x in (a, b, c0))
+        gemm(queue, m, n, k, 0.5, view_of(da), view_of(db), 2.0, view_of(dc), dtype=dtype,
+             trans_a=ta, trans_b=tb, triangle=tri, tile=p)
+        c = dc.get()
+        opa, opb = (a.T if ta else a), (b.T if tb else b)
+        if tri == "lower":
+            keep = np.tril(np.ones((m, n), bool))
+            if not np.array_equal(c[~keep], c0[~keep]):
+                return f"wrote outside the lower triangle ({m}x{n}x{k})"
+            c = np.where(keep, c, 0.5 * (opa @ opb) + 2.0 * c0)
+        err = product_error(c, opa, opb, alpha=0.5, beta=2.0, c0=c0)
+        if not err < THRESHOLD:
+            return f"error {err:.3g} at {m}x{n}x{k} trans_a={ta} trans_b={tb} {tri or ''}"
+    return None
+
+
+def check_lu(queue, dtype, method: str = "blocked") -> str | None:
+    """None if LU with the current parameters matches SciPy's pivots and passes, else why."""
+    import scipy.linalg as sl
+    from .lu import lu_factor
+    for n in (1, 37, 97, 200):
+        a = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
+        lu, piv = lu_factor(a, method=method, queue=queue)
+        err = lu_backward_error(a, lu, piv)
+        if not err < THRESHOLD:
+            return f"backward error {err:.3g} at n={n}"
+        if not np.array_equal(piv, sl.lu_factor(a)[1]):
+            return f"pivots differ from SciPy's at n={n}"
+    return None
+
+
+# ---- timing ---------------------------------------------------------------------------
+
+def _best_time(queue, fn, repeat: int = 3) -> float:
+    fn()
+    queue.finish()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        queue.finish()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _safe(fn):
+    """fn() or None when the device rejects the candidate (build or launch failure)."""
+    import pyopencl as cl
+    from ._device import DeviceError
+    try:
+        return fn()
+    except (DeviceError, cl.Error) as exc:
+        return exc
+
+
+def tune_gemm(queue, dtype, quick: bool, log) -> dict | None:
+    import pyopencl.array as cl_array
+    from ._device import device_info
+    from .blas import gemm, view_of
+    info = device_info(queue)
+    itemsize = np.dtype(dtype).itemsize
+    native = _params._native_width(queue, itemsize)
+    n = GEMM_N["GPU" if info.kind == "GPU" else "CPU"]
+    a = cl_array.to_device(queue, np.random.default_rng(1).standard_normal((n, n)).astype(dtype))
+    c = cl_array.empty_like(a)
+    best, best_rate = None, 0.0
+    for p in SPACE["gemm"](info.kind, native, quick):
+        if _params.check("gemm", p, info, itemsize) is not None:
+            continue
+        problem = _safe(lambda: check_gemm(queue, p, dtype))
+        if problem is not None:
+            log(f"  gemm {p}: rejected ({problem})")
+            continue
+        seconds = _safe(lambda: _best_time(queue, lambda: gemm(
+            queue, n, n, n, 1.0, view_of(a), view_of(a), 0.0, view_of(c), dtype=dtype, tile=p)))
+        if not isinstance(seconds, float):
+            log(f"  gemm {p}: failed ({seconds})")
+            continue
+        rate = 2.0 * n ** 3 / seconds / 1e9
+        log(f"  gemm {p}: {rate:.1f} GFLOP/s")
+        if rate > best_rate:
+            best, best_rate = p, rate
+    log(f"gemm best: {best} at {best_rate:.1f} GFLOP/s (n={n})")
+    return best
+
+
+def _lu_time(queue, a, method: str) -> float | Exception:
+    from .lu import lu_factor
+    return _safe(lambda: _best_time(queue, lambda: lu_factor(a, method=method,
+                                                             check_finite=False,
+                                                             queue=queue)))
+
+
+def tune_lu(queue, dtype, quick: bool, log) -> dict:
+    """Coordinate descent over the blocked LU's families; returns {family: params}."""
+    import pyopencl.array as cl_array
+    from ._device import device_info
+    info = device_info(queue)
+    kind = "GPU" if info.kind == "GPU" else "CPU"
+    n = LU_N[kind]
+    a = cl_array.to_device(queue, np.random.default_rng(2).standard_normal((n, n)).astype(dtype))
+    current = {fam: _params.params(queue, fam, dtype) for fam in ("lu", "trsm", "laswp")}
+    current["lu"]["SMALL_N"] = 0
+    for fam, p in current.items():
+        _params.override(fam, p)
+    best_time = _lu_time(queue, a, "blocked")
+    if not isinstance(best_time, float):
+        raise best_time
+    for fam, key, values in SPACE["lu"](kind, quick):
+        for value in values:
+            if value == current[fam][key]:
+                continue
+            trial = dict(current[fam], **{key: value})
+            if _params.check(fam, trial, info, np.dtype(dtype).itemsize) is not None:
+                continue
+            _params.override(fam, trial)
+            problem = _safe(lambda: check_lu(queue, dtype))
+            seconds = _lu_time(queue, a, "blocked") if problem is None else problem
+            if not isinstance(seconds, float):
+                log(f"  {fam} {key}={value}: rejected ({seconds})")
+            else:
+                log(f"  {fam} {key}={value}: {1e3 * seconds:.1f} ms")
+            if isinstance(seconds, float) and seconds < best_time:
+                best_time, current[fam] = seconds, trial
+            _params.override(fam, current[fam])
+        log(f"{fam} {key} -> {current[fam][key]} ({1e3 * best_time:.1f} ms at n={n})")
+    current["lu"]["SMALL_N"] = _crossover(queue, dtype, current["lu"], log)
+    _params.override("lu", current["lu"])
+    return current
+
+
+def _crossover(queue, dtype, lu_params: dict, log) -> int:
+    """Largest order where the one-launch leaf beats the blocked path (0 if never)."""
+    import pyopencl.array as cl_array
+    best = 0
+    for n in SMALL_SIZES:
+        a = cl_array.to_device(queue, np.random.default_rng(n).standard_normal((n, n))
+                               .astype(dtype))
+        times = {}
+        for small in (0, n):
+            _params.override("lu", dict(lu_params, SMALL_N=small))
+            times[small] = _lu_time(queue, a, "blocked")
+        ok = all(isinstance(t, float) for t in times.values())
+        log(f"  n={n}: blocked {1e3 * times[0]:.3f} ms, one leaf "
+            f"{1e3 * times[n]:.3f} ms" if ok else f"  n={n}: failed")
+        if ok and times[n] < times[0]:
+            best = n
+    _params.override("lu", dict(lu_params, SMALL_N=best))
+    problem = check_lu(queue, dtype)
+    if problem is not None:
+        log(f"  one-leaf path rejected ({problem})")
+        best = 0
+    log(f"lu SMALL_N -> {best}")
+    return best
+
+
+def tune_pivot(queue, dtype, quick: bool, log) -> dict | None:
+    import pyopencl.array as cl_array
+    from ._device import device_info
+    info = device_info(queue)
+    kind = "GPU" if info.kind == "GPU" else "CPU"
+    n = PIVOT_N[kind]
+    native = _params._native_width(queue, np.dtype(dtype).itemsize)
+    a = cl_array.to_device(queue, np.random.default_rng(3).standard_normal((n, n)).astype(dtype))
+    best, best_time = None, float("inf")
+    for p in SPACE["pivot"](kind, native, quick):
+        if _params.check("pivot", p, info, np.dtype(dtype).itemsize) is not None:
+            continue
+        _params.override("pivot", p)
+        problem = _safe(lambda: check_lu(queue, dtype, method="pivot"))
+        seconds = _lu_time(queue, a, "pivot") if problem is None else problem
+        if not isinstance(seconds, float):
+            log(f"  pivot {p}: rejected ({seconds})")
+            continue
+        log(f"  pivot {p}: {1e3 * seconds:.1f} ms")
+        if seconds < best_time:
+            best, best_time = p, seconds
+    _params.override("pivot", best)
+    log(f"pivot best: {best} ({1e3 * best_time:.1f} ms at n={n})")
+    return best
+
+
+# ---- storage --------------------------------------------------------------------------
+
+def store(path: str, info, dtype_name: str, found: dict, measured: dict) -> None:
+    """Store ``found`` for (device, driver, dtype) in the file at ``path``.
+
+    Families not in ``found`` keep what the file already holds for that entry.
+    """
+    entries = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            entries = _params.read_entries(f.read())
+    same = [e for e in entries if (e.get("device"), e.get("driver"), e.get("dtype"))
+            == (info.name, info.driver_version, dtype_name)]
+    entries = [e for e in entries if e not in same]
+    merged = dict(same[0].get("params", {})) if same else {}
+    merged.update(found)
+    entries.append(dict(device=info.name, driver=info.driver_version, dtype=dtype_name,
+                        date=datetime.date.today().isoformat(), params=merged,
+                        measured=measured))
+    entries.sort(key=lambda e: (e["device"], e["driver"], e["dtype"]))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(dict(version=_params.DATA_VERSION, entries=entries), f, indent=1)
+        f.write("\n")
+
+
+def shipped_file() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tuned.json")
+
+
+def tune(queue, dtype, families, quick: bool = False, log=print, save=None) -> dict:
+    """Search the given families on ``queue``'s device; returns {family: params}.
+
+    ``save(found)`` is called after each family, so an interrupted run keeps
+    what it finished.
+    """
+    found = {}
+    save = save or (lambda found: None)
+    for fam in ("gemm", "trsm", "laswp", "lu", "pivot"):
+        _params.override(fam, None)
+    _params.reload()
+    if "gemm" in families:
+        best = tune_gemm(queue, dtype, quick, log)
+        if best is not None:
+            found["gemm"] = best
+            _params.override("gemm", best)
+            save(found)
+    if "pivot" in families:                 # before lu: its panels may use these kernels
+        best = tune_pivot(queue, dtype, quick, log)
+        if best is not None:
+            found["pivot"] = best
+            _params.override("pivot", best)
+            save(found)
+    if "lu" in families:
+        found.update(tune_lu(queue, dtype, quick, log))
+        save(found)
+    return found
+
+
+def main(argv=None) -> int:
+    """Entry point of ``oclla tune``; returns the process exit status."""
+    ap = argparse.ArgumentParser(prog="oclla tune", description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--dtype", default="float32", help="float32, float64 or both")
+    ap.add_argument("--families", default="gemm,lu,pivot",
+                    help="comma-separated subset of gemm, lu, pivot")
+    ap.add_argument("--quick", action="store_true", help="a thinner search")
+    ap.add_argument("--output", default=None, help="file to store into (default: user cache)")
+    ap.add_argument("--ship", action="store_true",
+                    help="store into the package's oclla/data/tuned.json")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    families = {f.strip() for f in args.families.split(",") if f.strip()}
+    unknown = families - {"gemm", "lu", "pivot"}
+    if unknown:
+        ap.error(f"unknown families: {', '.join(sorted(unknown))}")
+    from . import get_queue, device_info
+    queue = get_queue(args.device)
+    info = device_info(queue)
+    path = shipped_file() if args.ship else (args.output or _params.user_file())
+    print(f"tuning {info.name} (driver {info.driver_version}); search space and metric:")
+    for fam in sorted(families):
+        print(f"  {fam}: {METRIC[fam]}")
+    for dtype_name in (d.strip() for d in args.dtype.split(",") if d.strip()):
+        if dtype_name == "float64" and not info.fp64:
+            print(f"{info.name} has no float64: skipped")
+            continue
+        t0 = time.perf_counter()
+
+        def save(found, dtype_name=dtype_name):
+            store(path, info, dtype_name, found,
+                  dict(seconds=round(time.perf_counter() - t0, 1)))
+
+        found = tune(queue, np.dtype(dtype_name), families, args.quick, save=save)
+        print(f"{dtype_name}: stored {json.dumps(found)} in {path}", flush=True)
+    for fam in ("gemm", "trsm", "laswp", "lu", "pivot"):
+        _params.override(fam, None)
+    _params.reload()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

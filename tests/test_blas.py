@@ -1,0 +1,293 @@
+"""The device BLAS-3 layer over a grid of kernel parameters and awkward sizes.
+
+Every parameter set the tuner may pick must be correct, so gemm, syrk, trsm
+and laswp run here with several sets per kernel shape (not only the
+defaults), at sizes 1, tile − 1, tile + 1 and primes, both dtypes, every
+transpose, side, triangle and unit flag.  Errors are measured with
+:mod:`oclla.accuracy` (products in units of kε, solves by backward error).
+"""
+
+import itertools
+
+import numpy as np
+import pyopencl.array as cl_array
+import pytest
+
+import oclla
+from oclla import _params
+from oclla.accuracy import THRESHOLD, passes, product_error, solve_backward_error
+from oclla.blas import View, gemm, laswp, matmul, syrk, trsm, view_of
+
+DTYPES = (np.float32, np.float64)
+
+# (kernel shape, its "tile": rows x columns of C one work-item or work-group covers)
+GEMM_SETS = [
+    dict(KERNEL="direct", RM=8, VW=16, NV=2, LX=4),
+    dict(KERNEL="direct", RM=3, VW=4, NV=3, LX=2),
+    dict(KERNEL="tiled", TILE_M=32, TILE_N=32, TILE_K=8, WPT_M=4, WPT_N=4, VEC=4),
+    dict(KERNEL="tiled", TILE_M=16, TILE_N=8, TILE_K=16, WPT_M=2, WPT_N=1, VEC=2),
+]
+
+
+def _tile(p):
+    if p["KERNEL"] == "direct":
+        return p["RM"], p["VW"] * p["NV"], 5
+    return p["TILE_M"], p["TILE_N"], p["TILE_K"]
+
+
+def _sizes(p):
+    """(m, n, k) triples: 1, tile − 1, tile + 1 and primes in each dimension."""
+    tm, tn, tk = _tile(p)
+    return [(1, 1, 1), (tm - 1 or 1, tn + 1, tk + 1), (tm + 1, max(tn - 1, 1), 2 * tk - 1),
+            (37, 53, 29)]
+
+
+@pytest.fixture(scope="module")
+def queue():
+    return oclla.get_queue()
+
+
+@pytest.fixture(autouse=True)
+def _defaults():
+    yield
+    for family in ("gemm", "trsm", "laswp"):
+        _params.override(family, None)
+
+
+def _skip_fp64(queue, dtype):
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+
+
+def _run_gemm(queue, a, b, c0, *, alpha, beta, trans_a, trans_b, triangle=None, tile=None):
+    m, n = c0.shape
+    k = a.shape[0] if trans_a else a.shape[1]
+    da, db, dc = (cl_array.to_device(queue, x) for x in (a, b, c0))
+    gemm(queue, m, n, k, alpha, view_of(da), view_of(db), beta, view_of(dc), dtype=a.dtype,
+         trans_a=trans_a, trans_b=trans_b, triangle=triangle, tile=tile)
+    return dc.get()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("p", GEMM_SETS, ids=lambda p: "-".join(str(v) for v in p.values()))
+def test_gemm_grid(queue, p, dtype):
+    _skip_fp64(queue, dtype)
+    rng = np.random.default_rng(11)
+    for (m, n, k), (ta, tb) in itertools.product(_sizes(p), itertools.product((0, 1), repeat=2)):
+        a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+        b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+        c0 = rng.standard_normal((m, n)).astype(dtype)
+        c = _run_gemm(queue, a, b, c0, alpha=-0.75, beta=1.5, trans_a=ta, trans_b=tb, tile=p)
+        err = product_error(c, a.T if ta else a, b.T if tb else b, alpha=-0.75, beta=1.5,
+                            c0=c0)
+        assert passes(err), f"{m}x{n}x{k} trans_a={ta} trans_b={tb}: error {err:.3g}"
+
+
+@pytest.mark.parametrize("p", GEMM_SETS[::2], ids=lambda p: p["KERNEL"])
+def test_gemm_beta_zero_ignores_nan_in_c(queue, p):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((9, 7)).astype(np.float32)
+    b = rng.standard_normal((7, 33)).astype(np.float32)
+    c0 = np.full((9, 33), np.nan, np.float32)
+    c = _run_gemm(queue, a, b, c0, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, tile=p)
+    assert passes(product_error(c, a, b))
+
+
+def test_gemm_k_zero_scales_c(queue):
+    c0 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    d = cl_array.to_device(queue, c0)
+    a = cl_array.zeros(queue, (3, 1), np.float32)
+    b = cl_array.zeros(queue, (1, 4), np.float32)
+    gemm(queue, 3, 4, 0, 1.0, view_of(a), view_of(b), 2.0, view_of(d), dtype=np.float32)
+    np.testing.assert_array_equal(d.get(), 2 * c0)
+
+
+def test_gemm_subviews_with_offsets(queue):
+    """Operands inside larger buffers (offsets not multiples of the vector width)."""
+    rng = np.random.default_rng(5)
+    big = rng.standard_normal((70, 71)).astype(np.float32)
+    d = cl_array.to_device(queue, big)
+    out = cl_array.to_device(queue, np.zeros((40, 45), np.float32))
+    A, C = view_of(d), view_of(out)
+    for p in GEMM_SETS:
+        gemm(queue, 33, 29, 17, 1.0, A.at(1, 3), A.at(20, 5), 0.0, C.at(2, 1),
+             dtype=np.float32, tile=p)
+        c = out.get()[2:35, 1:30]
+        assert passes(product_error(c, big[1:34, 3:20], big[20:37, 5:34])), p
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("p", [GEMM_SETS[1], GEMM_SETS[3]], ids=lambda p: p["KERNEL"])
+def test_syrk_one_triangle(queue, p, dtype):
+    _skip_fp64(queue, dtype)
+    rng = np.random.default_rng(13)
+    tm, tn, _ = _tile(p)
+    for n, k in [(1, 1), (tm + 1, 7), (tn - 1 or 2, 31), (41, 23)]:
+        for lower, trans in itertools.product((True, False), repeat=2):
+            a = rng.standard_normal((k, n) if trans else (n, k)).astype(dtype)
+            c0 = rng.standard_normal((n, n)).astype(dtype)
+            da, dc = cl_array.to_device(queue, a), cl_array.to_device(queue, c0)
+            syrk(queue, n, k, 2.0, view_of(da), 0.5, view_of(dc), dtype=dtype, lower=lower,
+                 trans=trans, tile=p)
+            c = dc.get()
+            keep = np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
+            np.testing.assert_array_equal(c[~keep], c0[~keep])
+            op = a.T if trans else a
+            full = np.where(keep, c, 2.0 * (op @ op.T) + 0.5 * c0)
+            err = product_error(full, op, op.T, alpha=2.0, beta=0.5, c0=c0)
+            assert passes(err), f"n={n} k={k} lower={lower} trans={trans}: {err:.3g}"
+
+
+def _triangle(rng, m, lower, unit, dtype):
+    """A well-conditioned triangle (diagonal dominant), garbage in the other half."""
+    t = rng.uniform(-1, 1, (m, m))
+    t[np.diag_indices(m)] = rng.uniform(1, 2, m) * np.sign(rng.uniform(-1, 1, m)) + 0.0
+    tri = np.tril(t) if lower else np.triu(t)
+    stored = tri + (np.triu(rng.standard_normal((m, m)), 1) if lower
+                    else np.tril(rng.standard_normal((m, m)), -1))
+    if unit:
+        stored[np.diag_indices(m)] = 7.0          # must not be read
+        tri[np.diag_indices(m)] = 1.0
+    return stored.astype(dtype), tri
+
+
+TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1), dict(TRSM_NB=16, INVERSE=1),
+             dict(TRSM_NB=8, INVERSE=0)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("tp", TRSM_SETS, ids=lambda p: f"nb{p['TRSM_NB']}-inv{p['INVERSE']}")
+def test_trsm_all_cases(queue, tp, dtype):
+    _skip_fp64(queue, dtype)
+    if dtype == np.float64 and tp["INVERSE"] == 0:
+        pytest.skip("substitution kernels: float32 covers the code path")
+    _params.override("trsm", tp)
+    rng = np.random.default_rng(17)
+    nb = tp["TRSM_NB"]
+    for (m, nrhs), left, lower, trans, unit in itertools.product(
+            [(1, 3), (nb + 1, 5), (2 * nb - 1, 1), (37, 19)], *[(True, False)] * 4):
+        stored, tri = _triangle(rng, m, lower, unit, dtype)
+        op = tri.T if trans else tri
+        b = rng.standard_normal((m, nrhs) if left else (nrhs, m)).astype(dtype)
+        dt, db = cl_array.to_device(queue, stored), cl_array.to_device(queue, b)
+        trsm(queue, m, nrhs, view_of(dt), view_of(db), dtype=dtype, left=left, lower=lower,
+             trans=trans, unit=unit)
+        x = db.get()
+        if left:
+            err = solve_backward_error(op, x, b)
+        else:                                   # X op(T) = B  <=>  op(T)ᵀ Xᵀ = Bᵀ
+            err = solve_backward_error(op.T, x.T, b.T)
+        assert passes(err), (f"m={m} nrhs={nrhs} left={left} lower={lower} trans={trans} "
+                             f"unit={unit}: {err:.3g}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("vw", [1, 16])
+def test_laswp_forward_backward_and_gap(queue, vw, dtype):
+    _skip_fp64(queue, dtype)
+    _params.override("laswp", dict(VW=vw, WG=4))
+    rng = np.random.default_rng(19)
+    n, ncols = 23, 37
+    a = rng.standard_normal((n, ncols + 20)).astype(dtype)
+    piv = np.array([rng.integers(i, n) for i in range(n)], np.int32)
+    dpiv = cl_array.to_device(queue, piv)
+    for forward, gap in itertools.product((True, False), (None, (5, 11))):
+        d = cl_array.to_device(queue, a)
+        k1, k2 = 2, 19
+        selected = 30 if gap else ncols
+        laswp(queue, view_of(d), 1, selected, dpiv.data, k1, k2, dtype=dtype,
+              forward=forward, gap=gap)
+        cols = np.arange(1, 1 + ncols)
+        if gap:
+            cols = np.concatenate([np.arange(1, 1 + gap[0]),
+                                   np.arange(1 + gap[0] + gap[1], 1 + gap[1] + selected)])
+        expect = a.copy()
+        order = range(k1, k2) if forward else range(k2 - 1, k1 - 1, -1)
+        for i in order:
+            expect[[i, piv[i]]] = expect[[piv[i], i]]
+        want = a.copy()
+        want[:, cols] = expect[:, cols]
+        np.testing.assert_array_equal(d.get(), want)
+
+
+def test_empty_operations_enqueue_nothing(queue):
+    buf = cl_array.to_device(queue, np.ones((2, 2), np.float32))
+    assert laswp(queue, view_of(buf), 0, 0, buf.data, 0, 2, dtype=np.float32) is None
+    assert laswp(queue, view_of(buf), 0, 2, buf.data, 1, 1, dtype=np.float32) is None
+    assert gemm(queue, 0, 2, 2, 1.0, view_of(buf), view_of(buf), 0.0, view_of(buf),
+                dtype=np.float32) is None
+    trsm(queue, 0, 3, view_of(buf), view_of(buf), dtype=np.float32)
+    np.testing.assert_array_equal(buf.get(), 1.0)
+
+
+def test_gemm_rejects_an_invalid_tile(queue):
+    buf = cl_array.zeros(queue, (4, 4), np.float32)
+    bad = dict(KERNEL="tiled", TILE_M=16, TILE_N=8, TILE_K=4, WPT_M=2, WPT_N=1, VEC=2)
+    with pytest.raises(ValueError, match="split evenly"):
+        gemm(queue, 4, 4, 4, 1.0, view_of(buf), view_of(buf), 0.0, view_of(buf),
+             dtype=np.float32, tile=bad)
+
+
+def test_stored_parameters_are_validated(queue):
+    info = oclla.device_info(queue)
+    bad = dict(KERNEL="tiled", TILE_M=64, TILE_N=64, TILE_K=16, WPT_M=3, WPT_N=4, VEC=4)
+    assert "multiples" in _params.check("gemm", bad, info, 4)
+    huge = dict(KERNEL="direct", RM=8, VW=16, NV=2, LX=1 << 20)
+    assert "work-group" in _params.check("gemm", huge, info, 4)
+    assert _params.check("gemm", _params.params(queue, "gemm", np.float32), info, 4) is None
+    with pytest.raises(KeyError):
+        _params.params(queue, "nonsense", np.float32)
+
+
+def test_tuned_file_is_used_and_bad_entries_ignored(queue, tmp_path, monkeypatch):
+    import json
+    info = oclla.device_info(queue)
+    path = tmp_path / "tuned.json"
+    good = dict(KERNEL="direct", RM=3, VW=4, NV=3, LX=2)
+    bad_lu = dict(NB=64, LEAF_W=3)                       # LEAF_W must be a power of two
+    path.write_text(json.dumps(dict(version=1, entries=[dict(
+        device=info.name, driver=info.driver_version, dtype="float32",
+        params=dict(gemm=good, lu=bad_lu))])))
+    monkeypatch.setenv("OCLLA_TUNED_FILE", str(path))
+    _params.reload()
+    try:
+        assert _params.params(queue, "gemm", np.float32) == good
+        with pytest.warns(RuntimeWarning, match="ignoring stored lu parameters"):
+            lu = _params.params(queue, "lu", np.float32)
+        assert lu["LEAF_W"] != 3
+        assert _params.params(queue, "gemm", np.float64) != good      # other dtype
+    finally:
+        monkeypatch.delenv("OCLLA_TUNED_FILE")
+        _params.reload()
+
+
+def test_matmul_host_and_device(queue):
+    rng = np.random.default_rng(23)
+    a = rng.standard_normal((19, 7)).astype(np.float64)
+    b = rng.standard_normal((11, 7)).astype(np.float64)
+    if not oclla.device_info(queue).fp64:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    c = matmul(a, b, trans_b=True, queue=queue)
+    assert isinstance(c, np.ndarray) and passes(product_error(c, a, b.T))
+    dc = matmul(cl_array.to_device(queue, a), cl_array.to_device(queue, b), trans_b=True,
+                queue=queue)
+    assert isinstance(dc, cl_array.Array) and passes(product_error(dc.get(), a, b.T))
+    with pytest.raises(ValueError, match="inner dimensions"):
+        matmul(a, b, queue=queue)
+    with pytest.raises(TypeError, match="same dtype"):
+        matmul(a, b.astype(np.float32) if a.dtype == np.float64 else b.astype(np.float64),
+               trans_b=True, queue=queue)
+
+
+def test_product_error_catches_a_wrong_entry():
+    rng = np.random.default_rng(29)
+    a, b = rng.standard_normal((8, 5)), rng.standard_normal((5, 6))
+    c = (a @ b).astype(np.float32)
+    assert passes(product_error(c, a, b))
+    c[3, 4] += 1e-3
+    assert product_error(c, a, b) > THRESHOLD
+
+
+def test_view_at_moves_the_origin():
+    v = View(None, 10, 7)
+    assert v.at(2, 3) == View(None, 10 + 2 * 7 + 3, 7)

@@ -1,0 +1,116 @@
+"""LU kernels over a grid of parameter sets (the tuner may pick any of them).
+
+The per-pivot kernels with one and several row blocks per launch, scalar and
+vector columns; the blocked LU with recursive leaves and with per-column
+panels, with and without look-ahead, and the one-launch path for small n.
+Each factorization must pass the backward-error threshold and choose
+SciPy's pivots (random matrices have no ties).
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import oclla
+from oclla import _params
+from oclla.accuracy import lu_backward_error, passes
+
+DTYPES = (np.float32, np.float64)
+PIVOT_SETS = [
+    dict(VW=16, NV=4, WX=2, WY=1, RB=1024, UNR=1, FUSED=1),  # one row block, vectors (CPU)
+    dict(VW=4, NV=2, WX=2, WY=4, RB=16, UNR=3, FUSED=1),     # row blocks, rows shared
+    dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4, FUSED=0),      # GPU shape, ragged, unfused
+    dict(VW=4, NV=1, WX=8, WY=4, RB=5, UNR=2, FUSED=1),
+]
+BLOCKED_SETS = [
+    dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
+    dict(NB=24, LEAF_W=8, PANEL_WG=1, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0),
+    dict(NB=16, LEAF_W=16, PANEL_WG=4, PANEL_COLUMNS=1, PANEL_RB=8, PANEL_WY=4, SMALL_N=0,
+         LOOKAHEAD=1),
+    dict(NB=40, LEAF_W=1, PANEL_WG=2, PANEL_COLUMNS=1, SMALL_N=50, LOOKAHEAD=0),
+]
+SIZES = (1, 2, 15, 16, 17, 41, 64, 97)
+
+
+@pytest.fixture(scope="module")
+def queue():
+    return oclla.get_queue()
+
+
+@pytest.fixture(autouse=True)
+def _defaults():
+    yield
+    for family in ("pivot", "lu"):
+        _params.override(family, None)
+
+
+def _check(queue, dtype, **kw):
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    for n in SIZES:
+        a = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
+        lu, piv = oclla.lu_factor(a, queue=queue, **kw)
+        err = lu_backward_error(a, lu, piv)
+        assert passes(err), f"n={n}: backward error {err:.3g}"
+        np.testing.assert_array_equal(piv, sl.lu_factor(a)[1], err_msg=f"n={n}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("p", PIVOT_SETS, ids=lambda p: "-".join(map(str, p.values())))
+def test_per_pivot_kernel_shapes(queue, p, dtype):
+    _params.override("pivot", p)
+    _check(queue, dtype, method="pivot")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("p", BLOCKED_SETS, ids=lambda p: "-".join(map(str, p.values())))
+def test_blocked_parameter_sets(queue, p, dtype):
+    _params.override("lu", p)
+    _params.override("pivot", PIVOT_SETS[2])
+    _check(queue, dtype, method="blocked")
+
+
+def test_leaf_width_two_is_refused(queue):
+    info = oclla.device_info(queue)
+    p = dict(_params.params(queue, "lu", np.float32), LEAF_W=2)
+    assert "LEAF_W" in _params.check("lu", p, info, 4)
+
+
+def test_small_path_is_one_launch(queue):
+    _params.override("lu", dict(SMALL_N=64))
+    a = np.random.default_rng(1).standard_normal((50, 50)).astype(np.float32)
+    with oclla.record() as rec:
+        oclla.lu_factor(a, queue=queue)
+    run = rec.runs[-1]
+    assert [s.phase for s in run.steps] == ["panel"]
+    assert [k.name for k in run.steps[0].kernels] == ["getf2_leaf"]
+
+
+def test_lookahead_recording_keeps_the_step_order(queue):
+    _params.override("lu", dict(NB=16, LOOKAHEAD=1, SMALL_N=0, PANEL_COLUMNS=0))
+    n = 70
+    a = np.random.default_rng(2).standard_normal((n, n)).astype(np.float32)
+    with oclla.record(snapshots=True) as rec:
+        lu, piv = oclla.lu_factor(a, queue=queue)
+    run = rec.runs[-1]
+    phases = [s.phase for s in run.steps]
+    assert phases[:5] == ["panel", "laswp", "trsm", "gemm", "panel"]
+    assert phases.count("panel") == -(-n // 16)
+    np.testing.assert_array_equal(run.snapshot_at(len(run.steps) - 1), lu)
+
+
+def test_per_pivot_zero_pivot_without_pivoting(queue):
+    _params.override("pivot", PIVOT_SETS[1])
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 1.0], [1.0, 5.0, 2.0]], np.float32)
+    with pytest.raises(np.linalg.LinAlgError, match="zero pivot in column 1"):
+        oclla.lu_factor(a, method="pivot", pivoting="none", queue=queue)
+
+
+def test_per_pivot_singular_matrix_warns_like_scipy(queue):
+    _params.override("pivot", PIVOT_SETS[2])
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 5.0, 2.0]], np.float64)
+    if not oclla.device_info(queue).fp64:
+        a = a.astype(np.float32)
+    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
+        lu, piv = oclla.lu_factor(a, method="pivot", queue=queue)
+    np.testing.assert_array_equal(piv, sl.lu_factor(a, check_finite=False)[1])
