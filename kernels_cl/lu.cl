@@ -93,7 +93,7 @@ int wg_reduce_argmax(const real best, const int best_row,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const int result = rows[0] < n ? rows[0] : r0;   /* a column of NaNs keeps the diagonal */
+    const int result = rows[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     return result;
 }

@@ -20,7 +20,8 @@ def test_devices_command(capsys):
 
 def test_demo_writes_a_recording(tmp_path, capsys, queue):
     out_file = tmp_path / "demo.oclrec"
-    n = params(queue, "lu", np.float32)["NB"] + 6          # two panels and one GEMM update
+    lu_params = params(queue, "lu", np.float32)
+    n = max(lu_params["NB"], lu_params["SMALL_N"]) + 6   # blocked: two panels, a GEMM update
     assert main(["demo", "--n", str(n), "--seed", "3", "--out", str(out_file)]) == 0
     out = capsys.readouterr().out
     for word in ("faithful", "inplace", "blocked", "GFLOP/s", "eliminate", "gemm",

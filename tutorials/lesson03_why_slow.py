@@ -128,11 +128,14 @@ print(f"copied {copied / 1e6:.0f} MB in total, {2 * copied / (copy_ms * 1e-3) / 
 #
 # * **in place**: $L$ and $U$ overwrite $A$ (the packed layout), so there is
 #   nothing to copy back;
-# * **shrinking NDRange**: `rank1_update` is launched over the active
-#   $(n-k-1) \times (n-k-1)$ block only (rounded up to the work-group size);
-# * **pivot on the device**: `pivot_swap_scale`, one work-group, finds the
-#   largest $|a_{rk}|$, swaps the rows and divides the column by the pivot, so
-#   the host never waits between pivots.
+# * **shrinking NDRange**: `pivot_step` is launched over the active
+#   $(n-k-1) \times (n-k-1)$ block only (rounded up to the work-group size)
+#   and applies the rank-1 update $a_{rc} \leftarrow a_{rc} - l_r a_{kc}$;
+# * **pivot on the device**: while updating column $k+1$, the work-groups
+#   also search it for the largest $|a_{r,k+1}|$; the last work-group to
+#   finish (or, on some devices, a one-work-group `pivot_finish` launch)
+#   swaps the rows and divides the column by the pivot, so the host never
+#   waits between pivots. `pivot_first` does this for column 0.
 
 # %%
 inplace, wall_inplace = recorded_lu(test_matrix(n), "inplace")
