@@ -35,8 +35,9 @@ Families and their keys
            panel on a second queue while the trailing update runs
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
-           WX*VW*NV columns of RB rows); UNR: rows loaded before stored; FUSED: 1 if the last work-group of a launch
-           finishes the next column, 0 for a separate one-work-group launch
+           WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
+           stores; FUSED: 1 if the last work-group of a launch finishes the next
+           column, 0 for a separate one-work-group launch
 """
 
 from __future__ import annotations
