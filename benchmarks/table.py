@@ -25,7 +25,7 @@ def main(paths):
             for doc in documents(f.read()):
                 print(f"\n{doc['routine']} on {doc['device']} (driver {doc['driver']}), "
                       f"reference {doc['reference']}, {doc['date']}")
-                print(f"| n | dtype | implementation | ms | GFLOP/s | % peak | vs reference |")
+                print("| n | dtype | implementation | ms | GFLOP/s | % peak | vs reference |")
                 print("|---:|---|---|---:|---:|---:|---:|")
                 for r in doc["records"]:
                     pk = "" if r["percent_of_peak"] is None else f"{r['percent_of_peak']:.1f}"

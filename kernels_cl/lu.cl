@@ -36,8 +36,8 @@
  * row's w entries as one vector; the pass that updates column j also finds
  * the next pivot candidate in column j+1, so a column costs one pass.
  *
- * WG (power of two) is the work-group size (WX * WY for pivot_step).  NO_PIVOT = 1 takes the diagonal as pivot
- * (teaching only: unstable).
+ * WG (power of two) is the work-group size (WX * WY for pivot_step).
+ * NO_PIVOT = 1 takes the diagonal as pivot (teaching only: unstable).
  */
 #include "common.h"
 
@@ -127,12 +127,12 @@ real multiplier(const real x, const real pivot, const real inv)
 }
 
 /* Interchange rows col and p in columns [s0, s1); piv[col] = p, info if the
- * pivot is zero.  (Column col is scaled later: see pivot_step.)  Done by one work-group; `act` = 0 makes it a
- * no-op that still passes the barrier (every work-group passes every barrier:
- * PoCL mishandles barriers that only some work-groups reach).  The matrix is
- * read through a volatile pointer: in a fused pivot_step the entries were
- * written by other work-groups of the same launch, and must not come from a
- * stale cache. */
+ * pivot is zero (column col is scaled later: see pivot_step).  Done by one
+ * work-group; `act` = 0 makes it a no-op that still passes the barrier (every
+ * work-group passes every barrier: PoCL mishandles barriers that only some
+ * work-groups reach).  The matrix is read through a volatile pointer: in a
+ * fused pivot_step the entries were written by other work-groups of the same
+ * launch, and must not come from a stale cache. */
 void finish_column(volatile __global real *a, const int lda, const int n, const int col,
                    const int p, const int s0, const int s1, const int act,
                    __global int *piv, __global int *info, const int lid)

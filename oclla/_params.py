@@ -35,8 +35,9 @@ Families and their keys
            panel on a second queue while the trailing update runs
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
-           WX*VW*NV columns of RB rows); UNR: rows loaded before stored; FUSED: 1 if the last work-group of a launch
-           finishes the next column, 0 for a separate one-work-group launch
+           WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
+           stores; FUSED: 1 if the last work-group of a launch finishes the next
+           column, 0 for a separate one-work-group launch
 """
 
 from __future__ import annotations
@@ -132,14 +133,14 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
             return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)))
         return dict(VW=_native_width(queue, itemsize), WG=4)
     if family == "lu":
-        return dict(NB=128 if gpu else 64, LEAF_W=8, PANEL_COLUMNS=int(gpu),
+        return dict(NB=256 if gpu else 64, LEAF_W=8, PANEL_COLUMNS=int(gpu),
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
-                    PANEL_RB=32 if gpu else 1024, PANEL_WY=8 if gpu else 1,
+                    PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=1)
     if family == "pivot":
         if gpu:
-            return dict(VW=1, NV=1, WX=32, RB=256, UNR=4, FUSED=0,
-                        WY=_pow2_at_most(min(16, max(1, info.max_work_group_size // 32))))
+            return dict(VW=4, NV=1, WX=32, RB=64, UNR=4, FUSED=1,
+                        WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
         return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024, UNR=1,
                     FUSED=1)
     raise KeyError(family)

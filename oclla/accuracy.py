@@ -126,7 +126,7 @@ def passes(error: float) -> bool:
 
 
 def product_error(c, a, b, *, alpha: float = 1.0, beta: float = 0.0, c0=None) -> float:
-    """‖C − (αAB + βC₀)‖∞ / (k ‖|α||A||B| + |β||C₀|‖∞ ε): a computed product in units of kε.
+    """‖C − (αAB + βC₀)‖∞ / (k ‖|α||A||B| + |β||C₀|‖∞ ε): a product's error, units of kε.
 
     ``a`` is m x k and ``b`` k x n as multiplied (transpose them first for
     op(A), op(B)); ε is that of ``c``'s dtype.  This is the normwise form of

@@ -14,7 +14,11 @@ Methods
 ``method="pivot"``
     One host-loop iteration per pivot.  ``variant="inplace"`` (default): in
     place, the NDRange shrinks with the active submatrix, the pivot search is
-    a device reduction so the host never waits between pivots.
+    a device reduction so the host never waits between pivots (one launch per
+    pivot: kernels_cl/lu.cl).  Each launch forms the multipliers of its column
+    on the fly and the next launch stores them, so a recording's snapshot
+    after step k shows column k below the diagonal not yet divided by the
+    pivot.
     ``variant="faithful"``: the SYCL blog post as written: L and U separate,
     a full n x n NDRange every step and a copy of U back into A after it; no
     pivoting.
