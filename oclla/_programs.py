@@ -83,8 +83,15 @@ def enqueue(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size,
             *args, wait_for=None) -> cl.Event:
     """Set arguments and enqueue ``kernel``; report it to an active recorder.
 
-    With no recorder active this is exactly ``set_args`` + enqueue.
+    The kernel's scalar argument types are declared from the first call's
+    arguments (pyopencl sets typed arguments several times faster, which
+    matters where a host loop enqueues thousands of small kernels).  With no
+    recorder active this is exactly ``set_args`` + enqueue.
     """
+    if not getattr(kernel, "_oclla_typed", False):
+        kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None
+                                      for a in args])
+        kernel._oclla_typed = True
     kernel.set_args(*args)
     event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
                                        wait_for=wait_for)

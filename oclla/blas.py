@@ -43,19 +43,6 @@ def view_of(array: cl_array.Array) -> View:
     return View(array.base_data, array.offset // array.dtype.itemsize, array.shape[1])
 
 
-def launch(queue, kernel, global_size, local_size, *args, wait_for=None):
-    """:func:`oclla._programs.enqueue` with the kernel's scalar argument types declared once.
-
-    pyopencl sets typed arguments several times faster than untyped ones,
-    which matters where a host loop enqueues thousands of small kernels.
-    """
-    if not getattr(kernel, "_oclla_typed", False):
-        kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None
-                                      for a in args])
-        kernel._oclla_typed = True
-    return enqueue(queue, kernel, global_size, local_size, *args, wait_for=wait_for)
-
-
 def _vector_width(widest: int, view: View, contiguous_extent: int, per_item: int) -> int:
     """Widest global load (4, 2 or 1 elements) the tiled kernel may use for an operand."""
     for w in (4, 2, 1):
@@ -74,7 +61,7 @@ def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b
                         TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm, TILE_N=tn, TILE_K=tk,
                         WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
     gsize = (round_up(n, tn) // wn, round_up(m, tm) // wm)
-    return launch(queue, kernel, gsize, (tn // wn, tm // wm), int_arg(m), int_arg(n),
+    return enqueue(queue, kernel, gsize, (tn // wn, tm // wm), int_arg(m), int_arg(n),
                   int_arg(k), real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
                   b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
                   c.buf, int_arg(c.off), int_arg(c.ld))
@@ -84,7 +71,7 @@ def transpose(queue, rows: int, cols: int, src: View, dst: View, *, dtype):
     """dst (cols x rows) = src (rows x cols)ᵀ on the device."""
     kernel = get_kernel(queue, "trsm.cl", "transpose", dtype)
     side = 8
-    return launch(queue, kernel, (round_up(rows, side), round_up(cols, side)), (side, side),
+    return enqueue(queue, kernel, (round_up(rows, side), round_up(cols, side)), (side, side),
                   int_arg(rows), int_arg(cols), src.buf, int_arg(src.off), int_arg(src.ld),
                   dst.buf, int_arg(dst.off), int_arg(dst.ld))
 
@@ -99,7 +86,7 @@ def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_
     kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, DIRECT=1, TRANS_A=int(trans_a),
                         TRIANGLE=tri, RM=rm, VW=p["VW"], NV=p["NV"])
     gsize = (round_up(-(-m // rm), lx), -(-n // rn))
-    return launch(queue, kernel, gsize, (lx, 1), int_arg(m), int_arg(n), int_arg(k),
+    return enqueue(queue, kernel, gsize, (lx, 1), int_arg(m), int_arg(n), int_arg(k),
                   real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
                   b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
                   c.buf, int_arg(c.off), int_arg(c.ld))
@@ -144,7 +131,7 @@ def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans,
                         LOWER=int(lower), TRANS=int(trans), UNIT=int(unit), TRSM_NB=nb)
     wg = 64 if nrhs >= 64 else 16
     wg = min(wg, params(queue, "wg1d", dtype)["WG"])
-    launch(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(kb), int_arg(nrhs),
+    enqueue(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(kb), int_arg(nrhs),
             t.buf, int_arg(t.off), int_arg(t.ld), b.buf, int_arg(b.off), int_arg(b.ld))
 
 
@@ -152,7 +139,7 @@ def _copy_block(queue, rows, cols, src: View, dst: View, dtype):
     kernel = get_kernel(queue, "trsm.cl", "copy_block", dtype)
     side = params(queue, "local2d", dtype)
     local = (side["X"], side["Y"])
-    return launch(queue, kernel, (round_up(cols, local[0]), round_up(rows, local[1])), local,
+    return enqueue(queue, kernel, (round_up(cols, local[0]), round_up(rows, local[1])), local,
                   int_arg(rows), int_arg(cols), src.buf, int_arg(src.off), int_arg(src.ld),
                   dst.buf, int_arg(dst.off), int_arg(dst.ld))
 
@@ -166,7 +153,7 @@ def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, 
     tmp = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nb * nrhs * itemsize)
     kernel = get_kernel(queue, "trsm.cl", "trtri_blocks", dtype, LOWER=int(lower),
                         UNIT=int(unit), TRSM_NB=nb)
-    launch(queue, kernel, (blocks * nb,), (nb,), int_arg(m), int_arg(nb), t.buf,
+    enqueue(queue, kernel, (blocks * nb,), (nb,), int_arg(m), int_arg(nb), t.buf,
            int_arg(t.off), int_arg(t.ld), inv, int_arg(nb))
     starts = list(range(0, m, nb))
     if not forward:
@@ -260,7 +247,7 @@ def laswp(queue, a: View, c0: int, ncols: int, piv: cl.Buffer, k1: int, k2: int,
     vw, wg = p["VW"], p["WG"]
     items = -(-gap_at // vw) + -(-(ncols - gap_at) // vw)
     kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=vw)
-    return launch(queue, kernel, (round_up(items, wg),), (wg,), a.buf, int_arg(a.off),
+    return enqueue(queue, kernel, (round_up(items, wg),), (wg,), a.buf, int_arg(a.off),
                   int_arg(a.ld), int_arg(c0), int_arg(ncols), int_arg(gap_at),
                   int_arg(gap_width), piv, int_arg(k1), int_arg(k2))
 

@@ -16,9 +16,9 @@ Methods
     place, the NDRange shrinks with the active submatrix, the pivot search is
     a device reduction so the host never waits between pivots (one launch per
     pivot: kernels_cl/lu.cl).  Each launch forms the multipliers of its column
-    on the fly and the next launch stores them, so a recording's snapshot
-    after step k shows column k below the diagonal not yet divided by the
-    pivot.
+    on the fly and the next launch stores them; a recording's snapshot after
+    step k shows the matrix as elimination defines it (that pending division
+    applied to the host copy).
     ``variant="faithful"``: the SYCL blog post as written: L and U separate,
     a full n x n NDRange every step and a copy of U back into A after it; no
     pivoting.
@@ -42,7 +42,7 @@ from ._device import device_info, resolve_queue
 from ._params import check, params
 from ._programs import copy, enqueue, get_kernel, int_arg, round_up
 from ._validate import as_matrix, as_rhs, check_fp64, is_device_array
-from .blas import View, gemm, launch, laswp, trsm, view_of
+from .blas import View, gemm, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
 VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "faithful")}
@@ -151,31 +151,49 @@ class _PivotKernels:
     def tail(self, j0, j1):
         rows = self.n - j0 - 1
         if rows > 0:
-            launch(self.queue, self.kscale, (round_up(rows, 64),), (64,), *self.args,
+            enqueue(self.queue, self.kscale, (round_up(rows, 64),), (64,), *self.args,
                    int_arg(j0), int_arg(j1))
 
     def first(self, col, s0, s1):
         wg = self.wx * self.wy
-        launch(self.queue, self.kfirst, (wg,), (wg,), *self.args, int_arg(col), int_arg(s0),
+        enqueue(self.queue, self.kfirst, (wg,), (wg,), *self.args, int_arg(col), int_arg(s0),
                int_arg(s1), self.piv, self.info)
 
     def step(self, k, c_begin, c_end, s0, s1):
         width, height = c_end - k - 1, self.n - k - 1
         grid = (-(-width // self.strip) * self.wx, -(-height // self.rb) * self.wy)
         parts = (self.part_val.data, self.part_row.data)
-        launch(self.queue, self.kstep, grid, (self.wx, self.wy), *self.args, int_arg(k),
+        enqueue(self.queue, self.kstep, grid, (self.wx, self.wy), *self.args, int_arg(k),
                int_arg(c_begin), int_arg(c_end), int_arg(s0), int_arg(s1), self.piv,
                self.info, *parts, self.counter.data)
         if self.kfinish is not None and k + 1 < c_end:
             wg = self.wx * self.wy
-            launch(self.queue, self.kfinish, (wg,), (wg,), *self.args, int_arg(k + 1),
+            enqueue(self.queue, self.kfinish, (wg,), (wg,), *self.args, int_arg(k + 1),
                    int_arg(s0), int_arg(s1), self.piv, self.info, *parts,
                    int_arg(grid[1] // self.wy))
 
 
 def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:
     kernels = _PivotKernels(queue, a, n, piv, info, no_pivot)
-    with trace.run("lu", "inplace", queue, (n, n), a.dtype, a.get,
+    pending = [None]            # last step k whose launch already began step k+1
+
+    def snapshot():
+        """Host copy as k+1 elimination steps define it (display only).
+
+        Launch k leaves column k's division by its pivot to the next launch and
+        already interchanges row k+1 with the next pivot row: the copy gets
+        the first done and the second undone.
+        """
+        m = a.get()
+        k = pending[0]
+        if k is not None:
+            if m[k, k] != 0:
+                m[k + 1:, k] *= m.dtype.type(1) / m[k, k]
+            p = int(piv[k + 1].get())
+            m[[k + 1, p]] = m[[p, k + 1]]
+        return m
+
+    with trace.run("lu", "inplace", queue, (n, n), a.dtype, snapshot,
                    pivoting="none" if no_pivot else "partial") as run:
         for k in range(n - 1):
             active = n - k - 1
@@ -187,6 +205,7 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
                 kernels.step(k, 0, n, 0, n)
                 if k == n - 2:
                     kernels.tail(k, n)
+                pending[0] = k if k < n - 2 else None
         if run is not None:
             _annotate_swaps(run, piv)
 
@@ -209,7 +228,7 @@ def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, co
     if w <= leaf or w == n:
         kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
                             NO_PIVOT=int(no_pivot))
-        launch(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
+        enqueue(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
                int_arg(w), piv.data, info.data)
         return
     w1 = max(leaf, (w // 2) // leaf * leaf)

@@ -340,3 +340,20 @@ def test_blocked_recording_phases(rng):
     swaps = [sw for s in run.steps if s.phase == "panel" for sw in s.info["swaps"]]
     _, piv = sl.lu_factor(a)
     assert swaps == [(k, int(p)) for k, p in enumerate(piv) if p != k]
+
+
+def test_per_pivot_snapshots_follow_elimination(rng, dtype):
+    """After step k the recorded matrix is k+1 steps of right-looking elimination."""
+    n = 9
+    a = random_matrix(rng, n, dtype)
+    with oclla.record(snapshots=True) as rec:
+        oclla.lu_factor(a, method="pivot")
+    run = rec.runs[0]
+    m = a.astype(np.float64)
+    for k in range(n - 1):
+        p = k + int(np.argmax(np.abs(m[k:, k])))
+        m[[k, p]] = m[[p, k]]
+        m[k + 1:, k] /= m[k, k]
+        m[k + 1:, k + 1:] -= np.outer(m[k + 1:, k], m[k, k + 1:])
+        np.testing.assert_allclose(run.snapshot_at(k), m, rtol=0,
+                                   atol=100 * n * accuracy.eps(dtype) * np.abs(m).max())
