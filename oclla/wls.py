@@ -15,8 +15,12 @@ g = A·D²·b  -- Jung & O'Leary's Algorithm 1:
 If the float32 Cholesky breaks down (C is too ill-conditioned for single
 precision), assembly and factorization are redone in float64 on the device
 when it has fp64 -- the result says so in ``fallback`` -- and otherwise a
-:class:`numpy.linalg.LinAlgError` explains why.  A refinement that does not
-reach ``tol`` ends with a :class:`scipy.linalg.LinAlgWarning`.
+:class:`numpy.linalg.LinAlgError` explains why.  The same float64 fallback
+takes over when refinement with the float32 factor stops making progress
+(no new smallest residual in ``STALL_STEPS`` steps: κ(C)·ε₃₂ is too large for
+it to converge).  A refinement that does not reach ``tol`` ends with a
+:class:`scipy.linalg.LinAlgWarning` and returns the iterate with the smallest
+residual.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from .cholesky import check_method, factor_device, solve_factored
 from .rfp import factor_packed, layout, solve_packed
 
 __all__ = ["WLSResult", "wls_solve"]
+
+STALL_STEPS = 5     # refinement steps without a new smallest residual before float64 takes over
 
 
 @dataclass
@@ -198,10 +204,26 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
     ratios, norms = [], []
     converged = False
     if refine:
+        best = (np.inf, x)                  # smallest residual norm seen, and its x
+        since_best = 0
         for _ in range(max_iter):
             r = g - a64 @ (d64 * (a64.T @ x))
-            x = x + factor.solve(r)
             rnorm = float(np.linalg.norm(r))
+            if rnorm < best[0]:
+                best, since_best = (rnorm, x), 0
+            else:
+                since_best += 1
+            if since_best >= STALL_STEPS and factor.dtype == np.float32 \
+                    and device_info(queue).fp64:
+                # float32 refinement diverges or stalls: the factor is too inaccurate
+                fallback = (f"refinement with the float32 factor stopped improving after "
+                            f"{len(norms)} steps; assembled and factored again in float64")
+                factor = _DeviceFactor(queue, a64, d64, np.float64, packed=packed,
+                                       method=method, timings=timings)
+                x, since_best = best[1], 0
+                r = g - a64 @ (d64 * (a64.T @ x))
+                rnorm = float(np.linalg.norm(r))
+            x = x + factor.solve(r)
             xnorm = float(np.linalg.norm(x))
             ratio = rnorm / xnorm if xnorm > 0 else (0.0 if rnorm == 0 else np.inf)
             norms.append(rnorm)
@@ -209,6 +231,8 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
             if ratio <= tol:
                 converged = True
                 break
+        if not converged and best[0] < norms[-1]:
+            x = best[1]
         if not converged:
             warnings.warn(f"iterative refinement did not reach ‖r‖/‖x‖ <= {tol} in "
                           f"{max_iter} steps (last {ratios[-1]:.3e})", LinAlgWarning,

@@ -175,3 +175,32 @@ def test_trace_names_every_device_phase(queue):
     names = [r.algorithm for r in rec.runs]
     assert names[:2] == ["ad2at", "rfp_cholesky"]
     assert names[2:] == ["rfp_cho_solve"] * (1 + res.iterations)      # x0, then each step
+
+
+def _stalling_problem():
+    """κ(AD²Aᵀ) ≈ 1e9: float32 refinement cannot converge (κ·ε₃₂ ≫ 1)."""
+    m, n = 64, 128
+    rng = np.random.default_rng(0)
+    d2 = 10.0 ** (-6 + 12 * np.arange(n) / (n - 1))
+    return rng.random((m, n)), d2, rng.random(n)
+
+
+def test_stalled_float32_refinement_switches_to_float64(queue):
+    a, d2, b = _stalling_problem()
+    result = oclla.wls_solve(a, d2, b, queue=queue)
+    assert result.converged and result.dtype == np.float64
+    assert "stopped improving" in result.fallback
+    x_ref = np.linalg.solve((a * d2) @ a.T, a @ (d2 * b))
+    assert np.linalg.norm(result.x - x_ref) <= 1e-6 * np.linalg.norm(x_ref)
+
+
+def test_stalled_refinement_without_fp64_keeps_the_best_iterate(queue, monkeypatch):
+    import oclla.wls as wls
+    info = dataclasses.replace(oclla.device_info(queue), fp64=False)
+    monkeypatch.setattr(wls, "device_info", lambda q: info)
+    a, d2, b = _stalling_problem()
+    with pytest.warns(LinAlgWarning, match="did not reach"):
+        result = oclla.wls_solve(a, d2, b, max_iter=30, queue=queue)
+    assert not result.converged and result.dtype == np.float32 and result.fallback is None
+    r = a @ (d2 * b) - a @ (d2 * (a.T @ result.x))
+    assert np.linalg.norm(r) <= min(result.residual_norms) * (1 + 1e-12)
