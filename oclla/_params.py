@@ -136,7 +136,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         return dict(NB=256 if gpu else 64, LEAF_W=8, PANEL_COLUMNS=int(gpu),
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
-                    SMALL_N=0 if gpu else 256, LOOKAHEAD=1)
+                    SMALL_N=0 if gpu else 256, LOOKAHEAD=1, PANEL_SPLIT=64 if gpu else 0)
     if family == "pivot":
         if gpu:
             return dict(VW=4, NV=1, WX=32, RB=64, UNR=4, FUSED=1,
@@ -199,6 +199,8 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             # two-wide rows when the work-group has several items.
             if p["PANEL_RB"] < 1 or p["PANEL_WY"] < 1 or p["PANEL_WY"] & (p["PANEL_WY"] - 1):
                 return "PANEL_RB >= 1 and PANEL_WY a power of two"
+            if p["PANEL_SPLIT"] < 0:
+                return "PANEL_SPLIT >= 0"
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
                     or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, "

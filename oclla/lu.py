@@ -210,30 +210,35 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
             _annotate_swaps(run, piv)
 
 
-def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, columns=None):
+def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, columns=None,
+           split=0):
     """Factor the panel A[c0:n, c0:c0+w], pivots into piv, interchanges inside it.
 
-    With ``columns`` (a :class:`_PivotKernels`), one multi-work-group launch per
-    column; else recursively (LAPACK ?getrf2) down to leaves at most ``leaf``
-    wide (a power of two up to 16: the leaf kernel's vector width), each
-    factored by one work-group, except a panel of the whole matrix below the
-    device's SMALL_N, which the leaf kernel factors alone.
+    Recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
+    half) down to leaves.  With ``columns`` (a :class:`_PivotKernels`) a leaf
+    is at most ``split`` wide (0: the whole panel) and gets one
+    multi-work-group launch per column; else a leaf is at most ``leaf`` wide
+    (a power of two up to 16: the leaf kernel's vector width) and is factored
+    by one work-group, as is a panel of the whole matrix below the device's
+    SMALL_N.
     """
-    if columns is not None:
+    if columns is not None and (split == 0 or w <= split):
         columns.first(c0, c0, c0 + w)
         for k in range(c0, c0 + w - 1):
             columns.step(k, c0, c0 + w, c0, c0 + w)
         columns.tail(max(c0, c0 + w - 2), c0 + w)
         return
-    if w <= leaf or w == n:
+    if columns is None and (w <= leaf or w == n):
         kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
                             NO_PIVOT=int(no_pivot))
         enqueue(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
                int_arg(w), piv.data, info.data)
         return
-    w1 = max(leaf, (w // 2) // leaf * leaf)
+    unit = split if columns is not None else leaf
+    w1 = max(unit, (w // 2) // unit * unit)
     w2 = w - w1
-    _panel(queue, A, n, c0, w1, piv, info, dtype=dtype, leaf=leaf, wg=wg, no_pivot=no_pivot)
+    _panel(queue, A, n, c0, w1, piv, info, dtype=dtype, leaf=leaf, wg=wg, no_pivot=no_pivot,
+           columns=columns, split=split)
     if not no_pivot:
         laswp(queue, A, c0 + w1, w2, piv.data, c0, c0 + w1, dtype=dtype)
     trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
@@ -241,7 +246,7 @@ def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, co
     gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
          A.at(c0 + w1, c0 + w1), dtype=dtype)
     _panel(queue, A, n, c0 + w1, w2, piv, info, dtype=dtype, leaf=leaf, wg=wg,
-           no_pivot=no_pivot)
+           no_pivot=no_pivot, columns=columns, split=split)
     if not no_pivot:
         laswp(queue, A, c0, w1, piv.data, c0 + w1, c0 + w, dtype=dtype)
 
@@ -293,7 +298,7 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
         with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
                         flops=(n - j) * jb * jb - jb ** 3 / 3.0):
             _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
-                   no_pivot=no_pivot, columns=columns)
+                   no_pivot=no_pivot, columns=columns, split=p["PANEL_SPLIT"])
 
     with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=leaf,
                    lookahead=int(side is not None),
