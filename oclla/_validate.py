@@ -147,3 +147,18 @@ def as_rhs(b, queue, n: int, dtype, *, name: str = "b", check_finite: bool = Tru
     if check_finite and not np.isfinite(arr).all():
         raise ValueError("array must not contain infs or NaNs")
     return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def rhs_work(queue, b_, n: int, overwrite_b: bool):
+    """The (n, nrhs) device array a solve overwrites with X, and how to hand X back.
+
+    A device right-hand side is solved in place with ``overwrite_b`` (else in
+    a copy) and X stays on the device; a host one is copied in and X comes
+    back as a numpy array of b's shape.
+    """
+    if is_device_array(b_):
+        x = b_ if overwrite_b else b_.copy()
+        return (x.reshape(n, -1) if x.ndim == 1 else x), (lambda: x)
+    shape = b_.shape
+    x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
+    return x2, (lambda: x2.get().reshape(shape))

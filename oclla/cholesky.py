@@ -43,7 +43,7 @@ from . import trace
 from ._device import resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
-from ._validate import as_matrix, as_rhs, deliver, is_device_array, work_array
+from ._validate import as_matrix, as_rhs, deliver, is_device_array, rhs_work, work_array
 from .blas import View, syrk, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -276,17 +276,10 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     if n == 0 or b_.size == 0:
         return b_.copy() if device_out else np.empty(b_.shape, dtype)
     d_c = c_ if is_device_array(c_) else cl_array.to_device(queue, c_)
-    shape = b_.shape
-    if device_out:
-        x = b_ if overwrite_b else b_.copy()
-        x2 = x.reshape(n, -1) if x.ndim == 1 else x
-    else:
-        x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
+    x2, result = rhs_work(queue, b_, n, overwrite_b)
     nrhs = x2.shape[1]
     with trace.run("cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
         with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
             solve_factored(queue, view_of(d_c), n, view_of(x2), nrhs, lower=bool(lower),
                            dtype=dtype)
-    if device_out:
-        return x
-    return x2.get().reshape(shape)
+    return result()

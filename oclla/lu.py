@@ -41,7 +41,8 @@ from . import trace
 from ._device import device_info, resolve_queue
 from ._params import check, params
 from ._programs import copy, enqueue, get_kernel, int_arg, round_up
-from ._validate import as_matrix, as_rhs, check_fp64, is_device_array
+from ._validate import (as_matrix, as_rhs, check_fp64, deliver, is_device_array, rhs_work,
+                        work_array)
 from .blas import View, gemm, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -433,21 +434,15 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     queue = resolve_queue(queue)
     a_ = as_matrix(a, queue, check_finite=check_finite)
     n = a_.shape[0]
-    if is_device_array(a_):
-        work = a_ if overwrite_a else a_.copy()
-        piv, info = _factor_device(queue, work, method, variant, pivoting, block)
-        _report_info(info, n, pivoting)
-        return work, piv
+    device = is_device_array(a_)
     if n == 0:
+        if device:
+            return (a_ if overwrite_a else a_.copy()), cl_array.empty(queue, 0, np.int32)
         return np.empty((0, 0), a_.dtype), np.empty(0, np.int32)
-    work = cl_array.to_device(queue, a_)
+    work = work_array(queue, a_, overwrite_a)
     piv, info = _factor_device(queue, work, method, variant, pivoting, block)
-    result, piv_host = work.get(), piv.get()
     _report_info(info, n, pivoting)
-    if overwrite_a and isinstance(a, np.ndarray) and a_ is a and a.flags.writeable:
-        a[...] = result
-        return a, piv_host
-    return result, piv_host
+    return deliver(work, a, a_, overwrite_a), (piv if device else piv.get())
 
 
 def _check_piv(piv, n: int, queue):
@@ -490,12 +485,7 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
         return b_.copy() if device_out else np.empty(b_.shape, dtype)
     d_lu = lu_ if is_device_array(lu_) else cl_array.to_device(queue, lu_)
     d_piv = _check_piv(piv, n, queue)
-    shape = b_.shape
-    if device_out:
-        x = b_ if overwrite_b else b_.copy()
-        x2 = x.reshape(n, -1) if x.ndim == 1 else x
-    else:
-        x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
+    x2, result = rhs_work(queue, b_, n, overwrite_b)
     nrhs = x2.shape[1]
     L, B = view_of(d_lu), view_of(x2)
     with trace.run("lu_solve", f"trans={trans}", queue, (n, nrhs), dtype):
@@ -508,9 +498,7 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
                 trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False, trans=True)
                 trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, trans=True, unit=True)
                 laswp(queue, B, 0, nrhs, d_piv.data, 0, n, dtype=dtype, forward=False)
-    if device_out:
-        return x
-    return x2.get().reshape(shape)
+    return result()
 
 
 def lu(a, *, permute_l: bool = False, method: str = "blocked", variant: str | None = None,

@@ -51,7 +51,7 @@ from . import trace
 from ._device import resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
-from ._validate import (as_matrix, as_rhs, checked_values, deliver, is_device_array,
+from ._validate import (as_matrix, as_rhs, checked_values, deliver, is_device_array, rhs_work,
                         work_array)
 from .blas import View, gemm, syrk, trsm, view_of
 from .cholesky import (block_size, check_method, factor_blocked, factor_pivot,
@@ -361,18 +361,11 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     if n == 0 or b_.size == 0:
         return b_.copy() if device_out else np.empty(b_.shape, dtype)
     darf = _to_device(queue, arf_)
-    shape = b_.shape
-    if device_out:
-        x = b_ if overwrite_b else b_.copy()
-        x2 = x.reshape(n, -1) if x.ndim == 1 else x
-    else:
-        x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
+    x2, result = rhs_work(queue, b_, n, overwrite_b)
     nrhs = x2.shape[1]
     lay = layout(n, bool(lower))
     with trace.run("rfp_cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
         with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
             solve_packed(queue, darf.base_data, darf.offset // dtype.itemsize, lay,
                          view_of(x2), nrhs, dtype=dtype)
-    if device_out:
-        return x
-    return x2.get().reshape(shape)
+    return result()

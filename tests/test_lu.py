@@ -357,3 +357,9 @@ def test_per_pivot_snapshots_follow_elimination(rng, dtype):
         m[k + 1:, k + 1:] -= np.outer(m[k + 1:, k], m[k, k + 1:])
         np.testing.assert_allclose(run.snapshot_at(k), m, rtol=0,
                                    atol=100 * n * accuracy.eps(dtype) * np.abs(m).max())
+
+
+def test_empty_device_array(queue):
+    lu, piv = oclla.lu_factor(cl_array.empty(queue, (0, 0), np.float32))
+    assert lu.shape == (0, 0) and piv.shape == (0,)
+    assert isinstance(lu, cl_array.Array) and isinstance(piv, cl_array.Array)
