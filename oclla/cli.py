@@ -161,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="exit with status 1 when no device can compile kernels")
     p = sub.add_parser("demo", help="LU three ways on one seeded matrix, with timings")
-    p.add_argument("--n", type=int, default=256, help="matrix order (default 256)")
+    p.add_argument("--n", type=int, default=512, help="matrix order (default 512)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="index or name substring (see oclla devices)")
