@@ -5,6 +5,7 @@ import pytest
 from hypothesis import settings
 
 import oclla
+from oclla import _params
 
 settings.register_profile("oclla", max_examples=25, deadline=None, derandomize=True)
 settings.load_profile("oclla")
@@ -31,3 +32,17 @@ def rng():
 def random_matrix(rng, n, dtype, m=None):
     """Seeded standard-normal matrix (n x n, or n x m)."""
     return rng.standard_normal((n, n if m is None else m)).astype(dtype)
+
+
+def spd(n, dtype, seed=0):
+    """Seeded symmetric positive definite matrix with condition number below ~10."""
+    x = np.random.default_rng(seed + 7 * n).standard_normal((n, n))
+    return (x @ x.T / max(n, 1) + np.eye(n)).astype(dtype)
+
+
+@pytest.fixture(autouse=True)
+def _default_parameters():
+    """Kernel-parameter overrides a test makes end with the test."""
+    yield
+    for family in _params.FAMILIES:
+        _params.override(family, None)

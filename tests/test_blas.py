@@ -42,18 +42,6 @@ def _sizes(p):
             (37, 53, 29)]
 
 
-@pytest.fixture(scope="module")
-def queue():
-    return oclla.get_queue()
-
-
-@pytest.fixture(autouse=True)
-def _defaults():
-    yield
-    for family in ("gemm", "trsm", "laswp"):
-        _params.override(family, None)
-
-
 def _skip_fp64(queue, dtype):
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")

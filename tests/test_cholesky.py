@@ -14,22 +14,12 @@ import oclla
 from oclla import accuracy
 from oclla._device import DeviceError
 
+from conftest import spd
+
 DTYPES = (np.float32, np.float64)
 # straddle the potrf block (64 here), the TRSM block (32) and the gemm tiles (16..64)
 SIZES = (1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129)
 PIVOT_SIZES = (1, 2, 3, 16, 17, 33)
-
-
-@pytest.fixture(scope="module")
-def queue():
-    return oclla.get_queue()
-
-
-def spd(n, dtype, seed=0):
-    """Symmetric positive definite with condition number below ~10."""
-    rng = np.random.default_rng(seed + 7 * n)
-    x = rng.standard_normal((n, n))
-    return (x @ x.T / max(n, 1) + np.eye(n)).astype(dtype)
 
 
 def forward_units(c, ref):

@@ -34,18 +34,6 @@ BLOCKED_SETS = [
 SIZES = (1, 2, 15, 16, 17, 41, 64, 97)
 
 
-@pytest.fixture(scope="module")
-def queue():
-    return oclla.get_queue()
-
-
-@pytest.fixture(autouse=True)
-def _defaults():
-    yield
-    for family in ("pivot", "lu"):
-        _params.override(family, None)
-
-
 def _check(queue, dtype, **kw):
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")

@@ -14,21 +14,12 @@ import oclla
 from oclla import accuracy, rfp
 from oclla._device import DeviceError
 
+from conftest import spd
+
 DTYPES = (np.float32, np.float64)
 SIZES = (1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 128, 129)
 PIVOT_SIZES = (1, 2, 3, 4, 7, 16, 17)
 UPLO = ("L", "U")
-
-
-@pytest.fixture(scope="module")
-def queue():
-    return oclla.get_queue()
-
-
-def spd(n, dtype, seed=0):
-    rng = np.random.default_rng(seed + 5 * n)
-    x = rng.standard_normal((n, n))
-    return (x @ x.T / max(n, 1) + np.eye(n)).astype(dtype)
 
 
 def lapack_fn(name, dtype):
