@@ -81,6 +81,7 @@ class Layout(NamedTuple):
 
 
 def packed_length(n: int) -> int:
+    """Number of reals in the RFP array of an n x n triangle: n(n+1)/2."""
     return n * (n + 1) // 2
 
 
