@@ -81,13 +81,6 @@ class Step:
         """Sum of the kernels' device times."""
         return sum(k.duration_ns for k in self.kernels)
 
-    @property
-    def span_ns(self) -> int:
-        """From the first kernel's start to the last kernel's end."""
-        if not self.kernels:
-            return 0
-        return max(k.end for k in self.kernels) - min(k.start for k in self.kernels)
-
 
 @dataclass
 class Run:
