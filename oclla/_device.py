@@ -231,6 +231,10 @@ def resolve_queue(queue) -> cl.CommandQueue:
         return get_queue()
     if not isinstance(queue, cl.CommandQueue):
         raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
+    if not queue.properties & cl.command_queue_properties.PROFILING_ENABLE:
+        raise ValueError("queue must be created with "
+                         "properties=pyopencl.command_queue_properties.PROFILING_ENABLE "
+                         "(oclla.get_queue() returns such a queue)")
     return queue
 
 

@@ -113,3 +113,15 @@ def test_sources_ship_with_the_header_inlined():
         text = kernels_cl.read_source(name)
         assert '#include "common.h"' not in text
         assert "typedef float real;" in text
+
+
+def test_user_queues_must_profile(queue):
+    plain = cl.CommandQueue(queue.context)
+    with pytest.raises(ValueError, match="PROFILING_ENABLE"):
+        oclla.lu_factor(np.eye(3), queue=plain)
+    with pytest.raises(TypeError, match="CommandQueue"):
+        oclla.lu_factor(np.eye(3), queue="gpu")
+    profiling = cl.CommandQueue(queue.context,
+                                properties=cl.command_queue_properties.PROFILING_ENABLE)
+    lu, piv = oclla.lu_factor(np.eye(3), queue=profiling)
+    np.testing.assert_array_equal(lu, np.eye(3))
