@@ -75,6 +75,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     axes = [
         ("lu", "PANEL_COLUMNS", (0, 1)),
         ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
+        ("lu", "PANEL_SPLIT", (0, 32, 64, 128) if gpu else (0,)),
         ("lu", "PANEL_RB", (8, 16, 32, 64, 128) if gpu else (256, 1024)),
         ("lu", "PANEL_WY", (4, 8, 16) if gpu else (1, 2)),
         ("lu", "LEAF_W", (4, 8, 16) if gpu else (4, 8, 16)),
@@ -84,7 +85,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]
-    return axes[:6] + axes[-1:] if quick else axes
+    return axes[:7] + axes[-1:] if quick else axes
 
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
