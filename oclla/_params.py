@@ -29,7 +29,8 @@ Families and their keys
 ``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group size of
            the leaf; PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
-           PANEL_WY) instead of recursion and leaves;
+           PANEL_WY) instead of one-work-group leaves; PANEL_SPLIT: with
+           PANEL_COLUMNS, recurse (?getrf2) down to column blocks this wide (0: none);
            SMALL_N: below this order the blocked method factors the whole matrix with
            the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
            panel on a second queue while the trailing update runs
