@@ -19,8 +19,9 @@
  *     +----+--------+      (i, j) = (k+1+r, k+1+c)
  *     * pivot, # normalized column, \ trailing triangle
  *
- * The diagonal-block kernel potf2_block factors an nb x nb block in one
- * work-group of WG items (blocked potrf: the rest is TRSM and SYRK); it and
+ * The diagonal-block kernel potf2_block factors a block of order <= LEAF in
+ * one work-group of WG items, in local memory (blocked potrf: larger
+ * diagonal blocks are split recursively, the rest is TRSM and SYRK); it and
  * zero_other_triangle exist for PACKED = 0 only (blocked RFP works on the
  * packed array's sub-blocks, which are ordinary strided matrices).
  *
@@ -75,45 +76,70 @@ __kernel void outer_product(__global real *a, const int off, const int ld, const
 }
 
 #if !PACKED
-/* Factor the nb x nb diagonal block at a + off in one work-group.  The
- * trailing update walks the square t x t with the contiguous index fastest
- * (coalesced for either storage) and skips the other triangle. */
+#ifndef LEAF
+#define LEAF 64            /* potf2_block: largest block order (held in local memory) */
+#endif
+#define LS (LEAF + 1)      /* row stride of the local copy (odd: no bank conflicts) */
+
+/* Factor the nb x nb diagonal block at a + off (nb <= LEAF) in one
+ * work-group: its lower triangle is copied into local memory, factored there
+ * right-looking (sqrt, column scaling, trailing update of the triangle) and
+ * copied back.  Global reads and writes walk the contiguous index fastest
+ * for either storage.  The blocked potrf calls it on its diagonal leaves. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void potf2_block(__global real *a, const int off, const int ld, const int nb,
                  const int base, __global int *info)
 {
+    __local real t[LEAF * LS];
     a += off;
     const int lid = get_local_id(0);
     const int failed = *info;
     barrier(CLK_GLOBAL_MEM_FENCE);       /* all have read info before it may change */
     if (failed)
         return;
+    for (int idx = lid; idx < nb * nb; idx += WG) {
+#if LOWER
+        const int i = idx / nb, j = idx % nb;
+#else
+        const int j = idx / nb, i = idx % nb;
+#endif
+        if (j <= i)
+            t[i * LS + j] = EL(i, j);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int bad = 0;
     for (int k = 0; k < nb; k++) {
-        const real akk = EL(k, k);
-        barrier(CLK_GLOBAL_MEM_FENCE);   /* all have read the pivot before it is written */
-        if (!(akk > ZERO)) {
-            if (lid == 0)
-                *info = base + k + 1;
-            return;
+        const real akk = t[k * LS + k];
+        if (!(akk > ZERO)) {             /* the same value for all: a uniform exit */
+            bad = k + 1;
+            break;
         }
         const real d = sqrt(akk);
+        barrier(CLK_LOCAL_MEM_FENCE);    /* all have read the pivot before it is written */
         if (lid == 0)
-            EL(k, k) = d;
+            t[k * LS + k] = d;
         for (int i = k + 1 + lid; i < nb; i += WG)
-            EL(i, k) = EL(i, k) / d;
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        const int t = nb - k - 1;
-        for (int idx = lid; idx < t * t; idx += WG) {
-#if LOWER
-            const int i = k + 1 + idx / t, j = k + 1 + idx % t;
-#else
-            const int j = k + 1 + idx / t, i = k + 1 + idx % t;
-#endif
+            t[i * LS + k] /= d;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int r = nb - k - 1;
+        for (int idx = lid; idx < r * r; idx += WG) {
+            const int i = k + 1 + idx / r, j = k + 1 + idx % r;
             if (j <= i)
-                EL(i, j) -= EL(i, k) * EL(j, k);
+                t[i * LS + j] -= t[i * LS + k] * t[j * LS + k];
         }
-        barrier(CLK_GLOBAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
+    for (int idx = lid; idx < nb * nb; idx += WG) {
+#if LOWER
+        const int i = idx / nb, j = idx % nb;
+#else
+        const int j = idx / nb, i = idx % nb;
+#endif
+        if (j <= i)
+            EL(i, j) = t[i * LS + j];
+    }
+    if (bad && lid == 0)
+        *info = base + bad;
 }
 
 /* Zero the strictly upper (LOWER = 1) or strictly lower (LOWER = 0) part of

@@ -34,6 +34,9 @@ Families and their keys
            SMALL_N: below this order the blocked method factors the whole matrix with
            the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
            panel on a second queue while the trailing update runs
+``chol``   NB: block column width of the blocked Cholesky; LEAF: largest diagonal
+           block factored by one work-group in local memory (larger ones are split
+           recursively into TRSM and SYRK); WG: that work-group's size
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
@@ -53,7 +56,7 @@ import numpy as np
 
 from ._device import device_info
 
-FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "pivot")
+FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot")
 DATA_VERSION = 1
 _overrides: dict = {}
 
@@ -138,6 +141,12 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=1, PANEL_SPLIT=64 if gpu else 0)
+    if family == "chol":
+        leaf = 64
+        while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
+            leaf //= 2
+        return dict(NB=256 if gpu else 128, LEAF=leaf,
+                    WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64)))
     if family == "pivot":
         if gpu:
             return dict(VW=4, NV=1, WX=32, RB=64, UNR=4, FUSED=1,
@@ -208,6 +217,13 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                         "LOOKAHEAD and PANEL_COLUMNS 0 or 1")
             return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
                 else "PANEL_WG must be a power of two within the work-group limit"
+        if family == "chol":
+            if p["NB"] < 1 or p["LEAF"] < 1:
+                return "NB and LEAF >= 1"
+            if p["LEAF"] * (p["LEAF"] + 1) * itemsize > info.local_mem_size:
+                return f"a LEAF={p['LEAF']} block does not fit in local memory"
+            return None if _fits_wg(info, p["WG"]) and p["WG"] & (p["WG"] - 1) == 0 \
+                else "WG must be a power of two within the work-group limit"
         if family == "pivot":
             vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
             if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"], p["UNR"]) < 1 \

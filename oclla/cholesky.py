@@ -15,9 +15,11 @@ scipy does).
 Methods
 -------
 ``method="blocked"`` (default)
-    Right-looking blocked potrf: per block column a diagonal block factored
-    by one work-group (``potf2_block``), a TRSM for the panel below it and a
-    SYRK on the trailing triangle, from :mod:`oclla.blas`.  A device-side
+    Right-looking blocked potrf: per block column the diagonal block is
+    factored (split recursively into halves, TRSM and SYRK down to leaves that
+    one work-group factors in local memory: ``potf2_block``), then a TRSM for
+    the panel below it and a SYRK on the trailing triangle, from
+    :mod:`oclla.blas`.  Block and leaf sizes: the device's ``chol`` parameters.  A device-side
     ``info`` flag records the first non-positive pivot; every later kernel
     sees it and returns, so the host reads it once, at the end.
 ``method="pivot"``
@@ -42,7 +44,7 @@ from numpy.linalg import LinAlgError
 from . import trace
 from ._device import resolve_queue
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import as_matrix, as_rhs, deliver, is_device_array, rhs_work, work_array
 from .blas import View, syrk, trsm, view_of
 
@@ -66,8 +68,8 @@ def check_method(method: str) -> str:
 
 
 def block_size(queue, dtype) -> int:
-    """Block width of the blocked potrf (the device's LU block width)."""
-    return params(queue, "lu", dtype)["NB"]
+    """Block column width of the blocked potrf (the device's ``chol`` NB)."""
+    return params(queue, "chol", dtype)["NB"]
 
 
 # ---- device algorithms: enqueue only, never wait -------------------------------------
@@ -117,6 +119,45 @@ def factor_pivot(queue, buf, off: int, ld: int, n: int, *, lower: bool, dtype, i
                     info.data)
 
 
+def _solve_panel(queue, a: View, n1: int, rest: int, *, lower: bool, dtype) -> View:
+    """Given the factored n1 x n1 block at ``a``, overwrite the panel beside it
+    (L21 = A21·L11⁻ᵀ, or U12 = U11⁻ᵀ·A12, ``rest`` wide) by TRSM; return its view."""
+    panel = a.at(n1, 0) if lower else a.at(0, n1)
+    trsm(queue, n1, rest, a, panel, dtype=dtype, left=not lower, lower=lower, trans=True)
+    return panel
+
+
+def _update_trailing(queue, a: View, n1: int, rest: int, panel: View, *, lower: bool,
+                     dtype) -> None:
+    """A22 -= L21·L21ᵀ (or U12ᵀ·U12) on the stored triangle of order ``rest`` (SYRK)."""
+    syrk(queue, rest, n1, -1.0, panel, 1.0, a.at(n1, n1), dtype=dtype, lower=lower,
+         trans=not lower)
+
+
+def factor_diagonal(queue, a: View, n: int, *, lower: bool, dtype, info, base: int) -> None:
+    """Factor the n x n diagonal block at ``a`` in place (recursive potrf).
+
+    Up to the device's LEAF order one work-group does it in local memory;
+    larger blocks split into A11 (a multiple of LEAF), the panel A21, the
+    trailing update of A22 and A22, each half recursively.  A failing pivot at
+    order k of this block sets ``info`` to ``base + k`` if it is still 0.
+    """
+    p = params(queue, "chol", dtype)
+    leaf = p["LEAF"]
+    if n <= leaf:
+        kernel = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, WG=p["WG"], LEAF=leaf,
+                            LOWER=int(lower))
+        enqueue(queue, kernel, (p["WG"],), (p["WG"],), a.buf, int_arg(a.off), int_arg(a.ld),
+                int_arg(n), int_arg(base), info.data)
+        return
+    n1 = max(leaf, (n // 2) // leaf * leaf)
+    factor_diagonal(queue, a, n1, lower=lower, dtype=dtype, info=info, base=base)
+    panel = _solve_panel(queue, a, n1, n - n1, lower=lower, dtype=dtype)
+    _update_trailing(queue, a, n1, n - n1, panel, lower=lower, dtype=dtype)
+    factor_diagonal(queue, a.at(n1, n1), n - n1, lower=lower, dtype=dtype, info=info,
+                    base=base + n1)
+
+
 def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: int = 0,
                    block: int | None = None, region=None) -> None:
     """Right-looking blocked potrf of the n x n matrix at ``a``, in place.
@@ -128,8 +169,6 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     info) recorded in the trace (default: as is).
     """
     nb = block or block_size(queue, dtype)
-    wg = params(queue, "wg1d", dtype)["WG"]
-    diag = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, WG=wg, LOWER=int(lower))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     for j in range(0, n, nb):
         jb = min(nb, n - j)
@@ -137,20 +176,16 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         reg, extra = region(j, j + jb, j, j + jb)
         with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
                         **extra):
-            enqueue(queue, diag, (wg,), (wg,), a.buf, int_arg(a.off + j * a.ld + j),
-                    int_arg(a.ld), int_arg(jb), int_arg(base + j), info.data)
+            factor_diagonal(queue, a.at(j, j), jb, lower=lower, dtype=dtype, info=info,
+                            base=base + j)
         if rest == 0:
             break
-        # L21 = A21·L11⁻ᵀ, A22 -= L21·L21ᵀ   (upper: U12 = U11⁻ᵀ·A12, A22 -= U12ᵀ·U12)
-        panel = a.at(j + jb, j) if lower else a.at(j, j + jb)
         reg, extra = region(*((j + jb, n, j, j + jb) if lower else (j, j + jb, j + jb, n)))
         with trace.step("trsm", reg, flops=float(jb * jb * rest), **extra):
-            trsm(queue, jb, rest, a.at(j, j), panel, dtype=dtype, left=not lower,
-                 lower=lower, trans=True)
+            panel = _solve_panel(queue, a.at(j, j), jb, rest, lower=lower, dtype=dtype)
         reg, extra = region(j + jb, n, j + jb, n)
         with trace.step("syrk", reg, flops=float(rest * (rest + 1) * jb), **extra):
-            syrk(queue, rest, jb, -1.0, panel, 1.0, a.at(j + jb, j + jb), dtype=dtype,
-                 lower=lower, trans=not lower)
+            _update_trailing(queue, a.at(j, j), jb, rest, panel, lower=lower, dtype=dtype)
 
 
 def solve_factored(queue, c: View, n: int, b: View, nrhs: int, *, lower: bool,
@@ -183,12 +218,13 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
     nb = block or block_size(queue, dtype)
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("cholesky", method, queue, (n, n), dtype, a.get, lower=lower, **extra):
-        if method == "pivot":
-            factor_pivot(queue, a.base_data, a.offset // dtype.itemsize, n, n, lower=lower,
-                         dtype=dtype, info=info)
-        else:
-            factor_blocked(queue, view_of(a), n, lower=lower, dtype=dtype, info=info,
-                           block=nb)
+        with launch_queue(queue) as loop_queue:
+            if method == "pivot":
+                factor_pivot(loop_queue, a.base_data, a.offset // dtype.itemsize, n, n,
+                             lower=lower, dtype=dtype, info=info)
+            else:
+                factor_blocked(loop_queue, view_of(a), n, lower=lower, dtype=dtype, info=info,
+                               block=nb)
         code = int(info.get()[0])
         if code:
             raise not_positive_definite(code)

@@ -40,7 +40,7 @@ from scipy.linalg import LinAlgWarning
 from . import trace
 from ._device import device_info, resolve_queue
 from ._params import check, params
-from ._programs import copy, enqueue, get_kernel, int_arg, round_up
+from ._programs import copy, enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, as_rhs, check_fp64, deliver, is_device_array, rhs_work,
                         work_array)
 from .blas import View, gemm, laswp, trsm, view_of
@@ -368,12 +368,13 @@ def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=No
     piv = cl_array.to_device(queue, np.arange(n, dtype=np.int32))
     info = cl_array.zeros(queue, 1, np.int32)
     no_pivot = pivoting == "none"
-    if variant == "faithful":
-        _factor_faithful(queue, a, n)
-    elif method == "pivot":
-        _factor_inplace(queue, a, n, piv, info, no_pivot)
-    else:
-        _factor_blocked(queue, a, n, piv, info, no_pivot, block)
+    with launch_queue(queue) as loop_queue:
+        if variant == "faithful":
+            _factor_faithful(loop_queue, a, n)
+        elif method == "pivot":
+            _factor_inplace(loop_queue, a, n, piv, info, no_pivot)
+        else:
+            _factor_blocked(loop_queue, a, n, piv, info, no_pivot, block)
     return piv, _info(queue, a, n, info, variant)
 
 

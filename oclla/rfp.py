@@ -50,7 +50,7 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import resolve_queue
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, as_rhs, checked_values, deliver, is_device_array, rhs_work,
                         work_array)
 from .blas import View, gemm, syrk, trsm, view_of
@@ -274,13 +274,14 @@ def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: st
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("rfp_cholesky", method, queue, (n, n), dtype,
                    lambda: picture(arf.get(), n), lower=lower, packed=True, **extra):
-        if method == "pivot":
-            factor_pivot(queue, arf.base_data, arf.offset // dtype.itemsize, lay.lda, n,
-                         lower=lower, dtype=dtype, info=info, packed=True,
-                         region=_logical_regions(n, lower))
-        else:
-            _pftrf_blocked(queue, arf.base_data, arf.offset // dtype.itemsize, lay,
-                           dtype=dtype, info=info, block=nb)
+        with launch_queue(queue) as loop_queue:
+            if method == "pivot":
+                factor_pivot(loop_queue, arf.base_data, arf.offset // dtype.itemsize, lay.lda,
+                             n, lower=lower, dtype=dtype, info=info, packed=True,
+                             region=_logical_regions(n, lower))
+            else:
+                _pftrf_blocked(loop_queue, arf.base_data, arf.offset // dtype.itemsize, lay,
+                               dtype=dtype, info=info, block=nb)
         code = int(info.get()[0])
         if code:
             raise not_positive_definite(code)

@@ -3,13 +3,16 @@
 Usage::
 
     oclla tune [--device SPEC] [--dtype float32,float64] [--quick]
-               [--families gemm,pivot,lu] [--output FILE] [--ship]
+               [--families gemm,pivot,lu,chol] [--output FILE] [--ship]
 
 Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 
 * ``gemm``: the kernel shape (tiled: tile, depth, work per item, vector width;
   direct: rows, vector width, vectors per row, work-group).  Metric: GFLOP/s
   of C = A·B at n = ``GEMM_N`` (device-resident, best of 3).
+* ``chol``: block width, diagonal leaf order and leaf work-group of the
+  blocked Cholesky, by coordinate descent.  Metric: time of the blocked
+  Cholesky at n = ``LU_N`` (best of 3).
 * ``pivot``: the per-pivot kernel shape (tuned first: the blocked LU's
   panels may use the same kernels).  Metric: time of the per-pivot LU at
   n = ``PIVOT_N``.
@@ -88,6 +91,17 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     return axes[:7] + axes[-1:] if quick else axes
 
 
+def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
+    """(family, key, values) of the blocked Cholesky, searched in order."""
+    gpu = kind == "GPU"
+    axes = [
+        ("chol", "NB", (128, 256, 384, 512, 768) if gpu else (64, 96, 128, 192, 256)),
+        ("chol", "LEAF", (16, 32, 64)),
+        ("chol", "WG", (64, 128, 256, 512) if gpu else (1, 4, 16, 64)),
+    ]
+    return axes[:2] if quick else axes
+
+
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
     if kind == "GPU":
         space = [dict(VW=vw, NV=1, WX=wx, WY=wy, RB=rb, UNR=unr, FUSED=1)
@@ -100,10 +114,11 @@ def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
     return space[::2] if quick else space
 
 
-SPACE = {"gemm": _gemm_space, "lu": _lu_axes, "pivot": _pivot_space}
+SPACE = {"gemm": _gemm_space, "lu": _lu_axes, "chol": _chol_axes, "pivot": _pivot_space}
 METRIC = {
     "gemm": "GFLOP/s of C = A·B, n = GEMM_N, device arrays, best of 3",
     "lu": "seconds of the blocked LU, n = LU_N, best of 3 (lower is better)",
+    "chol": "seconds of the blocked Cholesky, n = LU_N, best of 3 (lower is better)",
     "pivot": "seconds of the per-pivot LU, n = PIVOT_N, best of 3 (lower is better)",
 }
 
@@ -153,6 +168,20 @@ def check_lu(queue, dtype, method: str = "blocked") -> str | None:
             return f"backward error {err:.3g} at n={n}"
         if not np.array_equal(piv, sl.lu_factor(a)[1]):
             return f"pivots differ from SciPy's at n={n}"
+    return None
+
+
+def check_chol(queue, dtype) -> str | None:
+    """None if Cholesky with the current parameters passes on awkward sizes, else why."""
+    from .accuracy import cholesky_backward_error
+    from .cholesky import cholesky
+    for n in (1, 37, 97, 200):
+        x = np.random.default_rng(n).standard_normal((n, n))
+        a = (x @ x.T / n + np.eye(n)).astype(dtype)
+        for lower in (False, True):
+            err = cholesky_backward_error(a, cholesky(a, lower=lower, queue=queue), lower)
+            if not err < THRESHOLD:
+                return f"backward error {err:.3g} at n={n}, lower={lower}"
     return None
 
 
@@ -218,22 +247,19 @@ def _lu_time(queue, a, method: str) -> float | Exception:
                                                              queue=queue)))
 
 
-def tune_lu(queue, dtype, quick: bool, log) -> dict:
-    """Coordinate descent over the blocked LU's families; returns {family: params}."""
-    import pyopencl.array as cl_array
+def _descend(queue, dtype, axes, current: dict, measure, check, log, n: int) -> None:
+    """Coordinate descent: each (family, key, values) axis in turn, each value
+    with the others at their best so far; ``current`` ({family: params}, set
+    as overrides) is updated in place.  ``measure()`` -> seconds or the
+    exception; ``check()`` -> None or why the candidate is wrong."""
     from ._device import device_info
     info = device_info(queue)
-    kind = "GPU" if info.kind == "GPU" else "CPU"
-    n = LU_N[kind]
-    a = cl_array.to_device(queue, np.random.default_rng(2).standard_normal((n, n)).astype(dtype))
-    current = {fam: _params.params(queue, fam, dtype) for fam in ("lu", "trsm", "laswp")}
-    current["lu"]["SMALL_N"] = 0
     for fam, p in current.items():
         _params.override(fam, p)
-    best_time = _lu_time(queue, a, "blocked")
+    best_time = measure()
     if not isinstance(best_time, float):
         raise best_time
-    for fam, key, values in SPACE["lu"](kind, quick):
+    for fam, key, values in axes:
         for value in values:
             if value == current[fam][key]:
                 continue
@@ -241,8 +267,8 @@ def tune_lu(queue, dtype, quick: bool, log) -> dict:
             if _params.check(fam, trial, info, np.dtype(dtype).itemsize) is not None:
                 continue
             _params.override(fam, trial)
-            problem = _safe(lambda: check_lu(queue, dtype))
-            seconds = _lu_time(queue, a, "blocked") if problem is None else problem
+            problem = _safe(check)
+            seconds = measure() if problem is None else problem
             if not isinstance(seconds, float):
                 log(f"  {fam} {key}={value}: rejected ({seconds})")
             else:
@@ -251,8 +277,38 @@ def tune_lu(queue, dtype, quick: bool, log) -> dict:
                 best_time, current[fam] = seconds, trial
             _params.override(fam, current[fam])
         log(f"{fam} {key} -> {current[fam][key]} ({1e3 * best_time:.1f} ms at n={n})")
+
+
+def tune_lu(queue, dtype, quick: bool, log) -> dict:
+    """Coordinate descent over the blocked LU's families; returns {family: params}."""
+    import pyopencl.array as cl_array
+    from ._device import device_info
+    kind = "GPU" if device_info(queue).kind == "GPU" else "CPU"
+    n = LU_N[kind]
+    a = cl_array.to_device(queue, np.random.default_rng(2).standard_normal((n, n)).astype(dtype))
+    current = {fam: _params.params(queue, fam, dtype) for fam in ("lu", "trsm", "laswp")}
+    current["lu"]["SMALL_N"] = 0
+    _descend(queue, dtype, SPACE["lu"](kind, quick), current,
+             lambda: _lu_time(queue, a, "blocked"), lambda: check_lu(queue, dtype), log, n)
     current["lu"]["SMALL_N"] = _crossover(queue, dtype, current["lu"], log)
     _params.override("lu", current["lu"])
+    return current
+
+
+def tune_chol(queue, dtype, quick: bool, log) -> dict:
+    """Coordinate descent over the blocked Cholesky's parameters; returns {"chol": params}."""
+    import pyopencl.array as cl_array
+    from ._device import device_info
+    from .cholesky import cho_factor
+    kind = "GPU" if device_info(queue).kind == "GPU" else "CPU"
+    n = LU_N[kind]
+    x = np.random.default_rng(4).standard_normal((n, n))
+    a = cl_array.to_device(queue, (x @ x.T / n + np.eye(n)).astype(dtype))
+    current = {"chol": _params.params(queue, "chol", dtype)}
+    measure = lambda: _safe(lambda: _best_time(queue, lambda: cho_factor(  # noqa: E731
+        a, check_finite=False, queue=queue)))
+    _descend(queue, dtype, SPACE["chol"](kind, quick), current, measure,
+             lambda: check_chol(queue, dtype), log, n)
     return current
 
 
@@ -345,7 +401,7 @@ def tune(queue, dtype, families, quick: bool = False, log=print, save=None) -> d
     """
     found = {}
     save = save or (lambda found: None)
-    for fam in ("gemm", "trsm", "laswp", "lu", "pivot"):
+    for fam in _params.FAMILIES:
         _params.override(fam, None)
     _params.reload()
     if "gemm" in families:
@@ -363,6 +419,9 @@ def tune(queue, dtype, families, quick: bool = False, log=print, save=None) -> d
     if "lu" in families:
         found.update(tune_lu(queue, dtype, quick, log))
         save(found)
+    if "chol" in families:
+        found.update(tune_chol(queue, dtype, quick, log))
+        save(found)
     return found
 
 
@@ -371,15 +430,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="oclla tune", description=__doc__.split("\n")[0])
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32", help="float32, float64 or both")
-    ap.add_argument("--families", default="gemm,lu,pivot",
-                    help="comma-separated subset of gemm, lu, pivot")
+    ap.add_argument("--families", default="gemm,lu,chol,pivot",
+                    help="comma-separated subset of gemm, lu, chol, pivot")
     ap.add_argument("--quick", action="store_true", help="a thinner search")
     ap.add_argument("--output", default=None, help="file to store into (default: user cache)")
     ap.add_argument("--ship", action="store_true",
                     help="store into the package's oclla/data/tuned.json")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     families = {f.strip() for f in args.families.split(",") if f.strip()}
-    unknown = families - {"gemm", "lu", "pivot"}
+    unknown = families - {"gemm", "lu", "chol", "pivot"}
     if unknown:
         ap.error(f"unknown families: {', '.join(sorted(unknown))}")
     from . import get_queue, device_info
@@ -401,7 +460,7 @@ def main(argv=None) -> int:
 
         found = tune(queue, np.dtype(dtype_name), families, args.quick, save=save)
         print(f"{dtype_name}: stored {json.dumps(found)} in {path}", flush=True)
-    for fam in ("gemm", "trsm", "laswp", "lu", "pivot"):
+    for fam in _params.FAMILIES:
         _params.override(fam, None)
     _params.reload()
     return 0

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from numpy.linalg import LinAlgError
 
 import oclla
-from oclla import accuracy
+from oclla import _params, accuracy
 from oclla._device import DeviceError
 
 from conftest import spd
@@ -59,6 +59,42 @@ def test_blocked_small_blocks(queue, dtype, n):
     for lower in (True, False):
         c = oclla.cholesky(a, lower=lower, block=8, queue=queue)
         assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower))
+
+
+# block column width, diagonal leaf order, leaf work-group: leaves of one item,
+# leaves smaller than and equal to the block, recursion of several levels
+CHOL_SETS = (dict(NB=24, LEAF=8, WG=1), dict(NB=40, LEAF=16, WG=4), dict(NB=64, LEAF=64, WG=8),
+             dict(NB=100, LEAF=7, WG=2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("p", CHOL_SETS, ids=lambda p: "-".join(map(str, p.values())))
+def test_blocked_parameter_sets(queue, dtype, p):
+    _params.override("chol", p)
+    for n in (1, p["LEAF"] - 1, p["LEAF"] + 1, p["NB"] - 1, p["NB"] + 1, 97):
+        if n < 1:
+            continue
+        a = spd(n, dtype, seed=5)
+        for lower in (True, False):
+            c = oclla.cholesky(a, lower=lower, queue=queue)
+            err = accuracy.cholesky_backward_error(a, c, lower)
+            assert accuracy.passes(err), f"n={n} lower={lower}: backward error {err:.3g}"
+
+
+@pytest.mark.parametrize("k", (0, 6, 7, 8, 30, 41, 99))
+def test_failing_order_inside_a_recursive_leaf(queue, k):
+    _params.override("chol", dict(NB=100, LEAF=7, WG=2))
+    a = spd(110, np.float64)
+    a[k, k] = -100.0
+    for lower in (True, False):
+        with pytest.raises(LinAlgError, match=f"order {k + 1} is not"):
+            oclla.cholesky(a, lower=lower, queue=queue)
+
+
+def test_leaf_larger_than_local_memory_is_refused(queue):
+    info = oclla.device_info(queue)
+    leaf = int(np.sqrt(info.local_mem_size / 4)) + 1
+    assert "local memory" in _params.check("chol", dict(NB=64, LEAF=leaf, WG=1), info, 4)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -125,3 +125,22 @@ def test_user_queues_must_profile(queue):
                                 properties=cl.command_queue_properties.PROFILING_ENABLE)
     lu, piv = oclla.lu_factor(np.eye(3), queue=profiling)
     np.testing.assert_array_equal(lu, np.eye(3))
+
+
+def test_launch_queue_is_unprofiled_and_ordered_both_ways(queue):
+    import pyopencl.array as cl_array
+    x = cl_array.empty(queue, 1 << 20, np.float32)
+    x.fill(1.0)                                   # enqueued, not waited for
+    with _programs.launch_queue(queue) as loop_queue:
+        assert loop_queue is not queue
+        assert not loop_queue.properties & cl.command_queue_properties.PROFILING_ENABLE
+        y = x.with_queue(loop_queue) * 2          # must see the fill
+        y *= 5
+    x.with_queue(queue).fill(0.0)                 # must wait for the loop's reads of x
+    assert (y.with_queue(queue).get() == 10).all()
+
+
+def test_launch_queue_is_the_callers_queue_while_recording(queue):
+    with oclla.record():
+        with _programs.launch_queue(queue) as loop_queue:
+            assert loop_queue is queue

@@ -1,0 +1,67 @@
+"""oclla tune: the search runs, keeps only correct candidates, and stores what it found."""
+
+import json
+
+import numpy as np
+import pytest
+
+import oclla
+from oclla import _params, tune
+
+
+@pytest.fixture
+def small_problems(monkeypatch):
+    """Tuning problems small enough for a test (the search itself is unchanged)."""
+    monkeypatch.setitem(tune.LU_N, "CPU", 160)
+    monkeypatch.setitem(tune.LU_N, "GPU", 160)
+    monkeypatch.setattr(tune, "SMALL_SIZES", (32, 64))
+
+
+def test_chol_search_stores_a_correct_set(queue, tmp_path, small_problems):
+    lines = []
+    found = tune.tune(queue, np.float32, {"chol"}, quick=True, log=lines.append)
+    chol = found["chol"]
+    info = oclla.device_info(queue)
+    assert _params.check("chol", chol, info, 4) is None
+    assert any(line.startswith("chol NB ->") for line in lines)
+    assert any(line.startswith("chol LEAF ->") for line in lines)
+    _params.override("chol", chol)
+    assert tune.check_chol(queue, np.float32) is None
+
+    path = tmp_path / "tuned.json"
+    tune.store(str(path), info, "float32", found, dict(seconds=1.0))
+    entry = json.loads(path.read_text())["entries"][0]
+    assert entry["device"] == info.name and entry["params"]["chol"] == chol
+
+
+def test_a_wrong_candidate_is_rejected(queue, monkeypatch, small_problems):
+    """A candidate that computes wrong factors is logged as rejected, never chosen."""
+    lines = []
+    real_check = tune.check_chol
+
+    def check_refusing_leaf_16(q, dtype):
+        if _params.params(q, "chol", dtype)["LEAF"] == 16:
+            return "backward error 1e9 at n=37"
+        return real_check(q, dtype)
+
+    monkeypatch.setattr(tune, "check_chol", check_refusing_leaf_16)
+    found = tune.tune(queue, np.float32, {"chol"}, quick=True, log=lines.append)
+    assert found["chol"]["LEAF"] != 16
+    assert any("LEAF=16: rejected (backward error" in line for line in lines)
+
+
+def test_lu_search_gives_pivots_like_scipy(queue, small_problems):
+    lines = []
+    found = tune.tune(queue, np.float32, {"lu"}, quick=True, log=lines.append)
+    assert set(found) == {"lu", "trsm", "laswp"}
+    assert any(line.startswith("lu SMALL_N ->") for line in lines)
+    for fam, p in found.items():
+        _params.override(fam, p)
+    assert tune.check_lu(queue, np.float32) is None
+
+
+def test_cli_refuses_unknown_families(capsys):
+    with pytest.raises(SystemExit) as exc:
+        tune.main(["--families", "gemm,nonsense"])
+    assert exc.value.code == 2
+    assert "nonsense" in capsys.readouterr().err
