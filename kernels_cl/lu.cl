@@ -32,9 +32,8 @@
  * Panel leaf (blocked LU): getf2_leaf factors the m x w panel a[c0:n, c0:c0+w]
  * (w <= LEAF_W) in one work-group, column by column, swapping rows inside the
  * panel only (the caller applies the interchanges to the other columns with
- * laswp).  Each work-item owns a contiguous block of rows and treats each
- * row's w entries as one vector; the pass that updates column j also finds
- * the next pivot candidate in column j+1, so a column costs one pass.
+ * laswp).  The pass that updates column j also finds the next pivot
+ * candidate in column j+1, so a column costs one pass over the rows.
  *
  * WG (power of two) is the work-group size (WX * WY for pivot_step).
  * NO_PIVOT = 1 takes the diagonal as pivot (teaching only: unstable).
@@ -68,6 +67,9 @@
 #ifndef FUSED
 #define FUSED 1            /* pivot_step: 1 = its last work-group finishes the next column,
                               0 = a pivot_finish launch after it does */
+#endif
+#ifndef LUNR
+#define LUNR 4             /* getf2_leaf: rows a work-item loads before it stores */
 #endif
 #ifndef NO_PIVOT
 #define NO_PIVOT 0
@@ -315,46 +317,17 @@ void pivot_finish(__global real *a, const int lda, const int n, const int col,
                  get_local_id(0));
 }
 
-/* One column step of the leaf on this work-item's rows [rb, re): scales
- * column j of the rows below `col` and subtracts l_r times the pivot row
- * (now row col) from their columns right of j; returns (through best,
- * best_row) the largest |entry| of column j+1 among them.  `whole` (a
- * literal at each call: the panel is exactly LEAF_W wide) keeps each row's
- * segment in a vector, with the pivot row's in u; otherwise entries are
- * updated in place one by one (any width). */
-inline __attribute__((always_inline))
-void leaf_rows(__global real *a, const int lda, const int c0, const int w, const int j,
-               const int rb, const int re, const real pivot, const real *u,
-               const int whole, real *best, int *best_row)
-{
-    const int col = c0 + j;
-    const real inv = ONE / pivot;
-    for (int r = max(rb, col + 1); r < re; r++) {
-        __global real *row = a + AT(r, c0, lda);
-        real next;
-        if (whole) {
-            real s[LEAF_W];
-            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, row), 0, s);
-            const real l = pivot == ZERO ? s[j] : multiplier(s[j], pivot, inv);
-            #pragma unroll
-            for (int c = 0; c < LEAF_W; c++)
-                s[c] = (c > j) ? s[c] - l * u[c] : (c == j ? l : s[c]);
-            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, s), 0, row);
-            next = s[min(j + 1, LEAF_W - 1)];
-        } else {
-            const real l = pivot == ZERO ? row[j] : multiplier(row[j], pivot, inv);
-            row[j] = l;
-            for (int c = j + 1; c < w; c++)
-                row[c] -= l * a[AT(col, c0 + c, lda)];
-            next = (j + 1 < w) ? row[j + 1] : ZERO;
-        }
-        if (j + 1 < w && fabs(next) > *best) {
-            *best = fabs(next);
-            *best_row = r;
-        }
-    }
-}
-
+/* Panel leaf: the m x w panel a[c0:n, c0:c0+w] by one work-group, column
+ * by column (w <= LEAF_W for a leaf of the blocked LU; any w when the whole
+ * matrix is one panel: the LEAF_W-column chunk holding column j is updated
+ * in registers, the columns right of it by a plain loop).
+ * Item lid owns rows col+1+lid, +WG, +2WG, ... (neighbouring items,
+ * neighbouring rows) and handles LUNR of them at once: all their loads are
+ * issued before the first store.  Per column: the pivot row chosen by the
+ * previous pass is interchanged with row col; every row below col gets its
+ * multiplier and the rank-1 update of the columns right of col, and the same
+ * pass finds the next column's pivot candidate.  Columns past w are never
+ * touched. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void getf2_leaf(__global real *a, const int lda, const int n, const int c0, const int w,
                 __global int *piv, __global int *info)
@@ -362,35 +335,89 @@ void getf2_leaf(__global real *a, const int lda, const int n, const int c0, cons
     __local real vals[WG];
     __local int rows[WG];
     const int lid = get_local_id(0);
-    const int per = (n - c0 + WG - 1) / WG;          /* contiguous rows per work-item */
-    const int rb = min(n, c0 + lid * per), re = min(n, rb + per);
-    const int whole = w == LEAF_W;
     int p = wg_argmax_abs(a, lda, c0, c0, n, vals, rows);
     for (int j = 0; j < w; j++) {
         const int col = c0 + j;
+        barrier(CLK_GLOBAL_MEM_FENCE);               /* the last pass's stores are visible */
         const real pivot = a[AT(p, col, lda)];
-        real u[LEAF_W];                              /* the pivot row's segment */
-        if (whole)
-            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, a + AT(p, c0, lda)), 0, u);
-        barrier(CLK_GLOBAL_MEM_FENCE);               /* all read row p before the swap */
+        barrier(CLK_GLOBAL_MEM_FENCE);               /* all have read it before the swap */
+        for (int c = lid; c < w; c += WG) {
+            const real t = a[AT(p, c0 + c, lda)];
+            a[AT(p, c0 + c, lda)] = a[AT(col, c0 + c, lda)];
+            a[AT(col, c0 + c, lda)] = t;
+        }
         if (lid == 0) {
             piv[col] = p;
             if (pivot == ZERO && *info == 0)
                 *info = col + 1;
-            if (p != col)
-                for (int c = 0; c < w; c++) {
-                    const real t = a[AT(p, c0 + c, lda)];
-                    a[AT(p, c0 + c, lda)] = a[AT(col, c0 + c, lda)];
-                    a[AT(col, c0 + c, lda)] = t;
-                }
         }
-        barrier(CLK_GLOBAL_MEM_FENCE);
+        barrier(CLK_GLOBAL_MEM_FENCE);               /* row col is the pivot row now */
+        const real inv = ONE / pivot;
         real best = -ONE;
         int best_row = col + 1;
-        if (whole)
-            leaf_rows(a, lda, c0, w, j, rb, re, pivot, u, 1, &best, &best_row);
-        else
-            leaf_rows(a, lda, c0, w, j, rb, re, pivot, u, 0, &best, &best_row);
+        const int cb = j - j % LEAF_W;               /* the chunk of LEAF_W columns holding j */
+        const int full = cb + LEAF_W <= w;           /* whole: vector loads and stores */
+        real uc[LEAF_W];
+        if (full)
+            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, a + AT(col, c0 + cb, lda)), 0, uc);
+        else {
+            #pragma unroll
+            for (int c = 0; c < LEAF_W; c++)
+                uc[c] = (cb + c < w) ? a[AT(col, c0 + cb + c, lda)] : ZERO;
+        }
+        #pragma unroll
+        for (int c = 0; c < LEAF_W; c++)
+            uc[c] = (cb + c > j) ? uc[c] : ZERO;
+        for (int r0 = col + 1 + lid; r0 < n; r0 += WG * LUNR) {
+            real s[LUNR][LEAF_W];
+            #pragma unroll
+            for (int i = 0; i < LUNR; i++) {
+                const int r = min(r0 + i * WG, n - 1);   /* past the end: reload, no store */
+                if (full)
+                    VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, a + AT(r, c0 + cb, lda)), 0, s[i]);
+                else {
+                    #pragma unroll
+                    for (int c = 0; c < LEAF_W; c++)
+                        s[i][c] = (cb + c < w) ? a[AT(r, c0 + cb + c, lda)] : ZERO;
+                }
+            }
+            #pragma unroll
+            for (int i = 0; i < LUNR; i++) {
+                const int r = r0 + i * WG;
+                real x = ZERO;
+                #pragma unroll
+                for (int c = 0; c < LEAF_W; c++)
+                    x = (cb + c == j) ? s[i][c] : x;
+                const real l = pivot == ZERO ? x : multiplier(x, pivot, inv);
+                real next = -ONE;
+                #pragma unroll
+                for (int c = 0; c < LEAF_W; c++) {
+                    s[i][c] = (cb + c == j) ? l : s[i][c] - l * uc[c];
+                    next = (cb + c == j + 1) ? fabs(s[i][c]) : next;
+                }
+                if (r < n) {
+                    if (full)
+                        VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, s[i]), 0, a + AT(r, c0 + cb, lda));
+                    else {
+                        #pragma unroll
+                        for (int c = 0; c < LEAF_W; c++)
+                            if (cb + c < w)
+                                a[AT(r, c0 + cb + c, lda)] = s[i][c];
+                    }
+                    /* the columns right of the chunk (the whole matrix as one panel) */
+                    __global real *row = a + AT(r, c0, lda);
+                    __global const real *prow = a + AT(col, c0, lda);
+                    for (int c = cb + LEAF_W; c < w; c++)
+                        row[c] -= l * prow[c];
+                    if (j + 1 == cb + LEAF_W && j + 1 < w)
+                        next = fabs(row[j + 1]);
+                    if (next > best) {
+                        best = next;
+                        best_row = r;
+                    }
+                }
+            }
+        }
 #if NO_PIVOT
         p = col + 1;
 #else

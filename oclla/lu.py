@@ -211,8 +211,8 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
             _annotate_swaps(run, piv)
 
 
-def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, columns=None,
-           split=0):
+def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, unr, no_pivot,
+           columns=None, split=0):
     """Factor the panel A[c0:n, c0:c0+w], pivots into piv, interchanges inside it.
 
     Recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
@@ -231,22 +231,22 @@ def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, no_pivot, co
         return
     if columns is None and (w <= leaf or w == n):
         kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
-                            NO_PIVOT=int(no_pivot))
+                            LUNR=unr, NO_PIVOT=int(no_pivot))
         enqueue(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
                int_arg(w), piv.data, info.data)
         return
     unit = split if columns is not None else leaf
     w1 = max(unit, (w // 2) // unit * unit)
     w2 = w - w1
-    _panel(queue, A, n, c0, w1, piv, info, dtype=dtype, leaf=leaf, wg=wg, no_pivot=no_pivot,
-           columns=columns, split=split)
+    _panel(queue, A, n, c0, w1, piv, info, dtype=dtype, leaf=leaf, wg=wg, unr=unr,
+           no_pivot=no_pivot, columns=columns, split=split)
     if not no_pivot:
         laswp(queue, A, c0 + w1, w2, piv.data, c0, c0 + w1, dtype=dtype)
     trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
          lower=True, unit=True, inverse=False)    # small triangle: one substitution launch
     gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
          A.at(c0 + w1, c0 + w1), dtype=dtype)
-    _panel(queue, A, n, c0 + w1, w2, piv, info, dtype=dtype, leaf=leaf, wg=wg,
+    _panel(queue, A, n, c0 + w1, w2, piv, info, dtype=dtype, leaf=leaf, wg=wg, unr=unr,
            no_pivot=no_pivot, columns=columns, split=split)
     if not no_pivot:
         laswp(queue, A, c0, w1, piv.data, c0 + w1, c0 + w, dtype=dtype)
@@ -299,7 +299,8 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
         with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
                         flops=(n - j) * jb * jb - jb ** 3 / 3.0):
             _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
-                   no_pivot=no_pivot, columns=columns, split=p["PANEL_SPLIT"])
+                   unr=p["LEAF_UNR"], no_pivot=no_pivot, columns=columns,
+                   split=p["PANEL_SPLIT"])
 
     with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=leaf,
                    lookahead=int(side is not None),
