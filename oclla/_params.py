@@ -27,7 +27,9 @@ Families and their keys
            solve each by substitution
 ``laswp``  VW: adjacent columns per work-item; WG: work-group size
 ``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group size of
-           the leaf; LEAF_UNR: rows a leaf work-item loads before it stores; PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
+           the leaf; LEAF_UNR: rows a leaf work-item loads before it stores; REG_SLOTS:
+           registers per work-item of the register leaf (0: no register leaves), which
+           holds m x w <= REG_SLOTS * PANEL_WG entries of a panel; PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
            PANEL_WY) instead of one-work-group leaves; PANEL_SPLIT: with
            PANEL_COLUMNS, recurse (?getrf2) down to column blocks this wide (0: none);
@@ -138,7 +140,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         return dict(VW=_native_width(queue, itemsize), WG=4)
     if family == "lu":
         return dict(NB=256 if gpu else 64, LEAF_W=8, LEAF_UNR=4 if gpu else 1,
-                    PANEL_COLUMNS=int(gpu),
+                    REG_SLOTS=32 if gpu else 0, PANEL_COLUMNS=int(gpu),
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=1, PANEL_SPLIT=64 if gpu else 0)
@@ -210,8 +212,8 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             # two-wide rows when the work-group has several items.
             if p["PANEL_RB"] < 1 or p["PANEL_WY"] < 1 or p["PANEL_WY"] & (p["PANEL_WY"] - 1):
                 return "PANEL_RB >= 1 and PANEL_WY a power of two"
-            if p["PANEL_SPLIT"] < 0 or p["LEAF_UNR"] < 1:
-                return "PANEL_SPLIT >= 0 and LEAF_UNR >= 1"
+            if p["PANEL_SPLIT"] < 0 or p["LEAF_UNR"] < 1 or p["REG_SLOTS"] < 0:
+                return "PANEL_SPLIT >= 0, LEAF_UNR >= 1 and REG_SLOTS >= 0"
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
                     or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, "

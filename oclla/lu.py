@@ -9,8 +9,10 @@ Methods
 -------
 ``method="blocked"`` (default)
     Right-looking blocked LU: a recursive panel factorization on the device
-    (leaf kernel = one work-group), row interchanges (laswp), TRSM and a GEMM
-    trailing update from :mod:`oclla.blas`.  Block sizes come from the device.
+    (:class:`_Panels`: leaves in one work-group's registers, one launch per
+    column, or one-work-group leaves, by the device's parameters), row
+    interchanges (laswp), TRSM and a GEMM trailing update from
+    :mod:`oclla.blas`.  Block sizes come from the device.
 ``method="pivot"``
     One host-loop iteration per pivot.  ``variant="inplace"`` (default): in
     place, the NDRange shrinks with the active submatrix, the pivot search is
@@ -211,45 +213,91 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
             _annotate_swaps(run, piv)
 
 
-def _panel(queue, A: View, n, c0, w, piv, info, *, dtype, leaf, wg, unr, no_pivot,
-           columns=None, split=0):
-    """Factor the panel A[c0:n, c0:c0+w], pivots into piv, interchanges inside it.
+REG_MIN_W = 4          # narrowest register leaf worth a launch (else per-column launches)
+
+
+class _Panels:
+    """Factor panels A[c0:n, c0:c0+w] of the blocked LU: pivots into piv,
+    interchanges inside the panel only.
 
     Recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
-    half) down to leaves.  With ``columns`` (a :class:`_PivotKernels`) a leaf
-    is at most ``split`` wide (0: the whole panel) and gets one
-    multi-work-group launch per column; else a leaf is at most ``leaf`` wide
-    (a power of two up to 16: the leaf kernel's vector width) and is factored
-    by one work-group, as is a panel of the whole matrix below the device's
-    SMALL_N.
+    half) down to leaves, which are, by the device's ``lu`` parameters:
+
+    * register leaves (REG_SLOTS > 0, GPUs): up to LEAF_W columns held in the
+      registers of one work-group (``getf2_reg``, kernels_cl/lu_reg.cl), as wide as m x w <=
+      REG_SLOTS x PANEL_WG and local memory allow, at least REG_MIN_W;
+    * otherwise, with ``columns`` (PANEL_COLUMNS): blocks of PANEL_SPLIT
+      columns (0: the whole panel), one multi-work-group launch per column;
+    * otherwise one-work-group leaves up to LEAF_W wide (``getf2_leaf``),
+      which also factor a whole matrix below SMALL_N in one launch.
     """
-    if columns is not None and (split == 0 or w <= split):
-        columns.first(c0, c0, c0 + w)
-        for k in range(c0, c0 + w - 1):
-            columns.step(k, c0, c0 + w, c0, c0 + w)
-        columns.tail(max(c0, c0 + w - 2), c0 + w)
-        return
-    if columns is None and (w <= leaf or w == n):
-        kernel = get_kernel(queue, "lu.cl", "getf2_leaf", dtype, WG=wg, LEAF_W=leaf,
-                            LUNR=unr, NO_PIVOT=int(no_pivot))
-        enqueue(queue, kernel, (wg,), (wg,), A.buf, int_arg(A.ld), int_arg(n), int_arg(c0),
-               int_arg(w), piv.data, info.data)
-        return
-    unit = split if columns is not None else leaf
-    w1 = max(unit, (w // 2) // unit * unit)
-    w2 = w - w1
-    _panel(queue, A, n, c0, w1, piv, info, dtype=dtype, leaf=leaf, wg=wg, unr=unr,
-           no_pivot=no_pivot, columns=columns, split=split)
-    if not no_pivot:
-        laswp(queue, A, c0 + w1, w2, piv.data, c0, c0 + w1, dtype=dtype)
-    trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
-         lower=True, unit=True, inverse=False)    # small triangle: one substitution launch
-    gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
-         A.at(c0 + w1, c0 + w1), dtype=dtype)
-    _panel(queue, A, n, c0 + w1, w2, piv, info, dtype=dtype, leaf=leaf, wg=wg, unr=unr,
-           no_pivot=no_pivot, columns=columns, split=split)
-    if not no_pivot:
-        laswp(queue, A, c0, w1, piv.data, c0 + w1, c0 + w, dtype=dtype)
+
+    def __init__(self, queue, A: View, n: int, piv, info, p: dict, *, dtype, no_pivot: bool,
+                 columns=None):
+        self.queue, self.A, self.n, self.piv, self.info = queue, A, n, piv, info
+        self.p, self.dtype, self.no_pivot, self.columns = p, dtype, no_pivot, columns
+        self.local_mem = device_info(queue).local_mem_size
+
+    def _reg_shape(self, m: int):
+        """(width, slots) of the register leaf for m rows, or (0, 0) if none fits."""
+        wg, most = self.p["PANEL_WG"], self.p["REG_SLOTS"]
+        lw = self.p["LEAF_W"]
+        while lw > REG_MIN_W and m * lw > most * wg:
+            lw //= 2
+        if most == 0 or lw < REG_MIN_W or m * lw > most * wg or wg % lw:
+            return 0, 0
+        slots = 1
+        while slots * wg < m * lw:
+            slots *= 2
+        itemsize = np.dtype(self.dtype).itemsize
+        local = (wg + slots * wg // lw + 2 * lw) * itemsize + wg * 4
+        return (lw, slots) if local <= self.local_mem else (0, 0)
+
+    def _launch(self, source: str, name: str, c0: int, w: int, **defines) -> None:
+        kernel = get_kernel(self.queue, source, name, self.dtype, WG=self.p["PANEL_WG"],
+                            NO_PIVOT=int(self.no_pivot), **defines)
+        wg = self.p["PANEL_WG"]
+        enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
+                int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data)
+
+    def factor(self, c0: int, w: int) -> None:
+        n, p = self.n, self.p
+        lw, slots = self._reg_shape(n - c0)
+        if lw:
+            if w <= lw:
+                self._launch("lu_reg.cl", "getf2_reg", c0, w, LW=lw, SLOTS=slots)
+                return
+            unit = lw
+        elif self.columns is not None:
+            split = p["PANEL_SPLIT"]
+            if split == 0 or w <= split:
+                cols = self.columns
+                cols.first(c0, c0, c0 + w)
+                for k in range(c0, c0 + w - 1):
+                    cols.step(k, c0, c0 + w, c0, c0 + w)
+                cols.tail(max(c0, c0 + w - 2), c0 + w)
+                return
+            unit = split
+        else:
+            if w <= p["LEAF_W"] or w == n:
+                self._launch("lu.cl", "getf2_leaf", c0, w, LEAF_W=p["LEAF_W"], LUNR=p["LEAF_UNR"])
+                return
+            unit = p["LEAF_W"]
+        self._split(c0, w, max(unit, (w // 2) // unit * unit))
+
+    def _split(self, c0: int, w: int, w1: int) -> None:
+        queue, A, n, dtype = self.queue, self.A, self.n, self.dtype
+        w2 = w - w1
+        self.factor(c0, w1)
+        if not self.no_pivot:
+            laswp(queue, A, c0 + w1, w2, self.piv.data, c0, c0 + w1, dtype=dtype)
+        trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
+             lower=True, unit=True, inverse=False)    # small triangle: one substitution launch
+        gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
+             A.at(c0 + w1, c0 + w1), dtype=dtype)
+        self.factor(c0 + w1, w2)
+        if not self.no_pivot:
+            laswp(queue, A, c0, w1, self.piv.data, c0 + w1, c0 + w, dtype=dtype)
 
 
 _side_queues: dict = {}
@@ -280,15 +328,15 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     """
     dtype = a.dtype
     p = params(queue, "lu", dtype)
-    leaf = p["LEAF_W"]
     small = block is None and n <= p["SMALL_N"]
     nb = n if small else (block or p["NB"])   # small: one panel, one leaf launch
-    wg = p["PANEL_WG"]
     side = _side_queue(queue) if p["LOOKAHEAD"] and n > 2 * nb else None
     columns = (_PivotKernels(queue, a, n, piv, info, no_pivot,
                              shape=dict(RB=p["PANEL_RB"], WY=p["PANEL_WY"]))
                if p["PANEL_COLUMNS"] and not small else None)
     A = view_of(a)
+    panels = _Panels(queue, A, n, piv, info, dict(p, REG_SLOTS=0) if small else p, dtype=dtype,
+                     no_pivot=no_pivot, columns=columns)
 
     def snapshot():
         if side is not None:
@@ -298,11 +346,9 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     def factor_panel(j, jb):
         with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
                         flops=(n - j) * jb * jb - jb ** 3 / 3.0):
-            _panel(queue, A, n, j, jb, piv, info, dtype=dtype, leaf=leaf, wg=wg,
-                   unr=p["LEAF_UNR"], no_pivot=no_pivot, columns=columns,
-                   split=p["PANEL_SPLIT"])
+            panels.factor(j, jb)
 
-    with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=leaf,
+    with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=p["LEAF_W"],
                    lookahead=int(side is not None),
                    pivoting="none" if no_pivot else "partial") as run:
         side_done = None                  # the second queue's work of the last iteration

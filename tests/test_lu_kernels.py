@@ -30,6 +30,11 @@ BLOCKED_SETS = [
     dict(NB=40, LEAF_W=1, PANEL_WG=2, PANEL_COLUMNS=1, SMALL_N=50, LOOKAHEAD=0),
     dict(NB=48, LEAF_W=8, PANEL_COLUMNS=1, PANEL_SPLIT=8, SMALL_N=0, LOOKAHEAD=1),
     dict(NB=32, LEAF_W=8, PANEL_COLUMNS=1, PANEL_SPLIT=5, SMALL_N=0, LOOKAHEAD=0),
+    # register leaves where m x w fits, the other leaves or per-column launches elsewhere
+    dict(NB=32, LEAF_W=8, PANEL_WG=16, REG_SLOTS=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0),
+    dict(NB=64, LEAF_W=16, PANEL_WG=32, REG_SLOTS=16, PANEL_COLUMNS=1, PANEL_SPLIT=8,
+         SMALL_N=0, LOOKAHEAD=1),
+    dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=20, LOOKAHEAD=0),
 ]
 SIZES = (1, 2, 15, 16, 17, 41, 64, 97)
 
@@ -58,6 +63,38 @@ def test_blocked_parameter_sets(queue, p, dtype):
     _params.override("lu", p)
     _params.override("pivot", PIVOT_SETS[2])
     _check(queue, dtype, method="blocked")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("pivoting", ("partial", "none"))
+def test_register_leaves_factor_the_panels(queue, dtype, pivoting):
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    _params.override("lu", dict(NB=32, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
+                                SMALL_N=0, LOOKAHEAD=0))
+    n = 45                               # m x 8 <= 256 from row 13 on, m x 4 before
+    a = np.random.default_rng(4).standard_normal((n, n)).astype(dtype)
+    if pivoting == "none":
+        a += n * np.eye(n, dtype=dtype)
+    with oclla.record() as rec:
+        lu, piv = oclla.lu_factor(a, pivoting=pivoting, queue=queue)
+    names = {k.name for k in rec.runs[-1].kernels}
+    assert "getf2_reg" in names and "getf2_leaf" not in names
+    assert passes(lu_backward_error(a, lu, piv))
+    if pivoting == "partial":
+        np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+    else:
+        np.testing.assert_array_equal(piv, np.arange(n))
+
+
+def test_register_leaf_needs_room(queue):
+    _params.override("lu", dict(LEAF_W=8, PANEL_WG=16, REG_SLOTS=4, PANEL_COLUMNS=0))
+    from oclla.lu import _Panels
+    panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
+                     dtype=np.float32, no_pivot=False)
+    assert panels._reg_shape(8) == (8, 4)          # 8 x 8 = 64 = 4 slots x 16 items
+    assert panels._reg_shape(16) == (4, 4)
+    assert panels._reg_shape(17) == (0, 0)         # not even REG_MIN_W columns fit
 
 
 def test_leaf_width_two_is_refused(queue):
