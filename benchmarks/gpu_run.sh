@@ -1,8 +1,8 @@
 #!/bin/bash
-# One device session: the kernel tests on the GPU, tuning, an LU profile and
-# the benchmark tables (JSON documents, one per `oclla bench` call, in
+# One device session: the kernel tests on the GPU, tuning, LU and Cholesky
+# profiles and the benchmark tables (JSON documents, one per `oclla bench` call, in
 # OUTDIR/bench.json).
-#   benchmarks/gpu_run.sh OUTDIR [families to tune for float32: gemm,pivot,lu | none]
+#   benchmarks/gpu_run.sh OUTDIR [families to tune: gemm,pivot,lu,chol | none]
 # Run from the directory that holds oclla/ and kernels_cl/.  Each stage has its
 # own time limit and the next runs even if it fails.  At most 8 files come back
 # from a device run: gpu.txt tests.log tune.log tuned.json profile.log
@@ -26,15 +26,22 @@ bench() {  # bench SECONDS args...
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt"
 python3 -c "import oclla; [print(d.describe()) for d in oclla.devices()]" >> "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
-stage tests.log 80 python3 -m pytest tests/test_blas.py tests/test_lu_kernels.py -q -p no:cacheprovider
+[ -n "$SKIP_TESTS" ] || stage tests.log 80 python3 -m pytest tests/test_blas.py \
+    tests/test_lu_kernels.py tests/test_cholesky.py -q -p no:cacheprovider
 if [ "$FAMILIES" != none ]; then
-    stage tune.log 170 python3 -m oclla.tune --ship --dtype float32 --families "$FAMILIES"
-    stage tune.log 70 python3 -m oclla.tune --ship --dtype float64 --quick --families lu
+    stage tune.log 200 python3 -m oclla.tune --ship --dtype float32 --families "$FAMILIES"
+    F64=$(echo "$FAMILIES" | tr , '\n' | grep -E '^(lu|chol)$' | paste -sd,)
+    [ -z "$F64" ] || stage tune.log 100 python3 -m oclla.tune --ship --dtype float64 --quick \
+        --families "$F64"
     cp oclla/data/tuned.json "$OUT/tuned.json"
 fi
-stage profile.log 40 python3 benchmarks/profile_lu.py 8192 blocked float32
+stage profile.log 40 python3 benchmarks/profile.py 8192 blocked float32
+stage profile.log 30 python3 benchmarks/profile.py 2048 cholesky float32
+stage profile.log 30 python3 benchmarks/profile.py 8192 cholesky float64
 bench 40 gemm --sizes 4096,8192 --dtype float32,float64 --repeat 3
-bench 70 getrf --sizes 2048,8192,16384 --repeat 3
+bench 90 getrf --sizes 2048,8192,16384 --repeat 5
+bench 60 potrf --sizes 2048,8192,16384 --repeat 5
+bench 40 potrf --sizes 2048,8192 --dtype float64 --repeat 3
 bench 40 getrf --sizes 2048,8192 --dtype float64 --repeat 2
 bench 50 lu --sizes 1024,4096 --repeat 2
 bench 20 syrk --sizes 8192 --repeat 3

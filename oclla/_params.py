@@ -26,10 +26,11 @@ Families and their keys
            INVERSE: 1 to invert the diagonal blocks and apply them by GEMM, 0 to
            solve each by substitution
 ``laswp``  VW: adjacent columns per work-item; WG: work-group size
-``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group size of
-           the leaf; LEAF_UNR: rows a leaf work-item loads before it stores; REG_SLOTS:
-           registers per work-item of the register leaf (0: no register leaves), which
-           holds m x w <= REG_SLOTS * PANEL_WG entries of a panel; PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
+``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group
+           size of the leaf; LEAF_UNR: rows a leaf work-item loads before it stores;
+           REG_SLOTS: registers per work-item of the register leaf (0: no register
+           leaves), which holds m x w <= REG_SLOTS * PANEL_WG entries of a panel;
+           PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
            PANEL_WY) instead of one-work-group leaves; PANEL_SPLIT: with
            PANEL_COLUMNS, recurse (?getrf2) down to column blocks this wide (0: none);
@@ -140,7 +141,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         return dict(VW=_native_width(queue, itemsize), WG=4)
     if family == "lu":
         return dict(NB=256 if gpu else 64, LEAF_W=8, LEAF_UNR=4 if gpu else 1,
-                    REG_SLOTS=32 if gpu else 0, PANEL_COLUMNS=int(gpu),
+                    REG_SLOTS=0, PANEL_COLUMNS=int(gpu),
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=1, PANEL_SPLIT=64 if gpu else 0)

@@ -84,12 +84,13 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("lu", "LEAF_W", (4, 8, 16) if gpu else (4, 8, 16)),
         ("lu", "PANEL_WG", (128, 256, 512, 1024) if gpu else (1, 2, 4, 8)),
         ("lu", "LEAF_UNR", (1, 2, 4, 8) if gpu else (1, 2)),
+        ("lu", "REG_SLOTS", (0, 16, 32) if gpu else (0, 16)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
         ("trsm", "INVERSE", (0, 1)),
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]
-    return axes[:8] + axes[-1:] if quick else axes
+    return axes[:9] + axes[-1:] if quick else axes
 
 
 def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
