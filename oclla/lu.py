@@ -220,15 +220,18 @@ class _Panels:
     """Factor panels A[c0:n, c0:c0+w] of the blocked LU: pivots into piv,
     interchanges inside the panel only.
 
-    Recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
-    half) down to leaves, which are, by the device's ``lu`` parameters:
+    By the device's ``lu`` parameters, in this order of preference:
 
-    * register leaves (REG_SLOTS > 0, GPUs): up to LEAF_W columns held in the
-      registers of one work-group (``getf2_reg``, kernels_cl/lu_reg.cl), as wide as m x w <=
-      REG_SLOTS x PANEL_WG and local memory allow, at least REG_MIN_W;
-    * otherwise, with ``columns`` (PANEL_COLUMNS): blocks of PANEL_SPLIT
-      columns (0: the whole panel), one multi-work-group launch per column;
-    * otherwise one-work-group leaves up to LEAF_W wide (``getf2_leaf``),
+    * register leaves (REG_SLOTS > 0, GPUs) where at least REG_MIN_W columns
+      fit: left to right, up to LEAF_W columns held in the registers of one
+      work-group (``getf2_reg``, kernels_cl/lu_reg.cl: m x w <= REG_SLOTS x
+      PANEL_WG), which also interchanges the panel's other rows and forms
+      U12, then one GEMM (rank w) on the panel's columns right of the leaf:
+      two launches per leaf;
+    * recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
+      half) down to blocks of PANEL_SPLIT columns (0: the whole panel) with
+      one multi-work-group launch per column (``columns``, PANEL_COLUMNS);
+    * or down to one-work-group leaves up to LEAF_W wide (``getf2_leaf``),
       which also factor a whole matrix below SMALL_N in one launch.
     """
 
@@ -249,26 +252,41 @@ class _Panels:
         slots = 1
         while slots * wg < m * lw:
             slots *= 2
-        itemsize = np.dtype(self.dtype).itemsize
-        local = (wg + slots * wg // lw + 2 * lw) * itemsize + wg * 4
+        rps = wg // lw
+        local = ((rps + slots * rps + lw * lw + 2 * lw) * np.dtype(self.dtype).itemsize
+                 + (rps + lw) * 4)
         return (lw, slots) if local <= self.local_mem else (0, 0)
 
-    def _launch(self, source: str, name: str, c0: int, w: int, **defines) -> None:
+    def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
         kernel = get_kernel(self.queue, source, name, self.dtype, WG=self.p["PANEL_WG"],
                             NO_PIVOT=int(self.no_pivot), **defines)
         wg = self.p["PANEL_WG"]
         enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
-                int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data)
+                int_arg(self.n), int_arg(c0), int_arg(w), *extra, self.piv.data,
+                self.info.data)
+
+    def _register_leaves(self, c0: int, w: int) -> None:
+        """The panel left to right in register leaves, each followed by the rank-lw
+        update of the panel's columns right of it (the leaf itself applies its
+        interchanges to the other panel columns and forms U12)."""
+        A, n, end = self.A, self.n, c0 + w
+        c = c0
+        while c < end:
+            lw, slots = self._reg_shape(n - c)
+            jb = min(lw, end - c)
+            self._launch("lu_reg.cl", "getf2_reg", c, jb, int_arg(c0), int_arg(end), LW=lw,
+                         SLOTS=slots)
+            if c + jb < end:
+                gemm(self.queue, n - c - jb, end - c - jb, jb, -1.0, A.at(c + jb, c),
+                     A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
+            c += jb
 
     def factor(self, c0: int, w: int) -> None:
         n, p = self.n, self.p
-        lw, slots = self._reg_shape(n - c0)
-        if lw:
-            if w <= lw:
-                self._launch("lu_reg.cl", "getf2_reg", c0, w, LW=lw, SLOTS=slots)
-                return
-            unit = lw
-        elif self.columns is not None:
+        if self._reg_shape(n - c0)[0]:
+            self._register_leaves(c0, w)
+            return
+        if self.columns is not None:
             split = p["PANEL_SPLIT"]
             if split == 0 or w <= split:
                 cols = self.columns
@@ -280,7 +298,8 @@ class _Panels:
             unit = split
         else:
             if w <= p["LEAF_W"] or w == n:
-                self._launch("lu.cl", "getf2_leaf", c0, w, LEAF_W=p["LEAF_W"], LUNR=p["LEAF_UNR"])
+                self._launch("lu.cl", "getf2_leaf", c0, w, LEAF_W=p["LEAF_W"],
+                             LUNR=p["LEAF_UNR"])
                 return
             unit = p["LEAF_W"]
         self._split(c0, w, max(unit, (w // 2) // unit * unit))
