@@ -36,9 +36,16 @@
 #define LW 8
 #endif
 #ifndef SLOTS
-#define SLOTS 8
+#define SLOTS 8            /* at most 64 */
 #endif
 #define RPS (WG / LW)
+
+/* FOR_SLOTS(F) expands to F(0) ... F(SLOTS-1): the per-slot code is written
+ * with literal indices into x[], so x[] lives in registers from the start
+ * (a loop, even unrolled, can leave it in stack memory). */
+#define FS8(F, b) F(b) F(b + 1) F(b + 2) F(b + 3) F(b + 4) F(b + 5) F(b + 6) F(b + 7)
+#define FOR_SLOTS(F) FS8(F, 0) FS8(F, 8) FS8(F, 16) FS8(F, 24) \
+                     FS8(F, 32) FS8(F, 40) FS8(F, 48) FS8(F, 56)
 
 /* The (largest value, lowest row) over the RPS row groups' candidates in
  * vals/rows[0, RPS); every item gets the row.  RPS is a power of two. */
@@ -74,21 +81,18 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
     const int m = n - c0;
     const int live = c < w;
     __global real *base = a + AT(c0, c0, lda);
-    real x[SLOTS];
-    #pragma unroll
-    for (int k = 0; k < SLOTS; k++) {
-        const int r = k * RPS + rg;
-        x[k] = (live && r < m) ? base[AT(r, c, lda)] : ZERO;
-    }
+    real x[64];
+#define LOAD(k) if ((k) < SLOTS) { \
+        const int r = (k) * RPS + rg; \
+        x[k] = (live && r < m) ? base[AT(r, c, lda)] : ZERO; }
+    FOR_SLOTS(LOAD)
     /* candidates of column 0 */
     real best = -ONE;
     int best_row = 0;
-    #pragma unroll
-    for (int k = 0; k < SLOTS; k++)
-        if (k * RPS + rg < m && fabs(x[k]) > best) {
-            best = fabs(x[k]);
-            best_row = k * RPS + rg;
-        }
+#define FIRST_CANDIDATE(k) if ((k) < SLOTS && (k) * RPS + rg < m && fabs(x[k]) > best) { \
+        best = fabs(x[k]); \
+        best_row = (k) * RPS + rg; }
+    FOR_SLOTS(FIRST_CANDIDATE)
     if (c == 0) {
         vals[rg] = best;
         rows[rg] = best_row;
@@ -103,24 +107,18 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
         /* interchange rows j and p: their holders publish them, then swap */
         const int pk = p / RPS, jk = j / RPS;
         const int holds_p = rg == p % RPS, holds_j = rg == j % RPS;
-        #pragma unroll
-        for (int k = 0; k < SLOTS; k++) {
-            if (holds_p && k == pk)
-                urow[c] = x[k];
-            if (holds_j && k == jk)
-                jrow[c] = x[k];
-        }
+#define PUBLISH(k) if ((k) < SLOTS) { \
+            if (holds_p && (k) == pk) urow[c] = x[k]; \
+            if (holds_j && (k) == jk) jrow[c] = x[k]; }
+        FOR_SLOTS(PUBLISH)
         if (lid == 0)
             swaps[j] = c0 + p;
         barrier(CLK_LOCAL_MEM_FENCE);
         const real pivot = urow[j];
-        #pragma unroll
-        for (int k = 0; k < SLOTS; k++) {
-            if (holds_p && k == pk)
-                x[k] = jrow[c];
-            if (holds_j && k == jk)
-                x[k] = urow[c];
-        }
+#define SWAP(k) if ((k) < SLOTS) { \
+            if (holds_p && (k) == pk) x[k] = jrow[c]; \
+            if (holds_j && (k) == jk) x[k] = urow[c]; }
+        FOR_SLOTS(SWAP)
         if (lid == 0) {
             piv[c0 + j] = c0 + p;
             if (pivot == ZERO && *info == 0)
@@ -129,14 +127,12 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
         /* multipliers of column j, published in lbuf */
         const real inv = ONE / pivot;
         if (c == j) {
-            #pragma unroll
-            for (int k = 0; k < SLOTS; k++) {
-                const int r = k * RPS + rg;
-                if (r > j && r < m) {
-                    x[k] = pivot == ZERO ? x[k] : multiplier(x[k], pivot, inv);
-                    lbuf[r] = x[k];
-                }
-            }
+#define SCALE(k) if ((k) < SLOTS) { \
+            const int r = (k) * RPS + rg; \
+            if (r > j && r < m) { \
+                x[k] = pivot == ZERO ? x[k] : multiplier(x[k], pivot, inv); \
+                lbuf[r] = x[k]; } }
+            FOR_SLOTS(SCALE)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* rank-1 update right of column j; column j+1 finds its pivot candidate */
@@ -144,17 +140,12 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
         best_row = j + 1;
         if (c > j && live) {
             const real u = urow[c];
-            #pragma unroll
-            for (int k = 0; k < SLOTS; k++) {
-                const int r = k * RPS + rg;
-                if (r > j && r < m) {
-                    x[k] -= lbuf[r] * u;
-                    if (c == j + 1 && fabs(x[k]) > best) {
-                        best = fabs(x[k]);
-                        best_row = r;
-                    }
-                }
-            }
+#define UPDATE(k) if ((k) < SLOTS) { \
+            const int r = (k) * RPS + rg; \
+            if (r > j && r < m) { \
+                x[k] -= lbuf[r] * u; \
+                if (c == j + 1 && fabs(x[k]) > best) { best = fabs(x[k]); best_row = r; } } }
+            FOR_SLOTS(UPDATE)
         }
         if (c == j + 1) {
             vals[rg] = best;
@@ -168,14 +159,11 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
 #endif
     }
     /* the leaf back to memory; L11 to local memory */
-    #pragma unroll
-    for (int k = 0; k < SLOTS; k++) {
-        const int r = k * RPS + rg;
-        if (live && r < m)
-            base[AT(r, c, lda)] = x[k];
-        if (live && r < w)
-            l11[r * LW + c] = x[k];
-    }
+#define STORE(k) if ((k) < SLOTS) { \
+        const int r = (k) * RPS + rg; \
+        if (live && r < m) base[AT(r, c, lda)] = x[k]; \
+        if (live && r < w) l11[r * LW + c] = x[k]; }
+    FOR_SLOTS(STORE)
     barrier(CLK_LOCAL_MEM_FENCE);
     /* the rest of the panel: interchanges, then U12 = L11^-1 A12 */
     for (int col = p0 + lid; col < p1; col += WG) {

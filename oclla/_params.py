@@ -213,8 +213,8 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             # two-wide rows when the work-group has several items.
             if p["PANEL_RB"] < 1 or p["PANEL_WY"] < 1 or p["PANEL_WY"] & (p["PANEL_WY"] - 1):
                 return "PANEL_RB >= 1 and PANEL_WY a power of two"
-            if p["PANEL_SPLIT"] < 0 or p["LEAF_UNR"] < 1 or p["REG_SLOTS"] < 0:
-                return "PANEL_SPLIT >= 0, LEAF_UNR >= 1 and REG_SLOTS >= 0"
+            if p["PANEL_SPLIT"] < 0 or p["LEAF_UNR"] < 1 or not 0 <= p["REG_SLOTS"] <= 64:
+                return "PANEL_SPLIT >= 0, LEAF_UNR >= 1 and 0 <= REG_SLOTS <= 64"
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
                     or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, "
