@@ -123,7 +123,8 @@ def _solve_panel(queue, a: View, n1: int, rest: int, *, lower: bool, dtype) -> V
     """Given the factored n1 x n1 block at ``a``, overwrite the panel beside it
     (L21 = A21·L11⁻ᵀ, or U12 = U11⁻ᵀ·A12, ``rest`` wide) by TRSM; return its view."""
     panel = a.at(n1, 0) if lower else a.at(0, n1)
-    trsm(queue, n1, rest, a, panel, dtype=dtype, left=not lower, lower=lower, trans=True)
+    trsm(queue, n1, rest, a, panel, dtype=dtype, left=not lower, lower=lower, trans=True,
+         inverse=bool(params(queue, "chol", dtype)["TRSM_INVERSE"]))
     return panel
 
 

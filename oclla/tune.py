@@ -77,6 +77,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     gpu = kind == "GPU"
     axes = [
         ("lu", "PANEL_COLUMNS", (0, 1)),
+        ("lu", "REG_SLOTS", (0, 16, 32) if gpu else (0, 16)),
         ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
         ("lu", "PANEL_SPLIT", (0, 32, 64, 128) if gpu else (0,)),
         ("lu", "PANEL_RB", (8, 16, 32, 64, 128) if gpu else (256, 1024)),
@@ -90,7 +91,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]
-    return axes[:9] + axes[-1:] if quick else axes
+    return axes[:10] + axes[-1:] if quick else axes
 
 
 def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
@@ -99,9 +100,10 @@ def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     axes = [
         ("chol", "NB", (128, 256, 384, 512, 768) if gpu else (64, 96, 128, 192, 256)),
         ("chol", "LEAF", (16, 32, 64)),
+        ("chol", "TRSM_INVERSE", (0, 1)),
         ("chol", "WG", (64, 128, 256, 512) if gpu else (1, 4, 16, 64)),
     ]
-    return axes[:2] if quick else axes
+    return axes[:3] if quick else axes
 
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:

@@ -63,8 +63,10 @@ def test_blocked_small_blocks(queue, dtype, n):
 
 # block column width, diagonal leaf order, leaf work-group: leaves of one item,
 # leaves smaller than and equal to the block, recursion of several levels
-CHOL_SETS = (dict(NB=24, LEAF=8, WG=1), dict(NB=40, LEAF=16, WG=4), dict(NB=64, LEAF=64, WG=8),
-             dict(NB=100, LEAF=7, WG=2))
+CHOL_SETS = (dict(NB=24, LEAF=8, WG=1, TRSM_INVERSE=1),
+             dict(NB=40, LEAF=16, WG=4, TRSM_INVERSE=0),
+             dict(NB=64, LEAF=64, WG=8, TRSM_INVERSE=1),
+             dict(NB=100, LEAF=7, WG=2, TRSM_INVERSE=0))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -83,7 +85,7 @@ def test_blocked_parameter_sets(queue, dtype, p):
 
 @pytest.mark.parametrize("k", (0, 6, 7, 8, 30, 41, 99))
 def test_failing_order_inside_a_recursive_leaf(queue, k):
-    _params.override("chol", dict(NB=100, LEAF=7, WG=2))
+    _params.override("chol", dict(NB=100, LEAF=7, WG=2, TRSM_INVERSE=0))
     a = spd(110, np.float64)
     a[k, k] = -100.0
     for lower in (True, False):
@@ -94,7 +96,8 @@ def test_failing_order_inside_a_recursive_leaf(queue, k):
 def test_leaf_larger_than_local_memory_is_refused(queue):
     info = oclla.device_info(queue)
     leaf = int(np.sqrt(info.local_mem_size / 4)) + 1
-    assert "local memory" in _params.check("chol", dict(NB=64, LEAF=leaf, WG=1), info, 4)
+    assert "local memory" in _params.check("chol", dict(NB=64, LEAF=leaf, WG=1, TRSM_INVERSE=1),
+                                           info, 4)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
