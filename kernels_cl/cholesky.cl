@@ -121,10 +121,9 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
         for (int i = k + 1 + lid; i < nb; i += WG)
             t[i * LS + k] /= d;
         barrier(CLK_LOCAL_MEM_FENCE);
-        const int r = nb - k - 1;
-        for (int idx = lid; idx < r * r; idx += WG) {
-            const int i = k + 1 + idx / r, j = k + 1 + idx % r;
-            if (j <= i)
+        for (int idx = (k + 1) * LEAF + lid; idx < nb * LEAF; idx += WG) {
+            const int i = idx / LEAF, j = idx % LEAF;    /* by a constant: cheap */
+            if (j > k && j <= i)
                 t[i * LS + j] -= t[i * LS + k] * t[j * LS + k];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
