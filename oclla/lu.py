@@ -244,8 +244,8 @@ class _Panels:
     def _reg_shape(self, m: int):
         """(width, slots) of the register leaf for m rows, or (0, 0) if none fits."""
         wg, most = self.p["PANEL_WG"], self.p["REG_SLOTS"]
-        lw = self.p["LEAF_W"]
-        while lw > REG_MIN_W and m * lw > most * wg:
+        lw = self.p["LEAF_W"]            # the widest power of two that divides wg and fits
+        while lw > REG_MIN_W and (m * lw > most * wg or wg % lw):
             lw //= 2
         if most == 0 or lw < REG_MIN_W or m * lw > most * wg or wg % lw:
             return 0, 0

@@ -95,6 +95,16 @@ def test_register_leaf_needs_room(queue):
     assert panels._reg_shape(8) == (8, 4)          # 8 x 8 = 64 = 4 slots x 16 items
     assert panels._reg_shape(16) == (4, 4)
     assert panels._reg_shape(17) == (0, 0)         # not even REG_MIN_W columns fit
+    _params.override("lu", dict(LEAF_W=16, PANEL_WG=8, REG_SLOTS=4, PANEL_COLUMNS=0))
+    panels.p = _params.params(queue, "lu", np.float32)
+    assert panels._reg_shape(2) == (8, 2)          # 16 columns would not divide the 8 items
+    assert panels._reg_shape(5) == (4, 4)
+
+
+def test_register_leaves_wider_than_the_work_group_allows(queue):
+    _params.override("lu", dict(NB=32, LEAF_W=16, PANEL_WG=8, REG_SLOTS=16, PANEL_COLUMNS=0,
+                                SMALL_N=0, LOOKAHEAD=0))
+    _check(queue, np.float32)
 
 
 def test_leaf_width_two_is_refused(queue):
