@@ -197,13 +197,18 @@ def _trsm_update(queue, m, nrhs, t, b, k0, kb, *, dtype, left, trans, forward):
              dtype=dtype, trans_b=tr)
 
 
+RECURSE_BLOCKS = 4      # trsm: triangles of more diagonal blocks than this are halved
+
+
 def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True,
          lower: bool = True, trans: bool = False, unit: bool = False,
          block: int | None = None, inverse: bool | None = None) -> None:
     """Solve op(T)·X = B (``left``, B is m x nrhs) or X·op(T) = B (B is nrhs x m).
 
     T is m x m triangular (``lower`` or upper, ``unit`` diagonal or not);
-    op(T) = Tᵀ when ``trans``.  X overwrites B.  T is taken in diagonal
+    op(T) = Tᵀ when ``trans``.  X overwrites B.  A triangle larger than
+    RECURSE_BLOCKS blocks is split in halves (recursively; the update between
+    them is one large GEMM).  Below, T is taken in diagonal
     blocks of ``block`` (default and maximum: the device's TRSM_NB); with
     ``inverse`` (default: the device's INVERSE parameter), the blocks are
     inverted by one kernel and applied by GEMM, else each is solved by a
@@ -214,6 +219,18 @@ def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True
     p = params(queue, "trsm", dtype)
     nb = min(block or p["TRSM_NB"], p["TRSM_NB"])
     forward = (lower != trans) if left else (lower == trans)
+    if m > RECURSE_BLOCKS * nb:
+        # two halves, the first solved recursively, then one GEMM with k = m/2
+        # (instead of m/nb GEMMs with k = nb), then the second half
+        half = -(-(m // 2) // nb) * nb
+        parts = ((0, half), (half, m - half)) if forward else ((m - half, half), (0, m - half))
+        for k0, kb in parts:
+            trsm(queue, kb, nrhs, t.at(k0, k0), b.at(k0, 0) if left else b.at(0, k0),
+                 dtype=dtype, left=left, lower=lower, trans=trans, unit=unit, block=block,
+                 inverse=inverse)
+            _trsm_update(queue, m, nrhs, t, b, k0, kb, dtype=dtype, left=left, trans=trans,
+                         forward=forward)
+        return
     if p["INVERSE"] if inverse is None else inverse:
         _trsm_inverse(queue, m, nrhs, t, b, nb, dtype=dtype, left=left, lower=lower,
                       trans=trans, unit=unit, forward=forward)

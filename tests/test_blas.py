@@ -153,7 +153,8 @@ def test_trsm_all_cases(queue, tp, dtype):
     rng = np.random.default_rng(17)
     nb = tp["TRSM_NB"]
     for (m, nrhs), left, lower, trans, unit in itertools.product(
-            [(1, 3), (nb + 1, 5), (2 * nb - 1, 1), (37, 19)], *[(True, False)] * 4):
+            [(1, 3), (nb + 1, 5), (2 * nb - 1, 1), (37, 19), (5 * nb + 3, 7)],
+            *[(True, False)] * 4):
         stored, tri = _triangle(rng, m, lower, unit, dtype)
         op = tri.T if trans else tri
         b = rng.standard_normal((m, nrhs) if left else (nrhs, m)).astype(dtype)
