@@ -40,7 +40,8 @@ Families and their keys
 ``chol``   NB: block column width of the blocked Cholesky; LEAF: largest diagonal
            block factored by one work-group in local memory (larger ones are split
            recursively into TRSM and SYRK); WG: that work-group's size;
-           TRSM_INVERSE: the ``trsm`` INVERSE choice for the Cholesky's panels
+           TRSM_INVERSE: the ``trsm`` INVERSE choice for the Cholesky's triangular
+           solves (full and packed storage)
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it

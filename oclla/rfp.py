@@ -245,6 +245,7 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     """
     n1, n2, lda = lay.n1, lay.n2, lay.lda
     t1, s, t2 = _blocks(buf, off, lay)
+    inverse = bool(params(queue, "chol", dtype)["TRSM_INVERSE"])
     factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
                    region=_picture_region(lay.t1, lda))
     if n2 == 0:
@@ -253,9 +254,11 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     p0, q0 = lay.s % lda, lay.s // lda
     with trace.step("trsm", (p0, p0 + rows, q0, q0 + cols), flops=float(n1 * n1 * n2)):
         if lay.lower:     # Fortran TRSM('R', 'L', 'T'): S := S·T1⁻ᵀ
-            trsm(queue, n1, n2, t1, s, dtype=dtype, left=True, lower=False, trans=True)
+            trsm(queue, n1, n2, t1, s, dtype=dtype, left=True, lower=False, trans=True,
+                 inverse=inverse)
         else:             # Fortran TRSM('L', 'L', 'N'): S := T1⁻¹·S
-            trsm(queue, n1, n2, t1, s, dtype=dtype, left=False, lower=False, trans=False)
+            trsm(queue, n1, n2, t1, s, dtype=dtype, left=False, lower=False, trans=False,
+                 inverse=inverse)
     p0, q0 = lay.t2 % lda, lay.t2 // lda
     with trace.step("syrk", (p0, p0 + n2, q0, q0 + n2), flops=float(n2 * (n2 + 1) * n1)):
         # Fortran SYRK('U', 'N'): T2 -= S·Sᵀ  ('L')  /  SYRK('U', 'T'): T2 -= Sᵀ·S  ('U')

@@ -10,9 +10,10 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 * ``gemm``: the kernel shape (tiled: tile, depth, work per item, vector width;
   direct: rows, vector width, vectors per row, work-group).  Metric: GFLOP/s
   of C = A·B at n = ``GEMM_N`` (device-resident, best of 3).
-* ``chol``: block width, diagonal leaf order and leaf work-group of the
-  blocked Cholesky, by coordinate descent.  Metric: time of the blocked
-  Cholesky at n = ``LU_N`` (best of 3).
+* ``chol``: block width, diagonal leaf order, leaf work-group and the
+  triangular solves' method of the blocked Cholesky, by coordinate descent.
+  Metric: time of the blocked Cholesky in full plus in packed (RFP) storage
+  at n = ``LU_N`` (best of 3 each).
 * ``pivot``: the per-pivot kernel shape (tuned first: the blocked LU's
   panels may use the same kernels).  Metric: time of the per-pivot LU at
   n = ``PIVOT_N``.
@@ -122,7 +123,8 @@ SPACE = {"gemm": _gemm_space, "lu": _lu_axes, "chol": _chol_axes, "pivot": _pivo
 METRIC = {
     "gemm": "GFLOP/s of C = A·B, n = GEMM_N, device arrays, best of 3",
     "lu": "seconds of the blocked LU, n = LU_N, best of 3 (lower is better)",
-    "chol": "seconds of the blocked Cholesky, n = LU_N, best of 3 (lower is better)",
+    "chol": "seconds of the blocked Cholesky in full plus in packed (RFP) storage, n = LU_N, "
+            "best of 3 each (lower is better)",
     "pivot": "seconds of the per-pivot LU, n = PIVOT_N, best of 3 (lower is better)",
 }
 
@@ -304,13 +306,21 @@ def tune_chol(queue, dtype, quick: bool, log) -> dict:
     import pyopencl.array as cl_array
     from ._device import device_info
     from .cholesky import cho_factor
+    from .rfp import cholesky as packed_cholesky, pack
     kind = "GPU" if device_info(queue).kind == "GPU" else "CPU"
     n = LU_N[kind]
     x = np.random.default_rng(4).standard_normal((n, n))
     a = cl_array.to_device(queue, (x @ x.T / n + np.eye(n)).astype(dtype))
+    arf = pack(a, queue=queue)
     current = {"chol": _params.params(queue, "chol", dtype)}
-    measure = lambda: _safe(lambda: _best_time(queue, lambda: cho_factor(  # noqa: E731
-        a, check_finite=False, queue=queue)))
+
+    def measure():
+        full = _safe(lambda: _best_time(queue, lambda: cho_factor(
+            a, check_finite=False, queue=queue)))
+        packed = _safe(lambda: _best_time(queue, lambda: packed_cholesky(
+            arf, n, check_finite=False, queue=queue)))
+        return full + packed if isinstance(full, float) and isinstance(packed, float) \
+            else (full if not isinstance(full, float) else packed)
     _descend(queue, dtype, SPACE["chol"](kind, quick), current, measure,
              lambda: check_chol(queue, dtype), log, n)
     return current
