@@ -40,8 +40,8 @@ Families and their keys
 ``chol``   NB: block column width of the blocked Cholesky; LEAF: largest diagonal
            block factored by one work-group in local memory (larger ones are split
            recursively into TRSM and SYRK); WG: that work-group's size;
-           TRSM_INVERSE: the ``trsm`` INVERSE choice for the Cholesky's triangular
-           solves (full and packed storage)
+           TRSM_INVERSE: the ``trsm`` INVERSE choice for the blocked Cholesky's panels;
+           RFP_TRSM_INVERSE: the same for the packed (RFP) Cholesky's one large solve
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
@@ -151,7 +151,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         leaf = 64
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
             leaf //= 2
-        return dict(NB=256 if gpu else 128, LEAF=leaf, TRSM_INVERSE=1,
+        return dict(NB=256 if gpu else 128, LEAF=leaf, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
                     WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64)))
     if family == "pivot":
         if gpu:
@@ -224,8 +224,9 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "chol":
-            if p["NB"] < 1 or p["LEAF"] < 1 or p["TRSM_INVERSE"] not in (0, 1):
-                return "NB and LEAF >= 1, TRSM_INVERSE 0 or 1"
+            if (p["NB"] < 1 or p["LEAF"] < 1 or p["TRSM_INVERSE"] not in (0, 1)
+                    or p["RFP_TRSM_INVERSE"] not in (0, 1)):
+                return "NB and LEAF >= 1, TRSM_INVERSE and RFP_TRSM_INVERSE 0 or 1"
             if p["LEAF"] * (p["LEAF"] + 1) * itemsize > info.local_mem_size:
                 return f"a LEAF={p['LEAF']} block does not fit in local memory"
             return None if _fits_wg(info, p["WG"]) and p["WG"] & (p["WG"] - 1) == 0 \

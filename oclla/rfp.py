@@ -245,7 +245,7 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     """
     n1, n2, lda = lay.n1, lay.n2, lay.lda
     t1, s, t2 = _blocks(buf, off, lay)
-    inverse = bool(params(queue, "chol", dtype)["TRSM_INVERSE"])
+    inverse = bool(params(queue, "chol", dtype)["RFP_TRSM_INVERSE"])
     factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
                    region=_picture_region(lay.t1, lda))
     if n2 == 0:

@@ -102,9 +102,10 @@ def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("chol", "NB", (128, 256, 384, 512, 768) if gpu else (64, 96, 128, 192, 256)),
         ("chol", "LEAF", (16, 32, 64)),
         ("chol", "TRSM_INVERSE", (0, 1)),
+        ("chol", "RFP_TRSM_INVERSE", (0, 1)),
         ("chol", "WG", (64, 128, 256, 512) if gpu else (1, 4, 16, 64)),
     ]
-    return axes[:3] if quick else axes
+    return axes[:4] if quick else axes
 
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from numpy.linalg import LinAlgError
 
 import oclla
-from oclla import _params, accuracy
+from oclla import _params, accuracy, rfp
 from oclla._device import DeviceError
 
 from conftest import spd
@@ -61,12 +61,13 @@ def test_blocked_small_blocks(queue, dtype, n):
         assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower))
 
 
-# block column width, diagonal leaf order, leaf work-group: leaves of one item,
-# leaves smaller than and equal to the block, recursion of several levels
-CHOL_SETS = (dict(NB=24, LEAF=8, WG=1, TRSM_INVERSE=1),
-             dict(NB=40, LEAF=16, WG=4, TRSM_INVERSE=0),
-             dict(NB=64, LEAF=64, WG=8, TRSM_INVERSE=1),
-             dict(NB=100, LEAF=7, WG=2, TRSM_INVERSE=0))
+# block column width, diagonal leaf order, leaf work-group, the solves' method
+# (full, packed): leaves of one item, leaves smaller than and equal to the
+# block, recursion of several levels
+CHOL_SETS = (dict(NB=24, LEAF=8, WG=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
+             dict(NB=40, LEAF=16, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1),
+             dict(NB=64, LEAF=64, WG=8, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
+             dict(NB=100, LEAF=7, WG=2, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -81,11 +82,16 @@ def test_blocked_parameter_sets(queue, dtype, p):
             c = oclla.cholesky(a, lower=lower, queue=queue)
             err = accuracy.cholesky_backward_error(a, c, lower)
             assert accuracy.passes(err), f"n={n} lower={lower}: backward error {err:.3g}"
+            packed = rfp.unpack(rfp.cholesky(rfp.pack(a, lower=lower, queue=queue), n,
+                                             lower=lower, queue=queue), n, lower=lower,
+                                queue=queue)
+            err = accuracy.cholesky_backward_error(a, packed, lower)
+            assert accuracy.passes(err), f"packed n={n} lower={lower}: {err:.3g}"
 
 
 @pytest.mark.parametrize("k", (0, 6, 7, 8, 30, 41, 99))
 def test_failing_order_inside_a_recursive_leaf(queue, k):
-    _params.override("chol", dict(NB=100, LEAF=7, WG=2, TRSM_INVERSE=0))
+    _params.override("chol", dict(NB=100, LEAF=7, WG=2, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1))
     a = spd(110, np.float64)
     a[k, k] = -100.0
     for lower in (True, False):
@@ -96,8 +102,8 @@ def test_failing_order_inside_a_recursive_leaf(queue, k):
 def test_leaf_larger_than_local_memory_is_refused(queue):
     info = oclla.device_info(queue)
     leaf = int(np.sqrt(info.local_mem_size / 4)) + 1
-    assert "local memory" in _params.check("chol", dict(NB=64, LEAF=leaf, WG=1, TRSM_INVERSE=1),
-                                           info, 4)
+    p = dict(NB=64, LEAF=leaf, WG=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0)
+    assert "local memory" in _params.check("chol", p, info, 4)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
