@@ -31,6 +31,7 @@
  * lower triangular solve with L11.
  */
 #include "pivoting.h"
+#include "unroll.h"
 
 #ifndef LW
 #define LW 8
@@ -40,12 +41,9 @@
 #endif
 #define RPS (WG / LW)
 
-/* FOR_SLOTS(F) expands to F(0) ... F(SLOTS-1): the per-slot code is written
- * with literal indices into x[], so x[] lives in registers from the start
- * (a loop, even unrolled, can leave it in stack memory). */
-#define FS8(F, b) F(b) F(b + 1) F(b + 2) F(b + 3) F(b + 4) F(b + 5) F(b + 6) F(b + 7)
-#define FOR_SLOTS(F) FS8(F, 0) FS8(F, 8) FS8(F, 16) FS8(F, 24) \
-                     FS8(F, 32) FS8(F, 40) FS8(F, 48) FS8(F, 56)
+/* the per-slot code: F(k) for every slot, literal k (unroll.h), each F guarded
+ * by (k) < SLOTS */
+#define FOR_SLOTS(F) ALL64(F)
 
 /* The (largest value, lowest row) over the RPS row groups' candidates in
  * vals/rows[0, RPS); every item gets the row.  RPS is a power of two. */

@@ -22,9 +22,10 @@
  * transpose:  D (cols x rows) = S^T.
  */
 #include "common.h"
+#include "unroll.h"
 
 #ifndef TRSM_NB
-#define TRSM_NB 32         /* largest diagonal block a work-group stages */
+#define TRSM_NB 32         /* largest diagonal block a work-group stages (at most 64) */
 #endif
 #ifndef SIDE_LEFT
 #define SIDE_LEFT 1
@@ -69,28 +70,28 @@ __kernel void trsm_block(const int nb, const int nrhs,
 
     const int v = get_global_id(0);    /* which column (left) or row (right) of B */
     if (v >= nrhs) return;
-    real y[TRSM_NB];
-    for (int j = 0; j < nb; j++)
-        y[j] = Y(j);
-#if S_LOWER
-    for (int i = 0; i < nb; i++) {
-        real s = y[i];
-        for (int p = 0; p < i; p++)
-            s -= S(i, p) * y[p];
-#else
-    for (int i = nb - 1; i >= 0; i--) {
-        real s = y[i];
-        for (int p = i + 1; p < nb; p++)
-            s -= S(i, p) * y[p];
-#endif
+    /* y[] is written with literal indices only (the slot macros below), so it
+     * stays in registers; column-oriented substitution: y[p] is final, then
+     * subtracted from the entries still to solve */
+    real y[64];
+#define LOAD_Y(j) if ((j) < TRSM_NB && (j) < nb) y[j] = Y(j);
+    ALL64(LOAD_Y)
 #if UNIT
-        y[i] = s;
+#define PIVOT_Y(p)
 #else
-        y[i] = s / S(i, i);
+#define PIVOT_Y(p) y[p] /= S(p, p);
 #endif
-    }
-    for (int j = 0; j < nb; j++)
-        Y(j) = y[j];
+#if S_LOWER
+#define ELIM(p, i) if ((i) > (p) && (i) < TRSM_NB && (i) < nb) y[i] -= S(i, p) * y[p];
+#define SOLVE(p) if ((p) < TRSM_NB && (p) < nb) { PIVOT_Y(p) EACH64(ELIM, p) }
+    ALL64(SOLVE)
+#else
+#define ELIM(p, i) if ((i) < (p)) y[i] -= S(i, p) * y[p];
+#define SOLVE(p) if ((p) < TRSM_NB && (p) < nb) { PIVOT_Y(p) EACH64(ELIM, p) }
+    ALL64_DOWN(SOLVE)
+#endif
+#define STORE_Y(j) if ((j) < TRSM_NB && (j) < nb) Y(j) = y[j];
+    ALL64(STORE_Y)
 }
 
 __kernel void trtri_blocks(const int m, const int nb,
