@@ -22,10 +22,9 @@
  * transpose:  D (cols x rows) = S^T.
  */
 #include "common.h"
-#include "unroll.h"
 
 #ifndef TRSM_NB
-#define TRSM_NB 32         /* largest diagonal block a work-group stages (at most 64) */
+#define TRSM_NB 32         /* largest diagonal block a work-group stages */
 #endif
 #ifndef SIDE_LEFT
 #define SIDE_LEFT 1
@@ -70,28 +69,28 @@ __kernel void trsm_block(const int nb, const int nrhs,
 
     const int v = get_global_id(0);    /* which column (left) or row (right) of B */
     if (v >= nrhs) return;
-    /* y[] is written with literal indices only (the slot macros below), so it
-     * stays in registers; column-oriented substitution: y[p] is final, then
-     * subtracted from the entries still to solve */
-    real y[64];
-#define LOAD_Y(j) if ((j) < TRSM_NB && (j) < nb) y[j] = Y(j);
-    ALL64(LOAD_Y)
-#if UNIT
-#define PIVOT_Y(p)
-#else
-#define PIVOT_Y(p) y[p] /= S(p, p);
-#endif
+    real y[TRSM_NB];
+    for (int j = 0; j < nb; j++)
+        y[j] = Y(j);
 #if S_LOWER
-#define ELIM(p, i) if ((i) > (p) && (i) < TRSM_NB && (i) < nb) y[i] -= S(i, p) * y[p];
-#define SOLVE(p) if ((p) < TRSM_NB && (p) < nb) { PIVOT_Y(p) EACH64(ELIM, p) }
-    ALL64(SOLVE)
+    for (int i = 0; i < nb; i++) {
+        real s = y[i];
+        for (int p = 0; p < i; p++)
+            s -= S(i, p) * y[p];
 #else
-#define ELIM(p, i) if ((i) < (p)) y[i] -= S(i, p) * y[p];
-#define SOLVE(p) if ((p) < TRSM_NB && (p) < nb) { PIVOT_Y(p) EACH64(ELIM, p) }
-    ALL64_DOWN(SOLVE)
+    for (int i = nb - 1; i >= 0; i--) {
+        real s = y[i];
+        for (int p = i + 1; p < nb; p++)
+            s -= S(i, p) * y[p];
 #endif
-#define STORE_Y(j) if ((j) < TRSM_NB && (j) < nb) Y(j) = y[j];
-    ALL64(STORE_Y)
+#if UNIT
+        y[i] = s;
+#else
+        y[i] = s / S(i, i);
+#endif
+    }
+    for (int j = 0; j < nb; j++)
+        Y(j) = y[j];
 }
 
 __kernel void trtri_blocks(const int m, const int nb,
