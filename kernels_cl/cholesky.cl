@@ -81,6 +81,17 @@ __kernel void outer_product(__global real *a, const int off, const int ld, const
 #endif
 #define LS (LEAF + 1)      /* row stride of the local copy (odd: no bank conflicts) */
 
+/* (i, j) of entry idx of an nb x nb square, walked with the stored
+ * triangle's contiguous index fastest (coalesced for either storage). */
+inline int2 square_entry(const int idx, const int nb)
+{
+#if LOWER
+    return (int2)(idx / nb, idx % nb);
+#else
+    return (int2)(idx % nb, idx / nb);
+#endif
+}
+
 /* Factor the nb x nb diagonal block at a + off (nb <= LEAF) in one
  * work-group: its lower triangle is copied into local memory, factored there
  * right-looking (sqrt, column scaling, trailing update of the triangle) and
@@ -98,13 +109,9 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
     if (failed)
         return;
     for (int idx = lid; idx < nb * nb; idx += WG) {
-#if LOWER
-        const int i = idx / nb, j = idx % nb;
-#else
-        const int j = idx / nb, i = idx % nb;
-#endif
-        if (j <= i)
-            t[i * LS + j] = EL(i, j);
+        const int2 e = square_entry(idx, nb);
+        if (e.y <= e.x)
+            t[e.x * LS + e.y] = EL(e.x, e.y);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     int bad = 0;
@@ -129,13 +136,9 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     for (int idx = lid; idx < nb * nb; idx += WG) {
-#if LOWER
-        const int i = idx / nb, j = idx % nb;
-#else
-        const int j = idx / nb, i = idx % nb;
-#endif
-        if (j <= i)
-            EL(i, j) = t[i * LS + j];
+        const int2 e = square_entry(idx, nb);
+        if (e.y <= e.x)
+            EL(e.x, e.y) = t[e.x * LS + e.y];
     }
     if (bad && lid == 0)
         *info = base + bad;

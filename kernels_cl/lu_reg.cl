@@ -46,22 +46,11 @@
 #define FOR_SLOTS(F) ALL64(F)
 
 /* The (largest value, lowest row) over the RPS row groups' candidates in
- * vals/rows[0, RPS); every item gets the row.  RPS is a power of two. */
+ * vals/rows[0, RPS); every item gets the row. */
 int groups_argmax(__local real *vals, __local int *rows, const int lid)
 {
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = RPS / 2; s > 0; s >>= 1) {
-        if (lid < s) {
-            const real v = vals[lid + s];
-            const int r = rows[lid + s];
-            if (v > vals[lid] || (v == vals[lid] && r < rows[lid])) {
-                vals[lid] = v;
-                rows[lid] = r;
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return rows[0];
+    return argmax_tree(vals, rows, lid, RPS);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))

@@ -1,6 +1,7 @@
 /* pivoting.h -- the pieces of partial pivoting that the LU kernels share.
  *
- * wg_reduce_argmax: the (largest value, lowest row) over a work-group;
+ * argmax_tree, wg_reduce_argmax: the (largest value, lowest row) over a
+ * work-group;
  * wg_argmax_abs: LAPACK's i?amax of a column by one work-group;
  * multiplier: a multiplier the way LAPACK forms it.
  *
@@ -19,16 +20,12 @@
 #define NO_PIVOT 0
 #endif
 
-/* The (largest value, lowest row) over the work-group's (best, best_row)
- * pairs; called by every item of one work-group, all get the row. */
-int wg_reduce_argmax(const real best, const int best_row,
-                     __local real *vals, __local int *rows)
+/* The (largest value, lowest row) over vals/rows[0, count), count a power of
+ * two; the entries must be visible to all (a barrier after they were
+ * written).  Every item gets the row. */
+int argmax_tree(__local real *vals, __local int *rows, const int lid, const int count)
 {
-    const int lid = get_local_id(1) * get_local_size(0) + get_local_id(0);
-    vals[lid] = best;
-    rows[lid] = best_row;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = WG / 2; s > 0; s >>= 1) {
+    for (int s = count / 2; s > 0; s >>= 1) {
         if (lid < s) {
             const real v = vals[lid + s];
             const int r = rows[lid + s];
@@ -42,6 +39,18 @@ int wg_reduce_argmax(const real best, const int best_row,
     const int result = rows[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     return result;
+}
+
+/* The (largest value, lowest row) over the work-group's (best, best_row)
+ * pairs; called by every item of one work-group, all get the row. */
+int wg_reduce_argmax(const real best, const int best_row,
+                     __local real *vals, __local int *rows)
+{
+    const int lid = get_local_id(1) * get_local_size(0) + get_local_id(0);
+    vals[lid] = best;
+    rows[lid] = best_row;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return argmax_tree(vals, rows, lid, WG);
 }
 
 /* Row of the largest |a[r, col]| for r in [r0, n), lowest index on ties
