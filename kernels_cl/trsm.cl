@@ -10,6 +10,8 @@
  *
  * Both sides are the same recurrence on the system S y = b, with S = op(T)
  * (left) or S = op(T)^T (right):  S lower -> forward, S upper -> backward.
+ * TRSM_REG = 1 keeps each work-item's y in registers (column-oriented,
+ * written with literal indices), 0 in a private array (row-oriented loops).
  * T is staged in local memory; X overwrites B.  Larger triangles are solved
  * block by block from the host with GEMM updates in between (oclla.blas.trsm).
  *
@@ -22,6 +24,7 @@
  * transpose:  D (cols x rows) = S^T.
  */
 #include "common.h"
+#include "unroll.h"
 
 #ifndef TRSM_NB
 #define TRSM_NB 32         /* largest diagonal block a work-group stages */
@@ -37,6 +40,9 @@
 #endif
 #ifndef UNIT
 #define UNIT 0
+#endif
+#ifndef TRSM_REG
+#define TRSM_REG 0         /* trsm_block: 1 = right-hand side in registers (TRSM_NB <= 64) */
 #endif
 
 /* op(T)[i][p] from the staged block */
@@ -69,6 +75,30 @@ __kernel void trsm_block(const int nb, const int nrhs,
 
     const int v = get_global_id(0);    /* which column (left) or row (right) of B */
     if (v >= nrhs) return;
+#if TRSM_REG
+    /* y[] is written with literal indices only (unroll.h), so it stays in
+     * registers; column-oriented substitution: y[p] is final, then
+     * subtracted from the entries still to solve */
+    real y[64];
+#define LOAD_Y(j) if ((j) < TRSM_NB && (j) < nb) y[j] = Y(j);
+    ALL64(LOAD_Y)
+#if UNIT
+#define PIVOT_Y(p)
+#else
+#define PIVOT_Y(p) y[p] /= S(p, p);
+#endif
+#if S_LOWER
+#define ELIM(p, i) if ((i) > (p) && (i) < TRSM_NB && (i) < nb) y[i] -= S(i, p) * y[p];
+#define SOLVE(p) if ((p) < TRSM_NB && (p) < nb) { PIVOT_Y(p) EACH64(ELIM, p) }
+    ALL64(SOLVE)
+#else
+#define ELIM(p, i) if ((i) < (p)) y[i] -= S(i, p) * y[p];
+#define SOLVE(p) if ((p) < TRSM_NB && (p) < nb) { PIVOT_Y(p) EACH64(ELIM, p) }
+    ALL64_DOWN(SOLVE)
+#endif
+#define STORE_Y(j) if ((j) < TRSM_NB && (j) < nb) Y(j) = y[j];
+    ALL64(STORE_Y)
+#else
     real y[TRSM_NB];
     for (int j = 0; j < nb; j++)
         y[j] = Y(j);
@@ -91,6 +121,7 @@ __kernel void trsm_block(const int nb, const int nrhs,
     }
     for (int j = 0; j < nb; j++)
         Y(j) = y[j];
+#endif
 }
 
 __kernel void trtri_blocks(const int m, const int nb,

@@ -24,7 +24,8 @@ Families and their keys
 ``local2d`` X, Y: work-group shape of simple two-dimensional kernels
 ``trsm``   TRSM_NB: largest triangular diagonal block handled by one kernel;
            INVERSE: 1 to invert the diagonal blocks and apply them by GEMM, 0 to
-           solve each by substitution
+           solve each by substitution; REGISTER: 1 to keep the substitution's
+           right-hand side in registers (TRSM_NB <= 64), 0 in a private array
 ``laswp``  VW: adjacent columns per work-item; WG: work-group size
 ``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group
            size of the leaf; LEAF_UNR: rows a leaf work-item loads before it stores;
@@ -136,7 +137,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         while nb > 1 and (nb * (nb + 1) * itemsize > info.local_mem_size // 2
                           or not _fits_wg(info, nb)):
             nb //= 2
-        return dict(TRSM_NB=nb, INVERSE=1)
+        return dict(TRSM_NB=nb, INVERSE=1, REGISTER=0)
     if family == "laswp":
         if gpu:
             return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)))
@@ -202,8 +203,10 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             return None if _fits_wg(info, p["X"], p["Y"]) else "work-group too large"
         if family == "trsm":
             nb = p["TRSM_NB"]
-            if p["INVERSE"] not in (0, 1):
-                return "INVERSE must be 0 or 1"
+            if p["INVERSE"] not in (0, 1) or p["REGISTER"] not in (0, 1):
+                return "INVERSE and REGISTER must be 0 or 1"
+            if p["REGISTER"] and nb > 64:
+                return "REGISTER = 1 needs TRSM_NB <= 64"
             return None if 1 <= nb and nb * (nb + 1) * itemsize <= info.local_mem_size \
                 and _fits_wg(info, nb) else "TRSM_NB block does not fit the device"
         if family == "laswp":

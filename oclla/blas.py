@@ -128,7 +128,8 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
 
 def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):
     kernel = get_kernel(queue, "trsm.cl", "trsm_block", dtype, SIDE_LEFT=int(left),
-                        LOWER=int(lower), TRANS=int(trans), UNIT=int(unit), TRSM_NB=nb)
+                        LOWER=int(lower), TRANS=int(trans), UNIT=int(unit), TRSM_NB=nb,
+                        TRSM_REG=params(queue, "trsm", dtype)["REGISTER"])
     wg = 64 if nrhs >= 64 else 16
     wg = min(wg, params(queue, "wg1d", dtype)["WG"])
     enqueue(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(kb), int_arg(nrhs),

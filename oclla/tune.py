@@ -89,6 +89,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("lu", "REG_SLOTS", (0, 16, 32) if gpu else (0, 16)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
         ("trsm", "INVERSE", (0, 1)),
+        ("trsm", "REGISTER", (0, 1)),
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]

@@ -139,12 +139,13 @@ def _triangle(rng, m, lower, unit, dtype):
     return stored.astype(dtype), tri
 
 
-TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1), dict(TRSM_NB=16, INVERSE=1),
-             dict(TRSM_NB=8, INVERSE=0)]
+TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1, REGISTER=0), dict(TRSM_NB=16, INVERSE=1, REGISTER=0),
+             dict(TRSM_NB=8, INVERSE=0, REGISTER=0), dict(TRSM_NB=16, INVERSE=0, REGISTER=1)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("tp", TRSM_SETS, ids=lambda p: f"nb{p['TRSM_NB']}-inv{p['INVERSE']}")
+@pytest.mark.parametrize("tp", TRSM_SETS, ids=lambda p: f"nb{p['TRSM_NB']}-inv{p['INVERSE']}"
+                                                         f"-reg{p['REGISTER']}")
 def test_trsm_all_cases(queue, tp, dtype):
     _skip_fp64(queue, dtype)
     if dtype == np.float64 and tp["INVERSE"] == 0:
@@ -168,6 +169,11 @@ def test_trsm_all_cases(queue, tp, dtype):
             err = solve_backward_error(op.T, x.T, b.T)
         assert passes(err), (f"m={m} nrhs={nrhs} left={left} lower={lower} trans={trans} "
                              f"unit={unit}: {err:.3g}")
+
+
+def test_register_substitution_needs_a_small_block(queue):
+    info = oclla.device_info(queue)
+    assert "REGISTER" in _params.check("trsm", dict(TRSM_NB=65, INVERSE=0, REGISTER=1), info, 4)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
