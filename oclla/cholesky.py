@@ -37,6 +37,8 @@ definite", k being LAPACK's ``info``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
@@ -135,28 +137,39 @@ def _update_trailing(queue, a: View, n1: int, rest: int, panel: View, *, lower: 
          trans=not lower)
 
 
-def factor_diagonal(queue, a: View, n: int, *, lower: bool, dtype, info, base: int) -> None:
+class _Leaf(NamedTuple):
+    """The diagonal-leaf kernel of the blocked potrf, looked up once per factorization."""
+    kernel: object
+    order: int                 # LEAF: largest block it factors
+    wg: int
+
+
+def _leaf(queue, dtype, lower: bool) -> _Leaf:
+    p = params(queue, "chol", dtype)
+    kernel = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, WG=p["WG"], LEAF=p["LEAF"],
+                        LOWER=int(lower))
+    return _Leaf(kernel, p["LEAF"], p["WG"])
+
+
+def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
+                     base: int) -> None:
     """Factor the n x n diagonal block at ``a`` in place (recursive potrf).
 
-    Up to the device's LEAF order one work-group does it in local memory;
-    larger blocks split into A11 (a multiple of LEAF), the panel A21, the
+    Up to the leaf order one work-group does it in local memory; larger
+    blocks split into A11 (a multiple of the leaf order), the panel A21, the
     trailing update of A22 and A22, each half recursively.  A failing pivot at
     order k of this block sets ``info`` to ``base + k`` if it is still 0.
     """
-    p = params(queue, "chol", dtype)
-    leaf = p["LEAF"]
-    if n <= leaf:
-        kernel = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, WG=p["WG"], LEAF=leaf,
-                            LOWER=int(lower))
-        enqueue(queue, kernel, (p["WG"],), (p["WG"],), a.buf, int_arg(a.off), int_arg(a.ld),
-                int_arg(n), int_arg(base), info.data)
+    if n <= leaf.order:
+        enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, int_arg(a.off),
+                int_arg(a.ld), int_arg(n), int_arg(base), info.data)
         return
-    n1 = max(leaf, (n // 2) // leaf * leaf)
-    factor_diagonal(queue, a, n1, lower=lower, dtype=dtype, info=info, base=base)
+    n1 = max(leaf.order, (n // 2) // leaf.order * leaf.order)
+    _factor_diagonal(queue, a, n1, leaf, lower=lower, dtype=dtype, info=info, base=base)
     panel = _solve_panel(queue, a, n1, n - n1, lower=lower, dtype=dtype)
     _update_trailing(queue, a, n1, n - n1, panel, lower=lower, dtype=dtype)
-    factor_diagonal(queue, a.at(n1, n1), n - n1, lower=lower, dtype=dtype, info=info,
-                    base=base + n1)
+    _factor_diagonal(queue, a.at(n1, n1), n - n1, leaf, lower=lower, dtype=dtype, info=info,
+                     base=base + n1)
 
 
 def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: int = 0,
@@ -170,6 +183,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     info) recorded in the trace (default: as is).
     """
     nb = block or block_size(queue, dtype)
+    leaf = _leaf(queue, dtype, lower)
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     for j in range(0, n, nb):
         jb = min(nb, n - j)
@@ -177,8 +191,8 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         reg, extra = region(j, j + jb, j, j + jb)
         with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
                         **extra):
-            factor_diagonal(queue, a.at(j, j), jb, lower=lower, dtype=dtype, info=info,
-                            base=base + j)
+            _factor_diagonal(queue, a.at(j, j), jb, leaf, lower=lower, dtype=dtype, info=info,
+                             base=base + j)
         if rest == 0:
             break
         reg, extra = region(*((j + jb, n, j, j + jb) if lower else (j, j + jb, j + jb, n)))

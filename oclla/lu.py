@@ -240,6 +240,7 @@ class _Panels:
         self.queue, self.A, self.n, self.piv, self.info = queue, A, n, piv, info
         self.p, self.dtype, self.no_pivot, self.columns = p, dtype, no_pivot, columns
         self.local_mem = device_info(queue).local_mem_size
+        self._kernels: dict = {}             # (name, define values) -> cl.Kernel
 
     def _reg_shape(self, m: int):
         """(width, slots) of the register leaf for m rows, or (0, 0) if none fits."""
@@ -258,8 +259,12 @@ class _Panels:
         return (lw, slots) if local <= self.local_mem else (0, 0)
 
     def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
-        kernel = get_kernel(self.queue, source, name, self.dtype, WG=self.p["PANEL_WG"],
-                            NO_PIVOT=int(self.no_pivot), **defines)
+        key = (name, *defines.values())
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = get_kernel(
+                self.queue, source, name, self.dtype, WG=self.p["PANEL_WG"],
+                NO_PIVOT=int(self.no_pivot), **defines)
         wg = self.p["PANEL_WG"]
         enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), *extra, self.piv.data,
