@@ -48,6 +48,10 @@ Families and their keys
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
            stores; FUSED: 1 if the last work-group of a launch finishes the next
            column, 0 for a separate one-work-group launch
+``crout``  the left-looking per-pivot LU (kernels_cl/lu_crout.cl): WG: work-group size;
+           row part: RJ items along a block's columns (WG/RJ share a column), MB rows
+           of U per chunk; column part: CL items per row, RR rows per sub-group of CL
+           items, KC columns of L per chunk
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ import numpy as np
 
 from ._device import device_info
 
-FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot")
+FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot", "crout")
 DATA_VERSION = 1
 _overrides: dict = {}
 
@@ -160,6 +164,11 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                         WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
         return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024, UNR=1,
                     FUSED=1)
+    if family == "crout":
+        wg = _pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64))
+        lanes = min(32, max(1, wg // 2)) if gpu else max(1, wg // 16)
+        return dict(WG=wg, RJ=lanes if gpu else wg, MB=128 if gpu else 1024, CL=lanes, RR=2,
+                    KC=1024 if gpu else 4096)
     raise KeyError(family)
 
 
@@ -242,6 +251,14 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             if (wx * wy) & (wx * wy - 1):
                 return "WX * WY must be a power of two"
             return None if _fits_wg(info, wx, wy) else "work-group too large"
+        if family == "crout":
+            wg, rj, cl = p["WG"], p["RJ"], p["CL"]
+            if any(v < 1 or v & (v - 1) for v in (wg, rj, cl)) or rj > wg or cl > wg \
+                    or wg // cl * p["RR"] < 2:
+                return "WG, RJ, CL powers of two, RJ <= WG, CL <= WG, WG / CL * RR >= 2"
+            if p["MB"] < 1 or p["RR"] < 1 or p["KC"] < 4 or p["KC"] % 4:
+                return "MB, RR >= 1 and KC a positive multiple of 4"
+            return None if _fits_wg(info, wg) else "WG exceeds the work-group limit"
     except (KeyError, TypeError):
         return f"missing or malformed keys for {family}"
     raise KeyError(family)

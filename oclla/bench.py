@@ -8,7 +8,7 @@ Usage::
 
 What each routine measures (LAPACK flop counts):
 
-``lu``     the three LU variants (per-pivot faithful, per-pivot in place, blocked)
+``lu``     the LU variants (per-pivot faithful, in place and Crout; blocked)
            and the reference ``lu_factor``; 2n³/3 flops
 ``getrf``  the blocked LU and the reference; 2n³/3
 ``gemm``   C = A·B, n x n; 2n³
@@ -152,6 +152,7 @@ def _oclla_runs(routine: str, n: int, dtype, queue, max_pivot_n: int):
     if routine == "lu" and n <= max_pivot_n:
         runs["pivot faithful"] = lu("pivot", "faithful", "none")
         runs["pivot inplace"] = lu("pivot", "inplace")
+        runs["pivot crout"] = lu("pivot", "crout")
     if routine in ("lu", "getrf"):
         runs["blocked"] = lu("blocked")
     if routine == "gemm":

@@ -21,6 +21,11 @@ Methods
     on the fly and the next launch stores them; a recording's snapshot after
     step k shows the matrix as elimination defines it (that pending division
     applied to the host copy).
+    ``variant="crout"``: the same loop in left-looking (Crout) order (one
+    launch per pivot: kernels_cl/lu_crout.cl): pivot k forms only row k of U
+    and column k of L from the finished parts of L and U and the next
+    candidate column, reading 2k(n-k) entries instead of rewriting the
+    (n-k)² active submatrix; rows are interchanged once, at the end.
     ``variant="faithful"``: the SYCL blog post as written: L and U separate,
     a full n x n NDRange every step and a copy of U back into A after it; no
     pivoting.
@@ -48,7 +53,7 @@ from ._validate import (as_matrix, as_rhs, check_fp64, deliver, is_device_array,
 from .blas import View, gemm, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
-VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "faithful")}
+VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "crout", "faithful")}
 
 
 def lu_flops(n: int) -> float:
@@ -209,6 +214,58 @@ def _factor_inplace(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool)
                 if k == n - 2:
                     kernels.tail(k, n)
                 pending[0] = k if k < n - 2 else None
+        if run is not None:
+            _annotate_swaps(run, piv)
+
+
+def _crout_groups(n: int, k: int, p: dict, vw: int) -> int:
+    """Work-groups of launch k of crout_step (the kernel derives the same split)."""
+    rw, rows = p["RJ"] * vw, p["WG"] // p["CL"] * p["RR"]
+    row_blocks = -(-(n - (k + 2) // rw * rw) // rw) if k + 2 < n else 0
+    col_blocks = -(-(n - k - 1) // (rows - 1))
+    return (row_blocks * max(1, -(-k // p["MB"]))
+            + col_blocks * max(1, -(-k // p["KC"])))
+
+
+def _factor_crout(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -> None:
+    p = params(queue, "crout", a.dtype)
+    wg, rows = p["WG"], p["WG"] // p["CL"] * p["RR"]
+    vw = next(w for w in (4, 2, 1) if n % w == 0)
+    defines = dict(WG=wg, RJ=p["RJ"], MB=p["MB"], CL=p["CL"], KC=p["KC"], RR=p["RR"], VW=vw,
+                   NO_PIVOT=int(no_pivot))
+    first = get_kernel(queue, "lu_crout.cl", "crout_first", a.dtype, **defines)
+    step = get_kernel(queue, "lu_crout.cl", "crout_step", a.dtype, **defines)
+    perm = cl_array.to_device(queue, np.arange(n, dtype=np.int32))
+    col_blocks = -(-n // (rows - 1))
+    part = -(-n // p["MB"]) * n + col_blocks * rows * -(-n // p["KC"])
+    work = dict(ut=(n * n, a.dtype), part=(part, a.dtype), part_val=(col_blocks, a.dtype),
+                part_row=(col_blocks, np.int32), u_next=(1, a.dtype))
+    work = {name: cl_array.empty(queue, size, dtype) for name, (size, dtype) in work.items()}
+    block_count = cl_array.zeros(queue, -(-n // (p["RJ"] * vw)) + 1 + col_blocks, np.int32)
+    counter = cl_array.zeros(queue, 1, np.int32)
+    done = [False]
+
+    def snapshot():
+        """Rows in their logical order; at the end, the factor itself."""
+        m = a.get()
+        return m if done[0] else m[perm.get()]
+
+    with trace.run("lu", "crout", queue, (n, n), a.dtype, snapshot,
+                   pivoting="none" if no_pivot else "partial") as run:
+        enqueue(queue, first, (wg,), (wg,), a.data, int_arg(n), int_arg(n), piv.data)
+        for k in range(n - 1):
+            active = n - k - 1
+            groups = _crout_groups(n, k, p, vw)
+            with trace.step("eliminate", (k, n, k, n), pivot=(k, k),
+                            flops=4.0 * k * active + 2.0 * active + active,
+                            nbytes=a.dtype.itemsize * (2 * k * active + 5 * active)):
+                enqueue(queue, step, (groups * wg,), (wg,), a.data, int_arg(n), int_arg(n),
+                        int_arg(k), perm.data, work["ut"].data, piv.data, info.data,
+                        work["part"].data, block_count.data, work["part_val"].data,
+                        work["part_row"].data, work["u_next"].data, counter.data)
+                if k == n - 2:
+                    laswp(queue, view_of(a), 0, n, piv.data, 0, n, dtype=a.dtype)
+                    done[0] = True
         if run is not None:
             _annotate_swaps(run, piv)
 
@@ -442,6 +499,8 @@ def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=No
     with launch_queue(queue) as loop_queue:
         if variant == "faithful":
             _factor_faithful(loop_queue, a, n)
+        elif variant == "crout":
+            _factor_crout(loop_queue, a, n, piv, info, no_pivot)
         elif method == "pivot":
             _factor_inplace(loop_queue, a, n, piv, info, no_pivot)
         else:
@@ -487,7 +546,7 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     ----------
     a : (n, n) array_like of float32/float64, or a C-contiguous pyopencl array
     method : "blocked" (default) or "pivot"; see the module docstring
-    variant : for ``method="pivot"``: "inplace" (default) or "faithful"
+    variant : for ``method="pivot"``: "inplace" (default), "crout" or "faithful"
     pivoting : "partial" (default; "none" for the faithful variant) or "none"
     overwrite_a : allow the result to be written into ``a``
     check_finite : reject NaN/Inf in ``a`` (ValueError)

@@ -3,7 +3,7 @@
 Usage::
 
     oclla tune [--device SPEC] [--dtype float32,float64] [--quick]
-               [--families gemm,pivot,lu,chol] [--output FILE] [--ship]
+               [--families gemm,pivot,crout,lu,chol] [--output FILE] [--ship]
 
 Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 
@@ -17,6 +17,8 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 * ``pivot``: the per-pivot kernel shape (tuned first: the blocked LU's
   panels may use the same kernels).  Metric: time of the per-pivot LU at
   n = ``PIVOT_N``.
+* ``crout``: the shape of the per-pivot LU in Crout order (its row and
+  column parts).  Metric: its time at n = ``PIVOT_N``.
 * ``trsm``, ``laswp``, ``lu``: searched one parameter at a time (coordinate
   descent, in the order of :func:`_lu_axes`), each candidate with the others
   at their best so far.  Metric: time of the blocked LU at n = ``LU_N`` (best of 3).
@@ -121,13 +123,27 @@ def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
     return space[::2] if quick else space
 
 
-SPACE = {"gemm": _gemm_space, "lu": _lu_axes, "chol": _chol_axes, "pivot": _pivot_space}
+def _crout_space(kind: str, native: int, quick: bool) -> list[dict]:
+    if kind == "GPU":
+        space = [dict(WG=wg, RJ=32, MB=mb, CL=cl, KC=kc, RR=rr)
+                 for wg, mb, cl, kc, rr in itertools.product((128, 256), (128, 256), (16, 32),
+                                                             (512, 1024), (1, 2, 4))]
+    else:
+        space = [dict(WG=wg, RJ=wg, MB=mb, CL=max(1, wg // 16), KC=4096, RR=rr)
+                 for wg, mb, rr in itertools.product((16, 64), (256, 1024), (1, 2))]
+    return space[::3] if quick else space
+
+
+SPACE = {"gemm": _gemm_space, "lu": _lu_axes, "chol": _chol_axes, "pivot": _pivot_space,
+         "crout": _crout_space}
 METRIC = {
     "gemm": "GFLOP/s of C = A·B, n = GEMM_N, device arrays, best of 3",
     "lu": "seconds of the blocked LU, n = LU_N, best of 3 (lower is better)",
     "chol": "seconds of the blocked Cholesky in full plus in packed (RFP) storage, n = LU_N, "
             "best of 3 each (lower is better)",
     "pivot": "seconds of the per-pivot LU, n = PIVOT_N, best of 3 (lower is better)",
+    "crout": "seconds of the per-pivot LU in Crout order, n = PIVOT_N, best of 3 "
+             "(lower is better)",
 }
 
 
@@ -164,13 +180,13 @@ def check_gemm(queue, p: dict, dtype) -> str | None:
     return None
 
 
-def check_lu(queue, dtype, method: str = "blocked") -> str | None:
+def check_lu(queue, dtype, method: str = "blocked", variant: str | None = None) -> str | None:
     """None if LU with the current parameters matches SciPy's pivots and passes, else why."""
     import scipy.linalg as sl
     from .lu import lu_factor
     for n in (1, 37, 97, 200):
         a = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
-        lu, piv = lu_factor(a, method=method, queue=queue)
+        lu, piv = lu_factor(a, method=method, variant=variant, queue=queue)
         err = lu_backward_error(a, lu, piv)
         if not err < THRESHOLD:
             return f"backward error {err:.3g} at n={n}"
@@ -248,9 +264,9 @@ def tune_gemm(queue, dtype, quick: bool, log) -> dict | None:
     return best
 
 
-def _lu_time(queue, a, method: str) -> float | Exception:
+def _lu_time(queue, a, method: str, variant: str | None = None) -> float | Exception:
     from .lu import lu_factor
-    return _safe(lambda: _best_time(queue, lambda: lu_factor(a, method=method,
+    return _safe(lambda: _best_time(queue, lambda: lu_factor(a, method=method, variant=variant,
                                                              check_finite=False,
                                                              queue=queue)))
 
@@ -353,29 +369,34 @@ def _crossover(queue, dtype, lu_params: dict, log) -> int:
     return best
 
 
-def tune_pivot(queue, dtype, quick: bool, log) -> dict | None:
+PER_PIVOT_VARIANT = {"pivot": "inplace", "crout": "crout"}
+
+
+def tune_per_pivot(queue, dtype, family: str, quick: bool, log) -> dict | None:
+    """Exhaustive search of a per-pivot LU's kernel shape (``pivot`` or ``crout``)."""
     import pyopencl.array as cl_array
     from ._device import device_info
     info = device_info(queue)
     kind = "GPU" if info.kind == "GPU" else "CPU"
     n = PIVOT_N[kind]
+    variant = PER_PIVOT_VARIANT[family]
     native = _params._native_width(queue, np.dtype(dtype).itemsize)
     a = cl_array.to_device(queue, np.random.default_rng(3).standard_normal((n, n)).astype(dtype))
     best, best_time = None, float("inf")
-    for p in SPACE["pivot"](kind, native, quick):
-        if _params.check("pivot", p, info, np.dtype(dtype).itemsize) is not None:
+    for p in SPACE[family](kind, native, quick):
+        if _params.check(family, p, info, np.dtype(dtype).itemsize) is not None:
             continue
-        _params.override("pivot", p)
-        problem = _safe(lambda: check_lu(queue, dtype, method="pivot"))
-        seconds = _lu_time(queue, a, "pivot") if problem is None else problem
+        _params.override(family, p)
+        problem = _safe(lambda: check_lu(queue, dtype, method="pivot", variant=variant))
+        seconds = _lu_time(queue, a, "pivot", variant) if problem is None else problem
         if not isinstance(seconds, float):
-            log(f"  pivot {p}: rejected ({seconds})")
+            log(f"  {family} {p}: rejected ({seconds})")
             continue
-        log(f"  pivot {p}: {1e3 * seconds:.1f} ms")
+        log(f"  {family} {p}: {1e3 * seconds:.1f} ms")
         if seconds < best_time:
             best, best_time = p, seconds
-    _params.override("pivot", best)
-    log(f"pivot best: {best} ({1e3 * best_time:.1f} ms at n={n})")
+    _params.override(family, best)
+    log(f"{family} best: {best} ({1e3 * best_time:.1f} ms at n={n})")
     return best
 
 
@@ -426,12 +447,13 @@ def tune(queue, dtype, families, quick: bool = False, log=print, save=None) -> d
             found["gemm"] = best
             _params.override("gemm", best)
             save(found)
-    if "pivot" in families:                 # before lu: its panels may use these kernels
-        best = tune_pivot(queue, dtype, quick, log)
-        if best is not None:
-            found["pivot"] = best
-            _params.override("pivot", best)
-            save(found)
+    for family in ("pivot", "crout"):       # pivot before lu: its panels may use these kernels
+        if family in families:
+            best = tune_per_pivot(queue, dtype, family, quick, log)
+            if best is not None:
+                found[family] = best
+                _params.override(family, best)
+                save(found)
     if "lu" in families:
         found.update(tune_lu(queue, dtype, quick, log))
         save(found)
@@ -446,15 +468,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="oclla tune", description=__doc__.split("\n")[0])
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32", help="float32, float64 or both")
-    ap.add_argument("--families", default="gemm,lu,chol,pivot",
-                    help="comma-separated subset of gemm, lu, chol, pivot")
+    ap.add_argument("--families", default="gemm,lu,chol,pivot,crout",
+                    help="comma-separated subset of gemm, lu, chol, pivot, crout")
     ap.add_argument("--quick", action="store_true", help="a thinner search")
     ap.add_argument("--output", default=None, help="file to store into (default: user cache)")
     ap.add_argument("--ship", action="store_true",
                     help="store into the package's oclla/data/tuned.json")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     families = {f.strip() for f in args.families.split(",") if f.strip()}
-    unknown = families - {"gemm", "lu", "chol", "pivot"}
+    unknown = families - set(SPACE)
     if unknown:
         ap.error(f"unknown families: {', '.join(sorted(unknown))}")
     from . import get_queue, device_info

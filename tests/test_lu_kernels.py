@@ -1,7 +1,8 @@
 """LU kernels over a grid of parameter sets (the tuner may pick any of them).
 
 The per-pivot kernels with one and several row blocks per launch, scalar and
-vector columns; the blocked LU with recursive leaves and with per-column
+vector columns; the Crout-order per-pivot kernel with its sums in one and in
+several chunks; the blocked LU with recursive leaves and with per-column
 panels, with and without look-ahead, and the one-launch path for small n.
 Each factorization must pass the backward-error threshold and choose
 SciPy's pivots (random matrices have no ties).
@@ -36,6 +37,12 @@ BLOCKED_SETS = [
          SMALL_N=0, LOOKAHEAD=1),
     dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=20, LOOKAHEAD=0),
 ]
+CROUT_SETS = [
+    dict(WG=64, RJ=64, MB=1024, CL=4, RR=2, KC=4096),    # one chunk per product (CPU shape)
+    dict(WG=256, RJ=32, MB=128, CL=32, RR=2, KC=1024),   # GPU shape
+    dict(WG=16, RJ=4, MB=5, CL=4, RR=1, KC=8),           # many chunks, ragged: split sums
+    dict(WG=8, RJ=8, MB=3, CL=8, RR=3, KC=4),            # one row per sub-group
+]
 SIZES = (1, 2, 15, 16, 17, 41, 64, 97)
 
 
@@ -55,6 +62,36 @@ def _check(queue, dtype, **kw):
 def test_per_pivot_kernel_shapes(queue, p, dtype):
     _params.override("pivot", p)
     _check(queue, dtype, method="pivot")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("p", CROUT_SETS, ids=lambda p: "-".join(map(str, p.values())))
+def test_crout_kernel_shapes(queue, p, dtype):
+    _params.override("crout", p)
+    _check(queue, dtype, method="pivot", variant="crout")
+
+
+@pytest.mark.parametrize("p", CROUT_SETS[2:], ids=lambda p: "-".join(map(str, p.values())))
+def test_crout_without_pivoting_matches_the_post_example(queue, p):
+    _params.override("crout", p)
+    a = np.array([[2, 4, 3, 5], [-4, -7, -5, 8], [6, 8, 2, 9], [4, 9, -2, 14]], np.float32)
+    lu, piv = oclla.lu_factor(a, method="pivot", variant="crout", pivoting="none", queue=queue)
+    expected = np.array([[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -3, 66], [2, 1, 3, -212]])
+    np.testing.assert_allclose(lu, expected, atol=1e-4)
+    np.testing.assert_array_equal(piv, np.arange(4))
+
+
+def test_crout_singular_and_zero_pivot(queue):
+    _params.override("crout", CROUT_SETS[2])
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 5.0, 2.0]], np.float32)
+    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
+        _, piv = oclla.lu_factor(a, method="pivot", variant="crout", queue=queue)
+    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
+        _, ref_piv = sl.lu_factor(a)
+    np.testing.assert_array_equal(piv, ref_piv)
+    b = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 1.0], [1.0, 5.0, 2.0]], np.float32)
+    with pytest.raises(np.linalg.LinAlgError, match="zero pivot in column 1"):
+        oclla.lu_factor(b, method="pivot", variant="crout", pivoting="none", queue=queue)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

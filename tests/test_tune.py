@@ -15,6 +15,8 @@ def small_problems(monkeypatch):
     monkeypatch.setitem(tune.LU_N, "CPU", 160)
     monkeypatch.setitem(tune.LU_N, "GPU", 160)
     monkeypatch.setattr(tune, "SMALL_SIZES", (32, 64))
+    monkeypatch.setitem(tune.PIVOT_N, "CPU", 96)
+    monkeypatch.setitem(tune.PIVOT_N, "GPU", 96)
 
 
 def test_chol_search_stores_a_correct_set(queue, tmp_path, small_problems):
@@ -58,6 +60,19 @@ def test_lu_search_gives_pivots_like_scipy(queue, small_problems):
     for fam, p in found.items():
         _params.override(fam, p)
     assert tune.check_lu(queue, np.float32) is None
+
+
+def test_crout_search_keeps_a_correct_shape(queue, small_problems):
+    lines = []
+    found = tune.tune(queue, np.float32, {"crout"}, quick=True, log=lines.append)
+    crout = found["crout"]
+    assert _params.check("crout", crout, oclla.device_info(queue), 4) is None
+    timed = [line for line in lines if line.startswith("  crout {") and line.endswith(" ms")]
+    assert len(timed) == len(tune.SPACE["crout"]("CPU" if oclla.device_info(queue).kind
+                                                  != "GPU" else "GPU", 1, True))
+    assert lines[-1].startswith("crout best:")
+    _params.override("crout", crout)
+    assert tune.check_lu(queue, np.float32, method="pivot", variant="crout") is None
 
 
 def test_cli_refuses_unknown_families(capsys):

@@ -131,6 +131,8 @@ ALGORITHMS: tuple = (
     Algorithm("lu", "LU factorization", (
         Variant("pivot", "per-pivot, in place (improved)",
                 {"method": "pivot", "variant": "inplace"}, ("partial", "none")),
+        Variant("crout", "per-pivot, left-looking (Crout order)",
+                {"method": "pivot", "variant": "crout"}, ("partial", "none")),
         Variant("faithful", "per-pivot, faithful to the SYCL post",
                 {"method": "pivot", "variant": "faithful"}, ("none",)),
         Variant("blocked", "blocked (panel, TRSM, GEMM)",
