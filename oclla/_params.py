@@ -167,7 +167,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
     if family == "crout":
         wg = _pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64))
         lanes = min(32, max(1, wg // 2)) if gpu else max(1, wg // 16)
-        return dict(WG=wg, RJ=lanes if gpu else wg, MB=128 if gpu else 1024, CL=lanes, RR=2,
+        return dict(WG=wg, RJ=lanes if gpu else wg, MB=256 if gpu else 1024, CL=lanes, RR=2,
                     KC=1024 if gpu else 4096)
     raise KeyError(family)
 
