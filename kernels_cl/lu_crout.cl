@@ -72,9 +72,13 @@
 #ifndef VW
 #define VW 1               /* adjacent entries per item */
 #endif
+#ifndef UNROLL
+#define UNROLL 4           /* loads in flight per item in the inner loops */
+#endif
 #define MLANES (WG / RJ)
 #define ROWS (WG / CL * RR)   /* slots of a column-part block: row k and ROWS-1 rows */
 #define RW (RJ * VW)          /* columns of a row-part block */
+#define STAGE (MB > KC ? MB : KC)
 
 /* Physical row of logical row i once pivot k (row p) is interchanged. */
 #define PHYS(i) ((i) == k ? perm[p] : ((i) == p ? perm[k] : perm[i]))
@@ -110,27 +114,30 @@ void crout_first(__global const real *a, const int lda, const int n, __global in
         piv[0] = p;
 }
 
-/* Row part: this item's share of l[k, m0:m1] · u[m0:m1, j0:j0+VW]. */
-REALV(VW) row_partial(__global const real *a, const int lda, const int k, const int rk,
-                      __global const int *perm, const int j0, const int m0, const int m1)
+/* Row part: this item's share of l[k, m0:m1] · u[m0:m1, j0:j0+VW]; lk and rows
+ * hold l[k, m0:m1] and the physical rows of u[m0:m1, :] (local copies). */
+REALV(VW) row_partial(__global const real *a, const int lda, const int j0, const int len,
+                      __local const real *lk, __local const int *rows)
 {
     REALV(VW) s = ZERO;
-    for (int m = m0 + (int)get_local_id(0) / RJ; m < m1; m += MLANES)
-        s += a[AT(rk, m, lda)] * VLOAD(VW)(0, a + AT(perm[m], j0, lda));
+    #pragma unroll UNROLL
+    for (int m = (int)get_local_id(0) / RJ; m < len; m += MLANES)
+        s += lk[m] * VLOAD(VW)(0, a + AT(rows[m], j0, lda));
     return s;
 }
 
-/* Column part: this item's share of l[i, m0:m1] · u[m0:m1, k+1] (u: row k+1 of ut). */
-real column_partial(__global const real *row, __global const real *u, const int m0,
-                    const int m1, const int lane)
+/* Column part: this item's share of row[0:len] · u[0:len] (u: a local copy). */
+real column_partial(__global const real *row, __local const real *u, const int len,
+                    const int lane)
 {
-    const int mv = m0 + (m1 - m0) / VW * VW;          /* [m0, mv) by vectors, then a tail */
+    const int lv = len / VW * VW;                      /* [0, lv) by vectors, then a tail */
     REALV(VW) s = ZERO;
     real x = ZERO;
-    for (int m = m0 + lane * VW; m < mv; m += CL * VW)
+    #pragma unroll UNROLL
+    for (int m = lane * VW; m < lv; m += CL * VW)
         s += VLOAD(VW)(0, row + m) * VLOAD(VW)(0, u + m);
     if (lane == 0)
-        for (int m = mv; m < m1; m++)
+        for (int m = lv; m < len; m++)
             x += row[m] * u[m];
     return x + dot(s, (REALV(VW))(ONE));
 }
@@ -146,6 +153,8 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
     __local real red[RR * WG];
     __local real slot[ROWS];
     __local int rows[WG];
+    __local real stage[STAGE];
+    __local int stage_rows[MB > ROWS ? MB : ROWS];
     __local int flag;
     const int lid = get_local_id(0), group = get_group_id(0);
     const int p = piv[k], rk = perm[p];
@@ -162,20 +171,36 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
     const int j0 = (k + 2) / RW * RW + block * RW + lane * VW;
     const int mine = is_row && lid < RJ && j0 < n;     /* holds a sum of columns j0.. */
 
+    /* 0. local copies of what the inner loops reuse: l[k, m] and the physical
+     * rows of u[m, :] for the row part's chunk; u[m, k+1] and the slots'
+     * physical rows for the column part */
+    const int m0 = chunk * (is_row ? MB : KC);
+    const int len = max(0, min(k, m0 + (is_row ? MB : KC)) - m0);
+    if (is_row) {
+        for (int m = lid; m < len; m += WG) {
+            stage[m] = a[AT(rk, m0 + m, lda)];
+            stage_rows[m] = perm[m0 + m];
+        }
+    } else {
+        for (int m = lid; m < len; m += WG)
+            stage[m] = ut[AT(k + 1, m0 + m, n)];
+        for (int t = lid; t < ROWS; t += WG) {
+            const int i = t == 0 ? k : k + t + block * (ROWS - 1);
+            stage_rows[t] = i < n ? PHYS(i) : -1;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
     /* 1. this work-group's partial sums, reduced over the items that share them */
     if (is_row) {
-        const REALV(VW) s = j0 < n
-            ? row_partial(a, lda, k, rk, perm, j0, chunk * MB, min(k, (chunk + 1) * MB))
-            : (REALV(VW))(ZERO);
+        const REALV(VW) s = j0 < n ? row_partial(a, lda, j0, len, stage, stage_rows)
+                                   : (REALV(VW))(ZERO);
         VSTORE(VW)(s, lid, sums);
     } else {
         for (int r = 0; r < RR; r++) {                 /* slot t = sub + r * WG/CL */
-            const int t = sub + r * (WG / CL);
-            const int i = t == 0 ? k : k + t + block * (ROWS - 1);
-            red[r * WG + lid] = i < n
-                ? column_partial(a + AT(PHYS(i), 0, lda), ut + AT(k + 1, 0, n), chunk * KC,
-                                 min(k, (chunk + 1) * KC), lane)
-                : ZERO;
+            const int row = stage_rows[sub + r * (WG / CL)];
+            red[r * WG + lid] = row >= 0
+                ? column_partial(a + AT(row, m0, lda), stage, len, lane) : ZERO;
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -234,7 +259,7 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
         for (int t = 1 + lid; t < ROWS; t += WG) {
             const int i = k + t + block * (ROWS - 1);
             if (i < n) {
-                const int ri = PHYS(i);
+                const int ri = stage_rows[t];
                 const real c = a[AT(ri, k, lda)];
                 const real l = d == ZERO ? c : multiplier(c, d, ONE / d);
                 const real next = a[AT(ri, k + 1, lda)] - slot[t] - l * ukk1;

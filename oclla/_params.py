@@ -51,7 +51,7 @@ Families and their keys
 ``crout``  the left-looking per-pivot LU (kernels_cl/lu_crout.cl): WG: work-group size;
            row part: RJ items along a block's columns (WG/RJ share a column), MB rows
            of U per chunk; column part: CL items per row, RR rows per sub-group of CL
-           items, KC columns of L per chunk
+           items, KC columns of L per chunk; UNROLL: loads in flight per item
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         wg = _pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64))
         lanes = min(32, max(1, wg // 2)) if gpu else max(1, wg // 16)
         return dict(WG=wg, RJ=lanes if gpu else wg, MB=256 if gpu else 1024, CL=lanes, RR=2,
-                    KC=1024 if gpu else 4096)
+                    KC=1024 if gpu else 4096, UNROLL=4 if gpu else 1)
     raise KeyError(family)
 
 
@@ -256,8 +256,12 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             if any(v < 1 or v & (v - 1) for v in (wg, rj, cl)) or rj > wg or cl > wg \
                     or wg // cl * p["RR"] < 2:
                 return "WG, RJ, CL powers of two, RJ <= WG, CL <= WG, WG / CL * RR >= 2"
-            if p["MB"] < 1 or p["RR"] < 1 or p["KC"] < 4 or p["KC"] % 4:
-                return "MB, RR >= 1 and KC a positive multiple of 4"
+            if p["MB"] < 1 or p["RR"] < 1 or p["KC"] < 4 or p["KC"] % 4 or p["UNROLL"] < 1:
+                return "MB, RR, UNROLL >= 1 and KC a positive multiple of 4"
+            local = (max(p["MB"], p["KC"]) + (2 + p["RR"]) * wg) * itemsize \
+                + (max(p["MB"], wg // cl * p["RR"]) + wg) * 4
+            if local > info.local_mem_size:
+                return f"needs {local} bytes of local memory"
             return None if _fits_wg(info, wg) else "WG exceeds the work-group limit"
     except (KeyError, TypeError):
         return f"missing or malformed keys for {family}"

@@ -231,8 +231,8 @@ def _factor_crout(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -
     p = params(queue, "crout", a.dtype)
     wg, rows = p["WG"], p["WG"] // p["CL"] * p["RR"]
     vw = next(w for w in (4, 2, 1) if n % w == 0)
-    defines = dict(WG=wg, RJ=p["RJ"], MB=p["MB"], CL=p["CL"], KC=p["KC"], RR=p["RR"], VW=vw,
-                   NO_PIVOT=int(no_pivot))
+    defines = dict(WG=wg, RJ=p["RJ"], MB=p["MB"], CL=p["CL"], KC=p["KC"], RR=p["RR"],
+                   UNROLL=p["UNROLL"], VW=vw, NO_PIVOT=int(no_pivot))
     first = get_kernel(queue, "lu_crout.cl", "crout_first", a.dtype, **defines)
     step = get_kernel(queue, "lu_crout.cl", "crout_step", a.dtype, **defines)
     perm = cl_array.to_device(queue, np.arange(n, dtype=np.int32))

@@ -125,11 +125,11 @@ def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
 
 def _crout_space(kind: str, native: int, quick: bool) -> list[dict]:
     if kind == "GPU":
-        space = [dict(WG=wg, RJ=32, MB=mb, CL=cl, KC=kc, RR=rr)
-                 for wg, mb, cl, kc, rr in itertools.product((128, 256), (128, 256), (16, 32),
-                                                             (512, 1024), (1, 2, 4))]
+        space = [dict(WG=wg, RJ=32, MB=mb, CL=cl, KC=kc, RR=rr, UNROLL=unroll)
+                 for wg, mb, cl, kc, rr, unroll in itertools.product(
+                     (128, 256), (64, 128, 256), (16, 32), (512, 1024), (1, 2), (4, 8))]
     else:
-        space = [dict(WG=wg, RJ=wg, MB=mb, CL=max(1, wg // 16), KC=4096, RR=rr)
+        space = [dict(WG=wg, RJ=wg, MB=mb, CL=max(1, wg // 16), KC=4096, RR=rr, UNROLL=1)
                  for wg, mb, rr in itertools.product((16, 64), (256, 1024), (1, 2))]
     return space[::3] if quick else space
 
