@@ -23,6 +23,7 @@ from .trace import record
 DEMO_VARIANTS = (
     ("faithful", dict(method="pivot", variant="faithful")),
     ("inplace", dict(method="pivot", variant="inplace")),
+    ("crout", dict(method="pivot", variant="crout")),
     ("blocked", dict(method="blocked")),
 )
 
