@@ -70,6 +70,7 @@
 #endif
 
 #include "pivoting.h"
+#include "arrival.h"
 
 /* Interchange rows col and p in columns [s0, s1); piv[col] = p, info if the
  * pivot is zero (column col is scaled later: see pivot_step).  Done by one
@@ -159,7 +160,7 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
     __local real vals[WG];
     __local int rows[WG];
 #if FUSED
-    __local int last;
+    __local int flag;
 #endif
     const int lid = get_local_id(1) * WX + get_local_id(0);
     const int c0 = k + 1 + (get_group_id(0) * WX + get_local_id(0)) * CW;
@@ -234,17 +235,11 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
 
 #if FUSED
     /* the last work-group to finish chooses pivot k+1 and finishes its column */
-    mem_fence(CLK_GLOBAL_MEM_FENCE);                 /* every item's writes, then the signal */
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    if (lid == 0)
-        last = atomic_inc(counter) == get_num_groups(0) * get_num_groups(1) - 1;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    const int last = last_to_arrive(counter, get_num_groups(0) * get_num_groups(1), 1, lid,
+                                    &flag);
     const int fin = last && k + 1 < c_end;
     finish_pivot(a, lda, n, k + 1, s0, s1, fin, fin ? get_num_groups(1) : 0, piv, info,
                  part_val, part_row, vals, rows, lid);
-    if (last && lid == 0)
-        *counter = 0;
 #endif
 }
 

@@ -22,9 +22,10 @@
  * k at the end of launch k).  The host applies piv to the whole matrix
  * afterwards (laswp), which moves every row to its place.
  *
- * ut (n x n, leading dimension n) receives U transposed, ut[j, m] = u[m, j]:
- * the column part reads u[0:k, k+1] from one contiguous row of it instead of
- * a strided column of A.
+ * ut (n x n, leading dimension n) receives U transposed, ut[j, m] = u[m, j]
+ * for m < j - 1: the column part of launch k reads u[0:k, k+1] from one
+ * contiguous row of it instead of a strided column of A (u[k, k+1] itself
+ * every column block forms in that launch).
  *
  * crout_first chooses pivot 0.  Launch k of crout_step (k = 0 .. n-2) finds
  * L's columns < k and U's rows < k finished, column k holding c in logical
@@ -53,6 +54,7 @@
  */
 #include "common.h"
 #include "pivoting.h"
+#include "arrival.h"
 
 #ifndef RJ
 #define RJ 32              /* row part: items along a block's columns */
@@ -82,27 +84,6 @@
 
 /* Physical row of logical row i once pivot k (row p) is interchanged. */
 #define PHYS(i) ((i) == k ? perm[p] : ((i) == p ? perm[k] : perm[i]))
-
-/* 1 in every item of the work-group that is the last of `total` to arrive at
- * *count (which it resets to 0; alone of total = 1, it does not touch it), 0
- * elsewhere; the global writes of those that arrived before are visible to it.  Called by every work-group (no barrier
- * sits in a branch); one with arrive = 0 does not count. */
-int last_to_arrive(__global int *count, const int total, const int arrive,
-                   __local int *flag)
-{
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    if (get_local_id(0) == 0) {
-        *flag = arrive && (total == 1 || atomic_inc(count) == total - 1);
-        if (*flag && total > 1)
-            *count = 0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int last = *flag;
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return last;
-}
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void crout_first(__global const real *a, const int lda, const int n, __global int *piv)
@@ -228,7 +209,7 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
                 slot[t] = red[r * WG + lid];
         }
     const int finish = last_to_arrive(block_count + (is_row ? 0 : row_blocks) + block, chunks,
-                                      1, &flag);
+                                      1, lid, &flag);
     if (finish && mine)                                /* u[k, j] for the block's columns */
         for (int v = 0; v < VW; v++) {
             real t = chunks > 1 ? ZERO : sums[lid * VW + v];
@@ -253,7 +234,7 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
     /* 3. a finished column block: l[i, k], c'[i] and its candidate for pivot k+1 */
     real best = -ONE;
     int best_row = k + 1;
-    const real ukk1 = a[AT(rk, k + 1, lda)] - slot[0];       /* u[k, k+1] */
+    const real ukk1 = is_row ? ZERO : a[AT(rk, k + 1, lda)] - slot[0];     /* u[k, k+1] */
     if (finish && !is_row) {
         const real d = a[AT(rk, k, lda)];
         for (int t = 1 + lid; t < ROWS; t += WG) {
@@ -283,7 +264,7 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
     }
 
     /* 4. the last block to finish: pivot k+1, u[k, k+1], perm, info */
-    const int last = last_to_arrive(counter, row_blocks + col_blocks, finish, &flag);
+    const int last = last_to_arrive(counter, row_blocks + col_blocks, finish, lid, &flag);
     best = -ONE;
     best_row = k + 1;
     if (last)
@@ -296,7 +277,6 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
     if (last && lid == 0) {
         const real u = *(volatile __global real *)u_next;
         a[AT(rk, k + 1, lda)] = u;
-        ut[AT(k + 1, k, n)] = u;
         piv[k + 1] = next;
         if (*info == 0 && a[AT(rk, k, lda)] == ZERO)
             *info = k + 1;
