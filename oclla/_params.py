@@ -258,8 +258,9 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 return "WG, RJ, CL powers of two, RJ <= WG, CL <= WG, WG / CL * RR >= 2"
             if p["MB"] < 1 or p["RR"] < 1 or p["KC"] < 4 or p["KC"] % 4 or p["UNROLL"] < 1:
                 return "MB, RR, UNROLL >= 1 and KC a positive multiple of 4"
-            local = (max(p["MB"], p["KC"]) + (2 + p["RR"]) * wg) * itemsize \
-                + (max(p["MB"], wg // cl * p["RR"]) + wg) * 4
+            rows = wg // cl * p["RR"]                  # kernels_cl/lu_crout.cl, VW <= 4
+            local = (max(p["MB"], p["KC"]) + (4 + p["RR"]) * wg + rows) * itemsize \
+                + (max(p["MB"], rows) + wg + 1) * 4
             if local > info.local_mem_size:
                 return f"needs {local} bytes of local memory"
             return None if _fits_wg(info, wg) else "WG exceeds the work-group limit"

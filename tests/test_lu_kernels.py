@@ -81,6 +81,15 @@ def test_crout_without_pivoting_matches_the_post_example(queue, p):
     np.testing.assert_array_equal(piv, np.arange(4))
 
 
+def test_crout_shapes_that_cannot_run_are_refused(queue):
+    info = oclla.device_info(queue)
+    base = dict(_params.params(queue, "crout", np.float32))
+    assert "local memory" in _params.check("crout", dict(base, KC=1 << 22), info, 4)
+    assert "powers of two" in _params.check("crout", dict(base, CL=2 * base["WG"]), info, 4)
+    assert "multiple of 4" in _params.check("crout", dict(base, KC=6), info, 4)
+    assert _params.check("crout", base, info, 4) is None
+
+
 def test_crout_singular_and_zero_pivot(queue):
     _params.override("crout", CROUT_SETS[2])
     a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 5.0, 2.0]], np.float32)
