@@ -76,10 +76,14 @@ __kernel void outer_product(__global real *a, const int off, const int ld, const
 }
 
 #if !PACKED
+#include "unroll.h"
 #ifndef LEAF
-#define LEAF 64            /* potf2_block: largest block order (held in local memory) */
+#define LEAF 64            /* potf2_block: largest block order */
 #endif
-#define LS (LEAF + 1)      /* row stride of the local copy (odd: no bank conflicts) */
+#ifndef INVERSE
+#define INVERSE 0          /* potf2_block: 1 also writes the inverse of its factor */
+#endif
+#define LS (LEAF + 1)      /* row stride of local copies (odd: no bank conflicts) */
 
 /* (i, j) of entry idx of an nb x nb square, walked with the stored
  * triangle's contiguous index fastest (coalesced for either storage). */
@@ -92,16 +96,47 @@ inline int2 square_entry(const int idx, const int nb)
 #endif
 }
 
+/* The lower triangle of the nb x nb block t (row stride LS) to the stored
+ * triangle at a, walking its contiguous index fastest. */
+inline void store_lower(__global real *a, const int ld, __local const real *t, const int nb,
+                        const int lid)
+{
+    for (int idx = lid; idx < nb * nb; idx += WG) {
+        const int2 e = square_entry(idx, nb);
+        if (e.y <= e.x)
+            EL(e.x, e.y) = t[e.x * LS + e.y];
+    }
+}
+
+/* potf2_block keeps the LEAF x LEAF block in registers: entry e = i*LEAF + j
+ * belongs to work-item e % WG, slot e / WG (SLOTS <= 64 slots, literal
+ * indices through unroll.h).  A slot is live if its entry is in the lower
+ * triangle of the nb x nb block. */
+#define SLOTS ((LEAF * LEAF + WG - 1) / WG)
+#define SLOT_ROW(s) ((lid + (s) * WG) / LEAF)
+#define SLOT_COL(s) ((lid + (s) * WG) % LEAF)
+#define LIVE(s) ((s) < SLOTS && SLOT_ROW(s) < nb && SLOT_COL(s) <= SLOT_ROW(s))
+
 /* Factor the nb x nb diagonal block at a + off (nb <= LEAF) in one
- * work-group: its lower triangle is copied into local memory, factored there
- * right-looking (sqrt, column scaling, trailing update of the triangle) and
- * copied back.  Global reads and writes walk the contiguous index fastest
- * for either storage.  The blocked potrf calls it on its diagonal leaves. */
+ * work-group, right-looking, one barrier per column: the items holding
+ * column k publish it into one of two local buffers (alternating, so the
+ * next column never overwrites one still being read), then every item
+ * updates its own entries:
+ *     L(k,k) = sqrt(a_kk),  L(i,k) = a_ik / L(k,k),
+ *     a_ij -= L(i,k) L(j,k)          for k < j <= i.
+ * The block is staged through local memory both ways so that global reads
+ * and writes walk the stored triangle's contiguous index fastest.
+ *
+ * INVERSE = 1 (the blocked potrf's panel solve by multiplication) then
+ * forms W = L^-1 the same way, row by row (W(p,:) /= L(p,p), then
+ * W(i,:) -= L(i,p) W(p,:) for i > p), and writes W^T, nb x nb with zeros
+ * below its diagonal, to w (leading dimension ldw). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void potf2_block(__global real *a, const int off, const int ld, const int nb,
-                 const int base, __global int *info)
+                 const int base, __global int *info, __global real *w, const int ldw)
 {
     __local real t[LEAF * LS];
+    __local real col[2][LEAF];
     a += off;
     const int lid = get_local_id(0);
     const int failed = *info;
@@ -114,34 +149,97 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
             t[e.x * LS + e.y] = EL(e.x, e.y);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    real x[64];
+#define LOAD(s) if (LIVE(s)) x[s] = t[SLOT_ROW(s) * LS + SLOT_COL(s)];
+    ALL64(LOAD)
     int bad = 0;
     for (int k = 0; k < nb; k++) {
-        const real akk = t[k * LS + k];
+        __local real *c = col[k & 1];
+#define PUBLISH(s) if (LIVE(s) && SLOT_COL(s) == k) c[SLOT_ROW(s)] = x[s];
+        ALL64(PUBLISH)
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const real akk = c[k];
         if (!(akk > ZERO)) {             /* the same value for all: a uniform exit */
             bad = k + 1;
             break;
         }
-        const real d = sqrt(akk);
-        barrier(CLK_LOCAL_MEM_FENCE);    /* all have read the pivot before it is written */
-        if (lid == 0)
-            t[k * LS + k] = d;
-        for (int i = k + 1 + lid; i < nb; i += WG)
-            t[i * LS + k] /= d;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int idx = (k + 1) * LEAF + lid; idx < nb * LEAF; idx += WG) {
-            const int i = idx / LEAF, j = idx % LEAF;    /* by a constant: cheap */
-            if (j > k && j <= i)
-                t[i * LS + j] -= t[i * LS + k] * t[j * LS + k];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        const real d = sqrt(akk), rd = ONE / d;
+#define FACTOR(s) if (LIVE(s)) { \
+            const int i = SLOT_ROW(s), j = SLOT_COL(s); \
+            if (j == k) \
+                x[s] = i == k ? d : x[s] * rd; \
+            else if (j > k) \
+                x[s] -= (c[i] * rd) * (c[j] * rd); }
+        ALL64(FACTOR)
     }
+#define TO_LOCAL(v, s) if (LIVE(s)) t[SLOT_ROW(s) * LS + SLOT_COL(s)] = v[s];
+#define X_TO_LOCAL(s) TO_LOCAL(x, s)
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ALL64(X_TO_LOCAL)
+    barrier(CLK_LOCAL_MEM_FENCE);
+#if INVERSE
+    real y[64];
+#define INIT_W(s) if (LIVE(s)) y[s] = SLOT_ROW(s) == SLOT_COL(s) ? ONE : ZERO;
+    ALL64(INIT_W)
+    const int rows = bad ? 0 : nb;       /* no barrier in a branch: an empty loop instead */
+    for (int p = 0; p < rows; p++) {
+        __local real *r = col[p & 1];
+        const real lpp = t[p * LS + p];
+#define PUBLISH_W(s) if (LIVE(s) && SLOT_ROW(s) == p) { \
+            y[s] /= lpp; \
+            r[SLOT_COL(s)] = y[s]; }
+        ALL64(PUBLISH_W)
+        barrier(CLK_LOCAL_MEM_FENCE);
+#define ELIM_W(s) if (LIVE(s) && SLOT_ROW(s) > p && SLOT_COL(s) <= p) \
+            y[s] -= t[SLOT_ROW(s) * LS + p] * r[SLOT_COL(s)];
+        ALL64(ELIM_W)
+    }
+    store_lower(a, ld, t, nb, lid);      /* here, not before the loop: PoCL 3.1 dropped
+                                            global stores placed ahead of it */
+#define Y_TO_LOCAL(s) TO_LOCAL(y, s)
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ALL64(Y_TO_LOCAL)
+    barrier(CLK_LOCAL_MEM_FENCE);
     for (int idx = lid; idx < nb * nb; idx += WG) {
-        const int2 e = square_entry(idx, nb);
-        if (e.y <= e.x)
-            EL(e.x, e.y) = t[e.x * LS + e.y];
+        const int r = idx / nb, c = idx % nb;          /* W^T(r, c) = W(c, r) */
+        w[AT(r, c, ldw)] = c >= r ? t[c * LS + r] : ZERO;
     }
+#else
+    store_lower(a, ld, t, nb, lid);
+#endif
     if (bad && lid == 0)
         *info = base + bad;
+}
+
+/* B := B V in place, B the rows x nb panel beside a factored diagonal block,
+ * held as the stored triangle holds it (B(r, p) = EL(r, p) at b + off: rows
+ * of L21, or columns of U12 = L21^T), V the nb x nb matrix at v (leading
+ * dimension ldv): the blocked potrf's panel solve L21 = A21 L11^-T with
+ * V = W^T from potf2_block.  Work-group g stages rows [g*LEAF, g*LEAF +
+ * LEAF) of B in local memory, then overwrites them; loads, stores and the
+ * reads of V walk contiguous indices across neighbouring items. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void apply_inverse(__global real *a, const int off, const int ld, const int rows,
+                   const int nb, __global const real *v, const int ldv,
+                   __global const int *info)
+{
+    __local real bs[LEAF * LS];
+    a += off;
+    const int lid = get_local_id(0);
+    const int r0 = get_group_id(0) * LEAF;
+    const int h = *info ? 0 : min(LEAF, rows - r0);  /* no return ahead of a barrier */
+    for (int idx = lid; idx < h * nb; idx += WG) {
+        const int2 e = square_entry(idx, LOWER ? nb : h);
+        bs[e.x * LS + e.y] = EL(r0 + e.x, e.y);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int idx = lid; idx < h * nb; idx += WG) {
+        const int2 e = square_entry(idx, LOWER ? nb : h);
+        real s = ZERO;
+        for (int p = 0; p < nb; p++)
+            s += bs[e.x * LS + p] * v[AT(p, e.y, ldv)];
+        EL(r0 + e.x, e.y) = s;
+    }
 }
 
 /* Zero the strictly upper (LOWER = 1) or strictly lower (LOWER = 0) part of

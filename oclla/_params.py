@@ -39,10 +39,14 @@ Families and their keys
            the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
            panel on a second queue while the trailing update runs
 ``chol``   NB: block column width of the blocked Cholesky; LEAF: largest diagonal
-           block factored by one work-group in local memory (larger ones are split
-           recursively into TRSM and SYRK); WG: that work-group's size;
-           TRSM_INVERSE: the ``trsm`` INVERSE choice for the blocked Cholesky's panels;
-           RFP_TRSM_INVERSE: the same for the packed (RFP) Cholesky's one large solve
+           block factored by one work-group in its registers (larger ones are split
+           recursively into TRSM and SYRK); WG: that work-group's size (at least
+           LEAF²/64); TRSM_INVERSE: 1 to solve the blocked Cholesky's panels by
+           multiplication with inverted diagonal blocks (from the leaf kernel itself
+           where NB <= LEAF, else the ``trsm`` INVERSE route), 0 by substitution;
+           RFP_TRSM_INVERSE: the same for the packed (RFP) Cholesky's one large solve;
+           SMALL_N: up to this order the block width is LEAF and every panel is
+           solved with its leaf's inverse (fewest launches)
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
@@ -157,7 +161,8 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
             leaf //= 2
         return dict(NB=256 if gpu else 128, LEAF=leaf, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
-                    WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64)))
+                    SMALL_N=4096 if gpu else 0,
+                    WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 1024)))
     if family == "pivot":
         if gpu:
             return dict(VW=4, NV=1, WX=32, RB=64, UNR=4, FUSED=1,
@@ -237,10 +242,13 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "chol":
             if (p["NB"] < 1 or p["LEAF"] < 1 or p["TRSM_INVERSE"] not in (0, 1)
-                    or p["RFP_TRSM_INVERSE"] not in (0, 1)):
-                return "NB and LEAF >= 1, TRSM_INVERSE and RFP_TRSM_INVERSE 0 or 1"
+                    or p["RFP_TRSM_INVERSE"] not in (0, 1) or p["SMALL_N"] < 0):
+                return ("NB and LEAF >= 1, SMALL_N >= 0, TRSM_INVERSE and RFP_TRSM_INVERSE "
+                        "0 or 1")
             if p["LEAF"] * (p["LEAF"] + 1) * itemsize > info.local_mem_size:
                 return f"a LEAF={p['LEAF']} block does not fit in local memory"
+            if p["LEAF"] * p["LEAF"] > 64 * p["WG"]:
+                return "a LEAF x LEAF block needs WG >= LEAF²/64 (64 registers per work-item)"
             return None if _fits_wg(info, p["WG"]) and p["WG"] & (p["WG"] - 1) == 0 \
                 else "WG must be a power of two within the work-group limit"
         if family == "pivot":

@@ -69,9 +69,12 @@ def check_method(method: str) -> str:
     return method
 
 
-def block_size(queue, dtype) -> int:
-    """Block column width of the blocked potrf (the device's ``chol`` NB)."""
-    return params(queue, "chol", dtype)["NB"]
+def block_size(queue, dtype, n: int) -> int:
+    """Block column width of the blocked potrf of order n: the device's ``chol``
+    LEAF up to its SMALL_N (one leaf per block column, panels solved with the
+    leaf's inverse: fewest launches), NB above."""
+    p = params(queue, "chol", dtype)
+    return p["LEAF"] if n <= p["SMALL_N"] else p["NB"]
 
 
 # ---- device algorithms: enqueue only, never wait -------------------------------------
@@ -138,17 +141,24 @@ def _update_trailing(queue, a: View, n1: int, rest: int, panel: View, *, lower: 
 
 
 class _Leaf(NamedTuple):
-    """The diagonal-leaf kernel of the blocked potrf, looked up once per factorization."""
-    kernel: object
-    order: int                 # LEAF: largest block it factors
+    """The diagonal-leaf kernels of the blocked potrf, looked up once per factorization."""
+    kernel: object             # potf2_block
+    inverting: object          # potf2_block that also writes W^T = L11^-T, or None
+    apply: object              # apply_inverse (with ``inverting``), or None
+    order: int                 # LEAF: largest block they factor
     wg: int
 
 
-def _leaf(queue, dtype, lower: bool) -> _Leaf:
+def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
+    """The leaf kernels; with ``invert`` also the inverting leaf and apply_inverse."""
     p = params(queue, "chol", dtype)
-    kernel = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, WG=p["WG"], LEAF=p["LEAF"],
-                        LOWER=int(lower))
-    return _Leaf(kernel, p["LEAF"], p["WG"])
+    opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower))
+    kernel = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, **opts)
+    inverting = apply = None
+    if invert:
+        inverting = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, INVERSE=1, **opts)
+        apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts)
+    return _Leaf(kernel, inverting, apply, p["LEAF"], p["WG"])
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -162,7 +172,7 @@ def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype,
     """
     if n <= leaf.order:
         enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, int_arg(a.off),
-                int_arg(a.ld), int_arg(n), int_arg(base), info.data)
+                int_arg(a.ld), int_arg(n), int_arg(base), info.data, a.buf, int_arg(0))
         return
     n1 = max(leaf.order, (n // 2) // leaf.order * leaf.order)
     _factor_diagonal(queue, a, n1, leaf, lower=lower, dtype=dtype, info=info, base=base)
@@ -181,26 +191,48 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     within this matrix) sets ``info`` to ``base + k`` if it is still 0.
     ``region(r0, r1, c0, c1)`` maps a region of ``a`` to the (region, extra
     info) recorded in the trace (default: as is).
+
+    Where a diagonal block is one leaf (always below the device's SMALL_N,
+    else with TRSM_INVERSE set), the leaf kernel also writes L11⁻ᵀ and the
+    panel solve is one in-place multiplication (``apply_inverse``, all rows
+    in parallel) instead of a substitution (TRSM).
     """
-    nb = block or block_size(queue, dtype)
-    leaf = _leaf(queue, dtype, lower)
+    nb = block or block_size(queue, dtype, n)
+    p = params(queue, "chol", dtype)
+    leaf = _leaf(queue, dtype, lower, invert=min(nb, n) <= p["LEAF"] and (
+        p["TRSM_INVERSE"] or n <= p["SMALL_N"]))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
+    inverse = None
+    if leaf.inverting is not None:
+        inverse = cl_array.empty(queue, leaf.order * leaf.order, dtype)
     for j in range(0, n, nb):
         jb = min(nb, n - j)
         rest = n - j - jb
+        diag = a.at(j, j)
         reg, extra = region(j, j + jb, j, j + jb)
         with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
                         **extra):
-            _factor_diagonal(queue, a.at(j, j), jb, leaf, lower=lower, dtype=dtype, info=info,
-                             base=base + j)
+            if inverse is not None:
+                enqueue(queue, leaf.inverting, (leaf.wg,), (leaf.wg,), diag.buf,
+                        int_arg(diag.off), int_arg(diag.ld), int_arg(jb), int_arg(base + j),
+                        info.data, inverse.data, int_arg(leaf.order))
+            else:
+                _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype, info=info,
+                                 base=base + j)
         if rest == 0:
             break
         reg, extra = region(*((j + jb, n, j, j + jb) if lower else (j, j + jb, j + jb, n)))
         with trace.step("trsm", reg, flops=float(jb * jb * rest), **extra):
-            panel = _solve_panel(queue, a.at(j, j), jb, rest, lower=lower, dtype=dtype)
+            if inverse is not None:
+                panel = diag.at(jb, 0) if lower else diag.at(0, jb)
+                enqueue(queue, leaf.apply, (-(-rest // leaf.order) * leaf.wg,), (leaf.wg,),
+                        panel.buf, int_arg(panel.off), int_arg(panel.ld), int_arg(rest),
+                        int_arg(jb), inverse.data, int_arg(leaf.order), info.data)
+            else:
+                panel = _solve_panel(queue, diag, jb, rest, lower=lower, dtype=dtype)
         reg, extra = region(j + jb, n, j + jb, n)
         with trace.step("syrk", reg, flops=float(rest * (rest + 1) * jb), **extra):
-            _update_trailing(queue, a.at(j, j), jb, rest, panel, lower=lower, dtype=dtype)
+            _update_trailing(queue, diag, jb, rest, panel, lower=lower, dtype=dtype)
 
 
 def solve_factored(queue, c: View, n: int, b: View, nrhs: int, *, lower: bool,
@@ -230,7 +262,7 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
     n = a.shape[0]
     dtype = a.dtype
     info = cl_array.zeros(queue, 1, np.int32)
-    nb = block or block_size(queue, dtype)
+    nb = block or block_size(queue, dtype, n)
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("cholesky", method, queue, (n, n), dtype, a.get, lower=lower, **extra):
         with launch_queue(queue) as loop_queue:

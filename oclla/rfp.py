@@ -273,7 +273,7 @@ def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: st
     dtype = arf.dtype
     info = cl_array.zeros(queue, 1, np.int32)
     lay = layout(n, lower)
-    nb = block or block_size(queue, dtype)
+    nb = block or block_size(queue, dtype, n)
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("rfp_cholesky", method, queue, (n, n), dtype,
                    lambda: picture(arf.get(), n), lower=lower, packed=True, **extra):

@@ -13,7 +13,9 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 * ``chol``: block width, diagonal leaf order, leaf work-group and the
   triangular solves' method of the blocked Cholesky, by coordinate descent.
   Metric: time of the blocked Cholesky in full plus in packed (RFP) storage
-  at n = ``LU_N`` (best of 3 each).
+  at n = ``LU_N`` (best of 3 each).  ``SMALL_N`` is the largest order in
+  ``CHOL_SMALL_SIZES`` at which single-leaf block columns with inverted
+  panels beat those parameters (full storage).
 * ``pivot``: the per-pivot kernel shape (tuned first: the blocked LU's
   panels may use the same kernels).  Metric: time of the per-pivot LU at
   n = ``PIVOT_N``.
@@ -56,6 +58,7 @@ GEMM_N = {"GPU": 4096, "CPU": 1024}
 LU_N = {"GPU": 8192, "CPU": 1024}
 PIVOT_N = {"GPU": 4096, "CPU": 1024}
 SMALL_SIZES = (32, 64, 96, 128, 192, 256, 384, 512)
+CHOL_SMALL_SIZES = {"GPU": (1024, 2048, 4096, 8192, 12288), "CPU": (256, 512, 1024)}
 
 
 def _gemm_space(kind: str, native: int, quick: bool) -> list[dict]:
@@ -102,11 +105,11 @@ def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     """(family, key, values) of the blocked Cholesky, searched in order."""
     gpu = kind == "GPU"
     axes = [
-        ("chol", "NB", (128, 256, 384, 512, 768) if gpu else (64, 96, 128, 192, 256)),
+        ("chol", "NB", (64, 128, 256, 384, 512) if gpu else (64, 96, 128, 192, 256)),
         ("chol", "LEAF", (16, 32, 64)),
         ("chol", "TRSM_INVERSE", (0, 1)),
         ("chol", "RFP_TRSM_INVERSE", (0, 1)),
-        ("chol", "WG", (64, 128, 256, 512) if gpu else (1, 4, 16, 64)),
+        ("chol", "WG", (128, 256, 512, 1024) if gpu else (256, 1024)),
     ]
     return axes[:4] if quick else axes
 
@@ -314,7 +317,7 @@ def tune_lu(queue, dtype, quick: bool, log) -> dict:
     current["lu"]["SMALL_N"] = 0
     _descend(queue, dtype, SPACE["lu"](kind, quick), current,
              lambda: _lu_time(queue, a, "blocked"), lambda: check_lu(queue, dtype), log, n)
-    current["lu"]["SMALL_N"] = _crossover(queue, dtype, current["lu"], log)
+    current["lu"]["SMALL_N"] = _lu_crossover(queue, dtype, current["lu"], log)
     _params.override("lu", current["lu"])
     return current
 
@@ -330,7 +333,7 @@ def tune_chol(queue, dtype, quick: bool, log) -> dict:
     x = np.random.default_rng(4).standard_normal((n, n))
     a = cl_array.to_device(queue, (x @ x.T / n + np.eye(n)).astype(dtype))
     arf = pack(a, queue=queue)
-    current = {"chol": _params.params(queue, "chol", dtype)}
+    current = {"chol": dict(_params.params(queue, "chol", dtype), SMALL_N=0)}
 
     def measure():
         full = _safe(lambda: _best_time(queue, lambda: cho_factor(
@@ -341,25 +344,49 @@ def tune_chol(queue, dtype, quick: bool, log) -> dict:
             else (full if not isinstance(full, float) else packed)
     _descend(queue, dtype, SPACE["chol"](kind, quick), current, measure,
              lambda: check_chol(queue, dtype), log, n)
+
+    def small_time(m, small):
+        x = np.random.default_rng(m).standard_normal((m, m))
+        b = cl_array.to_device(queue, (x @ x.T / m + np.eye(m)).astype(dtype))
+        _params.override("chol", dict(current["chol"], SMALL_N=small))
+        return _safe(lambda: _best_time(queue, lambda: cho_factor(
+            b, check_finite=False, queue=queue)))
+    best = _crossover(CHOL_SMALL_SIZES[kind], small_time, log)
+    _params.override("chol", dict(current["chol"], SMALL_N=best))
+    problem = check_chol(queue, dtype)
+    if problem is not None:
+        log(f"  single-leaf blocks rejected ({problem})")
+        best = 0
+    current["chol"]["SMALL_N"] = best
+    _params.override("chol", current["chol"])
+    log(f"chol SMALL_N -> {best}")
     return current
 
 
-def _crossover(queue, dtype, lu_params: dict, log) -> int:
-    """Largest order where the one-launch leaf beats the blocked path (0 if never)."""
-    import pyopencl.array as cl_array
+def _crossover(sizes, time_at, log) -> int:
+    """Largest order n in ``sizes`` where ``time_at(n, n)`` (the small-n path
+    on) beats ``time_at(n, 0)`` (off); 0 if none."""
     best = 0
-    for n in SMALL_SIZES:
-        a = cl_array.to_device(queue, np.random.default_rng(n).standard_normal((n, n))
-                               .astype(dtype))
-        times = {}
-        for small in (0, n):
-            _params.override("lu", dict(lu_params, SMALL_N=small))
-            times[small] = _lu_time(queue, a, "blocked")
+    for n in sizes:
+        times = {small: time_at(n, small) for small in (0, n)}
         ok = all(isinstance(t, float) for t in times.values())
-        log(f"  n={n}: blocked {1e3 * times[0]:.3f} ms, one leaf "
-            f"{1e3 * times[n]:.3f} ms" if ok else f"  n={n}: failed")
+        log(f"  n={n}: {1e3 * times[0]:.3f} ms, small-n path {1e3 * times[n]:.3f} ms"
+            if ok else f"  n={n}: failed")
         if ok and times[n] < times[0]:
             best = n
+    return best
+
+
+def _lu_crossover(queue, dtype, lu_params: dict, log) -> int:
+    """Largest order where the one-launch leaf beats the blocked path (0 if never)."""
+    import pyopencl.array as cl_array
+
+    def time_at(n, small):
+        a = cl_array.to_device(queue, np.random.default_rng(n).standard_normal((n, n))
+                               .astype(dtype))
+        _params.override("lu", dict(lu_params, SMALL_N=small))
+        return _lu_time(queue, a, "blocked")
+    best = _crossover(SMALL_SIZES, time_at, log)
     _params.override("lu", dict(lu_params, SMALL_N=best))
     problem = check_lu(queue, dtype)
     if problem is not None:

@@ -62,12 +62,18 @@ def test_blocked_small_blocks(queue, dtype, n):
 
 
 # block column width, diagonal leaf order, leaf work-group, the solves' method
-# (full, packed): leaves of one item, leaves smaller than and equal to the
-# block, recursion of several levels
-CHOL_SETS = (dict(NB=24, LEAF=8, WG=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
-             dict(NB=40, LEAF=16, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1),
-             dict(NB=64, LEAF=64, WG=8, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
-             dict(NB=100, LEAF=7, WG=2, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0))
+# (full, packed): leaves smaller than and
+# equal to the block, recursion of several levels, blocks that are one leaf
+# inverted by the leaf kernel (items owning entries of several columns, of
+# one column, more items than entries)
+CHOL_SETS = (dict(NB=24, LEAF=8, WG=4, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
+             dict(NB=40, LEAF=16, WG=16, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1),
+             dict(NB=64, LEAF=64, WG=256, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
+             dict(NB=100, LEAF=7, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0),
+             dict(NB=12, LEAF=16, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
+             dict(NB=5, LEAF=8, WG=128, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
+             dict(NB=32, LEAF=32, WG=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
+             dict(NB=40, LEAF=16, WG=64, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0, SMALL_N=60))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -91,7 +97,7 @@ def test_blocked_parameter_sets(queue, dtype, p):
 
 @pytest.mark.parametrize("k", (0, 6, 7, 8, 30, 41, 99))
 def test_failing_order_inside_a_recursive_leaf(queue, k):
-    _params.override("chol", dict(NB=100, LEAF=7, WG=2, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1))
+    _params.override("chol", dict(NB=100, LEAF=7, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1))
     a = spd(110, np.float64)
     a[k, k] = -100.0
     for lower in (True, False):
@@ -99,10 +105,32 @@ def test_failing_order_inside_a_recursive_leaf(queue, k):
             oclla.cholesky(a, lower=lower, queue=queue)
 
 
+@pytest.mark.parametrize("k", (0, 15, 16, 17, 40, 99))
+def test_failing_order_inside_an_inverting_leaf(queue, k):
+    _params.override("chol", dict(NB=16, LEAF=16, WG=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1))
+    a = spd(110, np.float64)
+    a[k, k] = -100.0
+    for lower in (True, False):
+        with pytest.raises(LinAlgError, match=f"order {k + 1} is not"):
+            oclla.cholesky(a, lower=lower, queue=queue)
+
+
+def test_block_width_is_the_leaf_up_to_small_n(queue):
+    from oclla.cholesky import block_size
+    _params.override("chol", dict(NB=40, LEAF=16, WG=64, SMALL_N=60))
+    assert [block_size(queue, np.float32, n) for n in (1, 60, 61)] == [16, 16, 40]
+
+
+def test_leaf_with_too_few_registers_is_refused(queue):
+    p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0)
+    assert "registers" in _params.check("chol", p, oclla.device_info(queue), 4)
+    assert _params.check("chol", dict(p, WG=64), oclla.device_info(queue), 4) is None
+
+
 def test_leaf_larger_than_local_memory_is_refused(queue):
     info = oclla.device_info(queue)
     leaf = int(np.sqrt(info.local_mem_size / 4)) + 1
-    p = dict(NB=64, LEAF=leaf, WG=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0)
+    p = dict(NB=64, LEAF=leaf, WG=1024, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0)
     assert "local memory" in _params.check("chol", p, info, 4)
 
 

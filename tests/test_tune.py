@@ -15,6 +15,7 @@ def small_problems(monkeypatch):
     monkeypatch.setitem(tune.LU_N, "CPU", 160)
     monkeypatch.setitem(tune.LU_N, "GPU", 160)
     monkeypatch.setattr(tune, "SMALL_SIZES", (32, 64))
+    monkeypatch.setattr(tune, "CHOL_SMALL_SIZES", {"CPU": (48, 96), "GPU": (48, 96)})
     monkeypatch.setitem(tune.PIVOT_N, "CPU", 96)
     monkeypatch.setitem(tune.PIVOT_N, "GPU", 96)
 
@@ -27,6 +28,8 @@ def test_chol_search_stores_a_correct_set(queue, tmp_path, small_problems):
     assert _params.check("chol", chol, info, 4) is None
     assert any(line.startswith("chol NB ->") for line in lines)
     assert any(line.startswith("chol LEAF ->") for line in lines)
+    assert chol["SMALL_N"] in (0, 48, 96)
+    assert any(line == f"chol SMALL_N -> {chol['SMALL_N']}" for line in lines)
     _params.override("chol", chol)
     assert tune.check_chol(queue, np.float32) is None
 
