@@ -20,10 +20,12 @@
  *     * pivot, # normalized column, \ trailing triangle
  *
  * The diagonal-block kernel potf2_block factors a block of order <= LEAF in
- * one work-group of WG items, in local memory (blocked potrf: larger
- * diagonal blocks are split recursively, the rest is TRSM and SYRK); it and
- * zero_other_triangle exist for PACKED = 0 only (blocked RFP works on the
- * packed array's sub-blocks, which are ordinary strided matrices).
+ * the registers of one work-group of WG items, and with INVERSE = 1 also
+ * inverts it, so that apply_inverse solves the panel beside it by one
+ * multiplication (blocked potrf: larger diagonal blocks are split
+ * recursively, the rest is TRSM and SYRK); they and zero_other_triangle
+ * exist for PACKED = 0 only (blocked RFP works on the packed array's
+ * sub-blocks, which are ordinary strided matrices).
  *
  * info (one int, 0 on entry): the first kernel that meets a pivot that is
  * not > 0 (or NaN) stores base + k + 1, LAPACK's info, and every later

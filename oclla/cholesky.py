@@ -17,9 +17,12 @@ Methods
 ``method="blocked"`` (default)
     Right-looking blocked potrf: per block column the diagonal block is
     factored (split recursively into halves, TRSM and SYRK down to leaves that
-    one work-group factors in local memory: ``potf2_block``), then a TRSM for
+    one work-group factors in its registers: ``potf2_block``), then a TRSM for
     the panel below it and a SYRK on the trailing triangle, from
-    :mod:`oclla.blas`.  Block and leaf sizes: the device's ``chol`` parameters.  A device-side
+    :mod:`oclla.blas`.  Up to the device's SMALL_N each block column is one
+    leaf, which also inverts its block, and the panel solve is one in-place
+    multiplication (fewest launches, all rows in parallel).  Block and leaf
+    sizes: the device's ``chol`` parameters.  A device-side
     ``info`` flag records the first non-positive pivot; every later kernel
     sees it and returns, so the host reads it once, at the end.
 ``method="pivot"``
@@ -165,7 +168,7 @@ def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype,
                      base: int) -> None:
     """Factor the n x n diagonal block at ``a`` in place (recursive potrf).
 
-    Up to the leaf order one work-group does it in local memory; larger
+    Up to the leaf order one work-group does it in its registers; larger
     blocks split into A11 (a multiple of the leaf order), the panel A21, the
     trailing update of A22 and A22, each half recursively.  A failing pivot at
     order k of this block sets ``info`` to ``base + k`` if it is still 0.
