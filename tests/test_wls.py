@@ -8,7 +8,7 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 import oclla
-from oclla import bench_wls
+from oclla import bench_wls, wls
 from oclla.bench_wls import problem
 
 
@@ -93,7 +93,6 @@ def test_float32_breakdown_falls_back_to_float64(queue):
 
 
 def test_float32_breakdown_without_fp64(queue, monkeypatch):
-    import oclla.wls as wls
     info = dataclasses.replace(oclla.device_info(queue), fp64=False)
     monkeypatch.setattr(wls, "device_info", lambda q: info)
     with pytest.raises(LinAlgError, match="too ill-conditioned for single precision.*no fp64"):
@@ -177,16 +176,38 @@ def test_trace_names_every_device_phase(queue):
     assert names[2:] == ["rfp_cho_solve"] * (1 + res.iterations)      # x0, then each step
 
 
-def _stalling_problem():
-    """κ(AD²Aᵀ) ≈ 1e9: float32 refinement cannot converge (κ·ε₃₂ ≫ 1)."""
+def _ill_conditioned_problem():
+    """κ(AD²Aᵀ) ≈ 1e9 (κ·ε₃₂ ≫ 1): float32 refinement converges slowly, stalls or the
+    float32 factor breaks down, depending on the factor's rounding."""
     m, n = 64, 128
     rng = np.random.default_rng(0)
     d2 = 10.0 ** (-6 + 12 * np.arange(n) / (n - 1))
     return rng.random((m, n)), d2, rng.random(n)
 
 
-def test_stalled_float32_refinement_switches_to_float64(queue):
-    a, d2, b = _stalling_problem()
+def test_ill_conditioned_problem_is_solved_to_float64_accuracy(queue):
+    a, d2, b = _ill_conditioned_problem()
+    result = oclla.wls_solve(a, d2, b, queue=queue)
+    assert result.converged
+    assert (result.dtype == np.float64) == (result.fallback is not None)
+    x_ref = np.linalg.solve((a * d2) @ a.T, a @ (d2 * b))
+    assert np.linalg.norm(result.x - x_ref) <= 1e-6 * np.linalg.norm(x_ref)
+
+
+@pytest.fixture
+def overshooting_float32(monkeypatch):
+    """A float32 factor whose corrections overshoot twofold (x += 2·dx: the error
+    only changes sign, the residual never shrinks): refinement with it stalls."""
+    real_solve = wls._DeviceFactor.solve
+
+    def overshooting(self, g64):
+        dx = real_solve(self, g64)
+        return 2.0 * dx if self.dtype == np.float32 else dx
+    monkeypatch.setattr(wls._DeviceFactor, "solve", overshooting)
+
+
+def test_stalled_float32_refinement_switches_to_float64(queue, overshooting_float32):
+    a, d2, b = problem(40, 1)
     result = oclla.wls_solve(a, d2, b, queue=queue)
     assert result.converged and result.dtype == np.float64
     assert "stopped improving" in result.fallback
@@ -194,11 +215,11 @@ def test_stalled_float32_refinement_switches_to_float64(queue):
     assert np.linalg.norm(result.x - x_ref) <= 1e-6 * np.linalg.norm(x_ref)
 
 
-def test_stalled_refinement_without_fp64_keeps_the_best_iterate(queue, monkeypatch):
-    import oclla.wls as wls
+def test_stalled_refinement_without_fp64_keeps_the_best_iterate(queue, monkeypatch,
+                                                                 overshooting_float32):
     info = dataclasses.replace(oclla.device_info(queue), fp64=False)
     monkeypatch.setattr(wls, "device_info", lambda q: info)
-    a, d2, b = _stalling_problem()
+    a, d2, b = problem(40, 1)
     with pytest.warns(LinAlgWarning, match="did not reach"):
         result = oclla.wls_solve(a, d2, b, max_iter=30, queue=queue)
     assert not result.converged and result.dtype == np.float32 and result.fallback is None
