@@ -132,7 +132,7 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
  * INVERSE = 1 (the blocked potrf's panel solve by multiplication) then
  * forms W = L^-1 the same way, row by row (W(p,:) /= L(p,p), then
  * W(i,:) -= L(i,p) W(p,:) for i > p), and writes W^T, nb x nb with zeros
- * below its diagonal, to w (leading dimension ldw). */
+ * below its diagonal, to w (leading dimension ldw; w is unused otherwise). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void potf2_block(__global real *a, const int off, const int ld, const int nb,
                  const int base, __global int *info, __global real *w, const int ldw)

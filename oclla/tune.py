@@ -310,6 +310,7 @@ def tune_lu(queue, dtype, quick: bool, log) -> dict:
     """Coordinate descent over the blocked LU's families; returns {family: params}."""
     import pyopencl.array as cl_array
     from ._device import device_info
+    from .lu import lu_factor
     kind = "GPU" if device_info(queue).kind == "GPU" else "CPU"
     n = LU_N[kind]
     a = cl_array.to_device(queue, np.random.default_rng(2).standard_normal((n, n)).astype(dtype))
@@ -317,8 +318,12 @@ def tune_lu(queue, dtype, quick: bool, log) -> dict:
     current["lu"]["SMALL_N"] = 0
     _descend(queue, dtype, SPACE["lu"](kind, quick), current,
              lambda: _lu_time(queue, a, "blocked"), lambda: check_lu(queue, dtype), log, n)
-    current["lu"]["SMALL_N"] = _lu_crossover(queue, dtype, current["lu"], log)
-    _params.override("lu", current["lu"])
+    current["lu"]["SMALL_N"] = _crossover(
+        "lu", current["lu"], SMALL_SIZES,
+        lambda m: cl_array.to_device(queue, np.random.default_rng(m).standard_normal((m, m))
+                                     .astype(dtype)),
+        lambda b: lu_factor(b, method="blocked", check_finite=False, queue=queue),
+        lambda: check_lu(queue, dtype), queue, log)
     return current
 
 
@@ -345,54 +350,39 @@ def tune_chol(queue, dtype, quick: bool, log) -> dict:
     _descend(queue, dtype, SPACE["chol"](kind, quick), current, measure,
              lambda: check_chol(queue, dtype), log, n)
 
-    def small_time(m, small):
+    def spd(m):
         x = np.random.default_rng(m).standard_normal((m, m))
-        b = cl_array.to_device(queue, (x @ x.T / m + np.eye(m)).astype(dtype))
-        _params.override("chol", dict(current["chol"], SMALL_N=small))
-        return _safe(lambda: _best_time(queue, lambda: cho_factor(
-            b, check_finite=False, queue=queue)))
-    best = _crossover(CHOL_SMALL_SIZES[kind], small_time, log)
-    _params.override("chol", dict(current["chol"], SMALL_N=best))
-    problem = check_chol(queue, dtype)
-    if problem is not None:
-        log(f"  single-leaf blocks rejected ({problem})")
-        best = 0
-    current["chol"]["SMALL_N"] = best
-    _params.override("chol", current["chol"])
-    log(f"chol SMALL_N -> {best}")
+        return cl_array.to_device(queue, (x @ x.T / m + np.eye(m)).astype(dtype))
+    current["chol"]["SMALL_N"] = _crossover(
+        "chol", current["chol"], CHOL_SMALL_SIZES[kind], spd,
+        lambda b: cho_factor(b, check_finite=False, queue=queue),
+        lambda: check_chol(queue, dtype), queue, log)
     return current
 
 
-def _crossover(sizes, time_at, log) -> int:
-    """Largest order n in ``sizes`` where ``time_at(n, n)`` (the small-n path
-    on) beats ``time_at(n, 0)`` (off); 0 if none."""
+def _crossover(family: str, base: dict, sizes, matrix, factor, check, queue, log) -> int:
+    """SMALL_N of ``family``: the largest order n in ``sizes`` where the small-n
+    path (SMALL_N = n) factors ``matrix(n)`` faster than ``base`` (SMALL_N = 0),
+    0 if none or if ``check()`` finds that path wrong; left set as override."""
     best = 0
     for n in sizes:
-        times = {small: time_at(n, small) for small in (0, n)}
+        a = matrix(n)
+        times = {}
+        for small in (0, n):
+            _params.override(family, dict(base, SMALL_N=small))
+            times[small] = _safe(lambda: _best_time(queue, lambda: factor(a)))
         ok = all(isinstance(t, float) for t in times.values())
         log(f"  n={n}: {1e3 * times[0]:.3f} ms, small-n path {1e3 * times[n]:.3f} ms"
             if ok else f"  n={n}: failed")
         if ok and times[n] < times[0]:
             best = n
-    return best
-
-
-def _lu_crossover(queue, dtype, lu_params: dict, log) -> int:
-    """Largest order where the one-launch leaf beats the blocked path (0 if never)."""
-    import pyopencl.array as cl_array
-
-    def time_at(n, small):
-        a = cl_array.to_device(queue, np.random.default_rng(n).standard_normal((n, n))
-                               .astype(dtype))
-        _params.override("lu", dict(lu_params, SMALL_N=small))
-        return _lu_time(queue, a, "blocked")
-    best = _crossover(SMALL_SIZES, time_at, log)
-    _params.override("lu", dict(lu_params, SMALL_N=best))
-    problem = check_lu(queue, dtype)
+    _params.override(family, dict(base, SMALL_N=best))
+    problem = check()
     if problem is not None:
-        log(f"  one-leaf path rejected ({problem})")
+        log(f"  small-n path rejected ({problem})")
         best = 0
-    log(f"lu SMALL_N -> {best}")
+        _params.override(family, dict(base, SMALL_N=0))
+    log(f"{family} SMALL_N -> {best}")
     return best
 
 

@@ -95,19 +95,15 @@ def test_blocked_parameter_sets(queue, dtype, p):
             assert accuracy.passes(err), f"packed n={n} lower={lower}: {err:.3g}"
 
 
-@pytest.mark.parametrize("k", (0, 6, 7, 8, 30, 41, 99))
-def test_failing_order_inside_a_recursive_leaf(queue, k):
-    _params.override("chol", dict(NB=100, LEAF=7, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1))
-    a = spd(110, np.float64)
-    a[k, k] = -100.0
-    for lower in (True, False):
-        with pytest.raises(LinAlgError, match=f"order {k + 1} is not"):
-            oclla.cholesky(a, lower=lower, queue=queue)
+RECURSIVE_LEAVES = dict(NB=100, LEAF=7, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1)
+INVERTING_LEAVES = dict(NB=16, LEAF=16, WG=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1)
 
 
-@pytest.mark.parametrize("k", (0, 15, 16, 17, 40, 99))
-def test_failing_order_inside_an_inverting_leaf(queue, k):
-    _params.override("chol", dict(NB=16, LEAF=16, WG=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1))
+@pytest.mark.parametrize("p, k", [(RECURSIVE_LEAVES, k) for k in (0, 6, 7, 8, 30, 41, 99)]
+                         + [(INVERTING_LEAVES, k) for k in (0, 15, 16, 17, 40, 99)],
+                         ids=lambda v: f"LEAF{v['LEAF']}" if isinstance(v, dict) else str(v))
+def test_failing_order_inside_a_leaf(queue, p, k):
+    _params.override("chol", p)
     a = spd(110, np.float64)
     a[k, k] = -100.0
     for lower in (True, False):
