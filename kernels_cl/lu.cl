@@ -126,7 +126,8 @@ void finish_pivot(__global real *a, const int lda, const int n, const int col,
 #if NO_PIVOT
     const int p = col;
 #else
-    const int p = wg_reduce_argmax(best, best_row, vals, rows);
+    real value;
+    const int p = wg_reduce_argmax(best, best_row, vals, rows, &value);
 #endif
     finish_column(a, lda, n, col, p, s0, s1, act, piv, info, lid);
 }
@@ -227,9 +228,10 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
             const real v = fabs(a[AT(r, k + 1, lda)]);
             if (v > best) { best = v; best_row = r; }
         }
-    const int cand = wg_reduce_argmax(best, best_row, vals, rows);
+    real value;
+    const int cand = wg_reduce_argmax(best, best_row, vals, rows, &value);
     if (own && lid == 0) {
-        part_val[rb] = vals[0];
+        part_val[rb] = value;
         part_row[rb] = cand;
     }
 
@@ -359,7 +361,8 @@ void getf2_leaf(__global real *a, const int lda, const int n, const int c0, cons
 #if NO_PIVOT
         p = col + 1;
 #else
-        p = wg_reduce_argmax(best, best_row, vals, rows);
+        real value;
+        p = wg_reduce_argmax(best, best_row, vals, rows, &value);
 #endif
     }
 }

@@ -255,9 +255,10 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
             }
         }
     }
-    const int cand = wg_reduce_argmax(best, best_row, sums, rows);
+    real value;
+    const int cand = wg_reduce_argmax(best, best_row, sums, rows, &value);
     if (finish && !is_row && lid == 0) {
-        part_val[block] = sums[0];
+        part_val[block] = value;
         part_row[block] = cand;
         if (block == 0)
             *u_next = ukk1;
@@ -273,7 +274,7 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
             const int r = ((volatile __global int *)part_row)[b];
             if (v > best || (v == best && r < best_row)) { best = v; best_row = r; }
         }
-    const int next = wg_reduce_argmax(best, best_row, sums, rows);
+    const int next = wg_reduce_argmax(best, best_row, sums, rows, &value);
     if (last && lid == 0) {
         const real u = *(volatile __global real *)u_next;
         a[AT(rk, k + 1, lda)] = u;

@@ -20,11 +20,13 @@
  * Element (r, c) of the leaf (relative to c0) lives in item (r % RPS) * LW + c,
  * slot r / RPS, RPS = WG / LW rows per slot: a work-group's loads and stores
  * of one slot cover RPS neighbouring rows, LW contiguous entries each.
- * Per column j: the items of rows j and p exchange them through local memory
- * (urow then holds the pivot row), the items of column j form the
- * multipliers into local lbuf, and the items of the columns right of j
- * update their slots; those of column j+1 find the next pivot candidate,
- * reduced over the RPS row groups.  Rows at or past m and columns at or past
+ * Per column j, two barriers: the items of rows j and p exchange them
+ * through local memory (urow then holds the pivot row); every item forms
+ * the multipliers it needs from column j, which the items of column j
+ * published (unscaled) in local memory during the step before, and updates
+ * its slots; the items of column j+1 publish their new entries and their
+ * best pivot candidate, which every item then reduces over the RPS row
+ * groups (pivoting.h: argmax_fold, argmax_scan).  Rows at or past m and columns at or past
  * w are never loaded or stored.  The other panel columns are then handled
  * one per work-item (neighbouring items, neighbouring columns): the leaf's
  * interchanges in order, and for the columns right of the leaf the unit
@@ -45,12 +47,23 @@
  * by (k) < SLOTS */
 #define FOR_SLOTS(F) ALL64(F)
 
-/* The (largest value, lowest row) over the RPS row groups' candidates in
- * vals/rows[0, RPS); every item gets the row. */
-int groups_argmax(__local real *vals, __local int *rows, const int lid)
+/* The pivot row: the (largest value, lowest row) over the RPS row groups'
+ * candidates in vals/rows[0, RPS) (NO_PIVOT: row `next`).  Every item gets
+ * it; vals and rows may be rewritten once the caller has passed one more
+ * barrier. */
+int pivot_row(__local real *vals, __local int *rows, const int lid, const int next)
 {
     barrier(CLK_LOCAL_MEM_FENCE);
-    return argmax_tree(vals, rows, lid, RPS);
+#if NO_PIVOT
+    return next;
+#else
+#if RPS > ARGMAX_SCAN
+    argmax_fold(vals, rows, lid, RPS);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    real value;
+    return argmax_scan(vals, rows, min(RPS, ARGMAX_SCAN), &value);
+#endif
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -60,7 +73,7 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
     __local real vals[RPS];
     __local int rows[RPS];
     __local real urow[LW], jrow[LW];
-    __local real lbuf[SLOTS * RPS];
+    __local real cols[2][SLOTS * RPS];   /* column j, unscaled, rows > j: cols[j % 2] */
     __local real l11[LW * LW];
     __local int swaps[LW];
     const int lid = get_local_id(0);
@@ -73,24 +86,21 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
         const int r = (k) * RPS + rg; \
         x[k] = (live && r < m) ? base[AT(r, c, lda)] : ZERO; }
     FOR_SLOTS(LOAD)
-    /* candidates of column 0 */
+    /* column 0 published, and its candidates */
     real best = -ONE;
     int best_row = 0;
-#define FIRST_CANDIDATE(k) if ((k) < SLOTS && (k) * RPS + rg < m && fabs(x[k]) > best) { \
-        best = fabs(x[k]); \
-        best_row = (k) * RPS + rg; }
-    FOR_SLOTS(FIRST_CANDIDATE)
     if (c == 0) {
+#define FIRST_COLUMN(k) if ((k) < SLOTS && (k) * RPS + rg < m) { \
+            cols[0][(k) * RPS + rg] = x[k]; \
+            if (fabs(x[k]) > best) { best = fabs(x[k]); best_row = (k) * RPS + rg; } }
+        FOR_SLOTS(FIRST_COLUMN)
         vals[rg] = best;
         rows[rg] = best_row;
     }
-#if NO_PIVOT
-    barrier(CLK_LOCAL_MEM_FENCE);
-    int p = 0;
-#else
-    int p = groups_argmax(vals, rows, lid);
-#endif
+    int p = pivot_row(vals, rows, lid, 0);
     for (int j = 0; j < w; j++) {
+        __local const real *col = cols[j % 2];
+        __local real *next = cols[(j + 1) % 2];
         /* interchange rows j and p: their holders publish them, then swap */
         const int pk = p / RPS, jk = j / RPS;
         const int holds_p = rg == p % RPS, holds_j = rg == j % RPS;
@@ -111,18 +121,19 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
             if (pivot == ZERO && *info == 0)
                 *info = c0 + j + 1;
         }
-        /* multipliers of column j, published in lbuf */
+        /* every item forms the multipliers it needs from the published column
+         * (row p now holds row j's entry); those of column j store them */
         const real inv = ONE / pivot;
+#define MULT(v) (pivot == ZERO ? (v) : multiplier((v), pivot, inv))
         if (c == j) {
 #define SCALE(k) if ((k) < SLOTS) { \
             const int r = (k) * RPS + rg; \
-            if (r > j && r < m) { \
-                x[k] = pivot == ZERO ? x[k] : multiplier(x[k], pivot, inv); \
-                lbuf[r] = x[k]; } }
+            if (r > j && r < m) \
+                x[k] = MULT(x[k]); }
             FOR_SLOTS(SCALE)
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* rank-1 update right of column j; column j+1 finds its pivot candidate */
+        /* rank-1 update right of column j; column j+1 is published with its
+         * candidates */
         best = -ONE;
         best_row = j + 1;
         if (c > j && live) {
@@ -130,20 +141,17 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
 #define UPDATE(k) if ((k) < SLOTS) { \
             const int r = (k) * RPS + rg; \
             if (r > j && r < m) { \
-                x[k] -= lbuf[r] * u; \
-                if (c == j + 1 && fabs(x[k]) > best) { best = fabs(x[k]); best_row = r; } } }
+                x[k] -= MULT((r) == p ? jrow[j] : col[r]) * u; \
+                if (c == j + 1) { \
+                    next[r] = x[k]; \
+                    if (fabs(x[k]) > best) { best = fabs(x[k]); best_row = r; } } } }
             FOR_SLOTS(UPDATE)
         }
         if (c == j + 1) {
             vals[rg] = best;
             rows[rg] = best_row;
         }
-#if NO_PIVOT
-        p = j + 1;
-        barrier(CLK_LOCAL_MEM_FENCE);                /* urow, jrow and lbuf are reused */
-#else
-        p = groups_argmax(vals, rows, lid);
-#endif
+        p = pivot_row(vals, rows, lid, j + 1);
     }
     /* the leaf back to memory; L11 to local memory */
 #define STORE(k) if ((k) < SLOTS) { \
@@ -152,18 +160,42 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
         if (live && r < w) l11[r * LW + c] = x[k]; }
     FOR_SLOTS(STORE)
     barrier(CLK_LOCAL_MEM_FENCE);
-    /* the rest of the panel: interchanges, then U12 = L11^-1 A12 */
+    /* the rest of the panel: interchanges, then U12 = L11^-1 A12.  Each item
+     * loads its column's leaf rows u and the pivot rows below the leaf (far)
+     * at once, interchanges them in registers, and stores them back: two
+     * memory round trips, not a dependent load per interchange. */
+    const int below = c0 + w;
     for (int col = p0 + lid; col < p1; col += WG) {
-        if (col >= c0 && col < c0 + w)
+        if (col >= c0 && col < below)
             continue;
-        real u[LW];
+        real u[LW], far[LW];
+        #pragma unroll
+        for (int i = 0; i < LW; i++)
+            if (i < w) {
+                u[i] = a[AT(c0 + i, col, lda)];
+                far[i] = swaps[i] >= below ? a[AT(swaps[i], col, lda)] : ZERO;
+            }
         #pragma unroll
         for (int i = 0; i < LW; i++)
             if (i < w) {
                 const int r = swaps[i];
-                const real t = a[AT(r, col, lda)];
-                a[AT(r, col, lda)] = a[AT(c0 + i, col, lda)];
-                u[i] = t;
+                if (r >= below) {              /* far[i] holds row r as it is now */
+                    const real t = far[i];
+                    far[i] = u[i];
+                    u[i] = t;
+                    #pragma unroll
+                    for (int k = i + 1; k < LW; k++)
+                        if (k < w && swaps[k] == r)
+                            far[k] = far[i];
+                } else {                       /* a leaf row: r - c0 >= i */
+                    #pragma unroll
+                    for (int t = i + 1; t < LW; t++)
+                        if (t == r - c0) {
+                            const real v = u[t];
+                            u[t] = u[i];
+                            u[i] = v;
+                        }
+                }
             }
         if (col > c0) {
             #pragma unroll
@@ -175,7 +207,10 @@ void getf2_reg(__global real *a, const int lda, const int n, const int c0, const
         }
         #pragma unroll
         for (int i = 0; i < LW; i++)
-            if (i < w)
+            if (i < w) {
                 a[AT(c0 + i, col, lda)] = u[i];
+                if (swaps[i] >= below)         /* in order: a repeated row ends as the last */
+                    a[AT(swaps[i], col, lda)] = far[i];
+            }
     }
 }

@@ -1,7 +1,8 @@
 /* pivoting.h -- the pieces of partial pivoting that the LU kernels share.
  *
- * argmax_tree, wg_reduce_argmax: the (largest value, lowest row) over a
- * work-group;
+ * argmax_fold, argmax_scan, wg_reduce_argmax: the (largest value, lowest
+ * row) over a work-group: the candidates folded to ARGMAX_SCAN entries, which
+ * every item then scans (two or three barriers instead of a tree's log2(WG));
  * wg_argmax_abs: LAPACK's i?amax of a column by one work-group;
  * multiplier: a multiplier the way LAPACK forms it.
  *
@@ -20,37 +21,68 @@
 #define NO_PIVOT 0
 #endif
 
-/* The (largest value, lowest row) over vals/rows[0, count), count a power of
- * two; the entries must be visible to all (a barrier after they were
- * written).  Every item gets the row. */
-int argmax_tree(__local real *vals, __local int *rows, const int lid, const int count)
+#ifndef ARGMAX_SCAN
+#define ARGMAX_SCAN 32     /* candidates every item scans after the fold */
+#endif
+
+/* (v, r) beats (best, best_row): a larger value, or the same value in a lower
+ * row (values are never NaN: candidates start at -1 and only grow by >). */
+#define BEATS(v, r, best, best_row) ((v) > (best) || ((v) == (best) && (r) < (best_row)))
+
+/* Items lid < ARGMAX_SCAN fold vals/rows[lid + i*ARGMAX_SCAN] for all i into
+ * entry lid, so that the winner of [0, count) is that of [0, ARGMAX_SCAN).
+ * The entries must be visible to all; a barrier must follow. */
+void argmax_fold(__local real *vals, __local int *rows, const int lid, const int count)
 {
-    for (int s = count / 2; s > 0; s >>= 1) {
-        if (lid < s) {
-            const real v = vals[lid + s];
-            const int r = rows[lid + s];
-            if (v > vals[lid] || (v == vals[lid] && r < rows[lid])) {
-                vals[lid] = v;
-                rows[lid] = r;
-            }
+    if (lid < ARGMAX_SCAN) {
+        real best = vals[lid];
+        int best_row = rows[lid];
+        for (int i = lid + ARGMAX_SCAN; i < count; i += ARGMAX_SCAN) {
+            const real v = vals[i];
+            const int r = rows[i];
+            if (BEATS(v, r, best, best_row)) { best = v; best_row = r; }
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        vals[lid] = best;
+        rows[lid] = best_row;
     }
-    const int result = rows[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return result;
+}
+
+/* The row of the (largest value, lowest row) over vals/rows[0, count),
+ * count <= ARGMAX_SCAN, scanned by every item (broadcast reads, no barrier:
+ * the caller orders any later rewrite of the entries with one); the value
+ * goes to *value. */
+int argmax_scan(__local const real *vals, __local const int *rows, const int count,
+                real *value)
+{
+    real best = vals[0];
+    int best_row = rows[0];
+    for (int i = 1; i < count; i++) {
+        const real v = vals[i];
+        const int r = rows[i];
+        if (BEATS(v, r, best, best_row)) { best = v; best_row = r; }
+    }
+    *value = best;
+    return best_row;
 }
 
 /* The (largest value, lowest row) over the work-group's (best, best_row)
- * pairs; called by every item of one work-group, all get the row. */
+ * pairs; called by every item of one work-group, all get the row and the
+ * value (*value).  vals and rows (WG entries) may be rewritten as soon as it
+ * returns. */
 int wg_reduce_argmax(const real best, const int best_row,
-                     __local real *vals, __local int *rows)
+                     __local real *vals, __local int *rows, real *value)
 {
     const int lid = get_local_id(1) * get_local_size(0) + get_local_id(0);
     vals[lid] = best;
     rows[lid] = best_row;
     barrier(CLK_LOCAL_MEM_FENCE);
-    return argmax_tree(vals, rows, lid, WG);
+#if WG > ARGMAX_SCAN
+    argmax_fold(vals, rows, lid, WG);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    const int row = argmax_scan(vals, rows, min(WG, ARGMAX_SCAN), value);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return row;
 }
 
 /* Row of the largest |a[r, col]| for r in [r0, n), lowest index on ties
@@ -70,7 +102,8 @@ int wg_argmax_abs(__global const real *a, const int lda, const int col,
         const real v = fabs(a[AT(r, col, lda)]);
         if (v > best) { best = v; best_row = r; }
     }
-    return wg_reduce_argmax(best, best_row, vals, rows);
+    real value;
+    return wg_reduce_argmax(best, best_row, vals, rows, &value);
 #endif
 }
 

@@ -86,13 +86,18 @@ def override(family: str, params: dict | None) -> None:
         _overrides.pop(family, None)
     else:
         _overrides[family] = dict(params)
-    _cached.cache_clear()
+    _forget()
 
 
 def reload() -> None:
     """Forget cached choices (after ``oclla tune`` wrote a new file)."""
-    _cached.cache_clear()
+    _forget()
     _stored_entries.cache_clear()
+
+
+def _forget() -> None:
+    _cached.cache_clear()
+    _by_call.clear()
 
 
 # ---- device-limit defaults -------------------------------------------------------------
@@ -348,8 +353,19 @@ def _cached(queue, family: str, dtype_name: str) -> tuple:
     return tuple(sorted(chosen.items()))
 
 
+_by_call: dict = {}        # (queue, family, dtype as passed) -> the chosen items
+
+
 def params(queue, family: str, dtype) -> dict:
-    """Parameters of ``family`` (see the module docstring) for this queue's device and dtype."""
-    if family not in FAMILIES:
-        raise KeyError(family)
-    return dict(_cached(queue, family, np.dtype(dtype).name))
+    """Parameters of ``family`` (see the module docstring) for this queue's device and dtype.
+
+    A fresh dict each call; looked up by the call's own arguments first
+    (host loops ask thousands of times per factorization).
+    """
+    key = (queue, family, dtype)
+    chosen = _by_call.get(key)
+    if chosen is None:
+        if family not in FAMILIES:
+            raise KeyError(family)
+        chosen = _by_call[key] = _cached(queue, family, np.dtype(dtype).name)
+    return dict(chosen)

@@ -58,20 +58,25 @@ def get_kernel(queue: cl.CommandQueue, source: str, name: str, dtype,
     """The kernel ``name`` of ``kernels_cl/<source>`` built for ``dtype``.
 
     Built once per (context, source, options); the returned ``cl.Kernel`` is
-    this thread's own, stored and reused (never looked up by attribute again).
+    this thread's own, stored and reused (never looked up by attribute
+    again).  The thread's cache is keyed by the call's own arguments, so a
+    repeated call costs one dictionary lookup.
     """
-    if precision_of(dtype) == 64 and not device_info(queue).fp64:
-        raise DeviceError(f"float64 needs cl_khr_fp64, which "
-                          f"{device_info(queue).name} does not support; use float32")
-    options = build_options(dtype, defines)
     cache = getattr(_thread_kernels, "cache", None)
     if cache is None:
         cache = _thread_kernels.cache = {}
-    key = (queue.context, source, options, name)
-    kernel = cache.get(key)
+    call = (queue.context, source, name, dtype, tuple(defines.items()))
+    kernel = cache.get(call)
     if kernel is None:
-        kernel = cl.Kernel(_program(queue.context, source, options), name)
-        cache[key] = kernel
+        if precision_of(dtype) == 64 and not device_info(queue).fp64:
+            raise DeviceError(f"float64 needs cl_khr_fp64, which "
+                              f"{device_info(queue).name} does not support; use float32")
+        options = build_options(dtype, defines)
+        key = (queue.context, source, options, name)
+        kernel = cache.get(key)
+        if kernel is None:
+            kernel = cache[key] = cl.Kernel(_program(queue.context, source, options), name)
+        cache[call] = kernel
     return kernel
 
 

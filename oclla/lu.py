@@ -311,7 +311,7 @@ class _Panels:
         while slots * wg < m * lw:
             slots *= 2
         rps = wg // lw
-        local = ((rps + slots * rps + lw * lw + 2 * lw) * np.dtype(self.dtype).itemsize
+        local = ((rps + 2 * slots * rps + lw * lw + 2 * lw) * np.dtype(self.dtype).itemsize
                  + (rps + lw) * 4)
         return (lw, slots) if local <= self.local_mem else (0, 0)
 

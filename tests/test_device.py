@@ -8,7 +8,7 @@ import pytest
 
 import kernels_cl
 import oclla
-from oclla import DeviceError, _device, _programs
+from oclla import DeviceError, _device, _params, _programs
 
 
 def test_devices_lists_capabilities():
@@ -90,6 +90,20 @@ def test_kernel_cache_per_context_and_thread(queue):
     thread.start()
     thread.join()
     assert other[0] is not k1 and other[0].function_name == "laswp"
+    # the same options spelled another way reach the same kernel
+    assert _programs.get_kernel(queue, "laswp.cl", "laswp", np.dtype("float32"), FORWARD=1) is k1
+
+
+def test_params_are_a_fresh_dict_that_follows_overrides(queue):
+    chosen = _params.params(queue, "lu", np.float32)
+    spoiled = _params.params(queue, "lu", np.float32)
+    spoiled["NB"] = -1
+    assert _params.params(queue, "lu", np.float32) == chosen
+    _params.override("lu", dict(NB=7))
+    assert _params.params(queue, "lu", np.float32)["NB"] == 7
+    assert _params.params(queue, "lu", np.dtype("float32"))["NB"] == 7
+    _params.override("lu", None)
+    assert _params.params(queue, "lu", np.float32) == chosen
 
 
 def test_build_failure_is_a_device_error_with_the_log(queue):

@@ -22,6 +22,7 @@ PIVOT_SETS = [
     dict(VW=4, NV=2, WX=2, WY=4, RB=16, UNR=3, FUSED=1),     # row blocks, rows shared
     dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4, FUSED=0),      # GPU shape, ragged, unfused
     dict(VW=4, NV=1, WX=8, WY=4, RB=5, UNR=2, FUSED=1),
+    dict(VW=1, NV=1, WX=32, WY=4, RB=9, UNR=2, FUSED=1),      # candidates folded, then scanned
 ]
 BLOCKED_SETS = [
     dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
@@ -36,6 +37,8 @@ BLOCKED_SETS = [
     dict(NB=64, LEAF_W=16, PANEL_WG=32, REG_SLOTS=16, PANEL_COLUMNS=1, PANEL_SPLIT=8,
          SMALL_N=0, LOOKAHEAD=1),
     dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=20, LOOKAHEAD=0),
+    # 64 row groups: their candidates folded to ARGMAX_SCAN, then scanned
+    dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=2, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
 ]
 CROUT_SETS = [
     dict(WG=64, RJ=64, MB=1024, CL=4, RR=2, KC=4096),    # one chunk per product (CPU shape)
@@ -131,6 +134,27 @@ def test_register_leaves_factor_the_panels(queue, dtype, pivoting):
         np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
     else:
         np.testing.assert_array_equal(piv, np.arange(n))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_register_leaf_interchanges_repeated_and_inner_rows(queue, dtype):
+    """Pivot rows 20, 20, 3 in one leaf: the rest of the panel sees row 20
+    interchanged twice and row 3, a row of the leaf itself, once."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
+                                SMALL_N=0, LOOKAHEAD=0))
+    n = 24
+    a = 0.01 * np.random.default_rng(5).standard_normal((n, n))
+    a[0, :2] = 1.0, 100.0
+    a[20, :2] = 10.0, 0.0                # pivot of column 0; after the swap, of column 1
+    a[3, 2] = 50.0                       # pivot of column 2, inside the leaf
+    a = a.astype(dtype)
+    expected = sl.lu_factor(a)[1]
+    assert list(expected[:3]) == [20, 20, 3]
+    lu, piv = oclla.lu_factor(a, queue=queue)
+    np.testing.assert_array_equal(piv, expected)
+    assert passes(lu_backward_error(a, lu, piv))
 
 
 def test_register_leaf_needs_room(queue):
