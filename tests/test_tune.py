@@ -83,3 +83,17 @@ def test_cli_refuses_unknown_families(capsys):
         tune.main(["--families", "gemm,nonsense"])
     assert exc.value.code == 2
     assert "nonsense" in capsys.readouterr().err
+
+
+def test_shipped_parameters_are_usable_sets(queue):
+    """Every family stored in oclla/data/tuned.json, over this device's defaults, passes
+    the same check the stored sets must pass where they are used."""
+    shipped = _params._stored_entries()[1]
+    assert len({(e["device"], e["dtype"]) for e in shipped}) == len(shipped) >= 8
+    info = oclla.device_info(queue)
+    for entry in shipped:
+        itemsize = np.dtype(entry["dtype"]).itemsize
+        for family, p in entry["params"].items():
+            merged = _params._merge(family, _params._defaults(queue, info, family, itemsize), p)
+            assert _params.check(family, merged, info, itemsize) is None, \
+                (entry["device"], entry["dtype"], family)
