@@ -160,7 +160,9 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                     REG_SLOTS=0, PANEL_COLUMNS=int(gpu),
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
-                    SMALL_N=0 if gpu else 256, LOOKAHEAD=1, PANEL_SPLIT=64 if gpu else 0)
+                    SMALL_N=0 if gpu else 256, LOOKAHEAD=1, PANEL_SPLIT=64 if gpu else 0,
+                    PANEL_GRID=0, GRID_WX=32 if gpu else 8, GRID_WY=8 if gpu else 1,
+                    GRID_PER_CU=1)
     if family == "chol":
         leaf = 64
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
@@ -243,6 +245,12 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                     or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, "
                         "LOOKAHEAD and PANEL_COLUMNS 0 or 1")
+            gx, gy = p["GRID_WX"], p["GRID_WY"]
+            if (p["PANEL_GRID"] not in (0, 1) or not 1 <= p["GRID_PER_CU"] <= 8
+                    or min(gx, gy) < 1
+                    or gx & (gx - 1) or gy & (gy - 1) or not _fits_wg(info, gx, gy)):
+                return ("PANEL_GRID 0 or 1, 1 <= GRID_PER_CU <= 8, GRID_WX x GRID_WY powers "
+                        "of two within the work-group limits")
             return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "chol":

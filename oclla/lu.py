@@ -286,8 +286,11 @@ class _Panels:
       U12, then one GEMM (rank w) on the panel's columns right of the leaf:
       two launches per leaf;
     * recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
-      half) down to blocks of PANEL_SPLIT columns (0: the whole panel) with
-      one multi-work-group launch per column (``columns``, PANEL_COLUMNS);
+      half) down to blocks of PANEL_SPLIT columns (0: the whole panel), each
+      factored in one launch by the work-groups that run at once, with a
+      barrier across them per column (``getrf_grid``, kernels_cl/lu_grid.cl,
+      PANEL_GRID), or with one multi-work-group launch per column
+      (``columns``, PANEL_COLUMNS);
     * or down to one-work-group leaves up to LEAF_W wide (``getf2_leaf``),
       which also factor a whole matrix below SMALL_N in one launch.
     """
@@ -296,8 +299,11 @@ class _Panels:
                  columns=None):
         self.queue, self.A, self.n, self.piv, self.info = queue, A, n, piv, info
         self.p, self.dtype, self.no_pivot, self.columns = p, dtype, no_pivot, columns
-        self.local_mem = device_info(queue).local_mem_size
+        info = device_info(queue)
+        self.local_mem = info.local_mem_size
         self._kernels: dict = {}             # (name, define values) -> cl.Kernel
+        self.grid_groups = info.compute_units * p["GRID_PER_CU"]
+        self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
 
     def _reg_shape(self, m: int):
         """(width, slots) of the register leaf for m rows, or (0, 0) if none fits."""
@@ -343,14 +349,39 @@ class _Panels:
                      A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
             c += jb
 
+    def _grid(self, c0: int, w: int) -> None:
+        """The panel in one launch of getrf_grid (one barrier across work-groups per column)."""
+        wx, wy, groups = self.p["GRID_WX"], self.p["GRID_WY"], self.grid_groups
+        cpi = -(-w // wx)
+        bufs = self._grid_buffers
+        if bufs is None or bufs[3].size < 2 * groups * cpi * wx:
+            q, width = self.queue, cpi * wx
+            bufs = self._grid_buffers = (
+                cl_array.zeros(q, 2 * self.n, np.int32), cl_array.empty(q, 2 * groups, self.dtype),
+                cl_array.empty(q, 2 * groups, np.int32),
+                cl_array.empty(q, 2 * groups * width, self.dtype),
+                cl_array.empty(q, 2 * width, self.dtype))
+        key = ("getrf_grid", wx, wy, cpi)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = get_kernel(
+                self.queue, "lu_grid.cl", "getrf_grid", self.dtype, WX=wx, WY=wy, CPI=cpi,
+                NO_PIVOT=int(self.no_pivot))
+        enqueue(self.queue, kernel, (groups * wx, wy), (wx, wy), self.A.buf, int_arg(self.A.ld),
+                int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
+                bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]))
+
     def factor(self, c0: int, w: int) -> None:
         n, p = self.n, self.p
         if self._reg_shape(n - c0)[0]:
             self._register_leaves(c0, w)
             return
-        if self.columns is not None:
+        if p["PANEL_GRID"] or self.columns is not None:
             split = p["PANEL_SPLIT"]
             if split == 0 or w <= split:
+                if p["PANEL_GRID"]:
+                    self._grid(c0, w)
+                    return
                 cols = self.columns
                 cols.first(c0, c0, c0 + w)
                 for k in range(c0, c0 + w - 1):
@@ -416,7 +447,7 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                              shape=dict(RB=p["PANEL_RB"], WY=p["PANEL_WY"]))
                if p["PANEL_COLUMNS"] and not small else None)
     A = view_of(a)
-    panels = _Panels(queue, A, n, piv, info, dict(p, REG_SLOTS=0) if small else p, dtype=dtype,
+    panels = _Panels(queue, A, n, piv, info, dict(p, REG_SLOTS=0, PANEL_GRID=0) if small else p, dtype=dtype,
                      no_pivot=no_pivot, columns=columns)
 
     def snapshot():
