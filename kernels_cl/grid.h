@@ -68,9 +68,9 @@ int grid_join(volatile __global int *state, const int launched, const int lid,
 void grid_sync(volatile __global int *counter, const int target, const int act,
                const int lid)
 {
-    mem_fence(CLK_GLOBAL_MEM_FENCE);                 /* every item's writes, then the signal */
-    barrier(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_GLOBAL_MEM_FENCE);                   /* the work-group's writes, then */
     if (act && lid == 0) {
+        mem_fence(CLK_GLOBAL_MEM_FENCE);             /* device-wide, then the signal */
         atomic_inc(counter);
         while (*counter < target)
             ;

@@ -4,31 +4,31 @@
  * partial pivoting, interchanging rows inside the panel only (the caller
  * applies them to the other columns), as the per-column launches of lu.cl
  * do, but with one barrier across work-groups per column instead of one
- * launch: the participating work-groups (grid.h) share the rows, each the
- * blocks of WY rows b = id, id + count, ... (b counted from row c0), and
- * for column col
+ * launch.  The participating work-groups (grid.h) share the rows: each
+ * takes the blocks of WY rows b = id, id + count, ... (b counted from row
+ * c0) and keeps the first RPI of them in registers for the whole launch, the
+ * rest in memory.  Column col takes one barrier:
  *
- *   1. every work-group reduces the candidates the participants published
- *      (largest |a[r, col]|, lowest row on ties) to the pivot row p and
- *      takes the pivot row u = a[p, c0:c0+w] from the copy its owner
- *      published (the diagonal row's copy when p = col);
- *   2. every work-group updates its rows r > col: a[r, c] -= l_r u_c for
- *      the panel columns c > col with l_r = a[r, col] / u_col (the row in
- *      slot p is the old row col: its published copy d, multipliers
- *      included), and the item on column col+1 keeps its rows' best
- *      candidate; once all its items have read column col, l_r replaces
- *      a[r, col]; the owner of row col writes u (with row p's multipliers)
- *      into it;
- *   3. each work-group publishes its best candidate for column col+1 with a
- *      copy of that row, the owner of row col+1 a copy of it, then all meet
- *      at the barrier.
+ *   1. each work-group publishes its best candidate for col (largest
+ *      |a[r, col]|, lowest row on ties) with a copy of that row, and the
+ *      owner of row col a copy of it (d); all meet at the barrier;
+ *   2. every work-group reduces the candidates to the pivot row p and takes
+ *      u = a[p, c0:c0+w] from the copy its owner published (d when p = col);
+ *   3. every work-group updates its rows r > col: a[r, c] -= l_r u_c for the
+ *      panel columns c > col with l_r = a[r, col] / u_col, stored in place of
+ *      a[r, col] (once every item has read it, for rows in memory); the row
+ *      in slot p becomes the old row col (d, multipliers included) first; the
+ *      item on column col+1 keeps its rows' best candidate; the owner of row
+ *      col writes u (with row p's multipliers) into it: row col is final.
+ * At the end the register rows below the panel's top w rows are stored.
  * The copies go to buffers of two parities (by column), so that nobody
- * overwrites a copy that a slower work-group may still read.  Only the owner
- * of a matrix row ever reads or writes it.
+ * overwrites a copy that a slower work-group may still read; only the owner
+ * of a matrix row reads or writes it.
  *
- * Work-groups are WX x WY items: item (x, y) takes the columns
- * col+1+x+k*WX (k < CPI) of the rows at position y of its work-group's
- * blocks.  NO_PIVOT = 1 takes the diagonal as pivot (teaching only).
+ * Work-groups are WX x WY items: item (x, y) holds the panel columns
+ * x + k*WX (k < CPI) of the rows at position y of its work-group's blocks;
+ * column j of a register row reaches the other items through local memory.
+ * NO_PIVOT = 1 takes the diagonal as pivot (teaching only).
  *
  * Arguments: piv and info as in lu.cl; syncs[2*slot], syncs[2*slot+1]: 0
  * before the launch (join state, barrier counter); cand_val, cand_row:
@@ -46,46 +46,19 @@
 #ifndef CPI
 #define CPI 8              /* columns per item: the panel is at most CPI*WX wide */
 #endif
+#ifndef RPI
+#define RPI 0              /* rows per item held in registers (the rest stay in memory) */
+#endif
 #define WG (WX * WY)
 #define PW (CPI * WX)
 
 #include "pivoting.h"
 #include "grid.h"
 
-/* The participant that owns row r of the panel that starts at row c0. */
+/* The participant that owns row r of the panel that starts at row c0, and
+ * the rows of this item: register row i is block me + i*count. */
 #define OWNER(r) ((((r) - c0) / WY) % count)
-
-/* Publish this work-group's candidate (best, best_row) for column col, a
- * copy of its row, and (its owner) a copy of row col, into parity par.
- * Every item of every work-group calls it; act = 0 passes the barriers. */
-void publish(__global const real *a, const int lda, const int c0, const int w,
-             const int col, const int par, const int me, const int count, const int act,
-             const real best, const int best_row, const int groups,
-             volatile __global real *cand_val, volatile __global int *cand_row,
-             volatile __global real *cand_copy, volatile __global real *diag,
-             __local real *vals, __local int *rows, const int lid)
-{
-    barrier(CLK_GLOBAL_MEM_FENCE);                   /* this work-group's rows are stored */
-#if NO_PIVOT
-    const real value = -ONE;
-    const int cand = col;
-#else
-    real value;
-    const int cand = wg_reduce_argmax(best, best_row, vals, rows, &value);
-#endif
-    if (!act)
-        return;
-    if (lid == 0) {
-        cand_val[par * groups + me] = value;
-        cand_row[par * groups + me] = cand;
-    }
-    if (value >= ZERO)
-        for (int j = lid; j < w; j += WG)
-            cand_copy[(par * groups + me) * PW + j] = a[AT(cand, c0 + j, lda)];
-    if (OWNER(col) == me)
-        for (int j = lid; j < w; j += WG)
-            diag[par * PW + j] = a[AT(col, c0 + j, lda)];
-}
+#define REG_ROW(i) (c0 + (me + (i) * count) * WY + y)
 
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
 void getrf_grid(__global real *a, const int lda, const int n, const int c0, const int w,
@@ -95,6 +68,7 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
 {
     __local real vals[WG];
     __local int rows[WG];
+    __local real xs[RPI > 0 ? RPI * WY : 1];        /* column j of the register rows */
     __local int shared[2];
     const int x = get_local_id(0), y = get_local_id(1), lid = y * WX + x;
     const int groups = get_num_groups(0);
@@ -103,33 +77,80 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
     const int me = grid_join(sync, groups, lid, shared, &count);
     const int act = me >= 0;
     const int blocks = (n - c0 + WY - 1) / WY;
+    const int spill = me + RPI * count;             /* the first block kept in memory */
+
+    real v[RPI > 0 ? RPI : 1][CPI];                 /* register rows, columns x + k*WX */
+    #pragma unroll
+    for (int i = 0; i < RPI; i++) {
+        const int r = act ? REG_ROW(i) : n;
+        #pragma unroll
+        for (int k = 0; k < CPI; k++)
+            v[i][k] = (r < n && x + k * WX < w) ? a[AT(r, c0 + x + k * WX, lda)] : ZERO;
+    }
 
     /* the candidates for column c0 */
     real best = -ONE;
     int best_row = c0;
-    if (act)
-        for (int b = me; b < blocks; b += count) {
+    if (act && x == 0) {
+        #pragma unroll
+        for (int i = 0; i < RPI; i++)
+            if (REG_ROW(i) < n && fabs(v[i][0]) > best) { best = fabs(v[i][0]); best_row = REG_ROW(i); }
+        for (int b = spill; b < blocks; b += count) {
             const int r = c0 + b * WY + y;
-            const real v = fabs(a[AT(min(r, n - 1), c0, lda)]);
-            if (x == 0 && r < n && v > best) { best = v; best_row = r; }
+            if (r < n && fabs(a[AT(r, c0, lda)]) > best) { best = fabs(a[AT(r, c0, lda)]); best_row = r; }
         }
-    publish(a, lda, c0, w, c0, 0, me, count, act, best, best_row, groups, cand_val, cand_row,
-            cand_copy, diag, vals, rows, lid);
+    }
 
     for (int j = 0; j < w; j++) {
         const int col = c0 + j, par = j & 1;
+
+        /* 1. publish this work-group's candidate for col with a copy of its row,
+         *    and (its owner) a copy of row col; meet the others */
+        barrier(CLK_GLOBAL_MEM_FENCE);               /* the rows in memory are stored */
+#if NO_PIVOT
+        const real mine = -ONE;
+        const int cand = col;
+#else
+        real mine;
+        const int cand = wg_reduce_argmax(best, best_row, vals, rows, &mine);
+#endif
+        if (act) {
+            if (lid == 0) {
+                cand_val[par * groups + me] = mine;
+                cand_row[par * groups + me] = cand;
+            }
+            volatile __global real *to = cand_copy + (par * groups + me) * PW;
+            #pragma unroll
+            for (int i = 0; i < RPI; i++) {
+                const int r = REG_ROW(i);
+                if ((r == cand && mine >= ZERO) || r == col)
+                    #pragma unroll
+                    for (int k = 0; k < CPI; k++)
+                        if (x + k * WX < w) {
+                            if (r == cand && mine >= ZERO) to[x + k * WX] = v[i][k];
+                            if (r == col) diag[par * PW + x + k * WX] = v[i][k];
+                        }
+            }
+            const int cand_b = (cand - c0) / WY, col_b = (col - c0) / WY;
+            if (mine >= ZERO && cand_b >= spill)
+                for (int jc = lid; jc < w; jc += WG)
+                    to[jc] = a[AT(cand, c0 + jc, lda)];
+            if (OWNER(col) == me && col_b >= spill)
+                for (int jc = lid; jc < w; jc += WG)
+                    diag[par * PW + jc] = a[AT(col, c0 + jc, lda)];
+        }
         grid_sync(sync + 1, (j + 1) * count, act, lid);
 
-        /* 1. the pivot row p and its values u */
+        /* 2. the pivot row p and its values u */
 #if NO_PIVOT
         const int p = col;
 #else
         real top = -ONE;
         int top_row = col;
         for (int i = lid; i < count; i += WG) {
-            const real v = cand_val[par * groups + i];
-            const int r = cand_row[par * groups + i];
-            if (BEATS(v, r, top, top_row)) { top = v; top_row = r; }
+            const real cv = cand_val[par * groups + i];
+            const int cr = cand_row[par * groups + i];
+            if (BEATS(cv, cr, top, top_row)) { top = cv; top_row = cr; }
         }
         real value;
         const int winner = wg_reduce_argmax(top, top_row, vals, rows, &value);
@@ -143,60 +164,82 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
         real u[CPI];
         #pragma unroll
         for (int k = 0; k < CPI; k++) {
-            const int jc = j + 1 + x + k * WX;
-            u[k] = (act && jc < w) ? ucopy[jc] : ZERO;
+            const int jc = x + k * WX;
+            u[k] = (act && jc > j && jc < w) ? ucopy[jc] : ZERO;
         }
 
-        /* 2. this work-group's rows below col; the best candidate for col+1 */
+        /* 3. this work-group's rows below col (slot p takes the old row col, d)
+         *    and their best candidate for col+1 */
         best = -ONE;
         best_row = col + 1;
+        #pragma unroll
+        for (int i = 0; i < RPI; i++) {
+            if (act && REG_ROW(i) == p)
+                #pragma unroll
+                for (int k = 0; k < CPI; k++)
+                    v[i][k] = x + k * WX < w ? dcopy[x + k * WX] : ZERO;
+            if (x == j % WX) {                      /* column j: element j / WX */
+                real xj = ZERO;
+                #pragma unroll
+                for (int k = 0; k < CPI; k++)
+                    xj = k == j / WX ? v[i][k] : xj;
+                xs[y * RPI + i] = xj;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
+        for (int i = 0; i < RPI; i++) {
+            const int r = REG_ROW(i);
+            const real xc = xs[y * RPI + i];
+            const real l = pivot == ZERO ? xc : multiplier(xc, pivot, inv);
+            if (act && r > col && r < n) {
+                real next = -ONE;
+                #pragma unroll
+                for (int k = 0; k < CPI; k++) {
+                    const int jc = x + k * WX;
+                    v[i][k] = jc == j ? l : v[i][k] - l * u[k];
+                    next = jc == j + 1 ? fabs(v[i][k]) : next;
+                }
+                if (next > best) { best = next; best_row = r; }
+            }
+        }
         if (act) {
-            const int b0 = (col + 1 - c0) / WY;
+            const int b0 = max(spill, (col + 1 - c0) / WY);
             for (int b = b0 + ((me - b0 % count) + count) % count; b < blocks; b += count) {
                 const int r = c0 + b * WY + y;
                 if (r <= col || r >= n)
                     continue;
-                const int from_d = r == p;          /* slot p takes the old row col */
+                const int from_d = r == p;
                 const real xc = from_d ? dcopy[j] : a[AT(r, col, lda)];
                 const real l = pivot == ZERO ? xc : multiplier(xc, pivot, inv);
                 #pragma unroll
                 for (int k = 0; k < CPI; k++) {
-                    const int jc = j + 1 + x + k * WX;
-                    if (jc < w) {
-                        const real v = (from_d ? dcopy[jc] : a[AT(r, c0 + jc, lda)]) - l * u[k];
-                        a[AT(r, c0 + jc, lda)] = v;
-                        if (k == 0 && x == 0 && fabs(v) > best) {
-                            best = fabs(v);
-                            best_row = r;
-                        }
+                    const int jc = x + k * WX;
+                    if (jc > j && jc < w) {
+                        const real t = (from_d ? dcopy[jc] : a[AT(r, c0 + jc, lda)]) - l * u[k];
+                        a[AT(r, c0 + jc, lda)] = t;
+                        if (jc == j + 1 && fabs(t) > best) { best = fabs(t); best_row = r; }
                     }
                 }
                 if (from_d)                          /* the multipliers of the old row col */
                     for (int jc = x; jc < j; jc += WX)
                         a[AT(r, c0 + jc, lda)] = dcopy[jc];
             }
-            if (p != col && OWNER(col) == me && y == (col - c0) % WY) {
+            if (OWNER(col) == me && y == (col - c0) % WY)   /* row col is final: u */
                 #pragma unroll
-                for (int k = 0; k < CPI; k++) {
-                    const int jc = j + 1 + x + k * WX;
-                    if (jc < w)
-                        a[AT(col, c0 + jc, lda)] = u[k];
-                }
-                if (x == 0)
-                    a[AT(col, col, lda)] = pivot;
-                for (int jc = x; jc < j; jc += WX)
-                    a[AT(col, c0 + jc, lda)] = ucopy[jc];
-            }
+                for (int k = 0; k < CPI; k++)
+                    if (x + k * WX < w)
+                        a[AT(col, c0 + x + k * WX, lda)] = ucopy[x + k * WX];
             if (me == 0 && lid == 0) {
                 piv[col] = p;
                 if (pivot == ZERO && *info == 0)
                     *info = col + 1;
             }
         }
-        /* the multipliers l_r replace column col once every item has read it */
+        /* in memory, the multipliers replace column col once every item has read it */
         barrier(CLK_GLOBAL_MEM_FENCE);
-        if (act && x == 0) {
-            const int b0 = (col + 1 - c0) / WY;
+        if (act && x == j % WX) {
+            const int b0 = max(spill, (col + 1 - c0) / WY);
             for (int b = b0 + ((me - b0 % count) + count) % count; b < blocks; b += count) {
                 const int r = c0 + b * WY + y;
                 if (r > col && r < n) {
@@ -205,9 +248,17 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
                 }
             }
         }
+    }
 
-        /* 3. the candidates for col+1 */
-        publish(a, lda, c0, w, col + 1, par ^ 1, me, count, act && j + 1 < w, best, best_row,
-                groups, cand_val, cand_row, cand_copy, diag, vals, rows, lid);
+    /* the register rows below the panel's diagonal block (the rows above it
+     * were written as the pivot rows u of their columns) */
+    #pragma unroll
+    for (int i = 0; i < RPI; i++) {
+        const int r = act ? REG_ROW(i) : n;
+        if (r >= c0 + w && r < n)
+            #pragma unroll
+            for (int k = 0; k < CPI; k++)
+                if (x + k * WX < w)
+                    a[AT(r, c0 + x + k * WX, lda)] = v[i][k];
     }
 }

@@ -156,13 +156,18 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
             return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)))
         return dict(VW=_native_width(queue, itemsize), WG=4)
     if family == "lu":
-        return dict(NB=256 if gpu else 64, LEAF_W=8, LEAF_UNR=4 if gpu else 1,
+        gx, gy = (32, 8) if gpu else (8, 1)
+        while gy > 1 and not _fits_wg(info, gx, gy):
+            gy //= 2
+        while gx > 1 and not _fits_wg(info, gx, gy):
+            gx //= 2
+        return dict(NB=128 if gpu else 64, LEAF_W=8, LEAF_UNR=4 if gpu else 1,
                     REG_SLOTS=0, PANEL_COLUMNS=int(gpu),
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
-                    SMALL_N=0 if gpu else 256, LOOKAHEAD=1, PANEL_SPLIT=64 if gpu else 0,
-                    PANEL_GRID=0, GRID_WX=32 if gpu else 8, GRID_WY=8 if gpu else 1,
-                    GRID_PER_CU=1)
+                    SMALL_N=0 if gpu else 256, LOOKAHEAD=0 if gpu else 1,
+                    PANEL_SPLIT=0, PANEL_GRID=int(gpu), GRID_WX=gx, GRID_WY=gy,
+                    GRID_PER_CU=1, GRID_RPI=16 if gpu else 4)
     if family == "chol":
         leaf = 64
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
@@ -247,10 +252,11 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                         "LOOKAHEAD and PANEL_COLUMNS 0 or 1")
             gx, gy = p["GRID_WX"], p["GRID_WY"]
             if (p["PANEL_GRID"] not in (0, 1) or not 1 <= p["GRID_PER_CU"] <= 8
-                    or min(gx, gy) < 1
+                    or p["GRID_RPI"] not in (0, 1, 2, 4, 8, 16, 32) or min(gx, gy) < 1
                     or gx & (gx - 1) or gy & (gy - 1) or not _fits_wg(info, gx, gy)):
-                return ("PANEL_GRID 0 or 1, 1 <= GRID_PER_CU <= 8, GRID_WX x GRID_WY powers "
-                        "of two within the work-group limits")
+                return ("PANEL_GRID 0 or 1, 1 <= GRID_PER_CU <= 8, GRID_RPI 0 or a power of "
+                        "two up to 32, GRID_WX x GRID_WY powers of two within the work-group "
+                        "limits")
             return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
                 else "PANEL_WG must be a power of two within the work-group limit"
         if family == "chol":

@@ -353,6 +353,7 @@ class _Panels:
         """The panel in one launch of getrf_grid (one barrier across work-groups per column)."""
         wx, wy, groups = self.p["GRID_WX"], self.p["GRID_WY"], self.grid_groups
         cpi = -(-w // wx)
+        blocks = -(-(self.n - c0) // wy)
         bufs = self._grid_buffers
         if bufs is None or bufs[3].size < 2 * groups * cpi * wx:
             q, width = self.queue, cpi * wx
@@ -361,12 +362,17 @@ class _Panels:
                 cl_array.empty(q, 2 * groups, np.int32),
                 cl_array.empty(q, 2 * groups * width, self.dtype),
                 cl_array.empty(q, 2 * width, self.dtype))
-        key = ("getrf_grid", wx, wy, cpi)
+        need = -(-blocks // groups)                          # row blocks per work-group
+        rpi = 1 if need else 0
+        while rpi < need:
+            rpi *= 2
+        rpi = min(rpi, self.p["GRID_RPI"])
+        key = ("getrf_grid", wx, wy, cpi, rpi)
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._kernels[key] = get_kernel(
                 self.queue, "lu_grid.cl", "getrf_grid", self.dtype, WX=wx, WY=wy, CPI=cpi,
-                NO_PIVOT=int(self.no_pivot))
+                RPI=rpi, NO_PIVOT=int(self.no_pivot))
         enqueue(self.queue, kernel, (groups * wx, wy), (wx, wy), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
                 bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]))

@@ -82,6 +82,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     """(family, key, values) searched in order by coordinate descent."""
     gpu = kind == "GPU"
     axes = [
+        ("lu", "PANEL_GRID", (0, 1)),
         ("lu", "PANEL_COLUMNS", (0, 1)),
         ("lu", "REG_SLOTS", (0, 16, 32) if gpu else (0, 16)),
         ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
@@ -90,15 +91,18 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("lu", "PANEL_WY", (4, 8, 16) if gpu else (1, 2)),
         ("lu", "LEAF_W", (4, 8, 16) if gpu else (4, 8, 16)),
         ("lu", "PANEL_WG", (128, 256, 512, 1024) if gpu else (1, 2, 4, 8)),
+        ("lu", "GRID_RPI", (4, 8, 16, 32) if gpu else (0, 2, 4, 8)),
+        ("lu", "GRID_WY", (4, 8, 16) if gpu else (1, 2)),
         ("lu", "LEAF_UNR", (1, 2, 4, 8) if gpu else (1, 2)),
         ("lu", "REG_SLOTS", (0, 16, 32) if gpu else (0, 16)),
+        ("lu", "GRID_PER_CU", (1, 2)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
         ("trsm", "INVERSE", (0, 1)),
         ("trsm", "REGISTER", (0, 1)),
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]
-    return axes[:10] + axes[-1:] if quick else axes
+    return axes[:11] + axes[-1:] if quick else axes
 
 
 def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:

@@ -2,8 +2,9 @@
 
 The per-pivot kernels with one and several row blocks per launch, scalar and
 vector columns; the Crout-order per-pivot kernel with its sums in one and in
-several chunks; the blocked LU with recursive leaves and with per-column
-panels, with and without look-ahead, and the one-launch path for small n.
+several chunks; the blocked LU with recursive leaves, with per-column
+panels and with a panel per launch across work-groups, with and without
+look-ahead, and the one-launch path for small n.
 Each factorization must pass the backward-error threshold and choose
 SciPy's pivots (random matrices have no ties).
 """
@@ -39,7 +40,17 @@ BLOCKED_SETS = [
     dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=20, LOOKAHEAD=0),
     # 64 row groups: their candidates folded to ARGMAX_SCAN, then scanned
     dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=2, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
+    # a panel per launch across work-groups: rows in registers and in memory; all rows in
+    # memory with more work-groups launched than run at once; registers only, recursive
+    # halves of 8 columns, register leaves for the short panels
+    dict(NB=16, PANEL_GRID=1, GRID_WX=4, GRID_WY=2, GRID_RPI=2, PANEL_COLUMNS=0, SMALL_N=0,
+         LOOKAHEAD=1),
+    dict(NB=24, PANEL_GRID=1, GRID_WX=8, GRID_WY=1, GRID_RPI=0, GRID_PER_CU=8,
+         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0),
+    dict(NB=48, PANEL_GRID=1, GRID_WX=16, GRID_WY=4, GRID_RPI=32, PANEL_SPLIT=8, LEAF_W=8,
+         PANEL_WG=16, REG_SLOTS=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
 ]
+GRID_SET = BLOCKED_SETS[-3]
 CROUT_SETS = [
     dict(WG=64, RJ=64, MB=1024, CL=4, RR=2, KC=4096),    # one chunk per product (CPU shape)
     dict(WG=256, RJ=32, MB=128, CL=32, RR=2, KC=1024),   # GPU shape
@@ -137,13 +148,18 @@ def test_register_leaves_factor_the_panels(queue, dtype, pivoting):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_register_leaf_interchanges_repeated_and_inner_rows(queue, dtype):
-    """Pivot rows 20, 20, 3 in one leaf: the rest of the panel sees row 20
-    interchanged twice and row 3, a row of the leaf itself, once."""
+@pytest.mark.parametrize("panel", ("registers", "grid-registers", "grid-memory"))
+def test_panel_interchanges_repeated_and_inner_rows(queue, dtype, panel):
+    """Pivot rows 20, 20, 3 in one panel: the rest of the panel sees row 20
+    interchanged twice and row 3, a row of the panel's top block, once."""
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
-    _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
-                                SMALL_N=0, LOOKAHEAD=0))
+    if panel == "registers":
+        p = dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16)
+    else:
+        p = dict(NB=16, PANEL_GRID=1, GRID_WX=4, GRID_WY=2,
+                 GRID_RPI=4 if panel == "grid-registers" else 0)
+    _params.override("lu", dict(p, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0))
     n = 24
     a = 0.01 * np.random.default_rng(5).standard_normal((n, n))
     a[0, :2] = 1.0, 100.0
@@ -155,6 +171,66 @@ def test_register_leaf_interchanges_repeated_and_inner_rows(queue, dtype):
     lu, piv = oclla.lu_factor(a, queue=queue)
     np.testing.assert_array_equal(piv, expected)
     assert passes(lu_backward_error(a, lu, piv))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("pivoting", ("partial", "none"))
+def test_grid_panels_one_launch_per_panel(queue, dtype, pivoting, monkeypatch):
+    """Each panel is one getrf_grid launch; its participants all met at each column's barrier."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    from oclla.lu import _Panels
+    launches = []
+    factor = _Panels._grid
+
+    def grid(self, c0, w):
+        factor(self, c0, w)
+        launches.append((self._grid_buffers[0], c0, w, self.grid_groups))
+
+    monkeypatch.setattr(_Panels, "_grid", grid)
+    _params.override("lu", dict(GRID_SET, GRID_PER_CU=3))
+    n = 45
+    a = np.random.default_rng(6).standard_normal((n, n)).astype(dtype)
+    if pivoting == "none":
+        a += n * np.eye(n, dtype=dtype)
+    with oclla.record() as rec:
+        lu, piv = oclla.lu_factor(a, pivoting=pivoting, queue=queue)
+    names = [k.name for k in rec.runs[-1].kernels]
+    assert names.count("getrf_grid") == len(launches) == 3
+    assert "pivot_step" not in names and "getf2_leaf" not in names
+    assert passes(lu_backward_error(a, lu, piv))
+    expected = sl.lu_factor(a)[1] if pivoting == "partial" else np.arange(n)
+    np.testing.assert_array_equal(piv, expected)
+    closed = 0x40000000
+    for syncs, c0, w, launched in launches:
+        state, arrived = syncs.get()[2 * c0: 2 * c0 + 2]
+        joined = state & ~closed
+        assert state & closed and 1 <= joined <= launched
+        assert arrived == w * joined
+
+
+@pytest.mark.parametrize("panel", ("grid", "columns"))
+def test_blocked_zero_column_warns_like_scipy(queue, panel):
+    p = GRID_SET if panel == "grid" else BLOCKED_SETS[2]
+    _params.override("lu", p)
+    _params.override("pivot", PIVOT_SETS[2])
+    a = np.random.default_rng(7).standard_normal((40, 40)).astype(np.float32)
+    a[:, 5] = 0.0
+    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 6 is exactly zero"):
+        lu, piv = oclla.lu_factor(a, queue=queue)
+    with pytest.warns(sl.LinAlgWarning):
+        ref_lu, ref_piv = sl.lu_factor(a)
+    np.testing.assert_array_equal(piv, ref_piv)
+    np.testing.assert_allclose(lu, ref_lu, atol=1e-4)
+
+
+def test_grid_shapes_that_cannot_run_are_refused(queue):
+    info = oclla.device_info(queue)
+    base = dict(_params.params(queue, "lu", np.float32))
+    for bad in (dict(GRID_WX=3), dict(GRID_WY=0), dict(GRID_RPI=3), dict(GRID_PER_CU=0),
+                dict(PANEL_GRID=2), dict(GRID_WX=info.max_work_group_size, GRID_WY=2)):
+        assert "GRID" in _params.check("lu", dict(base, **bad), info, 4), bad
+    assert _params.check("lu", dict(base, PANEL_GRID=1), info, 4) is None
 
 
 def test_register_leaf_needs_room(queue):
