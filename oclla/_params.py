@@ -33,7 +33,11 @@ Families and their keys
            leaves), which holds m x w <= REG_SLOTS * PANEL_WG entries of a panel;
            PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
-           PANEL_WY) instead of one-work-group leaves; PANEL_SPLIT: with
+           PANEL_WY) instead of one-work-group leaves; PANEL_GRID: 1 to factor each
+           panel in one launch by the work-groups that run at once, a barrier across
+           them per column (kernels_cl/lu_grid.cl; GRID_PER_CU work-groups of
+           GRID_WX x GRID_WY items per compute unit launched, each holding up to
+           GRID_RPI rows per item in registers); PANEL_SPLIT: with PANEL_GRID or
            PANEL_COLUMNS, recurse (?getrf2) down to column blocks this wide (0: none);
            SMALL_N: below this order the blocked method factors the whole matrix with
            the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
