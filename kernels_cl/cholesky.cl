@@ -19,9 +19,10 @@
  *     +----+--------+      (i, j) = (k+1+r, k+1+c)
  *     * pivot, # normalized column, \ trailing triangle
  *
- * The diagonal-block kernel potf2_block factors a block of order <= LEAF in
- * the registers of one work-group of WG items, and with INVERSE = 1 also
- * inverts it, so that apply_inverse solves the panel beside it by one
+ * The diagonal-block kernels factor a block of order <= LEAF in the
+ * registers of one work-group -- potf2_block with its entries spread over WG
+ * items, potf2_rows with one item per row (chol_leaf.h; ROW_LEAF = 1 builds
+ * it instead of potf2_block) -- and with INVERSE = 1 also invert it, so that apply_inverse solves the panel beside it by one
  * multiplication (blocked potrf: larger diagonal blocks are split
  * recursively, the rest is TRSM and SYRK); they and zero_other_triangle
  * exist for PACKED = 0 only (blocked RFP works on the packed array's
@@ -83,32 +84,12 @@ __kernel void outer_product(__global real *a, const int off, const int ld, const
 #define LEAF 64            /* potf2_block: largest block order */
 #endif
 #ifndef INVERSE
-#define INVERSE 0          /* potf2_block: 1 also writes the inverse of its factor */
+#define INVERSE 0          /* the leaf: 1 also writes the inverse of its factor */
 #endif
-#define LS (LEAF + 1)      /* row stride of local copies (odd: no bank conflicts) */
-
-/* (i, j) of entry idx of an nb x nb square, walked with the stored
- * triangle's contiguous index fastest (coalesced for either storage). */
-inline int2 square_entry(const int idx, const int nb)
-{
-#if LOWER
-    return (int2)(idx / nb, idx % nb);
-#else
-    return (int2)(idx % nb, idx / nb);
+#ifndef ROW_LEAF
+#define ROW_LEAF 0         /* the leaf kernel: 0 potf2_block, 1 potf2_rows */
 #endif
-}
-
-/* The lower triangle of the nb x nb block t (row stride LS) to the stored
- * triangle at a, walking its contiguous index fastest. */
-inline void store_lower(__global real *a, const int ld, __local const real *t, const int nb,
-                        const int lid)
-{
-    for (int idx = lid; idx < nb * nb; idx += WG) {
-        const int2 e = square_entry(idx, nb);
-        if (e.y <= e.x)
-            EL(e.x, e.y) = t[e.x * LS + e.y];
-    }
-}
+#include "chol_leaf.h"
 
 /* potf2_block keeps the LEAF x LEAF block in registers: entry e = i*LEAF + j
  * belongs to work-item e % WG, slot e / WG (SLOTS <= 64 slots, literal
@@ -133,6 +114,7 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
  * forms W = L^-1 the same way, row by row (W(p,:) /= L(p,p), then
  * W(i,:) -= L(i,p) W(p,:) for i > p), and writes W^T, nb x nb with zeros
  * below its diagonal, to w (leading dimension ldw; w is unused otherwise). */
+#if !ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void potf2_block(__global real *a, const int off, const int ld, const int nb,
                  const int base, __global int *info, __global real *w, const int ldw)
@@ -145,11 +127,7 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
     barrier(CLK_GLOBAL_MEM_FENCE);       /* all have read info before it may change */
     if (failed)
         return;
-    for (int idx = lid; idx < nb * nb; idx += WG) {
-        const int2 e = square_entry(idx, nb);
-        if (e.y <= e.x)
-            t[e.x * LS + e.y] = EL(e.x, e.y);
-    }
+    load_lower(a, ld, t, nb, lid, WG);
     barrier(CLK_LOCAL_MEM_FENCE);
     real x[64];
 #define LOAD(s) if (LIVE(s)) x[s] = t[SLOT_ROW(s) * LS + SLOT_COL(s)];
@@ -196,7 +174,7 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
             y[s] -= t[SLOT_ROW(s) * LS + p] * r[SLOT_COL(s)];
         ALL64(ELIM_W)
     }
-    store_lower(a, ld, t, nb, lid);      /* here, not before the loop: PoCL 3.1 dropped
+    store_lower(a, ld, t, nb, lid, WG);      /* here, not before the loop: PoCL 3.1 dropped
                                             global stores placed ahead of it */
 #define Y_TO_LOCAL(s) TO_LOCAL(y, s)
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -207,11 +185,32 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
         w[AT(r, c, ldw)] = c >= r ? t[c * LS + r] : ZERO;
     }
 #else
-    store_lower(a, ld, t, nb, lid);
+    store_lower(a, ld, t, nb, lid, WG);
 #endif
     if (bad && lid == 0)
         *info = base + bad;
 }
+#endif
+
+/* potf2_rows: the same result as potf2_block (INVERSE included) from a
+ * work-group of LEAF items, one per row of the block (chol_leaf.h). */
+#if ROW_LEAF
+__kernel __attribute__((reqd_work_group_size(LEAF, 1, 1)))
+void potf2_rows(__global real *a, const int off, const int ld, const int nb,
+                const int base, __global int *info, __global real *w, const int ldw)
+{
+    __local real t[LEAF * LS];
+    __local real col[2 * LEAF];
+    __local real rinv[LEAF];
+    const int failed = *info;
+    barrier(CLK_GLOBAL_MEM_FENCE);       /* all have read info before it may change */
+    if (failed)
+        return;
+    const int bad = factor_rows(a + off, ld, nb, get_local_id(0), LEAF, t, col, rinv, w, ldw);
+    if (bad && get_local_id(0) == 0)
+        *info = base + bad;
+}
+#endif
 
 /* B := B V in place, B the rows x nb panel beside a factored diagonal block,
  * held as the stored triangle holds it (B(r, p) = EL(r, p) at b + off: rows

@@ -50,7 +50,10 @@ Families and their keys
            where NB <= LEAF, else the ``trsm`` INVERSE route), 0 by substitution;
            RFP_TRSM_INVERSE: the same for the packed (RFP) Cholesky's one large solve;
            SMALL_N: up to this order the block width is LEAF and every panel is
-           solved with its leaf's inverse (fewest launches)
+           solved with its leaf's inverse (fewest launches); ROW_LEAF: 1 to factor
+           the leaves with LEAF work-items, one per row and one short barrier per
+           column (potf2_rows; LEAF a multiple of 8 up to 64), 0 with WG items
+           (potf2_block); WG then sizes only the panel solve ``apply_inverse``
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
@@ -177,7 +180,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
             leaf //= 2
         return dict(NB=256 if gpu else 128, LEAF=leaf, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
-                    SMALL_N=4096 if gpu else 0,
+                    SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu and leaf % 8 == 0),
                     WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 1024)))
     if family == "pivot":
         if gpu:
@@ -194,6 +197,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
 
 
 # ---- validation -----------------------------------------------------------------------
+
 
 def _lv(w: int) -> int:
     return 4 if w % 4 == 0 else (2 if w % 2 == 0 else 1)
@@ -270,7 +274,12 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                         "0 or 1")
             if p["LEAF"] * (p["LEAF"] + 1) * itemsize > info.local_mem_size:
                 return f"a LEAF={p['LEAF']} block does not fit in local memory"
-            if p["LEAF"] * p["LEAF"] > 64 * p["WG"]:
+            if p["ROW_LEAF"] not in (0, 1):
+                return "ROW_LEAF 0 or 1"
+            if p["ROW_LEAF"] and (p["LEAF"] % 8 or p["LEAF"] > 64
+                                  or not _fits_wg(info, p["LEAF"])):
+                return "ROW_LEAF needs LEAF a multiple of 8, at most 64 and the work-group limit"
+            if not p["ROW_LEAF"] and p["LEAF"] * p["LEAF"] > 64 * p["WG"]:
                 return "a LEAF x LEAF block needs WG >= LEAF²/64 (64 registers per work-item)"
             return None if _fits_wg(info, p["WG"]) and p["WG"] & (p["WG"] - 1) == 0 \
                 else "WG must be a power of two within the work-group limit"

@@ -17,7 +17,8 @@ Methods
 ``method="blocked"`` (default)
     Right-looking blocked potrf: per block column the diagonal block is
     factored (split recursively into halves, TRSM and SYRK down to leaves that
-    one work-group factors in its registers: ``potf2_block``), then a TRSM for
+    one work-group factors in its registers: ``potf2_block``, or ``potf2_rows``
+    with one work-item per row where the device's ``ROW_LEAF`` says so), then a TRSM for
     the panel below it and a SYRK on the trailing triangle, from
     :mod:`oclla.blas`.  Up to the device's SMALL_N each block column is one
     leaf, which also inverts its block, and the panel solve is one in-place
@@ -145,23 +146,28 @@ def _update_trailing(queue, a: View, n1: int, rest: int, panel: View, *, lower: 
 
 class _Leaf(NamedTuple):
     """The diagonal-leaf kernels of the blocked potrf, looked up once per factorization."""
-    kernel: object             # potf2_block
-    inverting: object          # potf2_block that also writes W^T = L11^-T, or None
+    kernel: object             # potf2_block or potf2_rows
+    inverting: object          # the same leaf that also writes W^T = L11^-T, or None
     apply: object              # apply_inverse (with ``inverting``), or None
     order: int                 # LEAF: largest block they factor
-    wg: int
+    wg: int                    # the leaf's work-group size
+    apply_wg: int              # apply_inverse's work-group size
 
 
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
-    """The leaf kernels; with ``invert`` also the inverting leaf and apply_inverse."""
+    """The leaf kernels; with ``invert`` also the inverting leaf and apply_inverse.
+
+    ``ROW_LEAF`` picks potf2_rows (one work-item per row of the block) over
+    potf2_block (the block's entries spread over WG items)."""
     p = params(queue, "chol", dtype)
-    opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower))
-    kernel = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, **opts)
+    opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower), ROW_LEAF=p["ROW_LEAF"])
+    name, wg = ("potf2_rows", p["LEAF"]) if p["ROW_LEAF"] else ("potf2_block", p["WG"])
+    kernel = get_kernel(queue, "cholesky.cl", name, dtype, **opts)
     inverting = apply = None
     if invert:
-        inverting = get_kernel(queue, "cholesky.cl", "potf2_block", dtype, INVERSE=1, **opts)
+        inverting = get_kernel(queue, "cholesky.cl", name, dtype, INVERSE=1, **opts)
         apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts)
-    return _Leaf(kernel, inverting, apply, p["LEAF"], p["WG"])
+    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"])
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -228,7 +234,8 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         with trace.step("trsm", reg, flops=float(jb * jb * rest), **extra):
             if inverse is not None:
                 panel = diag.at(jb, 0) if lower else diag.at(0, jb)
-                enqueue(queue, leaf.apply, (-(-rest // leaf.order) * leaf.wg,), (leaf.wg,),
+                enqueue(queue, leaf.apply, (-(-rest // leaf.order) * leaf.apply_wg,),
+                        (leaf.apply_wg,),
                         panel.buf, int_arg(panel.off), int_arg(panel.ld), int_arg(rest),
                         int_arg(jb), inverse.data, int_arg(leaf.order), info.data)
             else:

@@ -10,7 +10,8 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 * ``gemm``: the kernel shape (tiled: tile, depth, work per item, vector width;
   direct: rows, vector width, vectors per row, work-group).  Metric: GFLOP/s
   of C = A·B at n = ``GEMM_N`` (device-resident, best of 3).
-* ``chol``: block width, diagonal leaf order, leaf work-group and the
+* ``chol``: block width, diagonal leaf order, leaf kind (one item per row or
+  entries spread over a work-group), work-group and the
   triangular solves' method of the blocked Cholesky, by coordinate descent.
   Metric: time of the blocked Cholesky in full plus in packed (RFP) storage
   at n = ``LU_N`` (best of 3 each).  ``SMALL_N`` is the largest order in
@@ -111,11 +112,12 @@ def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     axes = [
         ("chol", "NB", (64, 128, 256, 384, 512) if gpu else (64, 96, 128, 192, 256)),
         ("chol", "LEAF", (16, 32, 64)),
+        ("chol", "ROW_LEAF", (0, 1)),
         ("chol", "TRSM_INVERSE", (0, 1)),
         ("chol", "RFP_TRSM_INVERSE", (0, 1)),
         ("chol", "WG", (128, 256, 512, 1024) if gpu else (256, 1024)),
     ]
-    return axes[:4] if quick else axes
+    return axes[:5] if quick else axes
 
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:

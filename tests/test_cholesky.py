@@ -65,7 +65,8 @@ def test_blocked_small_blocks(queue, dtype, n):
 # (full, packed): leaves smaller than and
 # equal to the block, recursion of several levels, blocks that are one leaf
 # inverted by the leaf kernel (items owning entries of several columns, of
-# one column, more items than entries)
+# one column, more items than entries); the same shapes with one item per row
+# (ROW_LEAF), where WG sizes the panel solve only
 CHOL_SETS = (dict(NB=24, LEAF=8, WG=4, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
              dict(NB=40, LEAF=16, WG=16, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1),
              dict(NB=64, LEAF=64, WG=256, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
@@ -73,7 +74,12 @@ CHOL_SETS = (dict(NB=24, LEAF=8, WG=4, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
              dict(NB=12, LEAF=16, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
              dict(NB=5, LEAF=8, WG=128, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
              dict(NB=32, LEAF=32, WG=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
-             dict(NB=40, LEAF=16, WG=64, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0, SMALL_N=60))
+             dict(NB=40, LEAF=16, WG=64, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0, SMALL_N=60),
+             dict(NB=24, LEAF=8, WG=4, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
+             dict(NB=100, LEAF=16, WG=32, ROW_LEAF=1, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1),
+             dict(NB=64, LEAF=64, WG=256, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
+             dict(NB=40, LEAF=24, WG=16, ROW_LEAF=1, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0,
+                  SMALL_N=60))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -97,11 +103,16 @@ def test_blocked_parameter_sets(queue, dtype, p):
 
 RECURSIVE_LEAVES = dict(NB=100, LEAF=7, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1)
 INVERTING_LEAVES = dict(NB=16, LEAF=16, WG=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1)
+ROW_LEAVES = dict(NB=100, LEAF=8, WG=4, ROW_LEAF=1, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1)
+INVERTING_ROW_LEAVES = dict(INVERTING_LEAVES, ROW_LEAF=1)
 
 
 @pytest.mark.parametrize("p, k", [(RECURSIVE_LEAVES, k) for k in (0, 6, 7, 8, 30, 41, 99)]
-                         + [(INVERTING_LEAVES, k) for k in (0, 15, 16, 17, 40, 99)],
-                         ids=lambda v: f"LEAF{v['LEAF']}" if isinstance(v, dict) else str(v))
+                         + [(INVERTING_LEAVES, k) for k in (0, 15, 16, 17, 40, 99)]
+                         + [(ROW_LEAVES, k) for k in (0, 7, 8, 9, 41, 99)]
+                         + [(INVERTING_ROW_LEAVES, k) for k in (0, 1, 15, 16, 40, 109)],
+                         ids=lambda v: (f"LEAF{v['LEAF']}" + ("rows" if v.get("ROW_LEAF") else "")
+                                        if isinstance(v, dict) else str(v)))
 def test_failing_order_inside_a_leaf(queue, p, k):
     _params.override("chol", p)
     a = spd(110, np.float64)
@@ -118,15 +129,25 @@ def test_block_width_is_the_leaf_up_to_small_n(queue):
 
 
 def test_leaf_with_too_few_registers_is_refused(queue):
-    p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0)
+    p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0, ROW_LEAF=0)
     assert "registers" in _params.check("chol", p, oclla.device_info(queue), 4)
     assert _params.check("chol", dict(p, WG=64), oclla.device_info(queue), 4) is None
+
+
+def test_row_leaf_shapes(queue):
+    info = oclla.device_info(queue)
+    p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0, ROW_LEAF=1)
+    assert _params.check("chol", p, info, 4) is None          # WG sizes the panel solve only
+    for leaf in (7, 12, 72):
+        assert "ROW_LEAF" in _params.check("chol", dict(p, LEAF=leaf), info, 4)
+    assert "ROW_LEAF 0 or 1" in _params.check("chol", dict(p, ROW_LEAF=2), info, 4)
 
 
 def test_leaf_larger_than_local_memory_is_refused(queue):
     info = oclla.device_info(queue)
     leaf = int(np.sqrt(info.local_mem_size / 4)) + 1
-    p = dict(NB=64, LEAF=leaf, WG=1024, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0)
+    p = dict(NB=64, LEAF=leaf, WG=1024, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0,
+             ROW_LEAF=0)
     assert "local memory" in _params.check("chol", p, info, 4)
 
 

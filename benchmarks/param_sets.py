@@ -1,0 +1,140 @@
+"""Blocked potrf or getrf with several kernel parameter sets against the reference, one run.
+
+    python benchmarks/param_sets.py potrf --sizes 1024,2048 \\
+        --set '{}' --set 'chol:{"ROW_LEAF": 1}' [--dtype float32] [--repeat 5] [--profile]
+
+Each ``--set`` is ``{}`` (the parameters the device would use anyway) or
+``family:{json}``, keys laid over the device's choice for that family
+(several families: ``family:{json};family:{json}``).  For every size the sets
+and the reference (cuSOLVER through CuPy when it sees a CUDA device, else
+SciPy) are timed interleaved, best of ``--repeat`` after a warm-up, oclla on
+device-resident arrays.  Printed per row: milliseconds, the reference's time
+divided by oclla's (1.0 = as fast), the backward error in units of n·ε
+(oclla.accuracy) and, with ``--profile``, the kernel time per kernel of one
+recorded run.
+"""
+
+import argparse
+import collections
+import json
+import time
+
+import numpy as np
+import pyopencl.array as cl_array
+import scipy.linalg as sla
+
+import oclla
+from oclla import _params, accuracy
+from oclla._bench import cupy_or_none
+
+
+def parse_set(text: str) -> dict:
+    """``{}`` or ``family:{json}[;family:{json}]`` -> {family: keys}."""
+    if text.strip() == "{}":
+        return {}
+    out = {}
+    for part in text.split(";"):
+        family, _, keys = part.partition(":")
+        out[family.strip()] = json.loads(keys)
+    return out
+
+
+def matrix(routine: str, n: int, dtype) -> np.ndarray:
+    x = np.random.default_rng(n).standard_normal((n, n))
+    return (x @ x.T / n + np.eye(n)).astype(dtype) if routine == "potrf" else x.astype(dtype)
+
+
+def use(queue, dtype, chosen: dict) -> None:
+    for family in _params.FAMILIES:
+        _params.override(family, None)
+    for family, keys in chosen.items():
+        _params.override(family, {**_params.params(queue, family, dtype), **keys})
+
+
+def factor_fn(routine: str, work):
+    if routine == "potrf":
+        return lambda: oclla.cho_factor(work, lower=True, overwrite_a=True, check_finite=False)
+    return lambda: oclla.lu_factor(work, overwrite_a=True, check_finite=False)
+
+
+def error(routine: str, a: np.ndarray, result) -> float:
+    if routine == "potrf":
+        c = np.tril(result[0].get())
+        return accuracy.cholesky_backward_error(a, c, True)
+    lu, piv = result
+    return accuracy.lu_backward_error(a, lu.get(), piv.get() if hasattr(piv, "get") else piv)
+
+
+def profile(run) -> str:
+    kernels = [k for s in run.steps for k in s.kernels if k.end and k.start]
+    total, count = collections.Counter(), collections.Counter()
+    for k in kernels:
+        total[k.name] += (k.end - k.start) / 1e6
+        count[k.name] += 1
+    return ", ".join(f"{name} {ms:.2f} ms x{count[name]}" for name, ms in total.most_common())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("routine", choices=("potrf", "getrf"))
+    ap.add_argument("--sizes", default="1024,2048")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--set", action="append", dest="sets", default=None)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args(argv)
+    queue = oclla.get_queue()
+    dtype = np.dtype(args.dtype)
+    sets = [parse_set(s) for s in (args.sets or ["{}"])]
+    cp = cupy_or_none()
+    info = oclla.device_info(queue)
+    print(f"{info.name} (driver {info.driver_version}), {args.routine} {dtype.name}, "
+          f"reference {'cuSOLVER (CuPy)' if cp else 'SciPy'}, best of {args.repeat}")
+    for n in (int(s) for s in args.sizes.split(",")):
+        a = matrix(args.routine, n, dtype)
+        src = cl_array.to_device(queue, a)
+        best = [float("inf")] * len(sets)
+        ref_best = float("inf")
+        last = [None] * len(sets)
+        if cp is not None:
+            ca = cp.asarray(a)
+            reference = (lambda: cp.linalg.cholesky(ca)) if args.routine == "potrf" else \
+                (lambda: __import__("cupyx.scipy.linalg").scipy.linalg.lu_factor(
+                    ca, check_finite=False))
+        else:
+            reference = (lambda: sla.cholesky(a, lower=True, check_finite=False)) \
+                if args.routine == "potrf" else (lambda: sla.lu_factor(a, check_finite=False))
+        for rep in range(args.repeat + 1):                 # round 0 warms up
+            for i, chosen in enumerate(sets):
+                use(queue, dtype, chosen)
+                work = src.copy()
+                queue.finish()
+                t = time.perf_counter()
+                last[i] = factor_fn(args.routine, work)()
+                queue.finish()
+                if rep:
+                    best[i] = min(best[i], time.perf_counter() - t)
+            if cp is not None:
+                cp.cuda.Device().synchronize()
+            t = time.perf_counter()
+            reference()
+            if cp is not None:
+                cp.cuda.Device().synchronize()
+            if rep:
+                ref_best = min(ref_best, time.perf_counter() - t)
+        print(f"n={n}: reference {1e3 * ref_best:.3f} ms")
+        for i, chosen in enumerate(sets):
+            use(queue, dtype, chosen)
+            line = (f"  {json.dumps(chosen) if chosen else '{}':60s} {1e3 * best[i]:9.3f} ms "
+                    f"{ref_best / best[i]:6.1%}  err {error(args.routine, a, last[i]):.2f}")
+            if args.profile:
+                with oclla.record() as rec:
+                    factor_fn(args.routine, src.copy())()
+                    queue.finish()
+                line += "\n      " + profile(rec.runs[-1])
+            print(line, flush=True)
+    use(queue, dtype, {})
+
+
+if __name__ == "__main__":
+    main()

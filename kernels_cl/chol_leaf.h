@@ -1,0 +1,156 @@
+/* chol_leaf.h -- the diagonal leaf of the blocked Cholesky, one work-item per row.
+ *
+ * Needs LEAF (largest block order), INVERSE (1: also invert the factor),
+ * EL(i, j) through triangle.h (the stored triangle at `a`, leading dimension
+ * `ld`) and unroll.h.  load_lower / store_lower move a block between the
+ * stored triangle and a local copy with row stride LS.
+ *
+ * factor_rows factors the nb x nb diagonal block at a (nb <= LEAF, a
+ * multiple of 8 up to 64) in place, A = L L^T, with the work-items
+ * lid < LEAF of a work-group of `items` >= LEAF (the others only join the
+ * barriers): item i keeps row i of the block in registers, x[j] = a_ij (its
+ * entries j > i are carried along and never stored).  The block is padded to
+ * order LEAF with the identity, so every item takes all LEAF column steps
+ * with literal indices and no barrier sits in a branch.  Column step k, one
+ * barrier: a_kk and the column a_jk (j > k) come from the local buffer their
+ * owners wrote in step k-1, then
+ *     s = a_ik / a_kk,   a_ij -= s a_jk  (k < j),   L(i,k) = a_ik / sqrt(a_kk),
+ * and each item writes its new a_i,k+1 into the other buffer as soon as it
+ * has it.  For a block of order 64 that is 64 short steps of two warps' worth
+ * of items, where a larger work-group would spend each step on a barrier of
+ * all its items.  INVERSE = 1: item c then solves L w = e_c for column c of
+ * W = L^-1 by forward substitution, reading L from local memory (no barrier),
+ * and writes W^T, nb x nb with zeros below its diagonal, to w (leading
+ * dimension ldw).
+ *
+ * Local memory: t[LEAF * LS], col[2 * LEAF], rinv[LEAF].  Returns k + 1 for
+ * the first pivot a_kk that is not > 0 (or NaN), else 0; the same in every
+ * item.  After a failed pivot the step goes on with a_kk = 1 (the block is
+ * then garbage and the caller reports the failure).
+ */
+#ifndef OCLLA_CHOL_LEAF_H
+#define OCLLA_CHOL_LEAF_H
+
+#include "unroll.h"
+
+#define LS (LEAF + 1)      /* row stride of local copies (odd: no bank conflicts) */
+
+/* (i, j) of entry idx of an nb x nb square, walked with the stored
+ * triangle's contiguous index fastest (coalesced for either storage). */
+inline int2 square_entry(const int idx, const int nb)
+{
+#if LOWER
+    return (int2)(idx / nb, idx % nb);
+#else
+    return (int2)(idx % nb, idx / nb);
+#endif
+}
+
+/* The stored triangle's nb x nb diagonal block at a to the lower triangle of
+ * t (row stride LS), walking its contiguous index fastest; `items` work-items. */
+inline void load_lower(volatile __global const real *a, const int ld, __local real *t, const int nb,
+                       const int lid, const int items)
+{
+    for (int idx = lid; idx < nb * nb; idx += items) {
+        const int2 e = square_entry(idx, nb);
+        if (e.y <= e.x)
+            t[e.x * LS + e.y] = EL(e.x, e.y);
+    }
+}
+
+/* The lower triangle of the nb x nb block t (row stride LS) to the stored
+ * triangle at a, walking its contiguous index fastest; `items` work-items. */
+inline void store_lower(volatile __global real *a, const int ld, __local const real *t, const int nb,
+                        const int lid, const int items)
+{
+    for (int idx = lid; idx < nb * nb; idx += items) {
+        const int2 e = square_entry(idx, nb);
+        if (e.y <= e.x)
+            EL(e.x, e.y) = t[e.x * LS + e.y];
+    }
+}
+
+#if LEAF % 8 == 0 && LEAF <= 64
+#if LEAF == 8
+#define UPTO_LEAF(F) A8(F, 0)
+#elif LEAF == 16
+#define UPTO_LEAF(F) A8(F, 0) A8(F, 8)
+#elif LEAF == 24
+#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16)
+#elif LEAF == 32
+#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24)
+#elif LEAF == 40
+#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24) A8(F, 32)
+#elif LEAF == 48
+#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24) A8(F, 32) A8(F, 40)
+#elif LEAF == 56
+#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24) A8(F, 32) A8(F, 40) A8(F, 48)
+#else
+#define UPTO_LEAF(F) ALL64(F)
+#endif
+
+inline int factor_rows(volatile __global real *a, const int ld, const int nb, const int lid,
+                       const int items, __local real *t, __local real *col,
+                       __local real *rinv, volatile __global real *w, const int ldw)
+{
+    const int i = lid;
+    const int mine = i < LEAF;
+    load_lower(a, ld, t, nb, lid, items);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    real x[LEAF];
+#define ROW_LOAD(j) x[j] = i >= nb ? (i == (j) ? ONE : ZERO) \
+                                   : ((j) <= i ? t[i * LS + (j)] : ZERO);
+    UPTO_LEAF(ROW_LOAD)
+    if (mine)
+        col[i] = x[0];
+    int bad = 0;
+#define ROW_UPDATE(k, j) if ((j) > (k) && (j) < LEAF) { \
+            x[j] -= s * c[j]; \
+            if ((j) == (k) + 1 && mine) \
+                next[i] = x[j]; }
+#define ROW_STEP(k) { \
+        barrier(CLK_LOCAL_MEM_FENCE); \
+        __local const real *c = col + ((k) & 1) * LEAF; \
+        __local real *next = col + (((k) + 1) & 1) * LEAF; \
+        const real akk = c[k]; \
+        if (!(akk > ZERO) && !bad)       /* the same value for all: uniform */ \
+            bad = (k) + 1; \
+        const real d = sqrt(akk > ZERO ? akk : ONE), rd = ONE / d; \
+        const real l = x[k] * rd, s = l * rd; \
+        EACH64(ROW_UPDATE, k) \
+        x[k] = i == (k) ? d : l; \
+        if (i == (k)) \
+            rinv[k] = rd; }
+    UPTO_LEAF(ROW_STEP)
+#define ROW_TO_LOCAL(j) if ((j) <= i && mine) t[i * LS + (j)] = x[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    UPTO_LEAF(ROW_TO_LOCAL)
+    barrier(CLK_LOCAL_MEM_FENCE);
+#if INVERSE
+    real y[LEAF];                        /* column i of W: y[p] = W(p, i) */
+#define COL_INIT(p) y[p] = i == (p) ? ONE : ZERO;
+    UPTO_LEAF(COL_INIT)
+#define COL_ELIM(p, q) if ((q) > (p) && (q) < LEAF) y[q] -= t[(q) * LS + (p)] * y[p];
+#define COL_STEP(p) y[p] *= rinv[p]; EACH64(COL_ELIM, p)
+    if (mine) {
+        UPTO_LEAF(COL_STEP)
+    }
+    store_lower(a, ld, t, nb, lid, items);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#define COL_TO_LOCAL(p) t[i * LS + (p)] = y[p];     /* row i of W^T */
+    if (mine) {
+        UPTO_LEAF(COL_TO_LOCAL)
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int idx = lid; idx < nb * nb; idx += items) {
+        const int r = idx / nb, c = idx % nb;
+        w[AT(r, c, ldw)] = c >= r ? t[r * LS + c] : ZERO;
+    }
+#else
+    store_lower(a, ld, t, nb, lid, items);
+#endif
+    return bad;
+}
+#endif
+
+#endif
