@@ -52,8 +52,8 @@ Families and their keys
            SMALL_N: up to this order the block width is LEAF and every panel is
            solved with its leaf's inverse (fewest launches); ROW_LEAF: 1 to factor
            the leaves with LEAF work-items, one per row and one short barrier per
-           column (potf2_rows; LEAF a multiple of 8 up to 64), 0 with WG items
-           (potf2_block); WG then sizes only the panel solve ``apply_inverse``
+           column (potf2_rows, where LEAF is a multiple of 8 up to 64), 0 with WG
+           items (potf2_block); WG then sizes only the panel solve ``apply_inverse``
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
@@ -276,10 +276,10 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 return f"a LEAF={p['LEAF']} block does not fit in local memory"
             if p["ROW_LEAF"] not in (0, 1):
                 return "ROW_LEAF 0 or 1"
-            if p["ROW_LEAF"] and (p["LEAF"] % 8 or p["LEAF"] > 64
-                                  or not _fits_wg(info, p["LEAF"])):
-                return "ROW_LEAF needs LEAF a multiple of 8, at most 64 and the work-group limit"
-            if not p["ROW_LEAF"] and p["LEAF"] * p["LEAF"] > 64 * p["WG"]:
+            rows = p["ROW_LEAF"] and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
+            if rows and not _fits_wg(info, p["LEAF"]):
+                return "ROW_LEAF needs LEAF work-items in a work-group"
+            if not rows and p["LEAF"] * p["LEAF"] > 64 * p["WG"]:
                 return "a LEAF x LEAF block needs WG >= LEAF²/64 (64 registers per work-item)"
             return None if _fits_wg(info, p["WG"]) and p["WG"] & (p["WG"] - 1) == 0 \
                 else "WG must be a power of two within the work-group limit"

@@ -154,14 +154,21 @@ class _Leaf(NamedTuple):
     apply_wg: int              # apply_inverse's work-group size
 
 
+def row_leaf(p: dict) -> bool:
+    """Whether the ``chol`` parameters ``p`` factor leaves with potf2_rows: ROW_LEAF
+    set and LEAF a multiple of 8 up to 64 (the kernel's unrolled steps)."""
+    return bool(p["ROW_LEAF"]) and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
+
+
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     """The leaf kernels; with ``invert`` also the inverting leaf and apply_inverse.
 
     ``ROW_LEAF`` picks potf2_rows (one work-item per row of the block) over
-    potf2_block (the block's entries spread over WG items)."""
+    potf2_block (the block's entries spread over WG items) where LEAF allows it."""
     p = params(queue, "chol", dtype)
-    opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower), ROW_LEAF=p["ROW_LEAF"])
-    name, wg = ("potf2_rows", p["LEAF"]) if p["ROW_LEAF"] else ("potf2_block", p["WG"])
+    rows = row_leaf(p)
+    opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower), ROW_LEAF=int(rows))
+    name, wg = ("potf2_rows", p["LEAF"]) if rows else ("potf2_block", p["WG"])
     kernel = get_kernel(queue, "cholesky.cl", name, dtype, **opts)
     inverting = apply = None
     if invert:

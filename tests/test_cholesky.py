@@ -67,14 +67,15 @@ def test_blocked_small_blocks(queue, dtype, n):
 # inverted by the leaf kernel (items owning entries of several columns, of
 # one column, more items than entries); the same shapes with one item per row
 # (ROW_LEAF), where WG sizes the panel solve only
-CHOL_SETS = (dict(NB=24, LEAF=8, WG=4, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
-             dict(NB=40, LEAF=16, WG=16, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1),
-             dict(NB=64, LEAF=64, WG=256, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
-             dict(NB=100, LEAF=7, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0),
-             dict(NB=12, LEAF=16, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
-             dict(NB=5, LEAF=8, WG=128, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
-             dict(NB=32, LEAF=32, WG=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
-             dict(NB=40, LEAF=16, WG=64, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0, SMALL_N=60),
+CHOL_SETS = (dict(NB=24, LEAF=8, WG=4, ROW_LEAF=0, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
+             dict(NB=40, LEAF=16, WG=16, ROW_LEAF=0, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1),
+             dict(NB=64, LEAF=64, WG=256, ROW_LEAF=0, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
+             dict(NB=100, LEAF=7, WG=4, ROW_LEAF=0, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0),
+             dict(NB=12, LEAF=16, WG=32, ROW_LEAF=0, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
+             dict(NB=5, LEAF=8, WG=128, ROW_LEAF=0, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
+             dict(NB=32, LEAF=32, WG=64, ROW_LEAF=0, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
+             dict(NB=40, LEAF=16, WG=64, ROW_LEAF=0, TRSM_INVERSE=0, RFP_TRSM_INVERSE=0,
+                  SMALL_N=60),
              dict(NB=24, LEAF=8, WG=4, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0),
              dict(NB=100, LEAF=16, WG=32, ROW_LEAF=1, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1),
              dict(NB=64, LEAF=64, WG=256, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1),
@@ -102,7 +103,7 @@ def test_blocked_parameter_sets(queue, dtype, p):
 
 
 RECURSIVE_LEAVES = dict(NB=100, LEAF=7, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1)
-INVERTING_LEAVES = dict(NB=16, LEAF=16, WG=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1)
+INVERTING_LEAVES = dict(NB=16, LEAF=16, WG=64, ROW_LEAF=0, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1)
 ROW_LEAVES = dict(NB=100, LEAF=8, WG=4, ROW_LEAF=1, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1)
 INVERTING_ROW_LEAVES = dict(INVERTING_LEAVES, ROW_LEAF=1)
 
@@ -135,11 +136,15 @@ def test_leaf_with_too_few_registers_is_refused(queue):
 
 
 def test_row_leaf_shapes(queue):
+    from oclla.cholesky import row_leaf
     info = oclla.device_info(queue)
     p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0, ROW_LEAF=1)
     assert _params.check("chol", p, info, 4) is None          # WG sizes the panel solve only
-    for leaf in (7, 12, 72):
-        assert "ROW_LEAF" in _params.check("chol", dict(p, LEAF=leaf), info, 4)
+    assert [row_leaf(dict(p, LEAF=leaf)) for leaf in (8, 12, 16, 64, 72)] == \
+        [True, False, True, True, False]
+    assert not row_leaf(dict(p, ROW_LEAF=0))
+    # LEAF 72 has no row kernel: the spread leaf's register rule applies again
+    assert "registers" in _params.check("chol", dict(p, LEAF=72), info, 4)
     assert "ROW_LEAF 0 or 1" in _params.check("chol", dict(p, ROW_LEAF=2), info, 4)
 
 
