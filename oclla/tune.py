@@ -112,12 +112,12 @@ def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     axes = [
         ("chol", "NB", (64, 128, 256, 384, 512) if gpu else (64, 96, 128, 192, 256)),
         ("chol", "LEAF", (16, 32, 64)),
-        ("chol", "ROW_LEAF", (0, 1)),
         ("chol", "TRSM_INVERSE", (0, 1)),
         ("chol", "RFP_TRSM_INVERSE", (0, 1)),
+        ("chol", "ROW_LEAF", (0, 1)),
         ("chol", "WG", (128, 256, 512, 1024) if gpu else (256, 1024)),
     ]
-    return axes[:5] if quick else axes
+    return axes[:4] if quick else axes
 
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
