@@ -5,10 +5,9 @@
  * `ld`) and unroll.h.  load_lower / store_lower move a block between the
  * stored triangle and a local copy with row stride LS.
  *
- * factor_rows factors the nb x nb diagonal block at a (nb <= LEAF, a
- * multiple of 8 up to 64) in place, A = L L^T, with the work-items
- * lid < LEAF of a work-group of `items` >= LEAF (the others only join the
- * barriers): item i keeps row i of the block in registers, x[j] = a_ij (its
+ * factor_rows factors the nb x nb diagonal block at a (nb <= LEAF; LEAF a
+ * multiple of 8 up to 64) in place, A = L L^T, with a work-group of LEAF
+ * items: item i keeps row i of the block in registers, x[j] = a_ij (its
  * entries j > i are carried along and never stored).  The block is padded to
  * order LEAF with the identity, so every item takes all LEAF column steps
  * with literal indices and no barrier sits in a branch.  Column step k, one
@@ -48,7 +47,7 @@ inline int2 square_entry(const int idx, const int nb)
 
 /* The stored triangle's nb x nb diagonal block at a to the lower triangle of
  * t (row stride LS), walking its contiguous index fastest; `items` work-items. */
-inline void load_lower(volatile __global const real *a, const int ld, __local real *t, const int nb,
+inline void load_lower(__global const real *a, const int ld, __local real *t, const int nb,
                        const int lid, const int items)
 {
     for (int idx = lid; idx < nb * nb; idx += items) {
@@ -60,7 +59,7 @@ inline void load_lower(volatile __global const real *a, const int ld, __local re
 
 /* The lower triangle of the nb x nb block t (row stride LS) to the stored
  * triangle at a, walking its contiguous index fastest; `items` work-items. */
-inline void store_lower(volatile __global real *a, const int ld, __local const real *t, const int nb,
+inline void store_lower(__global real *a, const int ld, __local const real *t, const int nb,
                         const int lid, const int items)
 {
     for (int idx = lid; idx < nb * nb; idx += items) {
@@ -89,24 +88,21 @@ inline void store_lower(volatile __global real *a, const int ld, __local const r
 #define UPTO_LEAF(F) ALL64(F)
 #endif
 
-inline int factor_rows(volatile __global real *a, const int ld, const int nb, const int lid,
-                       const int items, __local real *t, __local real *col,
-                       __local real *rinv, volatile __global real *w, const int ldw)
+inline int factor_rows(__global real *a, const int ld, const int nb, const int i,
+                       __local real *t, __local real *col, __local real *rinv,
+                       __global real *w, const int ldw)
 {
-    const int i = lid;
-    const int mine = i < LEAF;
-    load_lower(a, ld, t, nb, lid, items);
+    load_lower(a, ld, t, nb, i, LEAF);
     barrier(CLK_LOCAL_MEM_FENCE);
     real x[LEAF];
 #define ROW_LOAD(j) x[j] = i >= nb ? (i == (j) ? ONE : ZERO) \
                                    : ((j) <= i ? t[i * LS + (j)] : ZERO);
     UPTO_LEAF(ROW_LOAD)
-    if (mine)
-        col[i] = x[0];
+    col[i] = x[0];
     int bad = 0;
 #define ROW_UPDATE(k, j) if ((j) > (k) && (j) < LEAF) { \
             x[j] -= s * c[j]; \
-            if ((j) == (k) + 1 && mine) \
+            if ((j) == (k) + 1) \
                 next[i] = x[j]; }
 #define ROW_STEP(k) { \
         barrier(CLK_LOCAL_MEM_FENCE); \
@@ -122,7 +118,7 @@ inline int factor_rows(volatile __global real *a, const int ld, const int nb, co
         if (i == (k)) \
             rinv[k] = rd; }
     UPTO_LEAF(ROW_STEP)
-#define ROW_TO_LOCAL(j) if ((j) <= i && mine) t[i * LS + (j)] = x[j];
+#define ROW_TO_LOCAL(j) if ((j) <= i) t[i * LS + (j)] = x[j];
     barrier(CLK_LOCAL_MEM_FENCE);
     UPTO_LEAF(ROW_TO_LOCAL)
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -132,22 +128,18 @@ inline int factor_rows(volatile __global real *a, const int ld, const int nb, co
     UPTO_LEAF(COL_INIT)
 #define COL_ELIM(p, q) if ((q) > (p) && (q) < LEAF) y[q] -= t[(q) * LS + (p)] * y[p];
 #define COL_STEP(p) y[p] *= rinv[p]; EACH64(COL_ELIM, p)
-    if (mine) {
-        UPTO_LEAF(COL_STEP)
-    }
-    store_lower(a, ld, t, nb, lid, items);
+    UPTO_LEAF(COL_STEP)
+    store_lower(a, ld, t, nb, i, LEAF);
     barrier(CLK_LOCAL_MEM_FENCE);
 #define COL_TO_LOCAL(p) t[i * LS + (p)] = y[p];     /* row i of W^T */
-    if (mine) {
-        UPTO_LEAF(COL_TO_LOCAL)
-    }
+    UPTO_LEAF(COL_TO_LOCAL)
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int idx = lid; idx < nb * nb; idx += items) {
+    for (int idx = i; idx < nb * nb; idx += LEAF) {
         const int r = idx / nb, c = idx % nb;
         w[AT(r, c, ldw)] = c >= r ? t[r * LS + c] : ZERO;
     }
 #else
-    store_lower(a, ld, t, nb, lid, items);
+    store_lower(a, ld, t, nb, i, LEAF);
 #endif
     return bad;
 }

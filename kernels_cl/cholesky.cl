@@ -22,9 +22,10 @@
  * The diagonal-block kernels factor a block of order <= LEAF in the
  * registers of one work-group -- potf2_block with its entries spread over WG
  * items, potf2_rows with one item per row (chol_leaf.h; ROW_LEAF = 1 builds
- * it instead of potf2_block) -- and with INVERSE = 1 also invert it, so that apply_inverse solves the panel beside it by one
- * multiplication (blocked potrf: larger diagonal blocks are split
- * recursively, the rest is TRSM and SYRK); they and zero_other_triangle
+ * it instead of potf2_block) -- and with INVERSE = 1 also invert it, so that
+ * apply_inverse solves the panel beside it by one multiplication (blocked
+ * potrf: larger diagonal blocks are split recursively, the rest is TRSM and
+ * SYRK); they and zero_other_triangle
  * exist for PACKED = 0 only (blocked RFP works on the packed array's
  * sub-blocks, which are ordinary strided matrices).
  *
@@ -81,7 +82,7 @@ __kernel void outer_product(__global real *a, const int off, const int ld, const
 #if !PACKED
 #include "unroll.h"
 #ifndef LEAF
-#define LEAF 64            /* potf2_block: largest block order */
+#define LEAF 64            /* the leaves' largest block order */
 #endif
 #ifndef INVERSE
 #define INVERSE 0          /* the leaf: 1 also writes the inverse of its factor */
@@ -174,7 +175,7 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
             y[s] -= t[SLOT_ROW(s) * LS + p] * r[SLOT_COL(s)];
         ALL64(ELIM_W)
     }
-    store_lower(a, ld, t, nb, lid, WG);      /* here, not before the loop: PoCL 3.1 dropped
+    store_lower(a, ld, t, nb, lid, WG);  /* here, not before the loop: PoCL 3.1 dropped
                                             global stores placed ahead of it */
 #define Y_TO_LOCAL(s) TO_LOCAL(y, s)
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -206,7 +207,7 @@ void potf2_rows(__global real *a, const int off, const int ld, const int nb,
     barrier(CLK_GLOBAL_MEM_FENCE);       /* all have read info before it may change */
     if (failed)
         return;
-    const int bad = factor_rows(a + off, ld, nb, get_local_id(0), LEAF, t, col, rinv, w, ldw);
+    const int bad = factor_rows(a + off, ld, nb, get_local_id(0), t, col, rinv, w, ldw);
     if (bad && get_local_id(0) == 0)
         *info = base + bad;
 }

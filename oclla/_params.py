@@ -180,7 +180,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
             leaf //= 2
         return dict(NB=256 if gpu else 128, LEAF=leaf, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
-                    SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu and leaf % 8 == 0),
+                    SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu),
                     WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 1024)))
     if family == "pivot":
         if gpu:
@@ -197,6 +197,11 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
 
 
 # ---- validation -----------------------------------------------------------------------
+
+def chol_row_leaf(p: dict) -> bool:
+    """Whether the ``chol`` parameters ``p`` factor leaves with potf2_rows: ROW_LEAF
+    set and LEAF a multiple of 8 up to 64 (the kernel's unrolled steps)."""
+    return bool(p["ROW_LEAF"]) and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
 
 
 def _lv(w: int) -> int:
@@ -276,7 +281,7 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 return f"a LEAF={p['LEAF']} block does not fit in local memory"
             if p["ROW_LEAF"] not in (0, 1):
                 return "ROW_LEAF 0 or 1"
-            rows = p["ROW_LEAF"] and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
+            rows = chol_row_leaf(p)
             if rows and not _fits_wg(info, p["LEAF"]):
                 return "ROW_LEAF needs LEAF work-items in a work-group"
             if not rows and p["LEAF"] * p["LEAF"] > 64 * p["WG"]:

@@ -18,8 +18,8 @@ Methods
     Right-looking blocked potrf: per block column the diagonal block is
     factored (split recursively into halves, TRSM and SYRK down to leaves that
     one work-group factors in its registers: ``potf2_block``, or ``potf2_rows``
-    with one work-item per row where the device's ``ROW_LEAF`` says so), then a TRSM for
-    the panel below it and a SYRK on the trailing triangle, from
+    with one work-item per row where the device's ``ROW_LEAF`` says so), then a
+    TRSM for the panel below it and a SYRK on the trailing triangle, from
     :mod:`oclla.blas`.  Up to the device's SMALL_N each block column is one
     leaf, which also inverts its block, and the panel solve is one in-place
     multiplication (fewest launches, all rows in parallel).  Block and leaf
@@ -49,7 +49,7 @@ from numpy.linalg import LinAlgError
 
 from . import trace
 from ._device import resolve_queue
-from ._params import params
+from ._params import chol_row_leaf, params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import as_matrix, as_rhs, deliver, is_device_array, rhs_work, work_array
 from .blas import View, syrk, trsm, view_of
@@ -154,19 +154,13 @@ class _Leaf(NamedTuple):
     apply_wg: int              # apply_inverse's work-group size
 
 
-def row_leaf(p: dict) -> bool:
-    """Whether the ``chol`` parameters ``p`` factor leaves with potf2_rows: ROW_LEAF
-    set and LEAF a multiple of 8 up to 64 (the kernel's unrolled steps)."""
-    return bool(p["ROW_LEAF"]) and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
-
-
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     """The leaf kernels; with ``invert`` also the inverting leaf and apply_inverse.
 
     ``ROW_LEAF`` picks potf2_rows (one work-item per row of the block) over
     potf2_block (the block's entries spread over WG items) where LEAF allows it."""
     p = params(queue, "chol", dtype)
-    rows = row_leaf(p)
+    rows = chol_row_leaf(p)
     opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower), ROW_LEAF=int(rows))
     name, wg = ("potf2_rows", p["LEAF"]) if rows else ("potf2_block", p["WG"])
     kernel = get_kernel(queue, "cholesky.cl", name, dtype, **opts)

@@ -136,7 +136,7 @@ def test_leaf_with_too_few_registers_is_refused(queue):
 
 
 def test_row_leaf_shapes(queue):
-    from oclla.cholesky import row_leaf
+    row_leaf = _params.chol_row_leaf
     info = oclla.device_info(queue)
     p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0, ROW_LEAF=1)
     assert _params.check("chol", p, info, 4) is None          # WG sizes the panel solve only
