@@ -6,8 +6,8 @@
 Each ``--set`` is ``{}`` (the parameters the device would use anyway) or
 ``family:{json}``, keys laid over the device's choice for that family
 (several families: ``family:{json};family:{json}``).  For every size the sets
-and the reference (cuSOLVER through CuPy when it sees a CUDA device, else
-SciPy) are timed interleaved, best of ``--repeat`` after a warm-up, oclla on
+and the reference (``oclla bench``'s: cuSOLVER through CuPy when it sees a CUDA
+device, else SciPy) are timed interleaved, best of ``--repeat`` after a warm-up, oclla on
 device-resident arrays.  Printed per row: milliseconds, the reference's time
 divided by oclla's (1.0 = as fast), the backward error in units of n·ε
 (oclla.accuracy) and, with ``--profile``, the kernel time per kernel of one
@@ -21,11 +21,9 @@ import time
 
 import numpy as np
 import pyopencl.array as cl_array
-import scipy.linalg as sla
-
 import oclla
 from oclla import _params, accuracy
-from oclla._bench import cupy_or_none
+from oclla.bench import reference
 
 
 def parse_set(text: str) -> dict:
@@ -86,24 +84,17 @@ def main(argv=None):
     queue = oclla.get_queue()
     dtype = np.dtype(args.dtype)
     sets = [parse_set(s) for s in (args.sets or ["{}"])]
-    cp = cupy_or_none()
+    ref = reference("auto")
     info = oclla.device_info(queue)
     print(f"{info.name} (driver {info.driver_version}), {args.routine} {dtype.name}, "
-          f"reference {'cuSOLVER (CuPy)' if cp else 'SciPy'}, best of {args.repeat}")
+          f"reference {ref.name}, best of {args.repeat}")
     for n in (int(s) for s in args.sizes.split(",")):
         a = matrix(args.routine, n, dtype)
         src = cl_array.to_device(queue, a)
         best = [float("inf")] * len(sets)
         ref_best = float("inf")
         last = [None] * len(sets)
-        if cp is not None:
-            ca = cp.asarray(a)
-            reference = (lambda: cp.linalg.cholesky(ca)) if args.routine == "potrf" else \
-                (lambda: __import__("cupyx.scipy.linalg").scipy.linalg.lu_factor(
-                    ca, check_finite=False))
-        else:
-            reference = (lambda: sla.cholesky(a, lower=True, check_finite=False)) \
-                if args.routine == "potrf" else (lambda: sla.lu_factor(a, check_finite=False))
+        ref_a = ref.prepare(a)
         for rep in range(args.repeat + 1):                 # round 0 warms up
             for i, chosen in enumerate(sets):
                 use(queue, dtype, chosen)
@@ -114,12 +105,10 @@ def main(argv=None):
                 queue.finish()
                 if rep:
                     best[i] = min(best[i], time.perf_counter() - t)
-            if cp is not None:
-                cp.cuda.Device().synchronize()
+            ref.sync()
             t = time.perf_counter()
-            reference()
-            if cp is not None:
-                cp.cuda.Device().synchronize()
+            ref.run(args.routine, ref_a)
+            ref.sync()
             if rep:
                 ref_best = min(ref_best, time.perf_counter() - t)
         print(f"n={n}: reference {1e3 * ref_best:.3f} ms")
