@@ -6,8 +6,9 @@
  * stored triangle and a local copy with row stride LS.
  *
  * factor_rows factors the nb x nb diagonal block at a (nb <= LEAF; LEAF a
- * multiple of 8 up to 64) in place, A = L L^T, with a work-group of LEAF
- * items: item i keeps row i of the block in registers, x[j] = a_ij (its
+ * multiple of 8 up to 64) in place, A = L L^T, with a work-group of `items`
+ * >= LEAF items (items past LEAF only load, store and meet the barriers):
+ * item i keeps row i of the block in registers, x[j] = a_ij (its
  * entries j > i are carried along and never stored).  The block is padded to
  * order LEAF with the identity, so every item takes all LEAF column steps
  * with literal indices and no barrier sits in a branch.  Column step k, one
@@ -22,7 +23,7 @@
  * and writes W^T, nb x nb with zeros below its diagonal, to w (leading
  * dimension ldw).
  *
- * Local memory: t[LEAF * LS], col[2 * LEAF], rinv[LEAF].  Returns k + 1 for
+ * Local memory: t[LEAF * LS], col[COL_SIZE], rinv[LEAF].  Returns k + 1 for
  * the first pivot a_kk that is not > 0 (or NaN), else 0; the same in every
  * item.  After a failed pivot the step goes on with a_kk = 1 (the block is
  * then garbage and the caller reports the failure).
@@ -33,6 +34,8 @@
 #include "unroll.h"
 
 #define LS (LEAF + 1)      /* row stride of local copies (odd: no bank conflicts) */
+#define COL_SIZE (2 * LS)  /* two column buffers of LEAF entries and a slot that
+                              items past LEAF write (never read) */
 
 /* (i, j) of entry idx of an nb x nb square, walked with the stored
  * triangle's contiguous index fastest (coalesced for either storage). */
@@ -89,25 +92,26 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
 #endif
 
 inline int factor_rows(__global real *a, const int ld, const int nb, const int i,
-                       __local real *t, __local real *col, __local real *rinv,
-                       __global real *w, const int ldw)
+                       const int items, __local real *t, __local real *col,
+                       __local real *rinv, __global real *w, const int ldw)
 {
-    load_lower(a, ld, t, nb, i, LEAF);
+    load_lower(a, ld, t, nb, i, items);
     barrier(CLK_LOCAL_MEM_FENCE);
+    const int slot = min(i, LEAF);       /* where this item publishes in col */
     real x[LEAF];
 #define ROW_LOAD(j) x[j] = i >= nb ? (i == (j) ? ONE : ZERO) \
                                    : ((j) <= i ? t[i * LS + (j)] : ZERO);
     UPTO_LEAF(ROW_LOAD)
-    col[i] = x[0];
+    col[slot] = x[0];
     int bad = 0;
 #define ROW_UPDATE(k, j) if ((j) > (k) && (j) < LEAF) { \
             x[j] -= s * c[j]; \
             if ((j) == (k) + 1) \
-                next[i] = x[j]; }
+                next[slot] = x[j]; }
 #define ROW_STEP(k) { \
         barrier(CLK_LOCAL_MEM_FENCE); \
-        __local const real *c = col + ((k) & 1) * LEAF; \
-        __local real *next = col + (((k) + 1) & 1) * LEAF; \
+        __local const real *c = col + ((k) & 1) * LS; \
+        __local real *next = col + (((k) + 1) & 1) * LS; \
         const real akk = c[k]; \
         if (!(akk > ZERO) && !bad)       /* the same value for all: uniform */ \
             bad = (k) + 1; \
@@ -118,7 +122,7 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
         if (i == (k)) \
             rinv[k] = rd; }
     UPTO_LEAF(ROW_STEP)
-#define ROW_TO_LOCAL(j) if ((j) <= i) t[i * LS + (j)] = x[j];
+#define ROW_TO_LOCAL(j) if ((j) <= i && i < LEAF) t[i * LS + (j)] = x[j];
     barrier(CLK_LOCAL_MEM_FENCE);
     UPTO_LEAF(ROW_TO_LOCAL)
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -129,17 +133,17 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
 #define COL_ELIM(p, q) if ((q) > (p) && (q) < LEAF) y[q] -= t[(q) * LS + (p)] * y[p];
 #define COL_STEP(p) y[p] *= rinv[p]; EACH64(COL_ELIM, p)
     UPTO_LEAF(COL_STEP)
-    store_lower(a, ld, t, nb, i, LEAF);
+    store_lower(a, ld, t, nb, i, items);
     barrier(CLK_LOCAL_MEM_FENCE);
-#define COL_TO_LOCAL(p) t[i * LS + (p)] = y[p];     /* row i of W^T */
+#define COL_TO_LOCAL(p) if (i < LEAF) t[i * LS + (p)] = y[p];     /* row i of W^T */
     UPTO_LEAF(COL_TO_LOCAL)
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int idx = i; idx < nb * nb; idx += LEAF) {
+    for (int idx = i; idx < nb * nb; idx += items) {
         const int r = idx / nb, c = idx % nb;
         w[AT(r, c, ldw)] = c >= r ? t[r * LS + c] : ZERO;
     }
 #else
-    store_lower(a, ld, t, nb, i, LEAF);
+    store_lower(a, ld, t, nb, i, items);
 #endif
     return bad;
 }

@@ -201,13 +201,14 @@ void potf2_rows(__global real *a, const int off, const int ld, const int nb,
                 const int base, __global int *info, __global real *w, const int ldw)
 {
     __local real t[LEAF * LS];
-    __local real col[2 * LEAF];
+    __local real col[COL_SIZE];
     __local real rinv[LEAF];
     const int failed = *info;
     barrier(CLK_GLOBAL_MEM_FENCE);       /* all have read info before it may change */
     if (failed)
         return;
-    const int bad = factor_rows(a + off, ld, nb, get_local_id(0), t, col, rinv, w, ldw);
+    const int bad = factor_rows(a + off, ld, nb, get_local_id(0), LEAF, t, col, rinv, w,
+                                ldw);
     if (bad && get_local_id(0) == 0)
         *info = base + bad;
 }

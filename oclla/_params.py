@@ -53,7 +53,11 @@ Families and their keys
            solved with its leaf's inverse (fewest launches); ROW_LEAF: 1 to factor
            the leaves with LEAF work-items, one per row and one short barrier per
            column (potf2_rows, where LEAF is a multiple of 8 up to 64), 0 with WG
-           items (potf2_block); WG then sizes only the panel solve ``apply_inverse``
+           items (potf2_block); WG then sizes only the panel solve ``apply_inverse``;
+           FUSE_LEAF: 1 to factor each next leaf inside the trailing update's launch
+           (syrk_leaf.cl: the work-group of the update's first tile, one launch per
+           block column fewer) where row leaves are used and the ``gemm`` tiles
+           cover a leaf (``chol_fused_leaf``)
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
@@ -180,7 +184,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
             leaf //= 2
         return dict(NB=256 if gpu else 128, LEAF=leaf, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
-                    SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu),
+                    SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu), FUSE_LEAF=int(gpu),
                     WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 1024)))
     if family == "pivot":
         if gpu:
@@ -202,6 +206,17 @@ def chol_row_leaf(p: dict) -> bool:
     """Whether the ``chol`` parameters ``p`` factor leaves with potf2_rows: ROW_LEAF
     set and LEAF a multiple of 8 up to 64 (the kernel's unrolled steps)."""
     return bool(p["ROW_LEAF"]) and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
+
+
+def chol_fused_leaf(p: dict, gemm: dict) -> bool:
+    """Whether the blocked Cholesky with ``chol`` parameters ``p`` factors each next leaf
+    in the trailing update's launch (syrk_leaf.cl): FUSE_LEAF set, row leaves, and
+    ``gemm`` parameters of the tiled kernel whose tiles hold a LEAF x LEAF block and
+    whose work-groups have at least LEAF items."""
+    return (bool(p["FUSE_LEAF"]) and chol_row_leaf(p) and gemm.get("KERNEL") == "tiled"
+            and min(gemm["TILE_M"], gemm["TILE_N"]) >= p["LEAF"]
+            and (gemm["TILE_M"] // gemm["WPT_M"]) * (gemm["TILE_N"] // gemm["WPT_N"])
+            >= p["LEAF"])
 
 
 def _lv(w: int) -> int:
@@ -279,8 +294,8 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                         "0 or 1")
             if p["LEAF"] * (p["LEAF"] + 1) * itemsize > info.local_mem_size:
                 return f"a LEAF={p['LEAF']} block does not fit in local memory"
-            if p["ROW_LEAF"] not in (0, 1):
-                return "ROW_LEAF 0 or 1"
+            if p["ROW_LEAF"] not in (0, 1) or p["FUSE_LEAF"] not in (0, 1):
+                return "ROW_LEAF and FUSE_LEAF 0 or 1"
             rows = chol_row_leaf(p)
             if rows and not _fits_wg(info, p["LEAF"]):
                 return "ROW_LEAF needs LEAF work-items in a work-group"

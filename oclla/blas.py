@@ -52,16 +52,24 @@ def _vector_width(widest: int, view: View, contiguous_extent: int, per_item: int
     return 1
 
 
-def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
+def tile_launch(p: dict, m: int, n: int, a: View, b: View, trans_a: bool, trans_b: bool,
+                tri: int) -> tuple[dict, tuple, tuple]:
+    """``(defines, global size, local size)`` of a launch of gemm_tile (gemm_tile.h) over
+    the m x n C of op(A)·op(B) with the tiled gemm parameters ``p``; ``tri`` is
+    TRIANGLE (0 all, 1 lower, 2 upper)."""
     tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
     threads = (tm // wm) * (tn // wn)
     vec_a = _vector_width(p["VEC"], a, tm if trans_a else tk, tm * tk // threads)
     vec_b = _vector_width(p["VEC"], b, tk if trans_b else tn, tn * tk // threads)
-    kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, TRANS_A=int(trans_a),
-                        TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm, TILE_N=tn, TILE_K=tk,
-                        WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
-    gsize = (round_up(n, tn) // wn, round_up(m, tm) // wm)
-    return enqueue(queue, kernel, gsize, (tn // wn, tm // wm), int_arg(m), int_arg(n),
+    defines = dict(TRANS_A=int(trans_a), TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm,
+                   TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
+    return defines, (round_up(n, tn) // wn, round_up(m, tm) // wm), (tn // wn, tm // wm)
+
+
+def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
+    defines, gsize, lsize = tile_launch(p, m, n, a, b, trans_a, trans_b, tri)
+    kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
+    return enqueue(queue, kernel, gsize, lsize, int_arg(m), int_arg(n),
                   int_arg(k), real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
                   b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
                   c.buf, int_arg(c.off), int_arg(c.ld))

@@ -49,10 +49,10 @@ from numpy.linalg import LinAlgError
 
 from . import trace
 from ._device import resolve_queue
-from ._params import chol_row_leaf, params
+from ._params import chol_fused_leaf, chol_row_leaf, params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import as_matrix, as_rhs, deliver, is_device_array, rhs_work, work_array
-from .blas import View, syrk, trsm, view_of
+from .blas import View, syrk, tile_launch, trsm, view_of
 
 METHODS = ("blocked", "pivot")
 
@@ -152,13 +152,16 @@ class _Leaf(NamedTuple):
     order: int                 # LEAF: largest block they factor
     wg: int                    # the leaf's work-group size
     apply_wg: int              # apply_inverse's work-group size
+    fused: bool                # the trailing update also factors the next leaf (syrk_leaf)
 
 
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     """The leaf kernels; with ``invert`` also the inverting leaf and apply_inverse.
 
     ``ROW_LEAF`` picks potf2_rows (one work-item per row of the block) over
-    potf2_block (the block's entries spread over WG items) where LEAF allows it."""
+    potf2_block (the block's entries spread over WG items) where LEAF allows it;
+    with ``invert``, ``FUSE_LEAF`` lets the trailing updates factor the leaves
+    after the first (:func:`_update_and_factor_next`) where the gemm tiles allow it."""
     p = params(queue, "chol", dtype)
     rows = chol_row_leaf(p)
     opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower), ROW_LEAF=int(rows))
@@ -168,7 +171,25 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     if invert:
         inverting = get_kernel(queue, "cholesky.cl", name, dtype, INVERSE=1, **opts)
         apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts)
-    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"])
+    fused = invert and chol_fused_leaf(p, params(queue, "gemm", dtype))
+    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"], fused)
+
+
+def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, leaf: _Leaf,
+                            inverse, *, lower: bool, dtype, info, base: int) -> None:
+    """A22 -= L21·L21ᵀ (or U12ᵀ·U12) on the stored triangle of order ``rest`` below and
+    right of the factored jb x jb block at ``a``, and in the same launch (syrk_leaf.cl)
+    factor the next diagonal block, A22's leading min(jb, rest) block, writing its
+    L⁻ᵀ to ``inverse``; a failing pivot at order k of it sets ``info`` to ``base + k``."""
+    nb = min(jb, rest)
+    defines, gsize, lsize = tile_launch(params(queue, "gemm", dtype), rest, rest, panel,
+                                        panel, not lower, lower, 1 if lower else 2)
+    kernel = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=leaf.order,
+                        LOWER=int(lower), **defines)
+    c = a.at(jb, jb)
+    enqueue(queue, kernel, gsize, lsize, int_arg(rest), int_arg(jb), panel.buf,
+            int_arg(panel.off), int_arg(panel.ld), c.buf, int_arg(c.off), int_arg(c.ld),
+            int_arg(nb), int_arg(base), info.data, inverse.data, int_arg(leaf.order))
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -205,7 +226,10 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     Where a diagonal block is one leaf (always below the device's SMALL_N,
     else with TRSM_INVERSE set), the leaf kernel also writes L11⁻ᵀ and the
     panel solve is one in-place multiplication (``apply_inverse``, all rows
-    in parallel) instead of a substitution (TRSM).
+    in parallel) instead of a substitution (TRSM); where the device's
+    FUSE_LEAF allows, every leaf after the first is factored in the launch of
+    the trailing update before it (one ``syrk`` trace step per block column
+    then covers both).
     """
     nb = block or block_size(queue, dtype, n)
     p = params(queue, "chol", dtype)
@@ -215,20 +239,22 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     inverse = None
     if leaf.inverting is not None:
         inverse = cl_array.empty(queue, leaf.order * leaf.order, dtype)
+    fused = leaf.fused
     for j in range(0, n, nb):
         jb = min(nb, n - j)
         rest = n - j - jb
         diag = a.at(j, j)
-        reg, extra = region(j, j + jb, j, j + jb)
-        with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
-                        **extra):
-            if inverse is not None:
-                enqueue(queue, leaf.inverting, (leaf.wg,), (leaf.wg,), diag.buf,
-                        int_arg(diag.off), int_arg(diag.ld), int_arg(jb), int_arg(base + j),
-                        info.data, inverse.data, int_arg(leaf.order))
-            else:
-                _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype, info=info,
-                                 base=base + j)
+        if j == 0 or not fused:        # else the previous update factored this block
+            reg, extra = region(j, j + jb, j, j + jb)
+            with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
+                            **extra):
+                if inverse is not None:
+                    enqueue(queue, leaf.inverting, (leaf.wg,), (leaf.wg,), diag.buf,
+                            int_arg(diag.off), int_arg(diag.ld), int_arg(jb),
+                            int_arg(base + j), info.data, inverse.data, int_arg(leaf.order))
+                else:
+                    _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype,
+                                     info=info, base=base + j)
         if rest == 0:
             break
         reg, extra = region(*((j + jb, n, j, j + jb) if lower else (j, j + jb, j + jb, n)))
@@ -242,8 +268,16 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
             else:
                 panel = _solve_panel(queue, diag, jb, rest, lower=lower, dtype=dtype)
         reg, extra = region(j + jb, n, j + jb, n)
-        with trace.step("syrk", reg, flops=float(rest * (rest + 1) * jb), **extra):
-            _update_trailing(queue, diag, jb, rest, panel, lower=lower, dtype=dtype)
+        flops = float(rest * (rest + 1) * jb)
+        if fused:
+            with trace.step("syrk", reg, flops=flops + cholesky_flops(min(jb, rest)),
+                            **extra):
+                _update_and_factor_next(queue, diag, jb, rest, panel, leaf, inverse,
+                                        lower=lower, dtype=dtype, info=info,
+                                        base=base + j + jb)
+        else:
+            with trace.step("syrk", reg, flops=flops, **extra):
+                _update_trailing(queue, diag, jb, rest, panel, lower=lower, dtype=dtype)
 
 
 def solve_factored(queue, c: View, n: int, b: View, nrhs: int, *, lower: bool,

@@ -115,6 +115,7 @@ def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("chol", "TRSM_INVERSE", (0, 1)),
         ("chol", "RFP_TRSM_INVERSE", (0, 1)),
         ("chol", "ROW_LEAF", (0, 1)),
+        ("chol", "FUSE_LEAF", (0, 1)),
         ("chol", "WG", (128, 256, 512, 1024) if gpu else (256, 1024)),
     ]
     return axes[:4] if quick else axes
