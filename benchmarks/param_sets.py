@@ -11,7 +11,7 @@ device, else SciPy) are timed interleaved, best of ``--repeat`` after a warm-up,
 device-resident arrays.  Printed per row: milliseconds, the reference's time
 divided by oclla's (1.0 = as fast), the backward error in units of n·ε
 (oclla.accuracy) and, with ``--profile``, the kernel time per kernel of one
-recorded run.
+recorded run and where the device sat idle between its kernels (``idle``).
 """
 
 import argparse
@@ -69,7 +69,27 @@ def profile(run) -> str:
     for k in kernels:
         total[k.name] += (k.end - k.start) / 1e6
         count[k.name] += 1
-    return ", ".join(f"{name} {ms:.2f} ms x{count[name]}" for name, ms in total.most_common())
+    line = ", ".join(f"{name} {ms:.2f} ms x{count[name]}" for name, ms in total.most_common())
+    return line + "\n      " + idle(kernels)
+
+
+def idle(kernels) -> str:
+    """Where the device waited between consecutive kernels (profiling clock): the
+    span from the first start to the last end, the host's span from the first to the
+    last enqueue, and the idle time between kernels, split into gaps that began
+    before the next kernel was enqueued (the host behind) and the rest (launch)."""
+    kernels = sorted(kernels, key=lambda k: k.start)
+    late = launch = 0
+    for prev, k in zip(kernels, kernels[1:]):
+        gap = max(0, k.start - prev.end)
+        behind = min(gap, max(0, k.queued - prev.end))
+        late += behind
+        launch += gap - behind
+    span = kernels[-1].end - kernels[0].start
+    host = kernels[-1].queued - kernels[0].queued
+    return (f"device span {span / 1e6:.2f} ms, host enqueue span {host / 1e6:.2f} ms, idle "
+            f"{(late + launch) / 1e6:.2f} ms ({late / 1e6:.2f} ms with the host behind, "
+            f"{launch / 1e6:.2f} ms launch)")
 
 
 def main(argv=None):

@@ -218,19 +218,23 @@ void potf2_rows(__global real *a, const int off, const int ld, const int nb,
  * held as the stored triangle holds it (B(r, p) = EL(r, p) at b + off: rows
  * of L21, or columns of U12 = L21^T), V the nb x nb matrix at v (leading
  * dimension ldv): the blocked potrf's panel solve L21 = A21 L11^-T with
- * V = W^T from potf2_block.  Work-group g stages rows [g*LEAF, g*LEAF +
- * LEAF) of B in local memory, then overwrites them; loads, stores and the
- * reads of V walk contiguous indices across neighbouring items. */
+ * V = W^T from the leaf.  Work-group g stages rows [g*APPLY_ROWS,
+ * g*APPLY_ROWS + APPLY_ROWS) of B in local memory, then overwrites them;
+ * loads, stores and the reads of V walk contiguous indices across
+ * neighbouring items. */
+#ifndef APPLY_ROWS
+#define APPLY_ROWS LEAF    /* rows of B per work-group (at most LEAF) */
+#endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void apply_inverse(__global real *a, const int off, const int ld, const int rows,
                    const int nb, __global const real *v, const int ldv,
                    __global const int *info)
 {
-    __local real bs[LEAF * LS];
+    __local real bs[APPLY_ROWS * LS];
     a += off;
     const int lid = get_local_id(0);
-    const int r0 = get_group_id(0) * LEAF;
-    const int h = *info ? 0 : min(LEAF, rows - r0);  /* no return ahead of a barrier */
+    const int r0 = get_group_id(0) * APPLY_ROWS;
+    const int h = *info ? 0 : min(APPLY_ROWS, rows - r0);  /* no return ahead of a barrier */
     for (int idx = lid; idx < h * nb; idx += WG) {
         const int2 e = square_entry(idx, LOWER ? nb : h);
         bs[e.x * LS + e.y] = EL(r0 + e.x, e.y);

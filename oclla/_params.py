@@ -53,7 +53,8 @@ Families and their keys
            solved with its leaf's inverse (fewest launches); ROW_LEAF: 1 to factor
            the leaves with LEAF work-items, one per row and one short barrier per
            column (potf2_rows, where LEAF is a multiple of 8 up to 64), 0 with WG
-           items (potf2_block); WG then sizes only the panel solve ``apply_inverse``;
+           items (potf2_block); WG then sizes only the panel solve ``apply_inverse``
+           (min(LEAF, 4·WG/LEAF) rows of the panel per work-group);
            FUSE_LEAF: 1 to factor each next leaf inside the trailing update's launch
            (syrk_leaf.cl: the work-group of the update's first tile, one launch per
            block column fewer) where row leaves are used and the ``gemm`` tiles

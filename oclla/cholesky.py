@@ -152,7 +152,9 @@ class _Leaf(NamedTuple):
     order: int                 # LEAF: largest block they factor
     wg: int                    # the leaf's work-group size
     apply_wg: int              # apply_inverse's work-group size
+    apply_rows: int            # rows of the panel per apply_inverse work-group
     fused: bool                # the trailing update also factors the next leaf (syrk_leaf)
+    gemm: dict                 # the device's gemm parameters (the fused update's tiles)
 
 
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
@@ -168,11 +170,15 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     name, wg = ("potf2_rows", p["LEAF"]) if rows else ("potf2_block", p["WG"])
     kernel = get_kernel(queue, "cholesky.cl", name, dtype, **opts)
     inverting = apply = None
+    # apply_inverse: about four entries of the panel per work-item
+    apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
     if invert:
         inverting = get_kernel(queue, "cholesky.cl", name, dtype, INVERSE=1, **opts)
-        apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts)
-    fused = invert and chol_fused_leaf(p, params(queue, "gemm", dtype))
-    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"], fused)
+        apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype,
+                           APPLY_ROWS=apply_rows, **opts)
+    gemm = params(queue, "gemm", dtype)
+    fused = invert and chol_fused_leaf(p, gemm)
+    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"], apply_rows, fused, gemm)
 
 
 def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, leaf: _Leaf,
@@ -182,8 +188,8 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, lea
     factor the next diagonal block, A22's leading min(jb, rest) block, writing its
     L⁻ᵀ to ``inverse``; a failing pivot at order k of it sets ``info`` to ``base + k``."""
     nb = min(jb, rest)
-    defines, gsize, lsize = tile_launch(params(queue, "gemm", dtype), rest, rest, panel,
-                                        panel, not lower, lower, 1 if lower else 2)
+    defines, gsize, lsize = tile_launch(leaf.gemm, rest, rest, panel, panel, not lower, lower,
+                                        1 if lower else 2)
     kernel = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=leaf.order,
                         LOWER=int(lower), **defines)
     c = a.at(jb, jb)
@@ -261,7 +267,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         with trace.step("trsm", reg, flops=float(jb * jb * rest), **extra):
             if inverse is not None:
                 panel = diag.at(jb, 0) if lower else diag.at(0, jb)
-                enqueue(queue, leaf.apply, (-(-rest // leaf.order) * leaf.apply_wg,),
+                enqueue(queue, leaf.apply, (-(-rest // leaf.apply_rows) * leaf.apply_wg,),
                         (leaf.apply_wg,),
                         panel.buf, int_arg(panel.off), int_arg(panel.ld), int_arg(rest),
                         int_arg(jb), inverse.data, int_arg(leaf.order), info.data)
