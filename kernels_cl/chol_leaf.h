@@ -34,8 +34,7 @@
 #include "unroll.h"
 
 #define LS (LEAF + 1)      /* row stride of local copies (odd: no bank conflicts) */
-#define COL_SIZE (2 * LS)  /* two column buffers of LEAF entries and a slot that
-                              items past LEAF write (never read) */
+#define COL_SIZE (2 * LEAF) /* two column buffers */
 
 /* (i, j) of entry idx of an nb x nb square, walked with the stored
  * triangle's contiguous index fastest (coalesced for either storage). */
@@ -97,46 +96,54 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
 {
     load_lower(a, ld, t, nb, i, items);
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int slot = min(i, LEAF);       /* where this item publishes in col */
+    const int row = i < LEAF;            /* items past LEAF only meet the barriers */
     real x[LEAF];
 #define ROW_LOAD(j) x[j] = i >= nb ? (i == (j) ? ONE : ZERO) \
                                    : ((j) <= i ? t[i * LS + (j)] : ZERO);
     UPTO_LEAF(ROW_LOAD)
-    col[slot] = x[0];
+    if (row)
+        col[i] = x[0];
     int bad = 0;
 #define ROW_UPDATE(k, j) if ((j) > (k) && (j) < LEAF) { \
             x[j] -= s * c[j]; \
             if ((j) == (k) + 1) \
-                next[slot] = x[j]; }
+                next[i] = x[j]; }
 #define ROW_STEP(k) { \
         barrier(CLK_LOCAL_MEM_FENCE); \
-        __local const real *c = col + ((k) & 1) * LS; \
-        __local real *next = col + (((k) + 1) & 1) * LS; \
+        __local const real *c = col + ((k) & 1) * LEAF; \
+        __local real *next = col + (((k) + 1) & 1) * LEAF; \
         const real akk = c[k]; \
         if (!(akk > ZERO) && !bad)       /* the same value for all: uniform */ \
             bad = (k) + 1; \
-        const real d = sqrt(akk > ZERO ? akk : ONE), rd = ONE / d; \
-        const real l = x[k] * rd, s = l * rd; \
-        EACH64(ROW_UPDATE, k) \
-        x[k] = i == (k) ? d : l; \
-        if (i == (k)) \
-            rinv[k] = rd; }
+        if (row) { \
+            const real d = sqrt(akk > ZERO ? akk : ONE), rd = ONE / d; \
+            const real l = x[k] * rd, s = l * rd; \
+            EACH64(ROW_UPDATE, k) \
+            x[k] = i == (k) ? d : l; \
+            if (i == (k)) \
+                rinv[k] = rd; } }
     UPTO_LEAF(ROW_STEP)
-#define ROW_TO_LOCAL(j) if ((j) <= i && i < LEAF) t[i * LS + (j)] = x[j];
+#define ROW_TO_LOCAL(j) if ((j) <= i) t[i * LS + (j)] = x[j];
     barrier(CLK_LOCAL_MEM_FENCE);
-    UPTO_LEAF(ROW_TO_LOCAL)
+    if (row) {
+        UPTO_LEAF(ROW_TO_LOCAL)
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
 #if INVERSE
     real y[LEAF];                        /* column i of W: y[p] = W(p, i) */
 #define COL_INIT(p) y[p] = i == (p) ? ONE : ZERO;
-    UPTO_LEAF(COL_INIT)
 #define COL_ELIM(p, q) if ((q) > (p) && (q) < LEAF) y[q] -= t[(q) * LS + (p)] * y[p];
 #define COL_STEP(p) y[p] *= rinv[p]; EACH64(COL_ELIM, p)
-    UPTO_LEAF(COL_STEP)
+    if (row) {
+        UPTO_LEAF(COL_INIT)
+        UPTO_LEAF(COL_STEP)
+    }
     store_lower(a, ld, t, nb, i, items);
     barrier(CLK_LOCAL_MEM_FENCE);
-#define COL_TO_LOCAL(p) if (i < LEAF) t[i * LS + (p)] = y[p];     /* row i of W^T */
-    UPTO_LEAF(COL_TO_LOCAL)
+#define COL_TO_LOCAL(p) t[i * LS + (p)] = y[p];     /* row i of W^T */
+    if (row) {
+        UPTO_LEAF(COL_TO_LOCAL)
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int idx = i; idx < nb * nb; idx += items) {
         const int r = idx / nb, c = idx % nb;
