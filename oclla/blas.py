@@ -63,7 +63,12 @@ def tile_launch(p: dict, m: int, n: int, a: View, b: View, trans_a: bool, trans_
     vec_b = _vector_width(p["VEC"], b, tk if trans_b else tn, tn * tk // threads)
     defines = dict(TRANS_A=int(trans_a), TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm,
                    TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
-    return defines, (round_up(n, tn) // wn, round_up(m, tm) // wm), (tn // wn, tm // wm)
+    return defines, tile_grid(p, m, n), (tn // wn, tm // wm)
+
+
+def tile_grid(p: dict, m: int, n: int) -> tuple:
+    """The global size of a gemm_tile launch over an m x n C (parameters ``p``)."""
+    return (round_up(n, p["TILE_N"]) // p["WPT_N"], round_up(m, p["TILE_M"]) // p["WPT_M"])
 
 
 def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):

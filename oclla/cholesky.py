@@ -52,7 +52,7 @@ from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import as_matrix, as_rhs, deliver, is_device_array, rhs_work, work_array
-from .blas import View, syrk, tile_launch, trsm, view_of
+from .blas import View, syrk, tile_grid, tile_launch, trsm, view_of
 
 METHODS = ("blocked", "pivot")
 
@@ -155,6 +155,7 @@ class _Leaf(NamedTuple):
     apply_rows: int            # rows of the panel per apply_inverse work-group
     fused: bool                # the trailing update also factors the next leaf (syrk_leaf)
     gemm: dict                 # the device's gemm parameters (the fused update's tiles)
+    fused_kernels: dict        # (panel offset % 4, leading dimension % 4) -> syrk_leaf
 
 
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
@@ -178,7 +179,7 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
                            APPLY_ROWS=apply_rows, **opts)
     gemm = params(queue, "gemm", dtype)
     fused = invert and chol_fused_leaf(p, gemm)
-    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"], apply_rows, fused, gemm)
+    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"], apply_rows, fused, gemm, {})
 
 
 def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, leaf: _Leaf,
@@ -188,12 +189,20 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, lea
     factor the next diagonal block, A22's leading min(jb, rest) block, writing its
     L⁻ᵀ to ``inverse``; a failing pivot at order k of it sets ``info`` to ``base + k``."""
     nb = min(jb, rest)
-    defines, gsize, lsize = tile_launch(leaf.gemm, rest, rest, panel, panel, not lower, lower,
+    # the kernel's options depend on the panel's alignment alone (vector loads): one
+    # lookup per alignment and factorization (this runs once per block column)
+    key = (panel.off % 4, panel.ld % 4)
+    launch = leaf.fused_kernels.get(key)
+    if launch is None:
+        defines, _, lsize = tile_launch(leaf.gemm, rest, rest, panel, panel, not lower, lower,
                                         1 if lower else 2)
-    kernel = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=leaf.order,
-                        LOWER=int(lower), **defines)
+        launch = leaf.fused_kernels[key] = (get_kernel(
+            queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=leaf.order, LOWER=int(lower),
+            **defines), lsize)
+    kernel, lsize = launch
     c = a.at(jb, jb)
-    enqueue(queue, kernel, gsize, lsize, int_arg(rest), int_arg(jb), panel.buf,
+    enqueue(queue, kernel, tile_grid(leaf.gemm, rest, rest), lsize, int_arg(rest),
+            int_arg(jb), panel.buf,
             int_arg(panel.off), int_arg(panel.ld), c.buf, int_arg(c.off), int_arg(c.ld),
             int_arg(nb), int_arg(base), info.data, inverse.data, int_arg(leaf.order))
 
