@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 
 import kernels_cl
 
@@ -150,6 +151,15 @@ def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, label="copy") ->
 
 
 _INT = np.dtype(np.int32)
+
+
+def int_zeros(queue: cl.CommandQueue, size: int = 1) -> cl_array.Array:
+    """A device int32 array of ``size`` zeros (flags, counters), filled from the host
+    when its buffer is made: no kernel launch (``cl_array.zeros`` launches one, which
+    costs more than a small factorization's launch)."""
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=np.zeros(size, np.int32))
+    return cl_array.Array(queue, size, np.int32, data=buf)
 
 
 def int_arg(value) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 import pyopencl.array as cl_array
 
 from ._device import DeviceError, device_info
-from ._programs import enqueue, get_kernel, int_arg
+from ._programs import enqueue, get_kernel, int_arg, int_zeros
 
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -53,7 +53,7 @@ def device_has_nonfinite(queue, x: cl_array.Array) -> bool:
     """Count NaN/Inf entries of a C-contiguous device array with a kernel."""
     if x.size == 0:
         return False
-    count = cl_array.zeros(queue, 1, np.int32)
+    count = int_zeros(queue)
     kernel = get_kernel(queue, "util.cl", "count_nonfinite", x.dtype)
     items = min(x.size, 64 * 1024)
     enqueue(queue, kernel, (items,), None, x.data, int_arg(x.size), count.data)

@@ -36,7 +36,7 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import resolve_queue
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._programs import enqueue, get_kernel, int_arg, int_zeros, round_up
 from ._validate import as_matrix, check_fits, device_has_nonfinite, is_device_array
 from .blas import View, gemm, view_of
 from .cholesky import check_method
@@ -51,7 +51,7 @@ def ad2at_flops(m: int, n: int) -> float:
 
 
 def _invalid_weights_on_device(queue, d2: cl_array.Array) -> bool:
-    count = cl_array.zeros(queue, 1, np.int32)
+    count = int_zeros(queue)
     kernel = get_kernel(queue, "ad2at.cl", "count_invalid_weights", d2.dtype)
     enqueue(queue, kernel, (min(d2.size, 64 * 1024),), None, d2.data, int_arg(d2.size),
             count.data)

@@ -50,7 +50,7 @@ from numpy.linalg import LinAlgError
 from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
-from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from ._validate import as_matrix, as_rhs, deliver, is_device_array, rhs_work, work_array
 from .blas import View, syrk, tile_grid, tile_launch, trsm, view_of
 
@@ -321,7 +321,7 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
     """
     n = a.shape[0]
     dtype = a.dtype
-    info = cl_array.zeros(queue, 1, np.int32)
+    info = int_zeros(queue)
     nb = block or block_size(queue, dtype, n)
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("cholesky", method, queue, (n, n), dtype, a.get, lower=lower, **extra):

@@ -47,7 +47,7 @@ from scipy.linalg import LinAlgWarning
 from . import trace
 from ._device import device_info, resolve_queue
 from ._params import check, params
-from ._programs import copy, enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._programs import copy, enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from ._validate import (as_matrix, as_rhs, check_fp64, deliver, is_device_array, rhs_work,
                         work_array)
 from .blas import View, gemm, laswp, trsm, view_of
@@ -152,7 +152,7 @@ class _PivotKernels:
         blocks = max(1, -(-n // self.rb))
         self.part_val = cl_array.empty(queue, blocks, dtype)
         self.part_row = cl_array.empty(queue, blocks, np.int32)
-        self.counter = cl_array.zeros(queue, 1, np.int32)
+        self.counter = int_zeros(queue)
         self.args = (a.data, int_arg(n), int_arg(n))
         self.piv, self.info = piv.data, info.data
 
@@ -242,7 +242,7 @@ def _factor_crout(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -
                 part_row=(col_blocks, np.int32), u_next=(1, a.dtype))
     work = {name: cl_array.empty(queue, size, dtype) for name, (size, dtype) in work.items()}
     block_count = cl_array.zeros(queue, -(-n // (p["RJ"] * vw)) + 1 + col_blocks, np.int32)
-    counter = cl_array.zeros(queue, 1, np.int32)
+    counter = int_zeros(queue)
     done = [False]
 
     def snapshot():
@@ -358,7 +358,7 @@ class _Panels:
         if bufs is None or bufs[3].size < 2 * groups * cpi * wx:
             q, width = self.queue, cpi * wx
             bufs = self._grid_buffers = (
-                cl_array.zeros(q, 2 * self.n, np.int32), cl_array.empty(q, 2 * groups, self.dtype),
+                int_zeros(q, 2 * self.n), cl_array.empty(q, 2 * groups, self.dtype),
                 cl_array.empty(q, 2 * groups, np.int32),
                 cl_array.empty(q, 2 * groups * width, self.dtype),
                 cl_array.empty(q, 2 * width, self.dtype))
@@ -531,7 +531,7 @@ def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=No
     """Factor the device array ``a`` in place; return (piv device array, info)."""
     n = a.shape[0]
     piv = cl_array.to_device(queue, np.arange(n, dtype=np.int32))
-    info = cl_array.zeros(queue, 1, np.int32)
+    info = int_zeros(queue)
     no_pivot = pivoting == "none"
     with launch_queue(queue) as loop_queue:
         if variant == "faithful":

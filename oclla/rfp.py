@@ -50,7 +50,7 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import resolve_queue
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from ._validate import (as_matrix, as_rhs, checked_values, deliver, is_device_array, rhs_work,
                         work_array)
 from .blas import View, gemm, syrk, trsm, view_of
@@ -271,7 +271,7 @@ def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: st
                   block: int | None = None) -> None:
     """Factor the device RFP array in place; raise LinAlgError if not positive definite."""
     dtype = arf.dtype
-    info = cl_array.zeros(queue, 1, np.int32)
+    info = int_zeros(queue)
     lay = layout(n, lower)
     nb = block or block_size(queue, dtype, n)
     extra = dict(block=nb) if method == "blocked" else {}
