@@ -244,7 +244,8 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     in parallel) instead of a substitution (TRSM); where the device's
     FUSE_LEAF allows, every leaf after the first is factored in the launch of
     the trailing update before it (one ``syrk`` trace step per block column
-    then covers both).
+    then covers both: its pivot is the next block's, its info ``leaf`` that
+    block's region).
     """
     nb = block or block_size(queue, dtype, n)
     p = params(queue, "chol", dtype)
@@ -285,8 +286,10 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         reg, extra = region(j + jb, n, j + jb, n)
         flops = float(rest * (rest + 1) * jb)
         if fused:
-            with trace.step("syrk", reg, flops=flops + cholesky_flops(min(jb, rest)),
-                            **extra):
+            nxt = min(jb, rest)
+            leaf_reg, _ = region(j + jb, j + jb + nxt, j + jb, j + jb + nxt)
+            with trace.step("syrk", reg, pivot=(leaf_reg[0], leaf_reg[2]),
+                            flops=flops + cholesky_flops(nxt), leaf=leaf_reg, **extra):
                 _update_and_factor_next(queue, diag, jb, rest, panel, leaf, inverse,
                                         lower=lower, dtype=dtype, info=info,
                                         base=base + j + jb)

@@ -204,6 +204,8 @@ def test_fused_leaf_trace(queue):
     assert [s.phase for s in steps] == ["panel", "trsm", "syrk", "trsm", "syrk", "zero"]
     assert [k.name for k in steps[2].kernels] == ["syrk_leaf"]
     assert steps[2].region == (8, 20, 8, 20) and steps[4].region == (16, 20, 16, 20)
+    assert steps[2].info["leaf"] == (8, 16, 8, 16) and steps[2].pivot == (8, 8)
+    assert steps[4].info["leaf"] == (16, 20, 16, 20)
 
 
 def test_fused_leaf_shapes(queue):

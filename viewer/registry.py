@@ -179,9 +179,13 @@ def _pivot_finished(step) -> int:
 
 
 def _panel_finished(step) -> int:
-    """As :func:`_pivot_finished`, but a "panel" step finishes its whole width."""
+    """As :func:`_pivot_finished`, but a "panel" step finishes its whole width, and so
+    does a step that factors a diagonal block beside its main work (its info's
+    ``leaf`` region: the blocked Cholesky's update that also factors the next block)."""
     if step.phase == "panel":
         return step.region[3]
+    if "leaf" in step.info:
+        return step.info["leaf"][3]
     return _pivot_finished(step)
 
 

@@ -132,3 +132,15 @@ def test_finished_columns_and_value_range():
     run = synthetic_run(n=5)
     assert list(analysis.finished_by_position(run)) == [0, 1, 2, 3, 4]
     assert analysis.value_range(run) == 4.0
+
+
+def test_a_step_that_factors_the_next_block_finishes_it():
+    run = Run("cholesky", "blocked", (20, 20), "float32", "")
+    run.steps = [Step("cholesky", 0, "panel", (0, 8, 0, 8), (0, 0)),
+                 Step("cholesky", 1, "trsm", (8, 20, 0, 8)),
+                 Step("cholesky", 2, "syrk", (8, 20, 8, 20), (8, 8),
+                      info=dict(leaf=(8, 16, 8, 16))),
+                 Step("cholesky", 3, "trsm", (16, 20, 8, 16)),
+                 Step("cholesky", 4, "syrk", (16, 20, 16, 20), (16, 16),
+                      info=dict(leaf=[16, 20, 16, 20]))]      # as a loaded recording has it
+    assert list(analysis.finished_by_position(run))[1:] == [8, 8, 16, 16, 20]
