@@ -116,10 +116,15 @@ INVERTING_ROW_LEAVES = dict(INVERTING_LEAVES, ROW_LEAF=1)
                                         if isinstance(v, dict) else str(v)))
 def test_failing_order_inside_a_leaf(queue, p, k):
     _params.override("chol", p)
-    a = spd(110, np.float64)
-    a[k, k] = -100.0
+    assert_fails_at_order(queue, 110, k + 1)
+
+
+def assert_fails_at_order(queue, n, order):
+    """Both triangles of an n x n SPD matrix with a_kk < 0, k = order - 1, name ``order``."""
+    a = spd(n, np.float64)
+    a[order - 1, order - 1] = -100.0
     for lower in (True, False):
-        with pytest.raises(LinAlgError, match=f"order {k + 1} is not"):
+        with pytest.raises(LinAlgError, match=f"order {order} is not"):
             oclla.cholesky(a, lower=lower, queue=queue)
 
 
@@ -189,11 +194,7 @@ def test_fused_leaf(queue, dtype, p):
                          ids=lambda v: f"LEAF{v['LEAF']}" if isinstance(v, dict) else str(v))
 def test_failing_order_inside_a_fused_leaf(queue, p, k):
     fused(p)
-    a = spd(40, np.float64)
-    a[k, k] = -100.0
-    for lower in (True, False):
-        with pytest.raises(LinAlgError, match=f"order {k + 1} is not"):
-            oclla.cholesky(a, lower=lower, queue=queue)
+    assert_fails_at_order(queue, 40, k + 1)
 
 
 def test_fused_leaf_trace(queue):
