@@ -1,11 +1,13 @@
-"""Shared fixtures: the device queue, dtypes (float64 skipped without fp64), seeded inputs."""
+"""Shared fixtures (the device queue, dtypes with float64 skipped without fp64) and helpers
+(seeded inputs, the Cholesky checks)."""
 
 import numpy as np
 import pytest
 from hypothesis import settings
+from numpy.linalg import LinAlgError
 
 import oclla
-from oclla import _params
+from oclla import _params, accuracy
 
 settings.register_profile("oclla", max_examples=25, deadline=None, derandomize=True)
 settings.load_profile("oclla")
@@ -38,6 +40,22 @@ def spd(n, dtype, seed=0):
     """Seeded symmetric positive definite matrix with condition number below ~10."""
     x = np.random.default_rng(seed + 7 * n).standard_normal((n, n))
     return (x @ x.T / max(n, 1) + np.eye(n)).astype(dtype)
+
+
+def forward_units(c, ref):
+    """max |c − ref| / (n max|ref| ε): the factor's distance from scipy's in units of nε."""
+    n = ref.shape[0]
+    return float(np.abs(c.astype(np.float64) - ref).max()
+                 / (n * np.abs(ref).max() * accuracy.eps(c.dtype)))
+
+
+def assert_fails_at_order(queue, n, order, dtype=np.float64):
+    """Both triangles of an n x n SPD matrix with a_kk < 0, k = order - 1, name ``order``."""
+    a = spd(n, dtype)
+    a[order - 1, order - 1] = -100.0
+    for lower in (True, False):
+        with pytest.raises(LinAlgError, match=f"order {order} is not"):
+            oclla.cholesky(a, lower=lower, queue=queue)
 
 
 @pytest.fixture(autouse=True)

@@ -14,19 +14,12 @@ import oclla
 from oclla import _params, accuracy, rfp
 from oclla._device import DeviceError
 
-from conftest import spd
+from conftest import assert_fails_at_order, forward_units, spd
 
 DTYPES = (np.float32, np.float64)
 # straddle the potrf block (64 here), the TRSM block (32) and the gemm tiles (16..64)
 SIZES = (1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129)
 PIVOT_SIZES = (1, 2, 3, 16, 17, 33)
-
-
-def forward_units(c, ref):
-    """max |c − ref| / (n max|ref| ε): the factor's distance from scipy's in units of nε."""
-    n = ref.shape[0]
-    return float(np.abs(c.astype(np.float64) - ref).max()
-                 / (n * np.abs(ref).max() * accuracy.eps(c.dtype)))
 
 
 def test_forward_units_detects_a_wrong_factor():
@@ -119,15 +112,6 @@ def test_failing_order_inside_a_leaf(queue, p, k):
     assert_fails_at_order(queue, 110, k + 1)
 
 
-def assert_fails_at_order(queue, n, order):
-    """Both triangles of an n x n SPD matrix with a_kk < 0, k = order - 1, name ``order``."""
-    a = spd(n, np.float64)
-    a[order - 1, order - 1] = -100.0
-    for lower in (True, False):
-        with pytest.raises(LinAlgError, match=f"order {order} is not"):
-            oclla.cholesky(a, lower=lower, queue=queue)
-
-
 def test_block_width_is_the_leaf_up_to_small_n(queue):
     from oclla.cholesky import block_size
     _params.override("chol", dict(NB=40, LEAF=16, WG=64, SMALL_N=60))
@@ -153,75 +137,6 @@ def test_row_leaf_shapes(queue):
     # LEAF 72 has no row kernel: the spread leaf's register rule applies again
     assert "registers" in _params.check("chol", dict(p, LEAF=72), info, 4)
     assert "ROW_LEAF and FUSE_LEAF 0 or 1" in _params.check("chol", dict(p, ROW_LEAF=2),
-                                                             info, 4)
-
-
-# the trailing update factors the next leaf in its own launch (syrk_leaf.cl): tiled
-# gemm tiles of 16 x 32 with 64 items; leaves equal to the block and larger than it
-# (identity padding), 64 items for leaves of 8 and 16 rows
-FUSED_GEMM = dict(KERNEL="tiled", TILE_M=16, TILE_N=32, TILE_K=8, WPT_M=2, WPT_N=4, VEC=4)
-FUSED_SETS = (dict(NB=8, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=1, TRSM_INVERSE=1, SMALL_N=0),
-              dict(NB=8, LEAF=16, WG=16, ROW_LEAF=1, FUSE_LEAF=1, TRSM_INVERSE=0,
-                   SMALL_N=200))
-
-
-def fused(p):
-    _params.override("gemm", FUSED_GEMM)
-    _params.override("chol", p)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("p", FUSED_SETS, ids=lambda p: f"LEAF{p['LEAF']}")
-def test_fused_leaf(queue, dtype, p):
-    fused(p)
-    for n in (1, 7, 9, 17, 40):
-        a = spd(n, dtype, seed=7)
-        for lower in (True, False):
-            c = oclla.cholesky(a, lower=lower, queue=queue)
-            err = accuracy.cholesky_backward_error(a, c, lower)
-            assert accuracy.passes(err), f"n={n} lower={lower}: backward error {err:.3g}"
-            assert accuracy.passes(forward_units(c, sla.cholesky(a.astype(np.float64),
-                                                                 lower=lower)))
-            packed = rfp.cholesky(rfp.pack(a, lower=lower, queue=queue), n, lower=lower,
-                                  queue=queue)
-            err = accuracy.cholesky_backward_error(
-                a, rfp.unpack(packed, n, lower=lower, queue=queue), lower)
-            assert accuracy.passes(err), f"packed n={n} lower={lower}: {err:.3g}"
-
-
-@pytest.mark.parametrize("p, k", [(FUSED_SETS[0], k) for k in (0, 7, 8, 9, 30)]
-                         + [(FUSED_SETS[1], k) for k in (15, 16, 39)],
-                         ids=lambda v: f"LEAF{v['LEAF']}" if isinstance(v, dict) else str(v))
-def test_failing_order_inside_a_fused_leaf(queue, p, k):
-    fused(p)
-    assert_fails_at_order(queue, 40, k + 1)
-
-
-def test_fused_leaf_trace(queue):
-    fused(FUSED_SETS[0])
-    with oclla.record() as rec:
-        oclla.cholesky(spd(20, np.float32), lower=True, queue=queue)
-    steps = rec.runs[0].steps
-    assert [s.phase for s in steps] == ["panel", "trsm", "syrk", "trsm", "syrk", "zero"]
-    assert [k.name for k in steps[2].kernels] == ["syrk_leaf"]
-    assert steps[2].region == (8, 20, 8, 20) and steps[4].region == (16, 20, 16, 20)
-    assert steps[2].info["leaf"] == (8, 16, 8, 16) and steps[2].pivot == (8, 8)
-    assert steps[4].info["leaf"] == (16, 20, 16, 20)
-
-
-def test_fused_leaf_shapes(queue):
-    rule = _params.chol_fused_leaf
-    p = dict(FUSE_LEAF=1, ROW_LEAF=1, LEAF=16)
-    assert rule(p, FUSED_GEMM)
-    assert not rule(dict(p, FUSE_LEAF=0), FUSED_GEMM)
-    assert not rule(dict(p, ROW_LEAF=0), FUSED_GEMM)           # spread leaves: not fused
-    assert not rule(dict(p, LEAF=24), FUSED_GEMM)              # a leaf larger than a tile
-    assert not rule(p, dict(FUSED_GEMM, WPT_M=8, WPT_N=8))     # 8 items for 16 rows
-    assert not rule(p, dict(KERNEL="direct", RM=8, VW=8, NV=2, LX=1))
-    info = oclla.device_info(queue)
-    q = dict(NB=8, LEAF=8, WG=16, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0)
-    assert _params.check("chol", dict(q, FUSE_LEAF=1), info, 4) is None
-    assert "ROW_LEAF and FUSE_LEAF 0 or 1" in _params.check("chol", dict(q, FUSE_LEAF=2),
                                                              info, 4)
 
 

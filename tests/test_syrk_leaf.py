@@ -1,0 +1,80 @@
+"""The blocked Cholesky's trailing update that also factors the next leaf (syrk_leaf.cl)."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+import oclla
+from oclla import _params, accuracy, rfp
+
+from conftest import assert_fails_at_order, forward_units, spd
+
+# the trailing update factors the next leaf in its own launch (syrk_leaf.cl): tiled
+# gemm tiles of 16 x 32 with 64 items; leaves equal to the block and larger than it
+# (identity padding), 64 items for leaves of 8 and 16 rows.  Odd orders only: one
+# build per triangle (the vector loads, which depend on alignment, are gemm_tile's
+# and tested with gemm); PoCL builds each of these unrolled kernels for seconds.
+FUSED_GEMM = dict(KERNEL="tiled", TILE_M=16, TILE_N=32, TILE_K=8, WPT_M=2, WPT_N=4, VEC=4)
+FUSED_SETS = (dict(NB=8, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=1, TRSM_INVERSE=1, SMALL_N=0),
+              dict(NB=8, LEAF=16, WG=16, ROW_LEAF=1, FUSE_LEAF=1, TRSM_INVERSE=0,
+                   SMALL_N=200))
+
+
+def fused(p):
+    _params.override("gemm", FUSED_GEMM)
+    _params.override("chol", p)
+
+
+@pytest.mark.parametrize("dtype, p", [(np.float32, FUSED_SETS[0]), (np.float64, FUSED_SETS[0]),
+                                      (np.float32, FUSED_SETS[1])],
+                         ids=lambda v: f"LEAF{v['LEAF']}" if isinstance(v, dict) else None)
+def test_fused_leaf(queue, dtype, p):
+    fused(p)
+    for n in (1, 7, 9, 17, 41):
+        a = spd(n, dtype, seed=7)
+        for lower in (True, False):
+            c = oclla.cholesky(a, lower=lower, queue=queue)
+            err = accuracy.cholesky_backward_error(a, c, lower)
+            assert accuracy.passes(err), f"n={n} lower={lower}: backward error {err:.3g}"
+            assert accuracy.passes(forward_units(c, sla.cholesky(a.astype(np.float64),
+                                                                 lower=lower)))
+    if dtype == np.float64 and p["LEAF"] == 8:        # packed storage, strided halves
+        packed = rfp.cholesky(rfp.pack(a, queue=queue), n, queue=queue)
+        err = accuracy.cholesky_backward_error(a, rfp.unpack(packed, n, queue=queue), True)
+        assert accuracy.passes(err), f"packed: {err:.3g}"
+
+
+@pytest.mark.parametrize("p, k", [(FUSED_SETS[0], k) for k in (0, 7, 8, 9, 30)]
+                         + [(FUSED_SETS[1], k) for k in (15, 16, 40)],
+                         ids=lambda v: f"LEAF{v['LEAF']}" if isinstance(v, dict) else str(v))
+def test_failing_order_inside_a_fused_leaf(queue, p, k):
+    fused(p)              # the dtype whose kernels test_fused_leaf builds for the set
+    assert_fails_at_order(queue, 41, k + 1, np.float64 if p["LEAF"] == 8 else np.float32)
+
+
+def test_fused_leaf_trace(queue):
+    fused(FUSED_SETS[0])
+    with oclla.record() as rec:
+        oclla.cholesky(spd(21, np.float32), lower=True, queue=queue)
+    steps = rec.runs[0].steps
+    assert [s.phase for s in steps] == ["panel", "trsm", "syrk", "trsm", "syrk", "zero"]
+    assert [k.name for k in steps[2].kernels] == ["syrk_leaf"]
+    assert steps[2].region == (8, 21, 8, 21) and steps[4].region == (16, 21, 16, 21)
+    assert steps[2].info["leaf"] == (8, 16, 8, 16) and steps[2].pivot == (8, 8)
+    assert steps[4].info["leaf"] == (16, 21, 16, 21)
+
+
+def test_fused_leaf_shapes(queue):
+    rule = _params.chol_fused_leaf
+    p = dict(FUSE_LEAF=1, ROW_LEAF=1, LEAF=16)
+    assert rule(p, FUSED_GEMM)
+    assert not rule(dict(p, FUSE_LEAF=0), FUSED_GEMM)
+    assert not rule(dict(p, ROW_LEAF=0), FUSED_GEMM)           # spread leaves: not fused
+    assert not rule(dict(p, LEAF=24), FUSED_GEMM)              # a leaf larger than a tile
+    assert not rule(p, dict(FUSED_GEMM, WPT_M=8, WPT_N=8))     # 8 items for 16 rows
+    assert not rule(p, dict(KERNEL="direct", RM=8, VW=8, NV=2, LX=1))
+    info = oclla.device_info(queue)
+    q = dict(NB=8, LEAF=8, WG=16, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0)
+    assert _params.check("chol", dict(q, FUSE_LEAF=1), info, 4) is None
+    assert "ROW_LEAF and FUSE_LEAF 0 or 1" in _params.check("chol", dict(q, FUSE_LEAF=2),
+                                                             info, 4)
