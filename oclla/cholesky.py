@@ -155,7 +155,7 @@ class _Leaf(NamedTuple):
     apply_rows: int            # rows of the panel per apply_inverse work-group
     fused: bool                # the trailing update also factors the next leaf (syrk_leaf)
     gemm: dict                 # the device's gemm parameters (the fused update's tiles)
-    fused_kernels: dict        # (panel offset % 4, leading dimension % 4) -> syrk_leaf
+    fused_kernels: dict        # (panel offset % 4, its ld % 4) -> (syrk_leaf, local size)
 
 
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
@@ -202,9 +202,9 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, lea
     kernel, lsize = launch
     c = a.at(jb, jb)
     enqueue(queue, kernel, tile_grid(leaf.gemm, rest, rest), lsize, int_arg(rest),
-            int_arg(jb), panel.buf,
-            int_arg(panel.off), int_arg(panel.ld), c.buf, int_arg(c.off), int_arg(c.ld),
-            int_arg(nb), int_arg(base), info.data, inverse.data, int_arg(leaf.order))
+            int_arg(jb), panel.buf, int_arg(panel.off), int_arg(panel.ld), c.buf,
+            int_arg(c.off), int_arg(c.ld), int_arg(nb), int_arg(base), info.data,
+            inverse.data, int_arg(leaf.order))
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -255,12 +255,11 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     inverse = None
     if leaf.inverting is not None:
         inverse = cl_array.empty(queue, leaf.order * leaf.order, dtype)
-    fused = leaf.fused
     for j in range(0, n, nb):
         jb = min(nb, n - j)
         rest = n - j - jb
         diag = a.at(j, j)
-        if j == 0 or not fused:        # else the previous update factored this block
+        if j == 0 or not leaf.fused:   # else the previous update factored this block
             reg, extra = region(j, j + jb, j, j + jb)
             with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
                             **extra):
@@ -285,7 +284,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                 panel = _solve_panel(queue, diag, jb, rest, lower=lower, dtype=dtype)
         reg, extra = region(j + jb, n, j + jb, n)
         flops = float(rest * (rest + 1) * jb)
-        if fused:
+        if leaf.fused:
             nxt = min(jb, rest)
             leaf_reg, _ = region(j + jb, j + jb + nxt, j + jb, j + jb + nxt)
             with trace.step("syrk", reg, pivot=(leaf_reg[0], leaf_reg[2]),
