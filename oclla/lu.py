@@ -241,7 +241,7 @@ def _factor_crout(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -
     work = dict(ut=(n * n, a.dtype), part=(part, a.dtype), part_val=(col_blocks, a.dtype),
                 part_row=(col_blocks, np.int32), u_next=(1, a.dtype))
     work = {name: cl_array.empty(queue, size, dtype) for name, (size, dtype) in work.items()}
-    block_count = cl_array.zeros(queue, -(-n // (p["RJ"] * vw)) + 1 + col_blocks, np.int32)
+    block_count = int_zeros(queue, -(-n // (p["RJ"] * vw)) + 1 + col_blocks)
     counter = int_zeros(queue)
     done = [False]
 
