@@ -30,7 +30,8 @@ Families and their keys
 ``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group
            size of the leaf; LEAF_UNR: rows a leaf work-item loads before it stores;
            REG_SLOTS: registers per work-item of the register leaf (0: no register
-           leaves), which holds m x w <= REG_SLOTS * PANEL_WG entries of a panel;
+           leaves), which holds m x LEAF_W <= REG_SLOTS * PANEL_WG entries of a panel,
+           whole rows per work-item;
            PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
            PANEL_WY) instead of one-work-group leaves; PANEL_GRID: 1 to factor each

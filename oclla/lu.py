@@ -270,21 +270,19 @@ def _factor_crout(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -
             _annotate_swaps(run, piv)
 
 
-REG_MIN_W = 4          # narrowest register leaf worth a launch (else per-column launches)
-
-
 class _Panels:
     """Factor panels A[c0:n, c0:c0+w] of the blocked LU: pivots into piv,
     interchanges inside the panel only.
 
     By the device's ``lu`` parameters, in this order of preference:
 
-    * register leaves (REG_SLOTS > 0, GPUs) where at least REG_MIN_W columns
-      fit: left to right, up to LEAF_W columns held in the registers of one
-      work-group (``getf2_reg``, kernels_cl/lu_reg.cl: m x w <= REG_SLOTS x
-      PANEL_WG), which also interchanges the panel's other rows and forms
-      U12, then one GEMM (rank w) on the panel's columns right of the leaf:
-      two launches per leaf;
+    * register leaves (REG_SLOTS > 0) where the panel's m rows fit: left to
+      right, LEAF_W columns held in the registers of one work-group
+      (``getf2_rows``, kernels_cl/lu_rows.cl: whole rows per work-item, m <=
+      rows x PANEL_WG with rows x LEAF_W <= REG_SLOTS), which also
+      interchanges the panel's other columns and forms U12, then one GEMM
+      (rank LEAF_W) on the panel's columns right of the leaf: two launches
+      per leaf;
     * recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
       half) down to blocks of PANEL_SPLIT columns (0: the whole panel), each
       factored in one launch by the work-groups that run at once, with a
@@ -305,21 +303,16 @@ class _Panels:
         self.grid_groups = info.compute_units * p["GRID_PER_CU"]
         self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
 
-    def _reg_shape(self, m: int):
-        """(width, slots) of the register leaf for m rows, or (0, 0) if none fits."""
-        wg, most = self.p["PANEL_WG"], self.p["REG_SLOTS"]
-        lw = self.p["LEAF_W"]            # the widest power of two that divides wg and fits
-        while lw > REG_MIN_W and (m * lw > most * wg or wg % lw):
-            lw //= 2
-        if most == 0 or lw < REG_MIN_W or m * lw > most * wg or wg % lw:
-            return 0, 0
-        slots = 1
-        while slots * wg < m * lw:
-            slots *= 2
-        rps = wg // lw
-        local = ((rps + 2 * slots * rps + lw * lw + 2 * lw) * np.dtype(self.dtype).itemsize
-                 + (rps + lw) * 4)
-        return (lw, slots) if local <= self.local_mem else (0, 0)
+    def _reg_shape(self, m: int) -> int:
+        """Rows per work-item of the register leaf (LEAF_W wide) for m rows, or 0 if
+        it does not fit: at most REG_SLOTS registers (rows x LEAF_W) and 16 rows."""
+        wg, lw = self.p["PANEL_WG"], self.p["LEAF_W"]
+        rows = 1
+        while rows * wg < m:
+            rows *= 2
+        local = (2 * wg + 3 * lw + lw * lw) * np.dtype(self.dtype).itemsize + (wg + lw) * 4
+        fits = rows <= 16 and rows * lw <= self.p["REG_SLOTS"] and local <= self.local_mem
+        return rows if fits else 0
 
     def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
         key = (name, *defines.values())
@@ -337,13 +330,12 @@ class _Panels:
         """The panel left to right in register leaves, each followed by the rank-lw
         update of the panel's columns right of it (the leaf itself applies its
         interchanges to the other panel columns and forms U12)."""
-        A, n, end = self.A, self.n, c0 + w
+        A, n, end, lw = self.A, self.n, c0 + w, self.p["LEAF_W"]
         c = c0
         while c < end:
-            lw, slots = self._reg_shape(n - c)
             jb = min(lw, end - c)
-            self._launch("lu_reg.cl", "getf2_reg", c, jb, int_arg(c0), int_arg(end), LW=lw,
-                         SLOTS=slots)
+            self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0), int_arg(end), LW=lw,
+                         ROWS=self._reg_shape(n - c))
             if c + jb < end:
                 gemm(self.queue, n - c - jb, end - c - jb, jb, -1.0, A.at(c + jb, c),
                      A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
@@ -379,7 +371,7 @@ class _Panels:
 
     def factor(self, c0: int, w: int) -> None:
         n, p = self.n, self.p
-        if self._reg_shape(n - c0)[0]:
+        if self._reg_shape(n - c0):
             self._register_leaves(c0, w)
             return
         if p["PANEL_GRID"] or self.columns is not None:

@@ -38,8 +38,8 @@ BLOCKED_SETS = [
     dict(NB=64, LEAF_W=16, PANEL_WG=32, REG_SLOTS=16, PANEL_COLUMNS=1, PANEL_SPLIT=8,
          SMALL_N=0, LOOKAHEAD=1),
     dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=20, LOOKAHEAD=0),
-    # 64 row groups: their candidates folded to ARGMAX_SCAN, then scanned
-    dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=2, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
+    # 256 items: their candidates folded to ARGMAX_SCAN, then scanned
+    dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=4, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
     # a panel per launch across work-groups: rows in registers and in memory; all rows in
     # memory with more work-groups launched than run at once; registers only, recursive
     # halves of 8 columns, register leaves for the short panels
@@ -130,16 +130,16 @@ def test_blocked_parameter_sets(queue, p, dtype):
 def test_register_leaves_factor_the_panels(queue, dtype, pivoting):
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
-    _params.override("lu", dict(NB=32, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
+    _params.override("lu", dict(NB=32, LEAF_W=8, PANEL_WG=16, REG_SLOTS=32, PANEL_COLUMNS=0,
                                 SMALL_N=0, LOOKAHEAD=0))
-    n = 45                               # m x 8 <= 256 from row 13 on, m x 4 before
+    n = 45                               # at most 4 rows of 8 per item: 64 rows fit
     a = np.random.default_rng(4).standard_normal((n, n)).astype(dtype)
     if pivoting == "none":
         a += n * np.eye(n, dtype=dtype)
     with oclla.record() as rec:
         lu, piv = oclla.lu_factor(a, pivoting=pivoting, queue=queue)
     names = {k.name for k in rec.runs[-1].kernels}
-    assert "getf2_reg" in names and "getf2_leaf" not in names
+    assert "getf2_rows" in names and "getf2_leaf" not in names
     assert passes(lu_backward_error(a, lu, piv))
     if pivoting == "partial":
         np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
@@ -155,7 +155,7 @@ def test_panel_interchanges_repeated_and_inner_rows(queue, dtype, panel):
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
     if panel == "registers":
-        p = dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16)
+        p = dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16)    # m <= 32: the leaves fit
     else:
         p = dict(NB=16, PANEL_GRID=1, GRID_WX=4, GRID_WY=2,
                  GRID_RPI=4 if panel == "grid-registers" else 0)
@@ -234,21 +234,23 @@ def test_grid_shapes_that_cannot_run_are_refused(queue):
 
 
 def test_register_leaf_needs_room(queue):
-    _params.override("lu", dict(LEAF_W=8, PANEL_WG=16, REG_SLOTS=4, PANEL_COLUMNS=0))
+    """Rows per item (a power of two) for m rows of LEAF_W columns, or 0 where they
+    would take more than REG_SLOTS registers or 16 rows per item."""
+    _params.override("lu", dict(LEAF_W=8, PANEL_WG=16, REG_SLOTS=32, PANEL_COLUMNS=0))
     from oclla.lu import _Panels
     panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
                      dtype=np.float32, no_pivot=False)
-    assert panels._reg_shape(8) == (8, 4)          # 8 x 8 = 64 = 4 slots x 16 items
-    assert panels._reg_shape(16) == (4, 4)
-    assert panels._reg_shape(17) == (0, 0)         # not even REG_MIN_W columns fit
-    _params.override("lu", dict(LEAF_W=16, PANEL_WG=8, REG_SLOTS=4, PANEL_COLUMNS=0))
+    assert [panels._reg_shape(m) for m in (1, 16, 17, 33, 64, 65)] == [1, 1, 2, 4, 4, 0]
+    _params.override("lu", dict(LEAF_W=4, PANEL_WG=2, REG_SLOTS=64, PANEL_COLUMNS=0))
     panels.p = _params.params(queue, "lu", np.float32)
-    assert panels._reg_shape(2) == (8, 2)          # 16 columns would not divide the 8 items
-    assert panels._reg_shape(5) == (4, 4)
+    assert panels._reg_shape(32) == 16 and panels._reg_shape(33) == 0   # at most 16 rows
+    _params.override("lu", dict(LEAF_W=16, PANEL_WG=8, REG_SLOTS=0, PANEL_COLUMNS=0))
+    panels.p = _params.params(queue, "lu", np.float32)
+    assert panels._reg_shape(1) == 0
 
 
-def test_register_leaves_wider_than_the_work_group_allows(queue):
-    _params.override("lu", dict(NB=32, LEAF_W=16, PANEL_WG=8, REG_SLOTS=16, PANEL_COLUMNS=0,
+def test_register_leaves_wider_than_the_work_group(queue):
+    _params.override("lu", dict(NB=32, LEAF_W=16, PANEL_WG=8, REG_SLOTS=32, PANEL_COLUMNS=0,
                                 SMALL_N=0, LOOKAHEAD=0))
     _check(queue, np.float32)
 
