@@ -14,7 +14,14 @@
  *
  * Each work-item owns VW adjacent selected columns on one side of the gap
  * (VW-wide vectors on CPUs; VW = 1 with consecutive items on consecutive
- * columns on GPUs) and walks the pivots in order.
+ * columns on GPUs) and applies the pivots CHUNK at a time: it loads the
+ * chunk's rows i and the rows piv[i] outside the chunk all at once,
+ * interchanges them in registers in order, and stores them back, so a chunk
+ * costs one memory round trip instead of one per interchange (each
+ * interchange's loads would otherwise wait for the stores before them).  A
+ * row outside the chunk that several of its pivots name is carried from one
+ * interchange to the next in registers, and stored last by the last of them.
+ * Any piv[i] in [0, n) is applied exactly as the sequence of interchanges.
  */
 #include "common.h"
 
@@ -24,6 +31,47 @@
 #ifndef VW
 #define VW 1               /* adjacent columns per work-item */
 #endif
+#ifndef CHUNK
+#define CHUNK 16           /* interchanges per round of loads */
+#endif
+
+/* the chunks [lo, hi) of [k1, k2), the chunk's interchanges c in the order of
+ * application, and those after c */
+#if FORWARD
+#define EACH_CHUNK(lo, hi) \
+    for (int lo = k1, hi = min(k2, k1 + CHUNK); lo < k2; lo = hi, hi = min(k2, hi + CHUNK))
+#define IN_ORDER(c) for (int c = 0; c < CHUNK; c++)
+#define LATER(k, c) for (int k = (c) + 1; k < CHUNK; k++)
+#else
+#define EACH_CHUNK(lo, hi) \
+    for (int hi = k2, lo = max(k1, k2 - CHUNK); hi > k1; hi = lo, lo = max(k1, lo - CHUNK))
+#define IN_ORDER(c) for (int c = CHUNK - 1; c >= 0; c--)
+#define LATER(k, c) for (int k = (c) - 1; k >= 0; k--)
+#endif
+
+/* the item's VW entries of a row (x), or the first `cols` of them where the
+ * item's columns end before VW (whole = 0) */
+REALV(VW) load_row(__global const real *x, const int whole, const int cols)
+{
+    if (whole)
+        return VLOAD(VW)(0, x);
+    real v[VW];
+    for (int k = 0; k < VW; k++)
+        v[k] = k < cols ? x[k] : ZERO;
+    return VLOAD(VW)(0, v);
+}
+
+void store_row(const REALV(VW) value, __global real *x, const int whole, const int cols)
+{
+    if (whole) {
+        VSTORE(VW)(value, 0, x);
+        return;
+    }
+    real v[VW];
+    VSTORE(VW)(value, 0, v);
+    for (int k = 0; k < cols; k++)
+        x[k] = v[k];
+}
 
 __kernel void laswp(__global real *a, const int a_off, const int lda,
                     const int c0, const int ncols, const int gap_at, const int gap_width,
@@ -41,26 +89,51 @@ __kernel void laswp(__global real *a, const int a_off, const int lda,
     if (t >= end)
         return;
     a += a_off + c0 + t + shift;
-    const int whole = t + VW <= end;
-#if FORWARD
-    for (int i = k1; i < k2; i++) {
-#else
-    for (int i = k2 - 1; i >= k1; i--) {
-#endif
-        const int p = piv[i];
-        if (p == i)
-            continue;
-        __global real *x = a + i * lda, *y = a + p * lda;
-        if (whole) {
-            const REALV(VW) u = VLOAD(VW)(0, x);
-            VSTORE(VW)(VLOAD(VW)(0, y), 0, x);
-            VSTORE(VW)(u, 0, y);
-        } else {
-            for (int v = 0; v < end - t; v++) {
-                const real u = x[v];
-                x[v] = y[v];
-                y[v] = u;
+    const int whole = t + VW <= end, cols = end - t;
+    EACH_CHUNK(lo, hi) {
+        /* the chunk: rows lo + c, c < count, and their pivots */
+        const int count = hi - lo;
+        int p[CHUNK];
+        REALV(VW) u[CHUNK], far[CHUNK];
+        #pragma unroll
+        for (int c = 0; c < CHUNK; c++)
+            if (c < count) {
+                p[c] = piv[lo + c];
+                u[c] = load_row(a + (lo + c) * lda, whole, cols);
+                if (p[c] < lo || p[c] >= lo + count)
+                    far[c] = load_row(a + p[c] * lda, whole, cols);
             }
-        }
+        /* the interchanges in order; a row outside the chunk passes its new
+         * value on to the next interchange that names it */
+        #pragma unroll
+        IN_ORDER(c)
+            if (c < count) {
+                const int r = p[c];
+                if (r < lo || r >= lo + count) {
+                    const REALV(VW) x = far[c];
+                    far[c] = u[c];
+                    u[c] = x;
+                    #pragma unroll
+                    LATER(k, c)
+                        if (k < count && p[k] == r)
+                            far[k] = far[c];
+                } else {
+                    #pragma unroll
+                    for (int k = 0; k < CHUNK; k++)
+                        if (k == r - lo && k != c) {
+                            const REALV(VW) x = u[k];
+                            u[k] = u[c];
+                            u[c] = x;
+                        }
+                }
+            }
+        /* back to memory, in order: a row named twice ends with its last value */
+        #pragma unroll
+        IN_ORDER(c)
+            if (c < count) {
+                store_row(u[c], a + (lo + c) * lda, whole, cols);
+                if (p[c] < lo || p[c] >= lo + count)
+                    store_row(far[c], a + p[c] * lda, whole, cols);
+            }
     }
 }

@@ -26,7 +26,8 @@ Families and their keys
            INVERSE: 1 to invert the diagonal blocks and apply them by GEMM, 0 to
            solve each by substitution; REGISTER: 1 to keep the substitution's
            right-hand side in registers (TRSM_NB <= 64), 0 in a private array
-``laswp``  VW: adjacent columns per work-item; WG: work-group size
+``laswp``  VW: adjacent columns per work-item; WG: work-group size; CHUNK: interchanges
+           applied per round of loads (rows held in registers)
 ``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group
            size of the leaf; LEAF_UNR: rows a leaf work-item loads before it stores;
            REG_SLOTS: registers per work-item of the register leaf (0: no register
@@ -166,8 +167,8 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         return dict(TRSM_NB=nb, INVERSE=1, REGISTER=0)
     if family == "laswp":
         if gpu:
-            return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)))
-        return dict(VW=_native_width(queue, itemsize), WG=4)
+            return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)), CHUNK=16)
+        return dict(VW=_native_width(queue, itemsize), WG=4, CHUNK=4)
     if family == "lu":
         gx, gy = (32, 8) if gpu else (8, 1)
         while gy > 1 and not _fits_wg(info, gx, gy):
@@ -266,8 +267,9 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             return None if 1 <= nb and nb * (nb + 1) * itemsize <= info.local_mem_size \
                 and _fits_wg(info, nb) else "TRSM_NB block does not fit the device"
         if family == "laswp":
-            return None if p["VW"] in (1, 2, 4, 8, 16) and _fits_wg(info, p["WG"]) \
-                else "VW in 1, 2, 4, 8, 16 and WG within the work-group limit"
+            return None if (p["VW"] in (1, 2, 4, 8, 16) and _fits_wg(info, p["WG"])
+                            and 1 <= p["CHUNK"] <= 32) \
+                else "VW in 1, 2, 4, 8, 16, WG within the work-group limit, 1 <= CHUNK <= 32"
         if family == "lu":
             wg = p["PANEL_WG"]
             # LEAF_W = 2 is left out: PoCL 3.1 miscomputes the float32 leaf with

@@ -277,7 +277,8 @@ def laswp(queue, a: View, c0: int, ncols: int, piv: cl.Buffer, k1: int, k2: int,
     p = params(queue, "laswp", dtype)
     vw, wg = p["VW"], p["WG"]
     items = -(-gap_at // vw) + -(-(ncols - gap_at) // vw)
-    kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=vw)
+    kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=vw,
+                        CHUNK=p["CHUNK"])
     return enqueue(queue, kernel, (round_up(items, wg),), (wg,), a.buf, int_arg(a.off),
                   int_arg(a.ld), int_arg(c0), int_arg(ncols), int_arg(gap_at),
                   int_arg(gap_width), piv, int_arg(k1), int_arg(k2))

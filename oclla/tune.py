@@ -85,7 +85,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     axes = [
         ("lu", "PANEL_GRID", (0, 1)),
         ("lu", "PANEL_COLUMNS", (0, 1)),
-        ("lu", "REG_SLOTS", (0, 16, 32) if gpu else (0, 16)),
+        ("lu", "REG_SLOTS", (0, 16, 32, 64) if gpu else (0, 16)),
         ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
         ("lu", "PANEL_SPLIT", (0, 32, 64, 128) if gpu else (0,)),
         ("lu", "PANEL_RB", (8, 16, 32, 64, 128) if gpu else (256, 1024)),
@@ -95,12 +95,13 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("lu", "GRID_RPI", (4, 8, 16, 32) if gpu else (0, 2, 4, 8)),
         ("lu", "GRID_WY", (4, 8, 16) if gpu else (1, 2)),
         ("lu", "LEAF_UNR", (1, 2, 4, 8) if gpu else (1, 2)),
-        ("lu", "REG_SLOTS", (0, 16, 32) if gpu else (0, 16)),
+        ("lu", "REG_SLOTS", (0, 16, 32, 64) if gpu else (0, 16)),
         ("lu", "GRID_PER_CU", (1, 2)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
         ("trsm", "INVERSE", (0, 1)),
         ("trsm", "REGISTER", (0, 1)),
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
+        ("laswp", "CHUNK", (4, 16, 32) if gpu else (1, 4, 16)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]
     return axes[:11] + axes[-1:] if quick else axes

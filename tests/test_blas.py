@@ -177,14 +177,21 @@ def test_register_substitution_needs_a_small_block(queue):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("vw", [1, 16])
-def test_laswp_forward_backward_and_gap(queue, vw, dtype):
+@pytest.mark.parametrize("vw,chunk", [(1, 1), (1, 16), (16, 3), (4, 5)])
+@pytest.mark.parametrize("pivots", ("lapack", "any"))
+def test_laswp_forward_backward_and_gap(queue, vw, chunk, pivots, dtype):
+    """The interchanges in order, CHUNK at a time: pivots below their row (LAPACK's),
+    or anywhere, repeated, inside and outside a chunk."""
     _skip_fp64(queue, dtype)
-    _params.override("laswp", dict(VW=vw, WG=4))
+    _params.override("laswp", dict(VW=vw, WG=4, CHUNK=chunk))
     rng = np.random.default_rng(19)
     n, ncols = 23, 37
     a = rng.standard_normal((n, ncols + 20)).astype(dtype)
-    piv = np.array([rng.integers(i, n) for i in range(n)], np.int32)
+    if pivots == "lapack":
+        piv = np.array([rng.integers(i, n) for i in range(n)], np.int32)
+    else:
+        piv = rng.integers(0, n, n).astype(np.int32)
+        piv[[4, 7, 9]] = 20                          # one row named three times
     dpiv = cl_array.to_device(queue, piv)
     for forward, gap in itertools.product((True, False), (None, (5, 11))):
         d = cl_array.to_device(queue, a)

@@ -130,9 +130,9 @@ def test_blocked_parameter_sets(queue, p, dtype):
 def test_register_leaves_factor_the_panels(queue, dtype, pivoting):
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
-    _params.override("lu", dict(NB=32, LEAF_W=8, PANEL_WG=16, REG_SLOTS=32, PANEL_COLUMNS=0,
+    _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
                                 SMALL_N=0, LOOKAHEAD=0))
-    n = 45                               # at most 4 rows of 8 per item: 64 rows fit
+    n = 29                               # at most 2 rows of 8 per item: 32 rows fit
     a = np.random.default_rng(4).standard_normal((n, n)).astype(dtype)
     if pivoting == "none":
         a += n * np.eye(n, dtype=dtype)
@@ -250,7 +250,8 @@ def test_register_leaf_needs_room(queue):
 
 
 def test_register_leaves_wider_than_the_work_group(queue):
-    _params.override("lu", dict(NB=32, LEAF_W=16, PANEL_WG=8, REG_SLOTS=32, PANEL_COLUMNS=0,
+    """Rows j >= PANEL_WG of a leaf live in later slots of their work-items."""
+    _params.override("lu", dict(NB=32, LEAF_W=8, PANEL_WG=4, REG_SLOTS=16, PANEL_COLUMNS=0,
                                 SMALL_N=0, LOOKAHEAD=0))
     _check(queue, np.float32)
 
