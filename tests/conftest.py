@@ -1,8 +1,9 @@
 """Shared fixtures (the device queue, dtypes with float64 skipped without fp64) and helpers
-(seeded inputs, the Cholesky checks)."""
+(seeded inputs, the LU and Cholesky checks)."""
 
 import numpy as np
 import pytest
+import scipy.linalg as sl
 from hypothesis import settings
 from numpy.linalg import LinAlgError
 
@@ -56,6 +57,22 @@ def assert_fails_at_order(queue, n, order, dtype=np.float64):
     for lower in (True, False):
         with pytest.raises(LinAlgError, match=f"order {order} is not"):
             oclla.cholesky(a, lower=lower, queue=queue)
+
+
+LU_SIZES = (1, 2, 15, 16, 17, 41, 64, 97)
+
+
+def check_lu_sizes(queue, dtype, **kw):
+    """lu_factor(**kw) on seeded random matrices of LU_SIZES: backward error within
+    the threshold and SciPy's pivots (random matrices have no ties)."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    for n in LU_SIZES:
+        a = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
+        lu, piv = oclla.lu_factor(a, queue=queue, **kw)
+        err = accuracy.lu_backward_error(a, lu, piv)
+        assert accuracy.passes(err), f"n={n}: backward error {err:.3g}"
+        np.testing.assert_array_equal(piv, sl.lu_factor(a)[1], err_msg=f"n={n}")
 
 
 @pytest.fixture(autouse=True)

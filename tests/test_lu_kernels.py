@@ -1,12 +1,9 @@
-"""LU kernels over a grid of parameter sets (the tuner may pick any of them).
+"""Blocked LU kernels over a grid of parameter sets (the tuner may pick any of them).
 
-The per-pivot kernels with one and several row blocks per launch, scalar and
-vector columns; the Crout-order per-pivot kernel with its sums in one and in
-several chunks; the blocked LU with recursive leaves, with per-column
-panels and with a panel per launch across work-groups, with and without
-look-ahead, and the one-launch path for small n.
-Each factorization must pass the backward-error threshold and choose
-SciPy's pivots (random matrices have no ties).
+Recursive leaves, register leaves, per-column panels and a panel per launch
+across work-groups, with and without look-ahead, and the one-launch path
+for small n.  Each factorization must pass the backward-error threshold and
+choose SciPy's pivots (random matrices have no ties).
 """
 
 import numpy as np
@@ -17,14 +14,10 @@ import oclla
 from oclla import _params
 from oclla.accuracy import lu_backward_error, passes
 
+from conftest import check_lu_sizes
+
 DTYPES = (np.float32, np.float64)
-PIVOT_SETS = [
-    dict(VW=16, NV=4, WX=2, WY=1, RB=1024, UNR=1, FUSED=1),  # one row block, vectors (CPU)
-    dict(VW=4, NV=2, WX=2, WY=4, RB=16, UNR=3, FUSED=1),     # row blocks, rows shared
-    dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4, FUSED=0),      # GPU shape, ragged, unfused
-    dict(VW=4, NV=1, WX=8, WY=4, RB=5, UNR=2, FUSED=1),
-    dict(VW=1, NV=1, WX=32, WY=4, RB=9, UNR=2, FUSED=1),      # candidates folded, then scanned
-]
+PANEL_PIVOT_SET = dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4, FUSED=0)   # per-column panels
 BLOCKED_SETS = [
     dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
     dict(NB=24, LEAF_W=8, PANEL_WG=1, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0),
@@ -51,78 +44,12 @@ BLOCKED_SETS = [
          PANEL_WG=16, REG_SLOTS=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
 ]
 GRID_SET = BLOCKED_SETS[-3]
-CROUT_SETS = [
-    dict(WG=64, RJ=64, MB=1024, CL=4, RR=2, KC=4096),    # one chunk per product (CPU shape)
-    dict(WG=256, RJ=32, MB=128, CL=32, RR=2, KC=1024),   # GPU shape
-    dict(WG=16, RJ=4, MB=5, CL=4, RR=1, KC=8),           # many chunks, ragged: split sums
-    dict(WG=8, RJ=8, MB=3, CL=8, RR=3, KC=4),            # one row per sub-group
-]
-SIZES = (1, 2, 15, 16, 17, 41, 64, 97)
-
-
-def _check(queue, dtype, **kw):
-    if dtype == np.float64 and not oclla.device_info(queue).fp64:
-        pytest.skip("device has no float64")
-    for n in SIZES:
-        a = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
-        lu, piv = oclla.lu_factor(a, queue=queue, **kw)
-        err = lu_backward_error(a, lu, piv)
-        assert passes(err), f"n={n}: backward error {err:.3g}"
-        np.testing.assert_array_equal(piv, sl.lu_factor(a)[1], err_msg=f"n={n}")
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("p", PIVOT_SETS, ids=lambda p: "-".join(map(str, p.values())))
-def test_per_pivot_kernel_shapes(queue, p, dtype):
-    _params.override("pivot", p)
-    _check(queue, dtype, method="pivot")
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("p", CROUT_SETS, ids=lambda p: "-".join(map(str, p.values())))
-def test_crout_kernel_shapes(queue, p, dtype):
-    _params.override("crout", p)
-    _check(queue, dtype, method="pivot", variant="crout")
-
-
-@pytest.mark.parametrize("p", CROUT_SETS[2:], ids=lambda p: "-".join(map(str, p.values())))
-def test_crout_without_pivoting_matches_the_post_example(queue, p):
-    _params.override("crout", p)
-    a = np.array([[2, 4, 3, 5], [-4, -7, -5, 8], [6, 8, 2, 9], [4, 9, -2, 14]], np.float32)
-    lu, piv = oclla.lu_factor(a, method="pivot", variant="crout", pivoting="none", queue=queue)
-    expected = np.array([[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -3, 66], [2, 1, 3, -212]])
-    np.testing.assert_allclose(lu, expected, atol=1e-4)
-    np.testing.assert_array_equal(piv, np.arange(4))
-
-
-def test_crout_shapes_that_cannot_run_are_refused(queue):
-    info = oclla.device_info(queue)
-    base = dict(_params.params(queue, "crout", np.float32))
-    assert "local memory" in _params.check("crout", dict(base, KC=1 << 22), info, 4)
-    assert "powers of two" in _params.check("crout", dict(base, CL=2 * base["WG"]), info, 4)
-    assert "multiple of 4" in _params.check("crout", dict(base, KC=6), info, 4)
-    assert _params.check("crout", base, info, 4) is None
-
-
-def test_crout_singular_and_zero_pivot(queue):
-    _params.override("crout", CROUT_SETS[2])
-    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 5.0, 2.0]], np.float32)
-    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
-        _, piv = oclla.lu_factor(a, method="pivot", variant="crout", queue=queue)
-    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
-        _, ref_piv = sl.lu_factor(a)
-    np.testing.assert_array_equal(piv, ref_piv)
-    b = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 1.0], [1.0, 5.0, 2.0]], np.float32)
-    with pytest.raises(np.linalg.LinAlgError, match="zero pivot in column 1"):
-        oclla.lu_factor(b, method="pivot", variant="crout", pivoting="none", queue=queue)
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("p", BLOCKED_SETS, ids=lambda p: "-".join(map(str, p.values())))
 def test_blocked_parameter_sets(queue, p, dtype):
     _params.override("lu", p)
-    _params.override("pivot", PIVOT_SETS[2])
-    _check(queue, dtype, method="blocked")
+    _params.override("pivot", PANEL_PIVOT_SET)
+    check_lu_sizes(queue, dtype, method="blocked")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -213,7 +140,7 @@ def test_grid_panels_one_launch_per_panel(queue, dtype, pivoting, monkeypatch):
 def test_blocked_zero_column_warns_like_scipy(queue, panel):
     p = GRID_SET if panel == "grid" else BLOCKED_SETS[2]
     _params.override("lu", p)
-    _params.override("pivot", PIVOT_SETS[2])
+    _params.override("pivot", PANEL_PIVOT_SET)
     a = np.random.default_rng(7).standard_normal((40, 40)).astype(np.float32)
     a[:, 5] = 0.0
     with pytest.warns(sl.LinAlgWarning, match="Diagonal number 6 is exactly zero"):
@@ -253,7 +180,7 @@ def test_register_leaves_wider_than_the_work_group(queue):
     """Rows j >= PANEL_WG of a leaf live in later slots of their work-items."""
     _params.override("lu", dict(NB=32, LEAF_W=8, PANEL_WG=4, REG_SLOTS=16, PANEL_COLUMNS=0,
                                 SMALL_N=0, LOOKAHEAD=0))
-    _check(queue, np.float32)
+    check_lu_sizes(queue, np.float32)
 
 
 def test_leaf_width_two_is_refused(queue):
@@ -283,22 +210,3 @@ def test_lookahead_recording_keeps_the_step_order(queue):
     assert phases[:5] == ["panel", "laswp", "trsm", "gemm", "panel"]
     assert phases.count("panel") == -(-n // 16)
     np.testing.assert_array_equal(run.snapshot_at(len(run.steps) - 1), lu)
-
-
-def test_per_pivot_zero_pivot_without_pivoting(queue):
-    _params.override("pivot", PIVOT_SETS[1])
-    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 1.0], [1.0, 5.0, 2.0]], np.float32)
-    with pytest.raises(np.linalg.LinAlgError, match="zero pivot in column 1"):
-        oclla.lu_factor(a, method="pivot", pivoting="none", queue=queue)
-
-
-def test_per_pivot_singular_matrix_warns_like_scipy(queue):
-    _params.override("pivot", PIVOT_SETS[2])
-    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 5.0, 2.0]], np.float64)
-    if not oclla.device_info(queue).fp64:
-        a = a.astype(np.float32)
-    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
-        lu, piv = oclla.lu_factor(a, method="pivot", queue=queue)
-    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
-        _, ref_piv = sl.lu_factor(a)
-    np.testing.assert_array_equal(piv, ref_piv)
