@@ -310,7 +310,7 @@ class _Panels:
         rows = 1
         while rows * wg < m:
             rows *= 2
-        local = (2 * wg + 3 * lw + lw * lw) * np.dtype(self.dtype).itemsize + (wg + lw) * 4
+        local = (wg + 3 * lw + lw * lw) * np.dtype(self.dtype).itemsize + (wg + lw) * 4
         fits = rows <= 16 and rows * lw <= self.p["REG_SLOTS"] and local <= self.local_mem
         return rows if fits else 0
 
