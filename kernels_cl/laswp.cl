@@ -18,10 +18,9 @@
  * chunk's rows i and the rows piv[i] outside the chunk all at once,
  * interchanges them in registers in order, and stores them back, so a chunk
  * costs one memory round trip instead of one per interchange (each
- * interchange's loads would otherwise wait for the stores before them).  A
- * row outside the chunk that several of its pivots name is carried from one
- * interchange to the next in registers, and stored last by the last of them.
- * Any piv[i] in [0, n) is applied exactly as the sequence of interchanges.
+ * interchange's loads would otherwise wait for the stores before them;
+ * interchange.h).  Any piv[i] in [0, n) is applied exactly as the sequence
+ * of interchanges.
  */
 #include "common.h"
 
@@ -35,18 +34,17 @@
 #define CHUNK 16           /* interchanges per round of loads */
 #endif
 
-/* the chunks [lo, hi) of [k1, k2), the chunk's interchanges c in the order of
- * application, and those after c */
+#define IX_T REALV(VW)
+#define IX_N CHUNK
+#include "interchange.h"
+
+/* the chunks [lo, hi) of [k1, k2) in the order of application */
 #if FORWARD
 #define EACH_CHUNK(lo, hi) \
     for (int lo = k1, hi = min(k2, k1 + CHUNK); lo < k2; lo = hi, hi = min(k2, hi + CHUNK))
-#define IN_ORDER(c) for (int c = 0; c < CHUNK; c++)
-#define LATER(k, c) for (int k = (c) + 1; k < CHUNK; k++)
 #else
 #define EACH_CHUNK(lo, hi) \
     for (int hi = k2, lo = max(k1, k2 - CHUNK); hi > k1; hi = lo, lo = max(k1, lo - CHUNK))
-#define IN_ORDER(c) for (int c = CHUNK - 1; c >= 0; c--)
-#define LATER(k, c) for (int k = (c) - 1; k >= 0; k--)
 #endif
 
 /* the item's VW entries of a row (x), or the first `cols` of them where the
@@ -100,39 +98,16 @@ __kernel void laswp(__global real *a, const int a_off, const int lda,
             if (c < count) {
                 p[c] = piv[lo + c];
                 u[c] = load_row(a + (lo + c) * lda, whole, cols);
-                if (p[c] < lo || p[c] >= lo + count)
+                if (IX_OUTSIDE(p[c], lo, count))
                     far[c] = load_row(a + p[c] * lda, whole, cols);
             }
-        /* the interchanges in order; a row outside the chunk passes its new
-         * value on to the next interchange that names it */
-        #pragma unroll
-        IN_ORDER(c)
-            if (c < count) {
-                const int r = p[c];
-                if (r < lo || r >= lo + count) {
-                    const REALV(VW) x = far[c];
-                    far[c] = u[c];
-                    u[c] = x;
-                    #pragma unroll
-                    LATER(k, c)
-                        if (k < count && p[k] == r)
-                            far[k] = far[c];
-                } else {
-                    #pragma unroll
-                    for (int k = 0; k < CHUNK; k++)
-                        if (k == r - lo && k != c) {
-                            const REALV(VW) x = u[k];
-                            u[k] = u[c];
-                            u[c] = x;
-                        }
-                }
-            }
+        interchange_chunk(u, far, p, count, lo);
         /* back to memory, in order: a row named twice ends with its last value */
         #pragma unroll
         IN_ORDER(c)
             if (c < count) {
                 store_row(u[c], a + (lo + c) * lda, whole, cols);
-                if (p[c] < lo || p[c] >= lo + count)
+                if (IX_OUTSIDE(p[c], lo, count))
                     store_row(far[c], a + p[c] * lda, whole, cols);
             }
     }

@@ -88,48 +88,30 @@ int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int n
 
 /* The panel's columns outside the leaf, one per item, once the leaf is
  * stored: the leaf's interchanges in order (swaps[i]: the row that row c0 + i
- * was interchanged with), and for the columns right of the leaf the unit
- * lower triangular solve with L11 (l11: LW x LW, row-major).  Each item
- * loads its column's leaf rows u and the pivot rows below the leaf (far) at
- * once, interchanges them in registers, and stores them back: two memory
- * round trips, not a dependent load per interchange. */
+ * was interchanged with; interchange.h), and for the columns right of the
+ * leaf the unit lower triangular solve with L11 (l11: LW x LW, row-major). */
+#define IX_T real
+#define IX_N LW
+#include "interchange.h"
+
 void leaf_panel_columns(__global real *a, const int lda, const int c0, const int w,
                         const int p0, const int p1, __local const int *swaps,
                         __local const real *l11, const int lid)
 {
-    const int below = c0 + w;
     for (int col = p0 + lid; col < p1; col += WG) {
-        if (col >= c0 && col < below)
+        if (col >= c0 && col < c0 + w)
             continue;
+        int p[LW];
         real u[LW], far[LW];
         #pragma unroll
         for (int i = 0; i < LW; i++)
             if (i < w) {
+                p[i] = swaps[i];
                 u[i] = a[AT(c0 + i, col, lda)];
-                far[i] = swaps[i] >= below ? a[AT(swaps[i], col, lda)] : ZERO;
+                if (IX_OUTSIDE(p[i], c0, w))
+                    far[i] = a[AT(p[i], col, lda)];
             }
-        #pragma unroll
-        for (int i = 0; i < LW; i++)
-            if (i < w) {
-                const int r = swaps[i];
-                if (r >= below) {              /* far[i] holds row r as it is now */
-                    const real t = far[i];
-                    far[i] = u[i];
-                    u[i] = t;
-                    #pragma unroll
-                    for (int k = i + 1; k < LW; k++)
-                        if (k < w && swaps[k] == r)
-                            far[k] = far[i];
-                } else {                       /* a leaf row: r - c0 >= i */
-                    #pragma unroll
-                    for (int t = i + 1; t < LW; t++)
-                        if (t == r - c0) {
-                            const real v = u[t];
-                            u[t] = u[i];
-                            u[i] = v;
-                        }
-                }
-            }
+        interchange_chunk(u, far, p, w, c0);
         if (col > c0) {
             #pragma unroll
             for (int i = 1; i < LW; i++)
@@ -142,8 +124,8 @@ void leaf_panel_columns(__global real *a, const int lda, const int c0, const int
         for (int i = 0; i < LW; i++)
             if (i < w) {
                 a[AT(c0 + i, col, lda)] = u[i];
-                if (swaps[i] >= below)         /* in order: a repeated row ends as the last */
-                    a[AT(swaps[i], col, lda)] = far[i];
+                if (IX_OUTSIDE(p[i], c0, w))   /* in order: a repeated row ends as the last */
+                    a[AT(p[i], col, lda)] = far[i];
             }
     }
 }
