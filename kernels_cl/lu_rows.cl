@@ -45,10 +45,8 @@
 /* The pivot row: the (largest value, lowest row) over the candidates in
  * vals/rows[0, count), which every item wrote before the caller's barrier
  * (NO_PIVOT: row `next`).  Every item gets it; vals and rows may be rewritten
- * once the caller has passed one more barrier.  count (a power of two) is a
- * constant of the caller, so the barrier below is taken by all items or none,
- * and the loops have constant trip counts and no branches (unrolled: their
- * loads issue at once). */
+ * once the caller has passed one more barrier.  count is a constant of the
+ * caller, so the barrier below is taken by all items or none. */
 int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int next,
                const int count)
 {
@@ -56,33 +54,11 @@ int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int n
     return next;
 #else
     if (count > ARGMAX_SCAN) {
-        if (lid < ARGMAX_SCAN) {
-            real best = vals[lid];
-            int best_row = rows[lid];
-            #pragma unroll
-            for (int k = 1; k < count / ARGMAX_SCAN; k++) {
-                const real v = vals[lid + k * ARGMAX_SCAN];
-                const int r = rows[lid + k * ARGMAX_SCAN];
-                const int take = BEATS(v, r, best, best_row);
-                best = take ? v : best;
-                best_row = take ? r : best_row;
-            }
-            vals[lid] = best;
-            rows[lid] = best_row;
-        }
+        argmax_fold(vals, rows, lid, count);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    real best = vals[0];
-    int best_row = rows[0];
-    #pragma unroll
-    for (int i = 1; i < min(count, ARGMAX_SCAN); i++) {
-        const real v = vals[i];
-        const int r = rows[i];
-        const int take = BEATS(v, r, best, best_row);
-        best = take ? v : best;
-        best_row = take ? r : best_row;
-    }
-    return best_row;
+    real value;
+    return argmax_scan(vals, rows, min(count, ARGMAX_SCAN), &value);
 #endif
 }
 

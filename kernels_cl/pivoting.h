@@ -2,7 +2,9 @@
  *
  * argmax_fold, argmax_scan, wg_reduce_argmax: the (largest value, lowest
  * row) over a work-group: the candidates folded to ARGMAX_SCAN entries, which
- * every item then scans (two or three barriers instead of a tree's log2(WG));
+ * every item then scans (two or three barriers instead of a tree's log2(WG);
+ * selects, not branches, and constant trip counts where count is a constant
+ * of the caller, so the loads of a loop issue at once);
  * wg_argmax_abs: LAPACK's i?amax of a column by one work-group;
  * multiplier: a multiplier the way LAPACK forms it.
  *
@@ -37,10 +39,16 @@ void argmax_fold(__local real *vals, __local int *rows, const int lid, const int
     if (lid < ARGMAX_SCAN) {
         real best = vals[lid];
         int best_row = rows[lid];
-        for (int i = lid + ARGMAX_SCAN; i < count; i += ARGMAX_SCAN) {
-            const real v = vals[i];
-            const int r = rows[i];
-            if (BEATS(v, r, best, best_row)) { best = v; best_row = r; }
+        #pragma unroll
+        for (int k = 1; k < (count + ARGMAX_SCAN - 1) / ARGMAX_SCAN; k++) {
+            const int i = lid + k * ARGMAX_SCAN;
+            if (i < count) {
+                const real v = vals[i];
+                const int r = rows[i];
+                const int take = BEATS(v, r, best, best_row);
+                best = take ? v : best;
+                best_row = take ? r : best_row;
+            }
         }
         vals[lid] = best;
         rows[lid] = best_row;
@@ -56,10 +64,13 @@ int argmax_scan(__local const real *vals, __local const int *rows, const int cou
 {
     real best = vals[0];
     int best_row = rows[0];
+    #pragma unroll
     for (int i = 1; i < count; i++) {
         const real v = vals[i];
         const int r = rows[i];
-        if (BEATS(v, r, best, best_row)) { best = v; best_row = r; }
+        const int take = BEATS(v, r, best, best_row);
+        best = take ? v : best;
+        best_row = take ? r : best_row;
     }
     *value = best;
     return best_row;
