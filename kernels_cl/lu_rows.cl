@@ -25,36 +25,51 @@
  *      are interchanged (row p takes jrow, row j urow), and every item scales
  *      its rows' entries of column j by 1 / urow[j] and subtracts l * urow
  *      from the entries right of it, keeping its best candidate for j + 1.
- * Three barriers per column and no other traffic; the column steps and the
- * entries are unrolled (literal indices: the rows stay in registers).  Rows
- * at or past m and columns at or past w are never loaded or stored.  The
- * panel's other columns are then completed one per work-item
+ * Three barriers per column and no other traffic.  The column steps are one
+ * loop whose body names every register by a literal index (the rows stay in
+ * registers, and the code is one step long): the rows rotate by one entry per
+ * step, so that column j is always entry 0 of step j.  The leaf moves between
+ * memory and the registers STAGE rows at a time through local memory
+ * (stage_rows: coalesced, where an item's own row would touch one line per
+ * entry); rows at or past m and columns at or past w are never loaded or
+ * stored.  The panel's other columns are then completed one per work-item
  * (leaf_panel_columns): the leaf's interchanges, and right of the leaf the
  * solve with L11.
  */
 #include "unroll.h"
 
 #ifndef LW
-#define LW 8               /* widest leaf: 4, 8 or 16 */
+#define LW 8               /* widest leaf: 4, 8, 16 or 32 */
 #endif
 #ifndef ROWS
 #define ROWS 2             /* leaf rows per work-item (at most 16); ROWS * LW <= 64 */
+#endif
+#ifndef STAGE
+#define STAGE WG           /* rows moved between memory and registers at once (a power of
+                              two, at most WG) */
 #endif
 #include "pivoting.h"
 
 /* The pivot row: the (largest value, lowest row) over the candidates in
  * vals/rows[0, count), which every item wrote before the caller's barrier
  * (NO_PIVOT: row `next`).  Every item gets it; vals and rows may be rewritten
- * once the caller has passed one more barrier.  count is a constant of the
- * caller, so the barrier below is taken by all items or none. */
+ * once the caller has passed one more barrier.  The candidates are folded to
+ * ARGMAX_SCAN^2 entries (if more), then to ARGMAX_SCAN (if more), and those
+ * scanned by every item.  count is a constant of the caller, so the barriers
+ * below are taken by all items or none. */
 int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int next,
                const int count)
 {
 #if NO_PIVOT
     return next;
 #else
+    const int wide = ARGMAX_SCAN * ARGMAX_SCAN;
+    if (count > wide) {
+        argmax_fold(vals, rows, lid, count, wide);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (count > ARGMAX_SCAN) {
-        argmax_fold(vals, rows, lid, count);
+        argmax_fold(vals, rows, lid, min(count, wide), ARGMAX_SCAN);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     real value;
@@ -106,13 +121,34 @@ void leaf_panel_columns(__global real *a, const int lda, const int c0, const int
     }
 }
 
-/* X(s, c): column c of the item's row in slot s (row s * WG + lid of the leaf) */
-#define X(s, c) x[(s) * LW + (c)]
-#define NEXT_COL(j) ((j) + 1 < LW ? (j) + 1 : (j))
+/* Rows [r0, r0 + STAGE) of the leaf (columns [0, w), rows below m) between
+ * memory and stage (to_stage: 1 loads, 0 stores): the work-group moves them
+ * together, consecutive items on consecutive entries of a row, so that the
+ * accesses coalesce; row r sits at stage[STAGED(r - r0, 0)], padded by one
+ * entry (an item reading its own row meets no bank conflicts).  The stage
+ * must be visible to all (a barrier) before and after. */
+#define STAGED(r, i) ((r) * (LW + 1) + (i))
 
-/* Literal indices (unroll.h's E8 and A8, and C8 here, one macro family per
- * level): G(j, s) for the slots s < ROWS, G(j, s, c) for the columns c < LW,
- * F(j) for the column steps j < LW; each G or F guarded by its bound. */
+void stage_rows(__global real *base, const int lda, const int m, const int w, const int r0,
+                __local real *stage, const int lid, const int to_stage)
+{
+    #pragma unroll
+    for (int k = 0; k < (STAGE * LW + WG - 1) / WG; k++) {
+        const int e = k * WG + lid, r = e / LW, i = e % LW;
+        if (e >= STAGE * LW)
+            break;
+        if (to_stage)
+            stage[STAGED(r, i)] = r0 + r < m && i < w ? base[AT(r0 + r, i, lda)] : ZERO;
+        else if (r0 + r < m && i < w)
+            base[AT(r0 + r, i, lda)] = stage[STAGED(r, i)];
+    }
+}
+
+/* X(s, i): the item's row in slot s (row s * WG + lid of the leaf), entry i */
+#define X(s, i) x[(s) * LW + (i)]
+
+/* Literal indices (unroll.h's E8, and C8 here): G(j, s) for the slots s <
+ * ROWS, G(j, s, i) for the entries i < LW, each guarded by its bound. */
 #define C8(G, j, s, b) G(j, s, b) G(j, s, b + 1) G(j, s, b + 2) G(j, s, b + 3) \
                        G(j, s, b + 4) G(j, s, b + 5) G(j, s, b + 6) G(j, s, b + 7)
 #if ROWS <= 8
@@ -122,10 +158,10 @@ void leaf_panel_columns(__global real *a, const int lda, const int c0, const int
 #endif
 #if LW <= 8
 #define EACH_COL(G, j, s) C8(G, j, s, 0)
-#define EACH_STEP(F) A8(F, 0)
-#else
+#elif LW <= 16
 #define EACH_COL(G, j, s) C8(G, j, s, 0) C8(G, j, s, 8)
-#define EACH_STEP(F) A8(F, 0) A8(F, 8)
+#else
+#define EACH_COL(G, j, s) C8(G, j, s, 0) C8(G, j, s, 8) C8(G, j, s, 16) C8(G, j, s, 24)
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -137,93 +173,109 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     __local real urow[LW], jrow[2][LW];
     __local real l11[LW * LW];
     __local int swaps[LW];
+    __local real stage[STAGE * (LW + 1)];
     const int lid = get_local_id(0);
     const int m = n - c0;
     __global real *base = a + AT(c0, c0, lda);
     real x[ROWS * LW], u[LW];
 
-    /* the leaf, and the candidates for column 0 */
+    /* the leaf (entry i of a row: column i), and the candidates for column 0 */
     real best = -ONE;
     int best_row = 0;
-#define LOAD_ENTRY(j, s, c) if ((c) < LW) \
-        X(s, c) = (c) < w ? base[AT(r, c, lda)] : ZERO;
-#define LOAD(j, s) if ((s) < ROWS) { \
-        const int r = (s) * WG + lid; \
-        if (r < m) { \
-            EACH_COL(LOAD_ENTRY, j, s) \
-            { const int take = fabs(X(s, 0)) > best; \
+#define LOAD_ENTRY(j, s, i) if ((i) < LW) X(s, i) = stage[STAGED(lid % STAGE, i)];
+#define LOAD(j, s) if ((s) < ROWS) \
+        for (int h = 0; h < WG / STAGE; h++) { \
+            stage_rows(base, lda, m, w, (s) * WG + h * STAGE, stage, lid, 1); \
+            barrier(CLK_LOCAL_MEM_FENCE); \
+            if (lid / STAGE == h) { \
+                const int r = (s) * WG + lid; \
+                EACH_COL(LOAD_ENTRY, j, s) \
+                const int take = r < m && fabs(X(s, 0)) > best; \
                 best = take ? fabs(X(s, 0)) : best; \
-                best_row = take ? r : best_row; } } \
-        else { \
-            EACH_COL(ZERO_ENTRY, j, s) } }
-#define ZERO_ENTRY(j, s, c) if ((c) < LW) X(s, c) = ZERO;
+                best_row = take ? r : best_row; } \
+            barrier(CLK_LOCAL_MEM_FENCE); }
     EACH_SLOT(LOAD, 0)
 
-    /* the row-j item publishes it (slot j / WG); the row-p item publishes it
-     * (urow) and, after a barrier, takes row j (jrow), the row-j item urow */
-#define PUBLISH_J(j, s, c) if ((c) < LW) jrow[(j) & 1][c] = X(s, c);
-#define PUBLISH_P_ENTRY(j, s, c) if ((c) < LW) urow[c] = X(s, c);
+    /* Column step j: the row-j item publishes it (jrow, by parity of j), the
+     * row-p item publishes it (urow) and, after a barrier, takes row j, the
+     * row-j item urow.  The rows below j scale entry 0 (column j) to the
+     * multiplier l and subtract l * urow right of it, and every row rotates by
+     * one entry: entry 0 holds column j + 1 for the next step, and the rows'
+     * column j moves to entry LW - 1.  Entries i >= LW - j hold finished
+     * columns (multipliers and U): the update leaves them alone. */
+#define PUBLISH_J_ENTRY(j, s, i) if ((i) < LW) jrow[(j) & 1][i] = X(s, i);
+#define PUBLISH_J(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(PUBLISH_J_ENTRY, j, s) }
+#define PUBLISH_P_ENTRY(j, s, i) if ((i) < LW) urow[i] = X(s, i);
 #define PUBLISH_P(j, s) if ((s) < ROWS && (s) == p_slot) { EACH_COL(PUBLISH_P_ENTRY, j, s) }
-#define TAKE_J_ENTRY(j, s, c) if ((c) < LW) X(s, c) = jrow[(j) & 1][c];
+#define TAKE_J_ENTRY(j, s, i) if ((i) < LW) X(s, i) = jrow[(j) & 1][i];
 #define TAKE_J(j, s) if ((s) < ROWS && (s) == p_slot) { EACH_COL(TAKE_J_ENTRY, j, s) }
-#define TAKE_P(j, s, c) if ((c) < LW) X(s, c) = urow[c];
-    /* the rows below j: the multiplier in column j, the rank-1 update right of
-     * it (u: the pivot row), the candidates for column j + 1 */
-#define LOAD_U(j, s, c) if ((c) > (j) && (c) < LW) u[c] = urow[c];
-#define UPDATE_ENTRY(j, s, c) if ((c) > (j) && (c) < LW) X(s, c) -= l * u[c];
+#define TAKE_P_ENTRY(j, s, i) if ((i) < LW) X(s, i) = urow[i];
+#define TAKE_P(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(TAKE_P_ENTRY, j, s) }
+#define LOAD_U(j, s, i) if ((i) > 0 && (i) < LW) u[i] = urow[i];
+#define SHIFT_ENTRY(j, s, i) if ((i) > 0 && (i) < LW) \
+        X(s, (i) - 1) = below && (i) < live ? X(s, i) - l * u[i] : X(s, i);
 #define UPDATE(j, s) if ((s) < ROWS) { \
         const int r = (s) * WG + lid; \
-        if (r > (j) && r < m) { \
-            const real l = pivot == ZERO ? X(s, j) : multiplier(X(s, j), pivot, inv); \
-            X(s, j) = l; \
-            EACH_COL(UPDATE_ENTRY, j, s) \
-            if ((j) + 1 < LW) { \
-                const int take = fabs(X(s, NEXT_COL(j))) > best; \
-                best = take ? fabs(X(s, NEXT_COL(j))) : best; \
-                best_row = take ? r : best_row; } } }
-    /* every item meets every barrier of the LW steps (straight-line code: a
-     * barrier under a condition is costly to compile for CPUs); steps past w
-     * do no work */
-#define STEP(j) if ((j) < LW) { \
-        if ((j) < w) { \
-            if ((j) / WG < ROWS && lid == (j) % WG) { \
-                EACH_COL(PUBLISH_J, j, (j) / WG) } \
-            vals[lid] = best; \
-            rows[lid] = best_row; } \
-        barrier(CLK_LOCAL_MEM_FENCE); \
-        const int p = leaf_pivot(vals, rows, lid, j, WG); \
-        const int p_item = p % WG, p_slot = p / WG; \
-        if ((j) < w) { \
-            if (lid == p_item) { \
-                EACH_SLOT(PUBLISH_P, j) } \
-            if (lid == 0) { \
-                swaps[j] = c0 + p; \
-                piv[c0 + (j)] = c0 + p; } } \
-        barrier(CLK_LOCAL_MEM_FENCE); \
-        if ((j) < w) { \
-            const real pivot = urow[j], inv = ONE / pivot; \
-            if (lid == 0 && pivot == ZERO && *info == 0) \
-                *info = c0 + (j) + 1; \
-            if (lid == p_item) { \
-                EACH_SLOT(TAKE_J, j) } \
-            if ((j) / WG < ROWS && lid == (j) % WG) { \
-                EACH_COL(TAKE_P, j, (j) / WG) } \
-            EACH_COL(LOAD_U, j, 0) \
-            best = -ONE; \
-            best_row = (j) + 1; \
-            EACH_SLOT(UPDATE, j) } }
-    EACH_STEP(STEP)
+        const int below = r > j && r < m; \
+        const real first = X(s, 0); \
+        const real l = !below ? first : pivot == ZERO ? first : multiplier(first, pivot, inv); \
+        EACH_COL(SHIFT_ENTRY, j, s) \
+        X(s, LW - 1) = l; \
+        const int take = below && fabs(X(s, 0)) > best; \
+        best = take ? fabs(X(s, 0)) : best; \
+        best_row = take ? r : best_row; }
+    for (int j = 0; j < w; j++) {
+        const int j_item = j % WG, j_slot = j / WG;
+        if (lid == j_item) {
+            EACH_SLOT(PUBLISH_J, j) }
+        vals[lid] = best;
+        rows[lid] = best_row;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int p = leaf_pivot(vals, rows, lid, j, WG);
+        const int p_item = p % WG, p_slot = p / WG;
+        if (lid == p_item) {
+            EACH_SLOT(PUBLISH_P, j) }
+        if (lid == 0) {
+            swaps[j] = c0 + p;
+            piv[c0 + j] = c0 + p;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const real pivot = urow[0], inv = ONE / pivot;
+        if (lid == 0 && pivot == ZERO && *info == 0)
+            *info = c0 + j + 1;
+        if (lid == p_item) {
+            EACH_SLOT(TAKE_J, j) }
+        if (lid == j_item) {
+            EACH_SLOT(TAKE_P, j) }
+        EACH_COL(LOAD_U, j, 0)
+        const int live = LW - j;
+        best = -ONE;
+        best_row = j + 1;
+        EACH_SLOT(UPDATE, j)
+    }
+    /* w rotations so far: LW - w more bring entry i back to column i */
+#define ROTATE_ENTRY(j, s, i) if ((i) > 0 && (i) < LW) X(s, (i) - 1) = X(s, i);
+#define ROTATE(j, s) if ((s) < ROWS) { \
+        const real first = X(s, 0); \
+        EACH_COL(ROTATE_ENTRY, j, s) \
+        X(s, LW - 1) = first; }
+    for (int k = w; k < LW; k++) {
+        EACH_SLOT(ROTATE, 0)
+    }
 
     /* the leaf back to memory; L11 to local memory */
-#define STORE_ENTRY(j, s, c) if ((c) < LW && (c) < w) { \
-        base[AT(r, c, lda)] = X(s, c); \
-        if (r < w) \
-            l11[r * LW + (c)] = X(s, c); }
-#define STORE(j, s) if ((s) < ROWS) { \
-        const int r = (s) * WG + lid; \
-        if (r < m) { \
-            EACH_COL(STORE_ENTRY, j, s) } }
+#define STORE_ENTRY(j, s, i) if ((i) < LW) { \
+        stage[STAGED(lid % STAGE, i)] = X(s, i); \
+        if (r < w && (i) < w) \
+            l11[r * LW + (i)] = X(s, i); }
+#define STORE(j, s) if ((s) < ROWS) \
+        for (int h = 0; h < WG / STAGE; h++) { \
+            if (lid / STAGE == h) { \
+                const int r = (s) * WG + lid; \
+                EACH_COL(STORE_ENTRY, j, s) } \
+            barrier(CLK_LOCAL_MEM_FENCE); \
+            stage_rows(base, lda, m, w, (s) * WG + h * STAGE, stage, lid, 0); \
+            barrier(CLK_LOCAL_MEM_FENCE); }
     EACH_SLOT(STORE, 0)
-    barrier(CLK_LOCAL_MEM_FENCE);
     leaf_panel_columns(a, lda, c0, w, p0, p1, swaps, l11, lid);
 }

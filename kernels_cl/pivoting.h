@@ -31,17 +31,18 @@
  * row (values are never NaN: candidates start at -1 and only grow by >). */
 #define BEATS(v, r, best, best_row) ((v) > (best) || ((v) == (best) && (r) < (best_row)))
 
-/* Items lid < ARGMAX_SCAN fold vals/rows[lid + i*ARGMAX_SCAN] for all i into
- * entry lid, so that the winner of [0, count) is that of [0, ARGMAX_SCAN).
- * The entries must be visible to all; a barrier must follow. */
-void argmax_fold(__local real *vals, __local int *rows, const int lid, const int count)
+/* Items lid < into fold vals/rows[lid + i*into] for all i into entry lid, so
+ * that the winner of [0, count) is that of [0, into).  The entries must be
+ * visible to all; a barrier must follow. */
+void argmax_fold(__local real *vals, __local int *rows, const int lid, const int count,
+                 const int into)
 {
-    if (lid < ARGMAX_SCAN) {
+    if (lid < into) {
         real best = vals[lid];
         int best_row = rows[lid];
         #pragma unroll
-        for (int k = 1; k < (count + ARGMAX_SCAN - 1) / ARGMAX_SCAN; k++) {
-            const int i = lid + k * ARGMAX_SCAN;
+        for (int k = 1; k < (count + into - 1) / into; k++) {
+            const int i = lid + k * into;
             if (i < count) {
                 const real v = vals[i];
                 const int r = rows[i];
@@ -88,7 +89,7 @@ int wg_reduce_argmax(const real best, const int best_row,
     rows[lid] = best_row;
     barrier(CLK_LOCAL_MEM_FENCE);
 #if WG > ARGMAX_SCAN
-    argmax_fold(vals, rows, lid, WG);
+    argmax_fold(vals, rows, lid, WG, ARGMAX_SCAN);
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
     const int row = argmax_scan(vals, rows, min(WG, ARGMAX_SCAN), value);

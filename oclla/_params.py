@@ -32,7 +32,12 @@ Families and their keys
            size of the leaf; LEAF_UNR: rows a leaf work-item loads before it stores;
            REG_SLOTS: registers per work-item of the register leaf (0: no register
            leaves), which holds m x LEAF_W <= REG_SLOTS * PANEL_WG entries of a panel,
-           whole rows per work-item;
+           whole rows per work-item; FLAT_N: the trailing matrix is factored as one
+           panel once its order is at most FLAT_N and its rows fit the register
+           leaves (a rank-LEAF_W GEMM on all of it after each leaf, no TRSM or
+           interchange launches; 0: never); LEAF_SCAN: the
+           register leaf's pivot search folds the candidates to LEAF_SCAN² (if more),
+           then to LEAF_SCAN entries, which every item scans;
            PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
            PANEL_WY) instead of one-work-group leaves; PANEL_GRID: 1 to factor each
@@ -181,7 +186,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=0 if gpu else 1,
                     PANEL_SPLIT=0, PANEL_GRID=int(gpu), GRID_WX=gx, GRID_WY=gy,
-                    GRID_PER_CU=1, GRID_RPI=16 if gpu else 4)
+                    GRID_PER_CU=1, GRID_RPI=16 if gpu else 4, FLAT_N=0, LEAF_SCAN=32)
     if family == "chol":
         leaf = 64
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
@@ -279,9 +284,10 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             if p["PANEL_SPLIT"] < 0 or p["LEAF_UNR"] < 1 or not 0 <= p["REG_SLOTS"] <= 64:
                 return "PANEL_SPLIT >= 0, LEAF_UNR >= 1 and 0 <= REG_SLOTS <= 64"
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
-                    or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)):
-                return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, "
-                        "LOOKAHEAD and PANEL_COLUMNS 0 or 1")
+                    or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)
+                    or p["FLAT_N"] < 0 or p["LEAF_SCAN"] not in (2, 4, 8, 16, 32)):
+                return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, FLAT_N >= 0, "
+                        "LOOKAHEAD and PANEL_COLUMNS 0 or 1, LEAF_SCAN in 2, 4, 8, 16, 32")
             gx, gy = p["GRID_WX"], p["GRID_WY"]
             if (p["PANEL_GRID"] not in (0, 1) or not 1 <= p["GRID_PER_CU"] <= 8
                     or p["GRID_RPI"] not in (0, 1, 2, 4, 8, 16, 32) or min(gx, gy) < 1

@@ -303,16 +303,31 @@ class _Panels:
         self.grid_groups = info.compute_units * p["GRID_PER_CU"]
         self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
 
+    def fits(self, m: int) -> bool:
+        """Whether panels of m rows go to register leaves."""
+        return self._reg_shape(m) > 0
+
     def _reg_shape(self, m: int) -> int:
         """Rows per work-item of the register leaf (LEAF_W wide) for m rows, or 0 if
-        it does not fit: at most REG_SLOTS registers (rows x LEAF_W) and 16 rows."""
+        it does not fit: at most REG_SLOTS registers (rows x LEAF_W) and 16 rows,
+        and local memory for a stage of at least one row."""
         wg, lw = self.p["PANEL_WG"], self.p["LEAF_W"]
         rows = 1
         while rows * wg < m:
             rows *= 2
-        local = (wg + 3 * lw + lw * lw) * np.dtype(self.dtype).itemsize + (wg + lw) * 4
-        fits = rows <= 16 and rows * lw <= self.p["REG_SLOTS"] and local <= self.local_mem
+        fits = rows <= 16 and rows * lw <= self.p["REG_SLOTS"] and self._stage_rows() > 0
         return rows if fits else 0
+
+    def _stage_rows(self) -> int:
+        """Rows the register leaf moves through local memory at once (kernels_cl/lu_rows.cl
+        STAGE): the most, a power of two up to PANEL_WG, that fit in local memory
+        beside the leaf's other arrays; 0 if not even one does."""
+        wg, lw, size = self.p["PANEL_WG"], self.p["LEAF_W"], np.dtype(self.dtype).itemsize
+        fixed = (wg + 3 * lw + lw * lw) * size + (wg + lw) * 4
+        stage = wg
+        while stage >= 1 and fixed + stage * (lw + 1) * size > self.local_mem:
+            stage //= 2
+        return stage
 
     def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
         key = (name, *defines.values())
@@ -335,7 +350,8 @@ class _Panels:
         while c < end:
             jb = min(lw, end - c)
             self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0), int_arg(end), LW=lw,
-                         ROWS=self._reg_shape(n - c))
+                         ROWS=self._reg_shape(n - c), STAGE=self._stage_rows(),
+                         ARGMAX_SCAN=self.p["LEAF_SCAN"])
             if c + jb < end:
                 gemm(self.queue, n - c - jb, end - c - jb, jb, -1.0, A.at(c + jb, c),
                      A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
@@ -371,7 +387,7 @@ class _Panels:
 
     def factor(self, c0: int, w: int) -> None:
         n, p = self.n, self.p
-        if self._reg_shape(n - c0):
+        if self.fits(n - c0):
             self._register_leaves(c0, w)
             return
         if p["PANEL_GRID"] or self.columns is not None:
@@ -434,7 +450,10 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     ``queue`` while the rest of the trailing update (and the interchanges
     left of the panel) run on the second queue; events order the two.
     Below the device's SMALL_N the whole matrix is one panel factored by the
-    leaf kernel alone (one launch).
+    leaf kernel alone (one launch).  Once the trailing matrix's order is at most
+    FLAT_N and its rows fit the register leaves, it is one panel: leaf after leaf, each
+    followed by one rank-LEAF_W GEMM on the whole trailing matrix (fewer,
+    larger launches than panels of NB columns with their TRSM and interchanges).
     """
     dtype = a.dtype
     p = params(queue, "lu", dtype)
@@ -458,17 +477,25 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                         flops=(n - j) * jb * jb - jb ** 3 / 3.0):
             panels.factor(j, jb)
 
+    def width(j):
+        """The panel at column j: the rest of the matrix once it is at most FLAT_N
+        columns and its rows go to register leaves, else NB columns."""
+        rest = n - j
+        flat = rest <= p["FLAT_N"] and block is None and not small and panels.fits(rest)
+        return rest if flat else min(nb, rest)
+
     with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=p["LEAF_W"],
                    lookahead=int(side is not None),
                    pivoting="none" if no_pivot else "partial") as run:
         side_done = None                  # the second queue's work of the last iteration
-        factor_panel(0, min(nb, n))
-        for j in range(0, n, nb):
-            jb = min(nb, n - j)
+        j, jb = 0, width(0)
+        factor_panel(j, jb)
+        while True:
             j1, rest = j + jb, n - j - jb
+            next_jb = width(j1)
             # columns [j1, j1+near) are updated on `queue`, the rest on `far`
-            far = side if side is not None and rest > nb else queue
-            near = min(nb, rest) if far is not queue else rest
+            far = side if side is not None and rest > next_jb else queue
+            near = next_jb if far is not queue else rest
             if far is not queue:
                 panel_done = cl.enqueue_marker(queue)
                 cl.enqueue_barrier(far, wait_for=[panel_done])
@@ -499,7 +526,8 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                     gemm(far, rest, rest - near, jb, -1.0, A.at(j1, j), A.at(j, j1 + near),
                          1.0, A.at(j1, j1 + near), dtype=dtype)
                     side_done = cl.enqueue_marker(far)
-            factor_panel(j1, min(nb, rest))
+            factor_panel(j1, next_jb)
+            j, jb = j1, next_jb
         if side_done is not None:
             cl.enqueue_barrier(queue, wait_for=[side_done])
         if run is not None:

@@ -96,6 +96,8 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("lu", "GRID_WY", (4, 8, 16) if gpu else (1, 2)),
         ("lu", "LEAF_UNR", (1, 2, 4, 8) if gpu else (1, 2)),
         ("lu", "REG_SLOTS", (0, 16, 32, 64) if gpu else (0, 16)),
+        ("lu", "FLAT_N", (0, 1024, 2048) if gpu else (0, 256)),
+        ("lu", "LEAF_SCAN", (8, 16, 32)),
         ("lu", "GRID_PER_CU", (1, 2)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
         ("trsm", "INVERSE", (0, 1)),

@@ -31,8 +31,17 @@ BLOCKED_SETS = [
     dict(NB=64, LEAF_W=16, PANEL_WG=32, REG_SLOTS=16, PANEL_COLUMNS=1, PANEL_SPLIT=8,
          SMALL_N=0, LOOKAHEAD=1),
     dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=20, LOOKAHEAD=0),
-    # 256 items: their candidates folded to ARGMAX_SCAN, then scanned
+    # the trailing matrix as one panel of register leaves once its rows fit (FLAT_N),
+    # after panels of one-work-group leaves or of per-column launches
+    dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1,
+         FLAT_N=1000),
+    dict(NB=8, LEAF_W=4, PANEL_WG=8, REG_SLOTS=64, PANEL_COLUMNS=1, SMALL_N=0, LOOKAHEAD=0,
+         FLAT_N=1000),
+    # 256 items: their candidates folded to LEAF_SCAN, then scanned; 64 items: folded to
+    # LEAF_SCAN² first
     dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=4, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
+    dict(NB=32, LEAF_W=4, PANEL_WG=64, REG_SLOTS=16, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0,
+         LEAF_SCAN=4),
     # a panel per launch across work-groups: rows in registers and in memory; all rows in
     # memory with more work-groups launched than run at once; registers only, recursive
     # halves of 8 columns, register leaves for the short panels
@@ -174,6 +183,62 @@ def test_register_leaf_needs_room(queue):
     _params.override("lu", dict(LEAF_W=16, PANEL_WG=8, REG_SLOTS=0, PANEL_COLUMNS=0))
     panels.p = _params.params(queue, "lu", np.float32)
     assert panels._reg_shape(1) == 0
+
+
+@pytest.mark.parametrize("flat", (0, 26, 25))
+def test_flat_tail_is_one_panel(queue, flat):
+    """The trailing matrix becomes one panel once its order is at most FLAT_N and its
+    rows fit the register leaves (here 32 rows): each leaf then updates all of it, with
+    no TRSM or interchange launches between leaves; before, panels are NB wide."""
+    _params.override("lu", dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
+                                SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat))
+    n = 50
+    a = np.random.default_rng(8).standard_normal((n, n)).astype(np.float32)
+    with oclla.record() as rec:
+        lu, piv = oclla.lu_factor(a, queue=queue)
+    panels = [s for s in rec.runs[-1].steps if s.phase == "panel"]
+    widths = [s.region[3] - s.region[2] for s in panels]
+    assert widths == {0: [8] * 6 + [2], 26: [8, 8, 8, 26], 25: [8] * 4 + [18]}[flat]
+    names = [k.name for k in panels[-1].kernels]
+    if flat == 26:
+        assert [name.split("_")[0] for name in names] == ["getf2", "gemm"] * 3 + ["getf2"]
+    assert passes(lu_backward_error(a, lu, piv))
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+
+
+def test_register_leaf_stage_fits_local_memory(queue):
+    """The register leaf moves the most rows through local memory at once that fit
+    beside its other arrays: a power of two up to PANEL_WG, 0 if none fits."""
+    _params.override("lu", dict(LEAF_W=16, PANEL_WG=64, REG_SLOTS=64, PANEL_COLUMNS=0))
+    from oclla.lu import _Panels
+    panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
+                     dtype=np.float32, no_pivot=False)
+    fixed = (64 + 3 * 16 + 16 * 16) * 4 + (64 + 16) * 4       # vals, rows, L11, pivot rows
+    panels.local_mem = fixed + 64 * 17 * 4
+    assert panels._stage_rows() == 64 and panels._reg_shape(100) == 2
+    panels.local_mem -= 1
+    assert panels._stage_rows() == 32
+    panels.local_mem = fixed + 17 * 4
+    assert panels._stage_rows() == 1
+    panels.local_mem -= 1
+    assert panels._stage_rows() == 0 and panels._reg_shape(100) == 0
+
+
+@pytest.mark.parametrize("stage", (1, 4))
+def test_register_leaves_through_a_small_stage(queue, stage, monkeypatch):
+    """Leaves moved through local memory fewer rows at a time than the work-group has
+    items (a device with little local memory) factor the same."""
+    from oclla.lu import _Panels
+    monkeypatch.setattr(_Panels, "_stage_rows", lambda self: stage)
+    _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
+                                SMALL_N=0, LOOKAHEAD=0, FLAT_N=64))
+    n = 29
+    a = np.random.default_rng(6).standard_normal((n, n)).astype(np.float32)
+    with oclla.record() as rec:
+        lu, piv = oclla.lu_factor(a, queue=queue)
+    assert "getf2_rows" in {k.name for k in rec.runs[-1].kernels}
+    assert passes(lu_backward_error(a, lu, piv))
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
 
 def test_register_leaves_wider_than_the_work_group(queue):
