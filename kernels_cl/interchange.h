@@ -1,5 +1,5 @@
 /* interchange.h -- a chunk of LAPACK's row interchanges applied in registers
- * (laswp.cl, and the panel columns of the LU register leaf in lu_rows.cl).
+ * (laswp.cl).
  *
  * Interchange c (c < count) swaps rows lo + c and p[c] of the caller's
  * columns.  The caller loads the chunk's rows into u[c] (row lo + c) and the

@@ -33,8 +33,9 @@
  * (stage_rows: coalesced, where an item's own row would touch one line per
  * entry); rows at or past m and columns at or past w are never loaded or
  * stored.  The panel's other columns are then completed one per work-item
- * (leaf_panel_columns): the leaf's interchanges, and right of the leaf the
- * solve with L11.
+ * (leaf_panel_columns): the leaf's interchanges (as one permutation of the
+ * rows they touch, leaf_permutation), and right of the leaf the solve with
+ * L11.
  */
 #include "unroll.h"
 
@@ -77,32 +78,60 @@ int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int n
 #endif
 }
 
-/* The panel's columns outside the leaf, one per item, once the leaf is
- * stored: the leaf's interchanges in order (swaps[i]: the row that row c0 + i
- * was interchanged with; interchange.h), and for the columns right of the
- * leaf the unit lower triangular solve with L11 (l11: LW x LW, row-major). */
-#define IX_T real
-#define IX_N LW
-#include "interchange.h"
+/* Where the leaf's interchanges (swaps[i]: the row that row c0 + i was
+ * interchanged with, at or below it) take the rows, once for all columns:
+ * afterwards row c0 + i (i < w) holds what row from[i] held, and row
+ * out_row[k] (k < *outs, rows below the leaf's first w) what row out_from[k]
+ * held.  Run by one item, the interchanges in order. */
+void leaf_permutation(__local const int *swaps, const int c0, const int w,
+                      __local int *from, __local int *out_row, __local int *out_from,
+                      __local int *outs)
+{
+    int n_out = 0;
+    for (int i = 0; i < w; i++)
+        from[i] = c0 + i;
+    for (int i = 0; i < w; i++) {
+        const int p = swaps[i];
+        int held;
+        if (p < c0 + w) {
+            held = from[p - c0];
+            from[p - c0] = from[i];
+        } else {
+            int k = 0;
+            while (k < n_out && out_row[k] != p)
+                k++;
+            if (k == n_out) {
+                out_row[k] = out_from[k] = p;
+                n_out++;
+            }
+            held = out_from[k];
+            out_from[k] = from[i];
+        }
+        from[i] = held;
+    }
+    *outs = n_out;
+}
 
+/* The panel's columns outside the leaf, one per item, once the leaf is
+ * stored: the leaf's interchanges (leaf_permutation's rows: every load of a
+ * column before its stores), and for the columns right of the leaf the unit
+ * lower triangular solve with L11 (l11: LW x LW, row-major). */
 void leaf_panel_columns(__global real *a, const int lda, const int c0, const int w,
-                        const int p0, const int p1, __local const int *swaps,
-                        __local const real *l11, const int lid)
+                        const int p0, const int p1, __local const int *from,
+                        __local const int *out_row, __local const int *out_from,
+                        const int outs, __local const real *l11, const int lid)
 {
     for (int col = p0 + lid; col < p1; col += WG) {
         if (col >= c0 && col < c0 + w)
             continue;
-        int p[LW];
-        real u[LW], far[LW];
+        real u[LW], out[LW];
         #pragma unroll
-        for (int i = 0; i < LW; i++)
-            if (i < w) {
-                p[i] = swaps[i];
-                u[i] = a[AT(c0 + i, col, lda)];
-                if (IX_OUTSIDE(p[i], c0, w))
-                    far[i] = a[AT(p[i], col, lda)];
-            }
-        interchange_chunk(u, far, p, w, c0);
+        for (int i = 0; i < LW; i++) {
+            if (i < w)
+                u[i] = a[AT(from[i], col, lda)];
+            if (i < outs)
+                out[i] = a[AT(out_from[i], col, lda)];
+        }
         if (col > c0) {
             #pragma unroll
             for (int i = 1; i < LW; i++)
@@ -112,12 +141,12 @@ void leaf_panel_columns(__global real *a, const int lda, const int c0, const int
                         u[i] -= l11[i * LW + k] * u[k];
         }
         #pragma unroll
-        for (int i = 0; i < LW; i++)
-            if (i < w) {
+        for (int i = 0; i < LW; i++) {
+            if (i < w)
                 a[AT(c0 + i, col, lda)] = u[i];
-                if (IX_OUTSIDE(p[i], c0, w))   /* in order: a repeated row ends as the last */
-                    a[AT(p[i], col, lda)] = far[i];
-            }
+            if (i < outs)
+                a[AT(out_row[i], col, lda)] = out[i];
+        }
     }
 }
 
@@ -172,7 +201,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     __local int rows[WG];
     __local real urow[LW], jrow[2][LW];
     __local real l11[LW * LW];
-    __local int swaps[LW];
+    __local int swaps[LW], from[LW], out_row[LW], out_from[LW], outs[1];
     __local real stage[STAGE * (LW + 1)];
     const int lid = get_local_id(0);
     const int m = n - c0;
@@ -263,6 +292,9 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         EACH_SLOT(ROTATE, 0)
     }
 
+    if (lid == 0)
+        leaf_permutation(swaps, c0, w, from, out_row, out_from, outs);
+
     /* the leaf back to memory; L11 to local memory */
 #define STORE_ENTRY(j, s, i) if ((i) < LW) { \
         stage[STAGED(lid % STAGE, i)] = X(s, i); \
@@ -277,5 +309,5 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
             stage_rows(base, lda, m, w, (s) * WG + h * STAGE, stage, lid, 0); \
             barrier(CLK_LOCAL_MEM_FENCE); }
     EACH_SLOT(STORE, 0)
-    leaf_panel_columns(a, lda, c0, w, p0, p1, swaps, l11, lid);
+    leaf_panel_columns(a, lda, c0, w, p0, p1, from, out_row, out_from, *outs, l11, lid);
 }

@@ -323,7 +323,7 @@ class _Panels:
         STAGE): the most, a power of two up to PANEL_WG, that fit in local memory
         beside the leaf's other arrays; 0 if not even one does."""
         wg, lw, size = self.p["PANEL_WG"], self.p["LEAF_W"], np.dtype(self.dtype).itemsize
-        fixed = (wg + 3 * lw + lw * lw) * size + (wg + lw) * 4
+        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 4 * lw + 1) * 4
         stage = wg
         while stage >= 1 and fixed + stage * (lw + 1) * size > self.local_mem:
             stage //= 2

@@ -213,7 +213,7 @@ def test_register_leaf_stage_fits_local_memory(queue):
     from oclla.lu import _Panels
     panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
                      dtype=np.float32, no_pivot=False)
-    fixed = (64 + 3 * 16 + 16 * 16) * 4 + (64 + 16) * 4       # vals, rows, L11, pivot rows
+    fixed = (64 + 3 * 16 + 16 * 16) * 4 + (64 + 4 * 16 + 1) * 4   # candidates, rows, L11, ...
     panels.local_mem = fixed + 64 * 17 * 4
     assert panels._stage_rows() == 64 and panels._reg_shape(100) == 2
     panels.local_mem -= 1
