@@ -2,9 +2,10 @@
  * built once per leaf shape, LW x ROWS).
  *
  * Same storage, piv and info conventions as lu.cl.  getf2_rows factors the
- * m x w leaf a[c0:n, c0:c0+w] (w <= LW, m <= ROWS * WG) of a panel
- * a[c0:n, p0:p1] held in the registers of one work-group for the whole
- * factorization, and then completes its part of the panel, so the caller
+ * m x w leaf a[c0:n, c0:c0+w] (w <= LW, m <= ROWS * WG) of a panel held in
+ * the registers of one work-group for the whole factorization, and then
+ * completes the panel's columns [p0, p1) (the caller passes an empty range to
+ * leave them to leaf_columns, a launch across work-groups), so the caller
  * needs only one rank-w update (a GEMM) before the next leaf:
  *
  *        p0     c0  c0+w       p1
@@ -30,12 +31,11 @@
  * registers, and the code is one step long): the rows rotate by one entry per
  * step, so that column j is always entry 0 of step j.  The leaf moves between
  * memory and the registers STAGE rows at a time through local memory
- * (stage_rows: coalesced, where an item's own row would touch one line per
- * entry); rows at or past m and columns at or past w are never loaded or
- * stored.  The panel's other columns are then completed one per work-item
- * (leaf_panel_columns): the leaf's interchanges (as one permutation of the
- * rows they touch, leaf_permutation), and right of the leaf the solve with
- * L11.
+ * (coalesced, where an item's own row would touch one line per entry); rows
+ * at or past m and columns at or past w are never loaded or stored.  The
+ * leaf's interchanges become one permutation of the rows they touch
+ * (leaf_permutation, written to perm), which the panel's other columns take
+ * one per work-item (panel_column), with the solve by L11 right of the leaf.
  */
 #include "unroll.h"
 
@@ -112,63 +112,100 @@ void leaf_permutation(__local const int *swaps, const int c0, const int w,
     *outs = n_out;
 }
 
-/* The panel's columns outside the leaf, one per item, once the leaf is
- * stored: the leaf's interchanges (leaf_permutation's rows: every load of a
- * column before its stores), and for the columns right of the leaf the unit
- * lower triangular solve with L11 (l11: LW x LW, row-major). */
-void leaf_panel_columns(__global real *a, const int lda, const int c0, const int w,
-                        const int p0, const int p1, __local const int *from,
-                        __local const int *out_row, __local const int *out_from,
-                        const int outs, __local const real *l11, const int lid)
+/* Column col of the panel, outside the leaf, once the leaf is stored: the
+ * leaf's interchanges (leaf_permutation's rows: every load before the
+ * stores), and right of the leaf the unit lower triangular solve with L11
+ * (l11: LW x LW, row-major). */
+void panel_column(__global real *a, const int lda, const int c0, const int w, const int col,
+                  __local const int *from, __local const int *out_row,
+                  __local const int *out_from, const int outs, __local const real *l11)
 {
-    for (int col = p0 + lid; col < p1; col += WG) {
-        if (col >= c0 && col < c0 + w)
-            continue;
-        real u[LW], out[LW];
+    real u[LW], out[LW];
+    #pragma unroll
+    for (int i = 0; i < LW; i++) {
+        if (i < w)
+            u[i] = a[AT(from[i], col, lda)];
+        if (i < outs)
+            out[i] = a[AT(out_from[i], col, lda)];
+    }
+    if (col > c0) {
         #pragma unroll
-        for (int i = 0; i < LW; i++) {
-            if (i < w)
-                u[i] = a[AT(from[i], col, lda)];
-            if (i < outs)
-                out[i] = a[AT(out_from[i], col, lda)];
-        }
-        if (col > c0) {
+        for (int i = 1; i < LW; i++)
             #pragma unroll
-            for (int i = 1; i < LW; i++)
-                #pragma unroll
-                for (int k = 0; k < LW; k++)
-                    if (k < i && i < w)
-                        u[i] -= l11[i * LW + k] * u[k];
-        }
-        #pragma unroll
-        for (int i = 0; i < LW; i++) {
-            if (i < w)
-                a[AT(c0 + i, col, lda)] = u[i];
-            if (i < outs)
-                a[AT(out_row[i], col, lda)] = out[i];
-        }
+            for (int k = 0; k < LW; k++)
+                if (k < i && i < w)
+                    u[i] -= l11[i * LW + k] * u[k];
+    }
+    #pragma unroll
+    for (int i = 0; i < LW; i++) {
+        if (i < w)
+            a[AT(c0 + i, col, lda)] = u[i];
+        if (i < outs)
+            a[AT(out_row[i], col, lda)] = out[i];
     }
 }
 
-/* Rows [r0, r0 + STAGE) of the leaf (columns [0, w), rows below m) between
- * memory and stage (to_stage: 1 loads, 0 stores): the work-group moves them
- * together, consecutive items on consecutive entries of a row, so that the
- * accesses coalesce; row r sits at stage[STAGED(r - r0, 0)], padded by one
- * entry (an item reading its own row meets no bank conflicts).  The stage
- * must be visible to all (a barrier) before and after. */
-#define STAGED(r, i) ((r) * (LW + 1) + (i))
+/* The panel's columns [p0, p1) outside the leaf (c0, w) of getf2_rows, one per
+ * item of any number of work-groups (a launch of its own, where the panel has
+ * more columns than one work-group of the leaf could take at once): the
+ * leaf's row permutation from perm (PERM_* below), L11 from the stored leaf. */
+#define PERM_OUTS 0
+#define PERM_FROM 1
+#define PERM_OUT_ROW (1 + LW)
+#define PERM_OUT_FROM (1 + 2 * LW)
+#define PERM_SIZE (1 + 3 * LW)
 
-void stage_rows(__global real *base, const int lda, const int m, const int w, const int r0,
-                __local real *stage, const int lid, const int to_stage)
+__kernel void leaf_columns(__global real *a, const int lda, const int c0, const int w,
+                           const int p0, const int p1, __global const int *perm)
+{
+    __local int map[PERM_SIZE];
+    __local real l11[LW * LW];
+    const int lid = get_local_id(0), size = get_local_size(0);
+    for (int e = lid; e < PERM_SIZE; e += size)
+        map[e] = perm[e];
+    for (int e = lid; e < LW * LW; e += size)
+        l11[e] = e / LW < w && e % LW < w ? a[AT(c0 + e / LW, c0 + e % LW, lda)] : ZERO;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int col = p0 + get_global_id(0);
+    col += col >= c0 ? w : 0;                 /* the leaf's own columns are skipped */
+    if (col < p1)
+        panel_column(a, lda, c0, w, col, map + PERM_FROM, map + PERM_OUT_ROW,
+                     map + PERM_OUT_FROM, map[PERM_OUTS], l11);
+}
+
+/* The leaf moves between memory and registers through stage, STAGE rows at a
+ * time (a chunk): the work-group moves a chunk together, consecutive items on
+ * consecutive entries of a row, so that the accesses coalesce; row r of a
+ * chunk sits at stage[STAGED(r, 0)], padded by one entry (an item reading its
+ * own row meets no bank conflicts).  An item moves CHUNK_PART entries of each
+ * chunk: its entry k is element CHUNK_ELEM(k) of the chunk (a row-major
+ * STAGE x LW block). */
+#define STAGED(r, i) ((r) * (LW + 1) + (i))
+#define CHUNK_PART (STAGE * LW / WG)
+#define CHUNK_ELEM(k) ((k) * WG + lid)
+
+/* Rows [r0, r0 + STAGE) of the leaf (columns [0, w), rows below m; zeros
+ * elsewhere) from memory to stage; a barrier must follow before it is read,
+ * and precede it where the stage was read before. */
+void load_chunk(__global const real *base, const int lda, const int m, const int w,
+                const int r0, __local real *stage, const int lid)
 {
     #pragma unroll
-    for (int k = 0; k < (STAGE * LW + WG - 1) / WG; k++) {
-        const int e = k * WG + lid, r = e / LW, i = e % LW;
-        if (e >= STAGE * LW)
-            break;
-        if (to_stage)
-            stage[STAGED(r, i)] = r0 + r < m && i < w ? base[AT(r0 + r, i, lda)] : ZERO;
-        else if (r0 + r < m && i < w)
+    for (int k = 0; k < CHUNK_PART; k++) {
+        const int r = CHUNK_ELEM(k) / LW, i = CHUNK_ELEM(k) % LW;
+        stage[STAGED(r, i)] = r0 + r < m && i < w ? base[AT(r0 + r, i, lda)] : ZERO;
+    }
+}
+
+/* Rows [r0, r0 + STAGE) of the leaf (columns [0, w), rows below m) from stage
+ * to memory; the stage must be visible to all (a barrier) before. */
+void store_chunk(__global real *base, const int lda, const int m, const int w, const int r0,
+                 __local const real *stage, const int lid)
+{
+    #pragma unroll
+    for (int k = 0; k < CHUNK_PART; k++) {
+        const int r = CHUNK_ELEM(k) / LW, i = CHUNK_ELEM(k) % LW;
+        if (r0 + r < m && i < w)
             base[AT(r0 + r, i, lda)] = stage[STAGED(r, i)];
     }
 }
@@ -195,7 +232,8 @@ void stage_rows(__global real *base, const int lda, const int m, const int w, co
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void getf2_rows(__global real *a, const int lda, const int n, const int c0, const int w,
-                const int p0, const int p1, __global int *piv, __global int *info)
+                const int p0, const int p1, __global int *perm, __global int *piv,
+                __global int *info)
 {
     __local real vals[WG];
     __local int rows[WG];
@@ -214,7 +252,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #define LOAD_ENTRY(j, s, i) if ((i) < LW) X(s, i) = stage[STAGED(lid % STAGE, i)];
 #define LOAD(j, s) if ((s) < ROWS) \
         for (int h = 0; h < WG / STAGE; h++) { \
-            stage_rows(base, lda, m, w, (s) * WG + h * STAGE, stage, lid, 1); \
+            load_chunk(base, lda, m, w, (s) * WG + h * STAGE, stage, lid); \
             barrier(CLK_LOCAL_MEM_FENCE); \
             if (lid / STAGE == h) { \
                 const int r = (s) * WG + lid; \
@@ -306,8 +344,14 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
                 const int r = (s) * WG + lid; \
                 EACH_COL(STORE_ENTRY, j, s) } \
             barrier(CLK_LOCAL_MEM_FENCE); \
-            stage_rows(base, lda, m, w, (s) * WG + h * STAGE, stage, lid, 0); \
+            store_chunk(base, lda, m, w, (s) * WG + h * STAGE, stage, lid); \
             barrier(CLK_LOCAL_MEM_FENCE); }
     EACH_SLOT(STORE, 0)
-    leaf_panel_columns(a, lda, c0, w, p0, p1, from, out_row, out_from, *outs, l11, lid);
+    for (int e = lid; e < PERM_SIZE; e += WG)
+        perm[e] = e == PERM_OUTS ? *outs
+                : e < PERM_OUT_ROW ? from[e - PERM_FROM]
+                : e < PERM_OUT_FROM ? out_row[e - PERM_OUT_ROW] : out_from[e - PERM_OUT_FROM];
+    for (int col = p0 + lid; col < p1; col += WG)
+        if (col < c0 || col >= c0 + w)
+            panel_column(a, lda, c0, w, col, from, out_row, out_from, *outs, l11);
 }

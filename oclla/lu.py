@@ -302,6 +302,7 @@ class _Panels:
         self._kernels: dict = {}             # (name, define values) -> cl.Kernel
         self.grid_groups = info.compute_units * p["GRID_PER_CU"]
         self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
+        self._perm = None                    # a register leaf's row permutation
 
     def fits(self, m: int) -> bool:
         """Whether panels of m rows go to register leaves."""
@@ -320,14 +321,15 @@ class _Panels:
 
     def _stage_rows(self) -> int:
         """Rows the register leaf moves through local memory at once (kernels_cl/lu_rows.cl
-        STAGE): the most, a power of two up to PANEL_WG, that fit in local memory
-        beside the leaf's other arrays; 0 if not even one does."""
+        STAGE): the most, a power of two up to PANEL_WG and at least PANEL_WG / LEAF_W
+        (every item moves a whole part of each chunk), that fit in local memory beside
+        the leaf's other arrays; 0 if not even the fewest do."""
         wg, lw, size = self.p["PANEL_WG"], self.p["LEAF_W"], np.dtype(self.dtype).itemsize
         fixed = (wg + 3 * lw + lw * lw) * size + (wg + 4 * lw + 1) * 4
         stage = wg
-        while stage >= 1 and fixed + stage * (lw + 1) * size > self.local_mem:
+        while stage >= max(1, wg // lw) and fixed + stage * (lw + 1) * size > self.local_mem:
             stage //= 2
-        return stage
+        return stage if stage >= max(1, wg // lw) else 0
 
     def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
         key = (name, *defines.values())
@@ -343,19 +345,40 @@ class _Panels:
 
     def _register_leaves(self, c0: int, w: int) -> None:
         """The panel left to right in register leaves, each followed by the rank-lw
-        update of the panel's columns right of it (the leaf itself applies its
-        interchanges to the other panel columns and forms U12)."""
-        A, n, end, lw = self.A, self.n, c0 + w, self.p["LEAF_W"]
+        update of the panel's columns right of it.  The leaf itself applies its
+        interchanges to the panel's other columns and forms U12 where they are at
+        most PANEL_WG (one per item), else ``leaf_columns`` does, one per item of
+        as many work-groups as they need."""
+        A, n, end, lw, wg = self.A, self.n, c0 + w, self.p["LEAF_W"], self.p["PANEL_WG"]
+        if self._perm is None:
+            self._perm = int_zeros(self.queue, 1 + 3 * lw)
         c = c0
         while c < end:
             jb = min(lw, end - c)
-            self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0), int_arg(end), LW=lw,
-                         ROWS=self._reg_shape(n - c), STAGE=self._stage_rows(),
-                         ARGMAX_SCAN=self.p["LEAF_SCAN"])
+            defines = dict(LW=lw, ROWS=self._reg_shape(n - c), STAGE=self._stage_rows(),
+                           ARGMAX_SCAN=self.p["LEAF_SCAN"])
+            inline = w - jb <= wg
+            self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0 if inline else c),
+                         int_arg(end if inline else c), self._perm.data, **defines)
+            if not inline:
+                self._leaf_columns(c, jb, c0, end, defines)
             if c + jb < end:
                 gemm(self.queue, n - c - jb, end - c - jb, jb, -1.0, A.at(c + jb, c),
                      A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
             c += jb
+
+    def _leaf_columns(self, c: int, jb: int, p0: int, p1: int, defines: dict) -> None:
+        """Columns [p0, p1) of the panel outside the leaf at column c (jb wide)."""
+        key = ("leaf_columns", *defines.values())
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = get_kernel(
+                self.queue, "lu_rows.cl", "leaf_columns", self.dtype, WG=self.p["PANEL_WG"],
+                NO_PIVOT=int(self.no_pivot), **defines)
+        local = params(self.queue, "wg1d", self.dtype)["WG"]
+        enqueue(self.queue, kernel, (round_up(p1 - p0 - jb, local),), (local,), self.A.buf,
+                int_arg(self.A.ld), int_arg(c), int_arg(jb), int_arg(p0), int_arg(p1),
+                self._perm.data)
 
     def _grid(self, c0: int, w: int) -> None:
         """The panel in one launch of getrf_grid (one barrier across work-groups per column)."""
