@@ -40,14 +40,14 @@
 #include "unroll.h"
 
 #ifndef LW
-#define LW 8               /* widest leaf: 4, 8, 16 or 32 */
+#define LW 8               /* widest leaf: 1, 4, 8 or 16 */
 #endif
 #ifndef ROWS
 #define ROWS 2             /* leaf rows per work-item (at most 16); ROWS * LW <= 64 */
 #endif
 #ifndef STAGE
 #define STAGE WG           /* rows moved between memory and registers at once (a power of
-                              two, at most WG) */
+                              two from WG / LW up to WG) */
 #endif
 #include "pivoting.h"
 
@@ -224,10 +224,8 @@ void store_chunk(__global real *base, const int lda, const int m, const int w, c
 #endif
 #if LW <= 8
 #define EACH_COL(G, j, s) C8(G, j, s, 0)
-#elif LW <= 16
-#define EACH_COL(G, j, s) C8(G, j, s, 0) C8(G, j, s, 8)
 #else
-#define EACH_COL(G, j, s) C8(G, j, s, 0) C8(G, j, s, 8) C8(G, j, s, 16) C8(G, j, s, 24)
+#define EACH_COL(G, j, s) C8(G, j, s, 0) C8(G, j, s, 8)
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
