@@ -280,9 +280,10 @@ class _Panels:
       right, LEAF_W columns held in the registers of one work-group
       (``getf2_rows``, kernels_cl/lu_rows.cl: whole rows per work-item, m <=
       rows x PANEL_WG with rows x LEAF_W <= REG_SLOTS), which also
-      interchanges the panel's other columns and forms U12, then one GEMM
-      (rank LEAF_W) on the panel's columns right of the leaf: two launches
-      per leaf;
+      interchanges the panel's other columns and forms U12 (or, where they
+      are more than PANEL_WG, ``leaf_columns`` across work-groups), then one
+      GEMM (rank LEAF_W) on the panel's columns right of the leaf: two or
+      three launches per leaf;
     * recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
       half) down to blocks of PANEL_SPLIT columns (0: the whole panel), each
       factored in one launch by the work-groups that run at once, with a
