@@ -9,6 +9,7 @@ choose SciPy's pivots (random matrices have no ties).
 import numpy as np
 import pytest
 import scipy.linalg as sl
+from hypothesis import given, settings, strategies as st
 
 import oclla
 from oclla import _params
@@ -183,6 +184,28 @@ def test_register_leaf_needs_room(queue):
     _params.override("lu", dict(LEAF_W=16, PANEL_WG=8, REG_SLOTS=0, PANEL_COLUMNS=0))
     panels.p = _params.params(queue, "lu", np.float32)
     assert panels._reg_shape(1) == 0
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 70), seed=st.integers(0, 2**32 - 1),
+       shape=st.sampled_from([(4, 4, 16), (8, 8, 16), (16, 4, 64), (8, 16, 32)]),
+       flat=st.sampled_from([0, 24, 1000]), scan=st.sampled_from([2, 4, 32]),
+       double=st.booleans())
+def test_property_register_leaves(queue, n, seed, shape, flat, scan, double):
+    """Register leaves of any shape (LEAF_W, PANEL_WG, REG_SLOTS), with or without the
+    flat tail and any candidate fold, on random orders: LAPACK's pivots, small
+    backward error; the input is left alone."""
+    dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
+    lw, wg, slots = shape
+    _params.override("lu", dict(NB=8, LEAF_W=lw, PANEL_WG=wg, REG_SLOTS=slots,
+                                PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat,
+                                LEAF_SCAN=scan))
+    a = np.random.default_rng(seed).uniform(-1, 1, (n, n)).astype(dtype)
+    before = a.copy()
+    lu, piv = oclla.lu_factor(a, queue=queue)
+    np.testing.assert_array_equal(a, before)
+    assert passes(lu_backward_error(a, lu, piv))
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
 
 @pytest.mark.parametrize("flat", (0, 26, 25))
