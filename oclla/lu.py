@@ -304,6 +304,7 @@ class _Panels:
         self.grid_groups = info.compute_units * p["GRID_PER_CU"]
         self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
         self._perm = None                    # a register leaf's row permutation
+        self.columns_wg = params(queue, "wg1d", dtype)["WG"]    # leaf_columns' work-groups
 
     def fits(self, m: int) -> bool:
         """Whether panels of m rows go to register leaves."""
@@ -332,13 +333,18 @@ class _Panels:
             stage //= 2
         return stage if stage >= max(1, wg // lw) else 0
 
-    def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
+    def _kernel(self, source: str, name: str, **defines):
+        """The panel kernel ``name`` for this panel's work-group size and pivoting."""
         key = (name, *defines.values())
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._kernels[key] = get_kernel(
                 self.queue, source, name, self.dtype, WG=self.p["PANEL_WG"],
                 NO_PIVOT=int(self.no_pivot), **defines)
+        return kernel
+
+    def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
+        kernel = self._kernel(source, name, **defines)
         wg = self.p["PANEL_WG"]
         enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), *extra, self.piv.data,
@@ -370,13 +376,8 @@ class _Panels:
 
     def _leaf_columns(self, c: int, jb: int, p0: int, p1: int, defines: dict) -> None:
         """Columns [p0, p1) of the panel outside the leaf at column c (jb wide)."""
-        key = ("leaf_columns", *defines.values())
-        kernel = self._kernels.get(key)
-        if kernel is None:
-            kernel = self._kernels[key] = get_kernel(
-                self.queue, "lu_rows.cl", "leaf_columns", self.dtype, WG=self.p["PANEL_WG"],
-                NO_PIVOT=int(self.no_pivot), **defines)
-        local = params(self.queue, "wg1d", self.dtype)["WG"]
+        kernel = self._kernel("lu_rows.cl", "leaf_columns", **defines)
+        local = self.columns_wg
         enqueue(self.queue, kernel, (round_up(p1 - p0 - jb, local),), (local,), self.A.buf,
                 int_arg(self.A.ld), int_arg(c), int_arg(jb), int_arg(p0), int_arg(p1),
                 self._perm.data)
