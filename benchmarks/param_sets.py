@@ -8,7 +8,8 @@ Each ``--set`` is ``{}`` (the parameters the device would use anyway) or
 (several families: ``family:{json};family:{json}``).  For every size the sets
 and the reference (``oclla bench``'s: cuSOLVER through CuPy when it sees a CUDA
 device, else SciPy) are timed interleaved, best of ``--repeat`` after a warm-up, oclla on
-device-resident arrays.  Printed per row: milliseconds, the reference's time
+device-resident arrays; ``--variant`` times a per-pivot LU variant instead of the
+blocked one.  Printed per row: milliseconds, the reference's time
 divided by oclla's (1.0 = as fast), the backward error in units of n·ε
 (oclla.accuracy) and, with ``--profile``, the kernel time per kernel of one
 recorded run and where the device sat idle between its kernels (``idle``).
@@ -49,10 +50,12 @@ def use(queue, dtype, chosen: dict) -> None:
         _params.override(family, {**_params.params(queue, family, dtype), **keys})
 
 
-def factor_fn(routine: str, work):
+def factor_fn(routine: str, work, variant=None):
     if routine == "potrf":
         return lambda: oclla.cho_factor(work, lower=True, overwrite_a=True, check_finite=False)
-    return lambda: oclla.lu_factor(work, overwrite_a=True, check_finite=False)
+    method = "pivot" if variant else "blocked"
+    return lambda: oclla.lu_factor(work, method=method, variant=variant, overwrite_a=True,
+                                   check_finite=False)
 
 
 def error(routine: str, a: np.ndarray, result) -> float:
@@ -100,6 +103,8 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--set", action="append", dest="sets", default=None)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--variant", default=None,
+                    help="getrf only: a per-pivot variant (method='pivot') instead of blocked")
     args = ap.parse_args(argv)
     queue = oclla.get_queue()
     dtype = np.dtype(args.dtype)
@@ -121,7 +126,7 @@ def main(argv=None):
                 work = src.copy()
                 queue.finish()
                 t = time.perf_counter()
-                last[i] = factor_fn(args.routine, work)()
+                last[i] = factor_fn(args.routine, work, args.variant)()
                 queue.finish()
                 if rep:
                     best[i] = min(best[i], time.perf_counter() - t)
@@ -138,7 +143,7 @@ def main(argv=None):
                     f"{ref_best / best[i]:6.1%}  err {error(args.routine, a, last[i]):.2f}")
             if args.profile:
                 with oclla.record() as rec:
-                    factor_fn(args.routine, src.copy())()
+                    factor_fn(args.routine, src.copy(), args.variant)()
                     queue.finish()
                 line += "\n      " + profile(rec.runs[-1])
             print(line, flush=True)

@@ -75,6 +75,9 @@ Families and their keys
            row part: RJ items along a block's columns (WG/RJ share a column), MB rows
            of U per chunk; column part: CL items per row, RR rows per sub-group of CL
            items, KC columns of L per chunk; UNROLL: loads in flight per item
+``window`` the per-pivot LU with delayed updates (kernels_cl/lu_window.cl): W: pivots
+           per window (one rank-W GEMM between windows); WG: work-group size (rows of
+           the column part, columns of the row part per work-group)
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ import numpy as np
 
 from ._device import device_info
 
-FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot", "crout")
+FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot", "crout",
+            "window")
 DATA_VERSION = 1
 _overrides: dict = {}
 
@@ -205,6 +209,9 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         lanes = min(32, max(1, wg // 2)) if gpu else max(1, wg // 16)
         return dict(WG=wg, RJ=lanes if gpu else wg, MB=256 if gpu else 1024, CL=lanes, RR=2,
                     KC=1024 if gpu else 4096, UNROLL=4 if gpu else 1)
+    if family == "window":
+        return dict(W=32 if gpu else 16,
+                    WG=_pow2_at_most(min(info.max_work_group_size, 64 if gpu else 16)))
     raise KeyError(family)
 
 
@@ -334,6 +341,14 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             if local > info.local_mem_size:
                 return f"needs {local} bytes of local memory"
             return None if _fits_wg(info, wg) else "WG exceeds the work-group limit"
+        if family == "window":
+            wg, w = p["WG"], p["W"]
+            if wg < 1 or wg & (wg - 1) or not _fits_wg(info, wg):
+                return "WG must be a power of two within the work-group limit"
+            if not 1 <= w <= wg:
+                return "W must lie in [1, WG]"
+            local = (wg + 2 * w) * itemsize + wg * 4            # kernels_cl/lu_window.cl
+            return None if local <= info.local_mem_size else f"needs {local} bytes of local memory"
     except (KeyError, TypeError):
         return f"missing or malformed keys for {family}"
     raise KeyError(family)

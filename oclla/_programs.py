@@ -96,18 +96,53 @@ def enqueue(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size,
     matters where a host loop enqueues thousands of small kernels).  With no
     recorder active this is exactly ``set_args`` + enqueue.
     """
+    set_args(kernel, *args)
+    return launch(queue, kernel, global_size, local_size, wait_for=wait_for)
+
+
+def set_args(kernel: cl.Kernel, *args) -> None:
+    """Set all of ``kernel``'s arguments (scalar types declared on the first call)."""
     if not getattr(kernel, "_oclla_typed", False):
         kernel.set_scalar_arg_dtypes([_INT if type(a) is int else
                                       a.dtype if isinstance(a, np.generic) else None
                                       for a in args])
         kernel._oclla_typed = True
     kernel.set_args(*args)
+
+
+def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *,
+           wait_for=None) -> cl.Event:
+    """Enqueue ``kernel`` with the arguments it holds; report it to an active recorder.
+
+    A host loop that launches the same kernel many times with arguments that
+    do not change (:func:`kernel_pair`) calls this alone: setting a dozen
+    arguments costs as much host time as the enqueue itself.
+    """
     event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
                                        wait_for=wait_for)
     if _trace_hooks.active is not None:
         _trace_hooks.active.add_kernel(kernel.function_name, event,
                                        global_size, local_size)
     return event
+
+
+def kernel_pair(queue: cl.CommandQueue, source: str, name: str, dtype,
+                **defines) -> tuple[cl.Kernel, cl.Kernel]:
+    """Two separate ``cl.Kernel`` objects of one kernel (this thread's own, built once).
+
+    For a host loop that alternates them with their arguments set once: the
+    two hold the same arguments except those that swap roles from one launch
+    to the next (a state read by one launch and written for the next).
+    """
+    cache = getattr(_thread_kernels, "cache", None)
+    if cache is None:
+        cache = _thread_kernels.cache = {}
+    call = ("pair", queue.context, source, name, dtype, tuple(defines.items()))
+    pair = cache.get(call)
+    if pair is None:
+        program = get_kernel(queue, source, name, dtype, **defines).program
+        pair = cache[call] = (cl.Kernel(program, name), cl.Kernel(program, name))
+    return pair
 
 
 _twins: dict = {}
@@ -139,12 +174,13 @@ def launch_queue(queue: cl.CommandQueue):
         cl.enqueue_barrier(queue, wait_for=[done])
 
 
-def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, label="copy") -> cl.Event:
+def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, src_offset=0,
+         label="copy") -> cl.Event:
     """Device-to-device copy, reported to an active recorder like a kernel."""
     if byte_count is None:
-        event = cl.enqueue_copy(queue, dest, src)
+        event = cl.enqueue_copy(queue, dest, src, src_offset=src_offset)
     else:
-        event = cl.enqueue_copy(queue, dest, src, byte_count=byte_count)
+        event = cl.enqueue_copy(queue, dest, src, byte_count=byte_count, src_offset=src_offset)
     if _trace_hooks.active is not None:
         _trace_hooks.active.add_kernel(label, event, None, None)
     return event

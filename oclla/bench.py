@@ -8,7 +8,7 @@ Usage::
 
 What each routine measures (LAPACK flop counts):
 
-``lu``     the LU variants (per-pivot faithful, in place and Crout; blocked)
+``lu``     the LU variants (per-pivot faithful, in place, Crout and windowed; blocked)
            and the reference ``lu_factor``; 2n³/3 flops
 ``getrf``  the blocked LU and the reference; 2n³/3
 ``gemm``   C = A·B, n x n; 2n³
@@ -153,6 +153,7 @@ def _oclla_runs(routine: str, n: int, dtype, queue, max_pivot_n: int):
         runs["pivot faithful"] = lu("pivot", "faithful", "none")
         runs["pivot inplace"] = lu("pivot", "inplace")
         runs["pivot crout"] = lu("pivot", "crout")
+        runs["pivot window"] = lu("pivot", "window")
     if routine in ("lu", "getrf"):
         runs["blocked"] = lu("blocked")
     if routine == "gemm":

@@ -24,6 +24,7 @@ DEMO_VARIANTS = (
     ("faithful", dict(method="pivot", variant="faithful")),
     ("inplace", dict(method="pivot", variant="inplace")),
     ("crout", dict(method="pivot", variant="crout")),
+    ("window", dict(method="pivot", variant="window")),
     ("blocked", dict(method="blocked")),
 )
 

@@ -3,7 +3,7 @@
 Usage::
 
     oclla tune [--device SPEC] [--dtype float32,float64] [--quick]
-               [--families gemm,pivot,crout,lu,chol] [--output FILE] [--ship]
+               [--families gemm,pivot,crout,window,lu,chol] [--output FILE] [--ship]
 
 Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 
@@ -22,6 +22,8 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
   n = ``PIVOT_N``.
 * ``crout``: the shape of the per-pivot LU in Crout order (its row and
   column parts).  Metric: its time at n = ``PIVOT_N``.
+* ``window``: the window (pivots between trailing updates) and work-group of
+  the per-pivot LU with delayed updates.  Metric: its time at n = ``PIVOT_N``.
 * ``trsm``, ``laswp``, ``lu``: searched one parameter at a time (coordinate
   descent, in the order of :func:`_lu_axes`), each candidate with the others
   at their best so far.  Metric: time of the blocked LU at n = ``LU_N`` (best of 3).
@@ -147,8 +149,15 @@ def _crout_space(kind: str, native: int, quick: bool) -> list[dict]:
     return space[::3] if quick else space
 
 
+def _window_space(kind: str, native: int, quick: bool) -> list[dict]:
+    windows, groups = ((16, 32, 64), (32, 64, 128)) if kind == "GPU" else ((8, 16, 32),
+                                                                          (16, 32, 64))
+    space = [dict(W=w, WG=wg) for w, wg in itertools.product(windows, groups) if w <= wg]
+    return space[::2] if quick else space
+
+
 SPACE = {"gemm": _gemm_space, "lu": _lu_axes, "chol": _chol_axes, "pivot": _pivot_space,
-         "crout": _crout_space}
+         "crout": _crout_space, "window": _window_space}
 METRIC = {
     "gemm": "GFLOP/s of C = A·B, n = GEMM_N, device arrays, best of 3",
     "lu": "seconds of the blocked LU, n = LU_N, best of 3 (lower is better)",
@@ -157,6 +166,8 @@ METRIC = {
     "pivot": "seconds of the per-pivot LU, n = PIVOT_N, best of 3 (lower is better)",
     "crout": "seconds of the per-pivot LU in Crout order, n = PIVOT_N, best of 3 "
              "(lower is better)",
+    "window": "seconds of the per-pivot LU with delayed updates, n = PIVOT_N, best of 3 "
+              "(lower is better)",
 }
 
 
@@ -396,11 +407,12 @@ def _crossover(family: str, base: dict, sizes, matrix, factor, check, queue, log
     return best
 
 
-PER_PIVOT_VARIANT = {"pivot": "inplace", "crout": "crout"}
+PER_PIVOT_VARIANT = {"pivot": "inplace", "crout": "crout", "window": "window"}
 
 
 def tune_per_pivot(queue, dtype, family: str, quick: bool, log) -> dict | None:
-    """Exhaustive search of a per-pivot LU's kernel shape (``pivot`` or ``crout``)."""
+    """Exhaustive search of a per-pivot LU's kernel shape (``pivot``, ``crout`` or
+    ``window``)."""
     import pyopencl.array as cl_array
     from ._device import device_info
     info = device_info(queue)
@@ -474,7 +486,7 @@ def tune(queue, dtype, families, quick: bool = False, log=print, save=None) -> d
             found["gemm"] = best
             _params.override("gemm", best)
             save(found)
-    for family in ("pivot", "crout"):       # pivot before lu: its panels may use these kernels
+    for family in ("pivot", "crout", "window"):     # pivot before lu: its panels may use these kernels
         if family in families:
             best = tune_per_pivot(queue, dtype, family, quick, log)
             if best is not None:
@@ -495,8 +507,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="oclla tune", description=__doc__.split("\n")[0])
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default="float32", help="float32, float64 or both")
-    ap.add_argument("--families", default="gemm,lu,chol,pivot,crout",
-                    help="comma-separated subset of gemm, lu, chol, pivot, crout")
+    ap.add_argument("--families", default="gemm,lu,chol,pivot,crout,window",
+                    help="comma-separated subset of gemm, lu, chol, pivot, crout, window")
     ap.add_argument("--quick", action="store_true", help="a thinner search")
     ap.add_argument("--output", default=None, help="file to store into (default: user cache)")
     ap.add_argument("--ship", action="store_true",

@@ -24,11 +24,11 @@ def test_demo_writes_a_recording(tmp_path, capsys, queue):
     n = max(lu_params["NB"], lu_params["SMALL_N"]) + 6   # blocked: two panels, a GEMM update
     assert main(["demo", "--n", str(n), "--seed", "3", "--out", str(out_file)]) == 0
     out = capsys.readouterr().out
-    for word in ("faithful", "inplace", "crout", "blocked", "GFLOP/s", "eliminate", "gemm",
+    for word in ("faithful", "inplace", "crout", "window", "blocked", "GFLOP/s", "eliminate", "gemm",
                  "recording written"):
         assert word in out
     rec = oclla.load_recording(out_file)
-    assert [r.variant for r in rec.runs] == ["faithful", "inplace", "crout", "blocked"]
+    assert [r.variant for r in rec.runs] == ["faithful", "inplace", "crout", "window", "blocked"]
     assert all(r.metrics["backward_error"] < 30 for r in rec.runs[1:])
     assert rec.runs[1].snapshots == []                  # too large to keep snapshots
     assert main(["demo", "--n", "9", "--out", str(out_file)]) == 0

@@ -18,9 +18,9 @@ from conftest import random_matrix
 
 SIZES = [1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 257]
 PIVOTING_METHODS = [dict(method="blocked"), dict(method="pivot", variant="inplace"),
-                    dict(method="pivot", variant="crout")]
+                    dict(method="pivot", variant="crout"), dict(method="pivot", variant="window")]
 ALL_METHODS = PIVOTING_METHODS + [dict(method="pivot", variant="faithful")]
-IDS = ["blocked", "inplace", "crout", "faithful"]
+IDS = ["blocked", "inplace", "crout", "window", "faithful"]
 
 # The SYCL post's example: A = L U without pivoting.
 POST_A = np.array([[2, 4, 3, 5], [-4, -7, -5, 8], [6, 8, 2, 9], [4, 9, -2, 14]], float)
@@ -32,7 +32,7 @@ def diagonally_dominant(rng, n, dtype):
     return (rng.standard_normal((n, n)) + 2 * n * np.eye(n)).astype(dtype)
 
 
-@pytest.mark.parametrize("options", PIVOTING_METHODS, ids=IDS[:3])
+@pytest.mark.parametrize("options", PIVOTING_METHODS, ids=IDS[:4])
 @pytest.mark.parametrize("n", SIZES)
 def test_partial_pivoting_matches_scipy(rng, dtype, n, options):
     a = random_matrix(rng, n, dtype)
@@ -59,7 +59,7 @@ def test_post_example_known_factors(options):
     np.testing.assert_allclose(np.triu(lu), POST_U, atol=1e-12)
 
 
-@pytest.mark.parametrize("options", PIVOTING_METHODS, ids=IDS[:3])
+@pytest.mark.parametrize("options", PIVOTING_METHODS, ids=IDS[:4])
 @pytest.mark.parametrize("n", [5, 33, 70])
 def test_no_pivoting_on_dominant_matrix(rng, dtype, n, options):
     a = diagonally_dominant(rng, n, dtype)
@@ -234,7 +234,7 @@ def test_empty_and_scalar():
     assert oclla.lu_solve((np.empty((0, 0)), np.empty(0, int)), np.empty(0)).shape == (0,)
 
 
-@pytest.mark.parametrize("options", PIVOTING_METHODS, ids=IDS[:3])
+@pytest.mark.parametrize("options", PIVOTING_METHODS, ids=IDS[:4])
 def test_singular_warns_like_scipy(options):
     a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
     with pytest.warns(LinAlgWarning, match="Diagonal number 3 is exactly zero"):
@@ -310,7 +310,7 @@ def test_too_large_for_the_device(queue):
 
 # ---- the trace ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", ["inplace", "crout", "faithful"])
+@pytest.mark.parametrize("variant", ["inplace", "crout", "window", "faithful"])
 def test_per_pivot_recording_shrinks(rng, variant):
     n = 12
     a = diagonally_dominant(rng, n, np.float32)

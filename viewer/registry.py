@@ -133,6 +133,8 @@ ALGORITHMS: tuple = (
                 {"method": "pivot", "variant": "inplace"}, ("partial", "none")),
         Variant("crout", "per-pivot, left-looking (Crout order)",
                 {"method": "pivot", "variant": "crout"}, ("partial", "none")),
+        Variant("window", "per-pivot, delayed updates (Crout order in windows)",
+                {"method": "pivot", "variant": "window"}, ("partial", "none")),
         Variant("faithful", "per-pivot, faithful to the SYCL post",
                 {"method": "pivot", "variant": "faithful"}, ("none",)),
         Variant("blocked", "blocked (panel, TRSM, GEMM)",

@@ -58,7 +58,7 @@ def test_algorithms_come_from_the_registry_and_missing_ones_are_disabled(qtbot, 
 def test_variants_pivoting_and_block_follow_the_algorithm(dialog):
     dialog.algorithm.setCurrentIndex(dialog.algorithm.findData("lu"))
     keys = [dialog.variant.itemData(i) for i in range(dialog.variant.count())]
-    assert keys == ["pivot", "crout", "faithful", "blocked"]
+    assert keys == ["pivot", "crout", "window", "faithful", "blocked"]
     dialog.variant.setCurrentIndex(1)
     assert dialog.pivoting.isEnabled() and not dialog.block.isEnabled()
     dialog.variant.setCurrentIndex(2)

@@ -63,7 +63,7 @@ def test_device_problems_are_reported_not_raised():
 
 @pytest.mark.parametrize("req, match", [
     (RunRequest("qr"), "unknown algorithm 'qr'"),
-    (RunRequest("lu", "tiled"), "lu has variants pivot, crout, faithful, blocked; got 'tiled'"),
+    (RunRequest("lu", "tiled"), "lu has variants pivot, crout, window, faithful, blocked; got 'tiled'"),
     (RunRequest("lu", "faithful", pivoting="partial"), "allows pivoting none"),
     (RunRequest("lu", "pivot", n=0), "at least 1"),
     (RunRequest("lu", "pivot", dtype="float16"), "dtype must be one of"),
