@@ -35,11 +35,13 @@
  *   u_next             [2]: u[k, k+1] leaves launch k there (its work-groups all
  *                      read a[k, k+1] as it was); launch k+1 stores it in A.
  *
- * Launch k (k = 0 .. n-1; window_first chose pivot 0): every work-group folds
- * the previous candidates to pivot p; work-groups [0, col_blocks) take WG
- * logical rows k+1.. of the column part each (one per item), the rest WG
- * columns k+2.. of row k each (one per item).  Work-group 0 also writes
- * piv[k], the perm side of launch k+1, u[k-1, k] and info.
+ * Launch k (k = 0 .. n-1; window_first chose pivot 0) takes k as its global
+ * offset (so the host sets no argument between launches).  Every work-group
+ * folds the previous candidates to pivot p; work-groups [0, col_blocks) take
+ * WG logical rows k+1.. of the column part each (one per item), the rest WG
+ * columns k+2.. of row k each (one per item).  The loads that do not depend
+ * on p are issued before it is known.  Work-group 0 also writes piv[k], the
+ * perm side of launch k+1, u[k-1, k] and info.
  *
  * WG is a power of two; 1 <= WIN <= WG.  NO_PIVOT = 1 takes the diagonal as pivot
  * (teaching only: unstable).
@@ -53,12 +55,12 @@
 
 /* state: what one launch passes to the next, in one buffer (every buffer
  * argument adds to the host's enqueue time, thousands of times over).  In
- * ints: [0, 2) k by parity, [2] info, [3] unused; from 4 the reals u_next[2]
- * and cand_val[2][stride]; then the ints cand_row[2][stride]; then perm[2][n]
- * as int2 (8-byte aligned: every offset before it is even).  oclla/lu.py
+ * ints: [0] info, [1] unused; from 2 the reals u_next[2] and
+ * cand_val[2][stride]; then the ints cand_row[2][stride]; then perm[2][n] as
+ * int2 (8-byte aligned: every offset before it is even).  oclla/lu.py
  * (_WindowState) lays it out the same way. */
-#define ST_INFO 2
-#define ST_REALS 4
+#define ST_INFO 0
+#define ST_REALS 2
 #define ST_CAND_ROW(stride) (ST_REALS + (2 + 2 * (stride)) * (int)(sizeof(real) / sizeof(int)))
 #define ST_PERM(stride) (ST_CAND_ROW(stride) + 2 * (stride))
 
@@ -99,7 +101,7 @@ void load_row(__global const real *a, const int lda, const int r, const int k, c
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void window_step(__global real *a, const int lda, const int n, __global int *piv,
-                 __global int *state, const int k_in, const int k_out, const int stride)
+                 __global int *state, const int stride)
 {
     __global real *u_next = (__global real *)(state + ST_REALS);
     __global real *cand_val = u_next + 2;
@@ -111,7 +113,7 @@ void window_step(__global real *a, const int lda, const int n, __global int *piv
     __local real lk[WIN];        /* l[k, k0 + m] */
     __local real uk1[WIN];       /* u[k0 + m, k + 1] */
     const int lid = get_local_id(0), group = get_group_id(0);
-    const int k = state[k_in], t = k % WIN, k0 = k - t;
+    const int k = get_global_offset(0), t = k % WIN, k0 = k - t;
     const int prev = k == 0 ? 1 : (n - k + WG - 1) / WG;       /* launch k-1's column blocks */
     const int side = k & 1;
     __global const int2 *pm = perm + side * n;
@@ -216,7 +218,6 @@ void window_step(__global real *a, const int lda, const int n, __global int *piv
     /* 4. the lead item: k+1, piv[k], u[k-1, k], info, and the other perm side
      * (left by launch k-2) brought up to date with interchanges k-1 and k */
     if (lead) {
-        state[k_out] = k + 1;
         piv[k] = p;
         if (k > 0)
             a[AT(r_prev, k, lda)] = u_prev;

@@ -111,38 +111,20 @@ def set_args(kernel: cl.Kernel, *args) -> None:
 
 
 def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *,
-           wait_for=None) -> cl.Event:
-    """Enqueue ``kernel`` with the arguments it holds; report it to an active recorder.
+           offset=None, wait_for=None) -> cl.Event:
+    """Enqueue ``kernel`` with the arguments it holds (and a global ``offset``, if
+    given); report it to an active recorder.
 
-    A host loop that launches the same kernel many times with arguments that
-    do not change (:func:`kernel_pair`) calls this alone: setting a dozen
-    arguments costs as much host time as the enqueue itself.
+    A host loop that launches one kernel thousands of times calls this alone
+    and passes what changes between launches as the global offset: setting
+    arguments costs host time on every launch.
     """
-    event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
+    event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size, offset,
                                        wait_for=wait_for)
     if _trace_hooks.active is not None:
         _trace_hooks.active.add_kernel(kernel.function_name, event,
                                        global_size, local_size)
     return event
-
-
-def kernel_pair(queue: cl.CommandQueue, source: str, name: str, dtype,
-                **defines) -> tuple[cl.Kernel, cl.Kernel]:
-    """Two separate ``cl.Kernel`` objects of one kernel (this thread's own, built once).
-
-    For a host loop that alternates them with their arguments set once: the
-    two hold the same arguments except those that swap roles from one launch
-    to the next (a state read by one launch and written for the next).
-    """
-    cache = getattr(_thread_kernels, "cache", None)
-    if cache is None:
-        cache = _thread_kernels.cache = {}
-    call = ("pair", queue.context, source, name, dtype, tuple(defines.items()))
-    pair = cache.get(call)
-    if pair is None:
-        program = get_kernel(queue, source, name, dtype, **defines).program
-        pair = cache[call] = (cl.Kernel(program, name), cl.Kernel(program, name))
-    return pair
 
 
 _twins: dict = {}

@@ -47,8 +47,8 @@ from scipy.linalg import LinAlgWarning
 from . import trace
 from ._device import device_info, resolve_queue
 from ._params import check, params
-from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, kernel_pair, launch,
-                        launch_queue, round_up, set_args)
+from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, launch_queue,
+                        round_up, set_args)
 from ._validate import (as_matrix, as_rhs, check_fp64, deliver, is_device_array, rhs_work,
                         work_array)
 from .blas import View, gemm, laswp, trsm, view_of
@@ -272,12 +272,12 @@ def _factor_crout(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -
 
 
 class _WindowState:
-    """Layout of the state buffer of kernels_cl/lu_window.cl (in 4-byte words): [0, 2) k
-    by parity, [2] info; from 4 the reals u_next[2] and cand_val[2][stride]; then
-    cand_row[2][stride]; then perm[2][n] as (physical row, window start) pairs."""
+    """Layout of the state buffer of kernels_cl/lu_window.cl (in 4-byte words): [0] info;
+    from 2 the reals u_next[2] and cand_val[2][stride]; then cand_row[2][stride]; then
+    perm[2][n] as (physical row, window start) pairs."""
 
-    INFO = 2
-    REALS = 4
+    INFO = 0
+    REALS = 2
 
     def __init__(self, n: int, stride: int, dtype):
         self.n, self.dtype = n, np.dtype(dtype)
@@ -287,7 +287,7 @@ class _WindowState:
         self.size = self.perm + 4 * n
 
     def initial(self) -> np.ndarray:
-        """k = 0, info = 0, no permutation entry valid (window start -1)."""
+        """info = 0, no permutation entry valid (window start -1)."""
         state = np.zeros(self.size, np.int32)
         state[self.perm:].reshape(2, self.n, 2)[:, :, 1] = -1
         return state
@@ -307,11 +307,10 @@ def _factor_window(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) 
     matrix (one GEMM).  The launches of a window read only the window's own
     columns of L and rows of U.
 
-    The host loop sets no kernel argument: launch k reads k from the device
-    (written by launch k-1), and the loop alternates two kernel objects whose
-    "k in" and "k out" slots are swapped.  What launches pass on lives in one
-    state buffer: each buffer argument costs enqueue time on some drivers
-    (about 0.45 µs with NVIDIA's), paid once per pivot.
+    The host loop sets no kernel argument: launch k takes k as its global
+    offset.  What launches pass on lives in one state buffer: each buffer
+    argument costs enqueue time on some drivers (about 0.45 µs with NVIDIA's),
+    paid once per pivot.
     """
     dtype = a.dtype
     p = params(queue, "window", dtype)
@@ -321,10 +320,8 @@ def _factor_window(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) 
     layout = _WindowState(n, stride, dtype)
     state = cl_array.to_device(queue, layout.initial())
     first = get_kernel(queue, "lu_window.cl", "window_first", dtype, **defines)
-    steps = kernel_pair(queue, "lu_window.cl", "window_step", dtype, **defines)
-    for parity, kernel in enumerate(steps):
-        set_args(kernel, a.data, int_arg(n), int_arg(n), piv.data, state.data,
-                 int_arg(parity), int_arg(1 - parity), int_arg(stride))
+    step = get_kernel(queue, "lu_window.cl", "window_step", dtype, **defines)
+    set_args(step, a.data, int_arg(n), int_arg(n), piv.data, state.data, int_arg(stride))
     A = view_of(a)
     last = [-1]                                      # the last pivot launched
 
@@ -345,7 +342,7 @@ def _factor_window(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) 
     def pivot(k: int) -> None:
         """Launch k; after the last pivot of a window, its interchanges and update."""
         groups = max(1, -(-(n - k - 1) // wg) + -(-max(0, n - k - 2) // wg))
-        launch(queue, steps[k & 1], (groups * wg,), (wg,))
+        launch(queue, step, (groups * wg,), (wg,), offset=(k,))
         last[0] = k
         k0 = k - k % width
         if k + 1 - k0 < width and k + 1 < n:
