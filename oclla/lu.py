@@ -26,6 +26,11 @@ Methods
     and column k of L from the finished parts of L and U and the next
     candidate column, reading 2k(n-k) entries instead of rewriting the
     (n-k)² active submatrix; rows are interchanged once, at the end.
+    ``variant="window"``: delayed updates (kernels_cl/lu_window.cl): Crout
+    order inside windows of W pivots, whose sums run over the window only;
+    after each window its row interchanges and one rank-W GEMM on the
+    trailing matrix.  One launch per pivot that sets no kernel argument (the
+    fastest per-pivot loop on GPUs, where enqueueing dominates).
     ``variant="faithful"``: the SYCL blog post as written: L and U separate,
     a full n x n NDRange every step and a copy of U back into A after it; no
     pivoting.
@@ -741,7 +746,7 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     ----------
     a : (n, n) array_like of float32/float64, or a C-contiguous pyopencl array
     method : "blocked" (default) or "pivot"; see the module docstring
-    variant : for ``method="pivot"``: "inplace" (default), "crout" or "faithful"
+    variant : for ``method="pivot"``: "inplace" (default), "crout", "window" or "faithful"
     pivoting : "partial" (default; "none" for the faithful variant) or "none"
     overwrite_a : allow the result to be written into ``a``
     check_finite : reject NaN/Inf in ``a`` (ValueError)
