@@ -48,20 +48,12 @@ def test_per_pivot_kernel_shapes(queue, p, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("p", CROUT_SETS, ids=lambda p: "-".join(map(str, p.values())))
-def test_crout_kernel_shapes(queue, p, dtype):
-    _params.override("crout", p)
-    check_lu_sizes(queue, dtype, method="pivot", variant="crout")
-
-
-@pytest.mark.parametrize("p", CROUT_SETS[2:], ids=lambda p: "-".join(map(str, p.values())))
-def test_crout_without_pivoting_matches_the_post_example(queue, p):
-    _params.override("crout", p)
-    a = np.array([[2, 4, 3, 5], [-4, -7, -5, 8], [6, 8, 2, 9], [4, 9, -2, 14]], np.float32)
-    lu, piv = oclla.lu_factor(a, method="pivot", variant="crout", pivoting="none", queue=queue)
-    expected = np.array([[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -3, 66], [2, 1, 3, -212]])
-    np.testing.assert_allclose(lu, expected, atol=1e-4)
-    np.testing.assert_array_equal(piv, np.arange(4))
+@pytest.mark.parametrize("variant, p", [("crout", p) for p in CROUT_SETS]
+                         + [("window", p) for p in WINDOW_SETS],
+                         ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())))
+def test_left_looking_kernel_shapes(queue, variant, p, dtype):
+    _params.override(variant, p)
+    check_lu_sizes(queue, dtype, method="pivot", variant=variant)
 
 
 def test_crout_shapes_that_cannot_run_are_refused(queue):
@@ -73,17 +65,36 @@ def test_crout_shapes_that_cannot_run_are_refused(queue):
     assert _params.check("crout", base, info, 4) is None
 
 
-def test_crout_singular_and_zero_pivot(queue):
-    _params.override("crout", CROUT_SETS[2])
+LEFT_LOOKING = [("crout", p) for p in CROUT_SETS[2:]] + [("window", p) for p in WINDOW_SETS[:2]]
+
+
+@pytest.mark.parametrize("variant, p", LEFT_LOOKING,
+                         ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())))
+def test_without_pivoting_matches_the_post_example(queue, variant, p):
+    _params.override(variant, p)
+    a = np.array([[2, 4, 3, 5], [-4, -7, -5, 8], [6, 8, 2, 9], [4, 9, -2, 14]], np.float32)
+    lu, piv = oclla.lu_factor(a, method="pivot", variant=variant, pivoting="none", queue=queue)
+    expected = np.array([[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -3, 66], [2, 1, 3, -212]])
+    np.testing.assert_allclose(lu, expected, atol=1e-4)
+    np.testing.assert_array_equal(piv, np.arange(4))
+
+
+@pytest.mark.parametrize("variant, p", [LEFT_LOOKING[0], LEFT_LOOKING[-1]],
+                         ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())))
+def test_singular_and_zero_pivot(queue, variant, p):
+    _params.override(variant, p)
     a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 5.0, 2.0]], np.float32)
     with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
-        _, piv = oclla.lu_factor(a, method="pivot", variant="crout", queue=queue)
+        _, piv = oclla.lu_factor(a, method="pivot", variant=variant, queue=queue)
     with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
         _, ref_piv = sl.lu_factor(a)
     np.testing.assert_array_equal(piv, ref_piv)
+    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 1 is exactly zero"):
+        oclla.lu_factor(np.zeros((7, 7), np.float32), method="pivot", variant=variant,
+                        queue=queue)
     b = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 1.0], [1.0, 5.0, 2.0]], np.float32)
     with pytest.raises(np.linalg.LinAlgError, match="zero pivot in column 1"):
-        oclla.lu_factor(b, method="pivot", variant="crout", pivoting="none", queue=queue)
+        oclla.lu_factor(b, method="pivot", variant=variant, pivoting="none", queue=queue)
 
 
 def test_per_pivot_zero_pivot_without_pivoting(queue):
@@ -107,24 +118,6 @@ def test_per_pivot_singular_matrix_warns_like_scipy(queue):
 
 # ---- the per-pivot LU with delayed updates (variant="window") --------------------------
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("p", WINDOW_SETS, ids=lambda p: "-".join(map(str, p.values())))
-def test_window_kernel_shapes(queue, p, dtype):
-    _params.override("window", p)
-    check_lu_sizes(queue, dtype, method="pivot", variant="window")
-
-
-@pytest.mark.parametrize("p", WINDOW_SETS[:2], ids=lambda p: "-".join(map(str, p.values())))
-def test_window_without_pivoting_matches_the_post_example(queue, p):
-    _params.override("window", p)
-    a = np.array([[2, 4, 3, 5], [-4, -7, -5, 8], [6, 8, 2, 9], [4, 9, -2, 14]], np.float32)
-    lu, piv = oclla.lu_factor(a, method="pivot", variant="window", pivoting="none",
-                              queue=queue)
-    expected = np.array([[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -3, 66], [2, 1, 3, -212]])
-    np.testing.assert_allclose(lu, expected, atol=1e-4)
-    np.testing.assert_array_equal(piv, np.arange(4))
-
-
 def test_window_shapes_that_cannot_run_are_refused(queue):
     info = oclla.device_info(queue)
     base = dict(_params.params(queue, "window", np.float32))
@@ -134,21 +127,6 @@ def test_window_shapes_that_cannot_run_are_refused(queue):
     huge = dataclasses.replace(info, max_work_group_size=1 << 20, max_work_item_sizes=(1 << 20,))
     assert "local memory" in _params.check("window", dict(W=1 << 20, WG=1 << 20), huge, 4)
     assert _params.check("window", base, info, 4) is None
-
-
-def test_window_singular_and_zero_pivot(queue):
-    _params.override("window", WINDOW_SETS[1])
-    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 5.0, 2.0]], np.float32)
-    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
-        _, piv = oclla.lu_factor(a, method="pivot", variant="window", queue=queue)
-    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 3 is exactly zero"):
-        np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
-    with pytest.warns(sl.LinAlgWarning, match="Diagonal number 1 is exactly zero"):
-        oclla.lu_factor(np.zeros((7, 7), np.float32), method="pivot", variant="window",
-                        queue=queue)
-    b = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 1.0], [1.0, 5.0, 2.0]], np.float32)
-    with pytest.raises(np.linalg.LinAlgError, match="zero pivot in column 1"):
-        oclla.lu_factor(b, method="pivot", variant="window", pivoting="none", queue=queue)
 
 
 def test_window_launch_sequence(queue):
