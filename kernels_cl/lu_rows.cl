@@ -51,30 +51,29 @@
 #endif
 #include "pivoting.h"
 
-/* The pivot row: the (largest value, lowest row) over the candidates in
- * vals/rows[0, count), which every item wrote before the caller's barrier
- * (NO_PIVOT: row `next`).  Every item gets it; vals and rows may be rewritten
- * once the caller has passed one more barrier.  The candidates are folded to
+/* The pivot row: the (largest value, lowest row) over the WG candidates in
+ * vals/rows, which every item wrote before the caller's barrier (NO_PIVOT:
+ * row `next`).  Every item gets it; vals and rows may be rewritten once the
+ * caller has passed one more barrier.  The candidates are folded to
  * ARGMAX_SCAN^2 entries (if more), then to ARGMAX_SCAN (if more), and those
- * scanned by every item.  count is a constant of the caller, so the barriers
- * below are taken by all items or none. */
-int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int next,
-               const int count)
+ * scanned by every item.  The folds are chosen by the preprocessor: PoCL 3.1
+ * loses work-item values across a barrier inside a branch, even one that all
+ * items take. */
+int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int next)
 {
 #if NO_PIVOT
     return next;
 #else
-    const int wide = ARGMAX_SCAN * ARGMAX_SCAN;
-    if (count > wide) {
-        argmax_fold(vals, rows, lid, count, wide);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (count > ARGMAX_SCAN) {
-        argmax_fold(vals, rows, lid, min(count, wide), ARGMAX_SCAN);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+#if WG > ARGMAX_SCAN * ARGMAX_SCAN
+    argmax_fold(vals, rows, lid, WG, ARGMAX_SCAN * ARGMAX_SCAN);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+#if WG > ARGMAX_SCAN
+    argmax_fold(vals, rows, lid, min(WG, ARGMAX_SCAN * ARGMAX_SCAN), ARGMAX_SCAN);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     real value;
-    return argmax_scan(vals, rows, min(count, ARGMAX_SCAN), &value);
+    return argmax_scan(vals, rows, min(WG, ARGMAX_SCAN), &value);
 #endif
 }
 
@@ -296,7 +295,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         vals[lid] = best;
         rows[lid] = best_row;
         barrier(CLK_LOCAL_MEM_FENCE);
-        const int p = leaf_pivot(vals, rows, lid, j, WG);
+        const int p = leaf_pivot(vals, rows, lid, j);
         const int p_item = p % WG, p_slot = p / WG;
         if (lid == p_item) {
             EACH_SLOT(PUBLISH_P, j) }
