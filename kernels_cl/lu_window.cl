@@ -53,16 +53,17 @@
 #define WIN 32             /* pivots per window */
 #endif
 
-/* state: what one launch passes to the next, in one buffer (every buffer
- * argument adds to the host's enqueue time, thousands of times over).  In
- * ints: [0] info, [1] unused; from 2 the reals u_next[2] and
+/* state: piv and what one launch passes to the next, in one buffer (every
+ * buffer argument adds to the host's enqueue time, thousands of times over).
+ * In ints: [0, n) piv, [n] info; from ST_REALS (even) the reals u_next[2] and
  * cand_val[2][stride]; then the ints cand_row[2][stride]; then perm[2][n] as
  * int2 (8-byte aligned: every offset before it is even).  oclla/lu.py
  * (_WindowState) lays it out the same way. */
-#define ST_INFO 0
-#define ST_REALS 2
-#define ST_CAND_ROW(stride) (ST_REALS + (2 + 2 * (stride)) * (int)(sizeof(real) / sizeof(int)))
-#define ST_PERM(stride) (ST_CAND_ROW(stride) + 2 * (stride))
+#define ST_INFO(n) (n)
+#define ST_REALS(n) ((n) + 2 - (n) % 2)
+#define ST_CAND_ROW(n, stride) \
+    (ST_REALS(n) + (2 + 2 * (stride)) * (int)(sizeof(real) / sizeof(int)))
+#define ST_PERM(n, stride) (ST_CAND_ROW(n, stride) + 2 * (stride))
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void window_first(__global const real *a, const int lda, const int n, __global int *state,
@@ -72,8 +73,8 @@ void window_first(__global const real *a, const int lda, const int n, __global i
     __local int rows[WG];
     const int p = wg_argmax_abs(a, lda, 0, 0, n, vals, rows);
     if (get_local_id(0) == 0) {
-        ((__global real *)(state + ST_REALS))[2] = ONE;          /* cand_val[0][0] */
-        state[ST_CAND_ROW(stride)] = p;                          /* cand_row[0][0] */
+        ((__global real *)(state + ST_REALS(n)))[2] = ONE;       /* cand_val[0][0] */
+        state[ST_CAND_ROW(n, stride)] = p;                       /* cand_row[0][0] */
     }
 }
 
@@ -100,14 +101,15 @@ void load_row(__global const real *a, const int lda, const int r, const int k, c
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void window_step(__global real *a, const int lda, const int n, __global int *piv,
-                 __global int *state, const int stride)
+void window_step(__global real *a, const int lda, const int n, __global int *state,
+                 const int stride)
 {
-    __global real *u_next = (__global real *)(state + ST_REALS);
+    __global int *piv = state;
+    __global real *u_next = (__global real *)(state + ST_REALS(n));
     __global real *cand_val = u_next + 2;
-    __global int *cand_row = state + ST_CAND_ROW(stride);
-    __global int2 *perm = (__global int2 *)(state + ST_PERM(stride));
-    __global int *info = state + ST_INFO;
+    __global int *cand_row = state + ST_CAND_ROW(n, stride);
+    __global int2 *perm = (__global int2 *)(state + ST_PERM(n, stride));
+    __global int *info = state + ST_INFO(n);
     __local real vals[WG];
     __local int rows[WG];
     __local real lk[WIN];        /* l[k, k0 + m] */

@@ -277,29 +277,28 @@ def _factor_crout(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) -
 
 
 class _WindowState:
-    """Layout of the state buffer of kernels_cl/lu_window.cl (in 4-byte words): [0] info;
-    from 2 the reals u_next[2] and cand_val[2][stride]; then cand_row[2][stride]; then
-    perm[2][n] as (physical row, window start) pairs."""
-
-    INFO = 0
-    REALS = 2
+    """Layout of the state buffer of kernels_cl/lu_window.cl (in 4-byte words): [0, n) piv,
+    [n] info; from the next even word the reals u_next[2] and cand_val[2][stride]; then
+    cand_row[2][stride]; then perm[2][n] as (physical row, window start) pairs."""
 
     def __init__(self, n: int, stride: int, dtype):
         self.n, self.dtype = n, np.dtype(dtype)
-        words = self.dtype.itemsize // 4
-        self.cand_row = self.REALS + (2 + 2 * stride) * words
+        self.info = n
+        self.reals = n + 2 - n % 2
+        self.cand_row = self.reals + (2 + 2 * stride) * (self.dtype.itemsize // 4)
         self.perm = self.cand_row + 2 * stride
         self.size = self.perm + 4 * n
 
     def initial(self) -> np.ndarray:
-        """info = 0, no permutation entry valid (window start -1)."""
+        """piv = 0, 1, .., info = 0, no permutation entry valid (window start -1)."""
         state = np.zeros(self.size, np.int32)
+        state[:self.n] = np.arange(self.n)
         state[self.perm:].reshape(2, self.n, 2)[:, :, 1] = -1
         return state
 
     def u_next(self, state: np.ndarray) -> np.ndarray:
         words = self.dtype.itemsize // 4
-        return state[self.REALS:self.REALS + 2 * words].view(self.dtype)
+        return state[self.reals:self.reals + 2 * words].view(self.dtype)
 
     def perm_of(self, state: np.ndarray) -> np.ndarray:
         return state[self.perm:].reshape(2, self.n, 2)
@@ -313,9 +312,10 @@ def _factor_window(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) 
     columns of L and rows of U.
 
     The host loop sets no kernel argument: launch k takes k as its global
-    offset.  What launches pass on lives in one state buffer: each buffer
-    argument costs enqueue time on some drivers (about 0.45 µs with NVIDIA's),
-    paid once per pivot.
+    offset.  The pivots and what launches pass on live in one state buffer
+    (copied to ``piv`` and ``info`` at the end): each buffer argument costs
+    enqueue time on some drivers (about 0.45 µs with NVIDIA's), paid once per
+    pivot.
     """
     dtype = a.dtype
     p = params(queue, "window", dtype)
@@ -326,7 +326,7 @@ def _factor_window(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) 
     state = cl_array.to_device(queue, layout.initial())
     first = get_kernel(queue, "lu_window.cl", "window_first", dtype, **defines)
     step = get_kernel(queue, "lu_window.cl", "window_step", dtype, **defines)
-    set_args(step, a.data, int_arg(n), int_arg(n), piv.data, state.data, int_arg(stride))
+    set_args(step, a.data, int_arg(n), int_arg(n), state.data, int_arg(stride))
     A = view_of(a)
     last = [-1]                                      # the last pivot launched
 
@@ -353,9 +353,10 @@ def _factor_window(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) 
         if k + 1 - k0 < width and k + 1 < n:
             return
         if not no_pivot:
-            laswp(queue, A, 0, n, piv.data, k0, k + 1, dtype=dtype)
+            laswp(queue, A, 0, n, state.data, k0, k + 1, dtype=dtype)   # piv: state[:n]
         if k + 1 == n:
-            copy(queue, info.data, state.data, byte_count=4, src_offset=4 * layout.INFO,
+            copy(queue, piv.data, state.data, byte_count=4 * n, label="piv")
+            copy(queue, info.data, state.data, byte_count=4, src_offset=4 * layout.info,
                  label="info")
         else:
             gemm(queue, n - k - 1, n - k - 2, k + 1 - k0, -1.0, A.at(k + 1, k0),
