@@ -132,7 +132,8 @@ def test_window_shapes_that_cannot_run_are_refused(queue):
 def test_window_launch_sequence(queue):
     """One window_step per pivot; after each full window (and after the last pivot)
     its interchanges, then the rank-W update of the trailing matrix unless none is
-    left: n = 10, W = 4 gives windows [0, 4), [4, 8), [8, 10)."""
+    left (at the end, piv and info copied out of the state): n = 10, W = 4 gives
+    windows [0, 4), [4, 8), [8, 10)."""
     _params.override("window", dict(W=4, WG=4))
     n = 10
     a = np.random.default_rng(5).standard_normal((n, n)).astype(np.float32)
@@ -141,7 +142,7 @@ def test_window_launch_sequence(queue):
     names = [k.name.split("_")[0] for s in rec.runs[-1].steps for k in s.kernels]
     window = ["window"] * 4
     assert names == (["window"] + window + ["laswp", "gemm"] + window + ["laswp", "gemm"]
-                     + ["window"] * 2 + ["laswp", "info"])
+                     + ["window"] * 2 + ["laswp", "piv", "info"])
     assert accuracy_passes(a, lu, piv)
 
 
