@@ -210,8 +210,8 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         return dict(WG=wg, RJ=lanes if gpu else wg, MB=256 if gpu else 1024, CL=lanes, RR=2,
                     KC=1024 if gpu else 4096, UNROLL=4 if gpu else 1)
     if family == "window":
-        return dict(W=32 if gpu else 16,
-                    WG=_pow2_at_most(min(info.max_work_group_size, 64 if gpu else 16)))
+        wg = _pow2_at_most(min(info.max_work_group_size, 64 if gpu else 8))
+        return dict(W=min(32 if gpu else 8, wg), WG=wg)
     raise KeyError(family)
 
 

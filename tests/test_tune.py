@@ -65,17 +65,18 @@ def test_lu_search_gives_pivots_like_scipy(queue, small_problems):
     assert tune.check_lu(queue, np.float32) is None
 
 
-def test_crout_search_keeps_a_correct_shape(queue, small_problems):
+@pytest.mark.parametrize("family", ["crout", "window"])
+def test_per_pivot_search_keeps_a_correct_shape(queue, small_problems, family):
     lines = []
-    found = tune.tune(queue, np.float32, {"crout"}, quick=True, log=lines.append)
-    crout = found["crout"]
-    assert _params.check("crout", crout, oclla.device_info(queue), 4) is None
-    timed = [line for line in lines if line.startswith("  crout {") and line.endswith(" ms")]
-    assert len(timed) == len(tune.SPACE["crout"]("CPU" if oclla.device_info(queue).kind
-                                                  != "GPU" else "GPU", 1, True))
-    assert lines[-1].startswith("crout best:")
-    _params.override("crout", crout)
-    assert tune.check_lu(queue, np.float32, method="pivot", variant="crout") is None
+    found = tune.tune(queue, np.float32, {family}, quick=True, log=lines.append)
+    best = found[family]
+    assert _params.check(family, best, oclla.device_info(queue), 4) is None
+    timed = [line for line in lines if line.startswith(f"  {family} {{") and line.endswith(" ms")]
+    assert len(timed) == len(tune.SPACE[family]("CPU" if oclla.device_info(queue).kind
+                                                 != "GPU" else "GPU", 1, True))
+    assert lines[-1].startswith(f"{family} best:")
+    _params.override(family, best)
+    assert tune.check_lu(queue, np.float32, method="pivot", variant=family) is None
 
 
 def test_cli_refuses_unknown_families(capsys):
