@@ -1,5 +1,6 @@
 /* lu_window.cl -- per-pivot LU with delayed updates: Crout order inside a
- * window of WIN pivots, one rank-WIN update of the trailing matrix between windows.
+ * window of WIN pivots, one rank-WIN update of the trailing matrix between
+ * windows.
  *
  * A is n x n, row-major, leading dimension lda, factored as ?getrf does:
  * P·A = L·U, L strictly below the diagonal (unit diagonal implied), U on and
@@ -24,8 +25,9 @@
  * ?getf2, summed in another order.
  *
  * Inside a window rows stay where they are: logical row i is physical row
- * perm[i] (the identity at the window's start).  A launch needs no handshake
- * between its work-groups: what one launch decides, the next one reads.
+ * phys(i), from perm entries written in this window (the identity for the
+ * others, see phys).  A launch needs no handshake between its work-groups:
+ * what one launch decides, the next one reads.
  *
  *   cand_val/cand_row  [2][*]: launch k reads the candidates for pivot k from
  *                      side k % 2 (prev of them) and writes its own to the other;
