@@ -49,14 +49,22 @@ def check_fits(queue, nbytes: int, what: str = "matrix") -> None:
                           f"{info.name}'s {info.global_mem_size / 2**20:.1f} MiB of memory")
 
 
+def count_nonfinite(queue, x: cl_array.Array, count: cl_array.Array, slot: int = 0) -> None:
+    """Enqueue the count of the NaN/Inf entries of a C-contiguous device array into
+    the int32 device array ``count[slot]`` (no wait: the caller reads it later)."""
+    if x.size == 0:
+        return
+    kernel = get_kernel(queue, "util.cl", "count_nonfinite", x.dtype)
+    items = min(x.size, 64 * 1024)
+    enqueue(queue, kernel, (items,), None, x.data, int_arg(x.size), count.data, int_arg(slot))
+
+
 def device_has_nonfinite(queue, x: cl_array.Array) -> bool:
-    """Count NaN/Inf entries of a C-contiguous device array with a kernel."""
+    """Whether a C-contiguous device array holds NaN/Inf entries (waits for the count)."""
     if x.size == 0:
         return False
     count = int_zeros(queue)
-    kernel = get_kernel(queue, "util.cl", "count_nonfinite", x.dtype)
-    items = min(x.size, 64 * 1024)
-    enqueue(queue, kernel, (items,), None, x.data, int_arg(x.size), count.data)
+    count_nonfinite(queue, x, count)
     return bool(count.get()[0])
 
 

@@ -51,7 +51,8 @@ from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
-from ._validate import as_matrix, as_rhs, deliver, is_device_array, rhs_work, work_array
+from ._validate import (as_matrix, as_rhs, count_nonfinite, deliver, is_device_array, rhs_work,
+                        work_array)
 from .blas import View, syrk, tile_grid, tile_launch, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -316,14 +317,21 @@ def zero_other_triangle(queue, a: cl_array.Array, *, lower: bool) -> None:
 
 
 def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
-                  block: int | None = None, clean: bool = False) -> None:
+                  block: int | None = None, clean: bool = False,
+                  check_finite: bool = False) -> None:
     """Factor the C-contiguous n x n device array ``a`` in place; raise if not PD.
 
     ``clean`` zeroes the other triangle afterwards (``cholesky``'s result).
+    ``check_finite`` counts the NaN/Inf entries of ``a`` on the device beside the
+    factorization and raises ValueError for them (before any other error): the
+    count is read with ``info``, so the device never waits for the host in
+    between (``a`` must then be a copy the caller does not see).
     """
     n = a.shape[0]
     dtype = a.dtype
-    info = int_zeros(queue)
+    info = int_zeros(queue, 2)                       # [info, NaN/Inf entries of a]
+    if check_finite:
+        count_nonfinite(queue, a, info, slot=1)
     nb = block or block_size(queue, dtype, n)
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("cholesky", method, queue, (n, n), dtype, a.get, lower=lower, **extra):
@@ -334,7 +342,9 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
             else:
                 factor_blocked(loop_queue, view_of(a), n, lower=lower, dtype=dtype, info=info,
                                block=nb)
-        code = int(info.get()[0])
+        code, nonfinite = (int(x) for x in info.get())
+        if nonfinite:
+            raise ValueError("array must not contain infs or NaNs")
         if code:
             raise not_positive_definite(code)
         if clean:
@@ -347,14 +357,17 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
 def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=None):
     check_method(method)
     queue = resolve_queue(queue)
-    a_ = as_matrix(a, queue, check_finite=check_finite)
+    # a device input that is copied is checked on the copy, beside the factorization
+    deferred = check_finite and is_device_array(a) and not overwrite_a
+    a_ = as_matrix(a, queue, check_finite=check_finite and not deferred)
     n = a_.shape[0]
     device = is_device_array(a_)
     if n == 0:
         return a_ if (device and overwrite_a) else (a_.copy() if device else
                                                     np.empty((0, 0), a_.dtype))
     work = work_array(queue, a_, overwrite_a)
-    factor_device(queue, work, lower=bool(lower), method=method, block=block, clean=clean)
+    factor_device(queue, work, lower=bool(lower), method=method, block=block, clean=clean,
+                  check_finite=deferred)
     return deliver(work, a, a_, overwrite_a)
 
 

@@ -265,6 +265,25 @@ def test_nan_on_the_diagonal_is_not_positive_definite(queue):
             oclla.cholesky(a, method=method, check_finite=False, queue=queue)
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("method", ["blocked", "pivot"])
+def test_nonfinite_device_input(queue, method, overwrite):
+    """A device input with NaN or Inf is refused before any positive-definiteness error
+    (a copy is checked beside the factorization, an input to overwrite before it) and a
+    copied input is left as it was; with check_finite=False the factorization runs."""
+    for bad in (np.nan, np.inf):
+        a = spd(40, np.float32)
+        a[30, 7] = a[7, 30] = bad
+        a[2, 2] = -1.0                               # not positive definite either
+        d_a = cl_array.to_device(queue, a)
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            oclla.cholesky(d_a, lower=True, method=method, overwrite_a=overwrite, queue=queue)
+        np.testing.assert_array_equal(d_a.get(), a)
+    with pytest.raises(LinAlgError, match="order 3"):
+        oclla.cholesky(cl_array.to_device(queue, a), method=method, check_finite=False,
+                       queue=queue)
+
+
 @pytest.mark.parametrize("bad, exc, match", [
     (np.ones((3, 4)), ValueError, "square"),
     (np.ones(4), ValueError, "2-D"),
