@@ -159,9 +159,10 @@ void window_step(__global real *a, const int lda, const int n, __global int *sta
         }
     }
 
-    /* 2. pivot k: the largest candidate of launch k-1 (lowest row on ties) */
+    /* 2. pivot k: the largest candidate of launch k-1 (lowest row on ties; k if
+     * there are none above -1, as with NaN) */
     real best = -ONE;
-    int best_row = n;
+    int best_row = k;
     for (int b = lid; b < prev; b += WG) {
         const real v = cand_val[side * stride + b];
         const int r = cand_row[side * stride + b];
@@ -188,7 +189,7 @@ void window_step(__global real *a, const int lda, const int n, __global int *sta
 
     /* 3. column part: l[i, k] and c'[i]; row part: u[k, j] */
     best = -ONE;
-    best_row = n;
+    best_row = k + 1;
     if (has_row) {
         #pragma unroll
         for (int m = 0; m < WIN; m++)

@@ -54,8 +54,8 @@ from ._device import device_info, resolve_queue
 from ._params import check, params
 from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, launch_queue,
                         round_up, set_args)
-from ._validate import (as_matrix, as_rhs, check_fp64, deliver, is_device_array, rhs_work,
-                        work_array)
+from ._validate import (as_matrix, as_rhs, check_fp64, count_nonfinite, deliver,
+                        is_device_array, rhs_work, work_array)
 from .blas import View, gemm, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -689,11 +689,20 @@ def _annotate_swaps(run, piv) -> None:
 
 # ---- public API ---------------------------------------------------------------------------
 
-def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=None):
-    """Factor the device array ``a`` in place; return (piv device array, info)."""
+def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=None,
+                   check_finite: bool = False):
+    """Factor the device array ``a`` in place; return (piv device array, info).
+
+    ``check_finite`` counts the NaN/Inf entries of ``a`` on the device beside the
+    factorization and raises ValueError for them once it is done (the count is
+    read with info: no wait before the factorization; ``a`` must be a copy the
+    caller does not see).
+    """
     n = a.shape[0]
     piv = cl_array.to_device(queue, np.arange(n, dtype=np.int32))
-    info = int_zeros(queue)
+    info = int_zeros(queue, 2)                       # [info, NaN/Inf entries of a]
+    if check_finite:
+        count_nonfinite(queue, a, info, slot=1)
     no_pivot = pivoting == "none"
     with launch_queue(queue) as loop_queue:
         if variant == "faithful":
@@ -710,14 +719,17 @@ def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=No
 
 
 def _info(queue, a, n, info_dev, variant) -> int:
-    """LAPACK's info: 1-based index of the first zero diagonal entry of U, else 0."""
+    """LAPACK's info: 1-based index of the first zero diagonal entry of U, else 0
+    (ValueError if the input was found to hold NaN/Inf)."""
     if n == 0:
         return 0
+    info, nonfinite = (int(x) for x in info_dev.get())
+    if nonfinite:
+        raise ValueError("array must not contain infs or NaNs")
     if variant == "faithful":
         diag = a.get().diagonal()
         zeros = np.flatnonzero(diag == 0)
         return int(zeros[0]) + 1 if zeros.size else 0
-    info = int(info_dev.get()[0])
     if info:
         return info
     last = np.empty(1, a.dtype)
@@ -764,7 +776,9 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     """
     method, variant, pivoting = _resolve_options(method, variant, pivoting)
     queue = resolve_queue(queue)
-    a_ = as_matrix(a, queue, check_finite=check_finite)
+    # a device input that is copied is checked on the copy, beside the factorization
+    deferred = check_finite and is_device_array(a) and not overwrite_a
+    a_ = as_matrix(a, queue, check_finite=check_finite and not deferred)
     n = a_.shape[0]
     device = is_device_array(a_)
     if n == 0:
@@ -772,7 +786,8 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
             return (a_ if overwrite_a else a_.copy()), cl_array.empty(queue, 0, np.int32)
         return np.empty((0, 0), a_.dtype), np.empty(0, np.int32)
     work = work_array(queue, a_, overwrite_a)
-    piv, info = _factor_device(queue, work, method, variant, pivoting, block)
+    piv, info = _factor_device(queue, work, method, variant, pivoting, block,
+                               check_finite=deferred)
     _report_info(info, n, pivoting)
     return deliver(work, a, a_, overwrite_a), (piv if device else piv.get())
 

@@ -158,11 +158,22 @@ def test_device_overwrite_a(queue, rng):
     np.testing.assert_allclose(d_a.get(), sl.lu_factor(a)[0], rtol=1e-4, atol=1e-4)
 
 
-def test_device_array_nonfinite_detected(queue):
-    a = np.eye(4, dtype=np.float32)
-    a[2, 1] = np.inf
-    with pytest.raises(ValueError, match="infs or NaNs"):
-        oclla.lu_factor(cl_array.to_device(queue, a))
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("options", ALL_METHODS, ids=IDS)
+def test_device_array_nonfinite_detected(queue, options, overwrite):
+    """NaN/Inf in a device input is refused before the singular-matrix warning (a copy
+    is checked beside the factorization, an input to overwrite before it); a copied
+    input is left as it was."""
+    for bad in (np.nan, np.inf):
+        a = np.eye(20, dtype=np.float32)
+        a[2, 1] = bad
+        a[7, 7] = 0.0                                 # exactly singular as well
+        d_a = cl_array.to_device(queue, a)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")           # no LinAlgWarning first
+            with pytest.raises(ValueError, match="infs or NaNs"):
+                oclla.lu_factor(d_a, overwrite_a=overwrite, queue=queue, **options)
+        np.testing.assert_array_equal(d_a.get(), a)
 
 
 # ---- bad input and edge cases -----------------------------------------------------------
@@ -214,14 +225,20 @@ def test_nonfinite_rejected(bad):
         oclla.lu_solve(sl.lu_factor(np.eye(5)), a[:, 2])
 
 
-def test_check_finite_false_does_not_crash():
-    a = np.eye(5)
-    a[3, 2] = np.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LinAlgWarning)
-        lu, piv = oclla.lu_factor(a, check_finite=False)
-    assert lu.shape == (5, 5) and piv.shape == (5,)
-    assert np.isnan(lu).any()
+@pytest.mark.parametrize("options", ALL_METHODS, ids=IDS)
+def test_check_finite_false_does_not_crash(options):
+    """NaN let through (one entry, a whole column, everything) gives NaN in the factor
+    and pivots inside the matrix, never a crash."""
+    n = 40
+    one, column, everything = np.eye(n), np.eye(n), np.full((n, n), np.nan)
+    one[3, 2] = np.nan
+    column[:, 5] = np.nan
+    for a in (one, column, everything):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LinAlgWarning)
+            lu, piv = oclla.lu_factor(a, check_finite=False, **options)
+        assert lu.shape == (n, n) and piv.shape == (n,)
+        assert np.isnan(lu).any() and piv.min() >= 0 and piv.max() < n
 
 
 def test_empty_and_scalar():
