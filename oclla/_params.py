@@ -20,6 +20,9 @@ Families and their keys
 -----------------------
 ``gemm``   ``KERNEL="tiled"``: TILE_M, TILE_N, TILE_K, WPT_M, WPT_N, VEC (widest
            global load); ``KERNEL="direct"``: RM, VW, NV, LX (see kernels_cl/gemm.cl)
+``gemm_thin`` the GEMM shape for products of inner dimension k <= MAX_K (the rank-k
+           updates of the blocked LU's leaves: a whole C streamed for little
+           arithmetic, so more, smaller tiles): a ``gemm`` set and MAX_K (0: never)
 ``wg1d``   WG: work-group size of one-dimensional kernels
 ``local2d`` X, Y: work-group shape of simple two-dimensional kernels
 ``trsm``   TRSM_NB: largest triangular diagonal block handled by one kernel;
@@ -92,8 +95,8 @@ import numpy as np
 
 from ._device import device_info
 
-FAMILIES = ("gemm", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot", "crout",
-            "window")
+FAMILIES = ("gemm", "gemm_thin", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot",
+            "crout", "window")
 DATA_VERSION = 1
 _overrides: dict = {}
 
@@ -163,6 +166,10 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
     gpu = info.kind == "GPU"
     if family == "gemm":
         return _gemm_defaults(queue, info, itemsize)
+    if family == "gemm_thin":
+        thin = dict(KERNEL="tiled", TILE_M=32, TILE_N=32, TILE_K=16, WPT_M=2, WPT_N=2, VEC=4)
+        usable = gpu and check("gemm", thin, info, itemsize) is None
+        return dict(thin, MAX_K=16) if usable else dict(MAX_K=0)
     if family == "wg1d":
         return dict(WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64)))
     if family == "local2d":
@@ -241,6 +248,11 @@ def _lv(w: int) -> int:
 def check(family: str, p: dict, info, itemsize: int) -> str | None:
     """None if ``p`` is a usable parameter set of ``family`` on this device, else why not."""
     try:
+        if family == "gemm_thin":
+            if p["MAX_K"] < 0:
+                return "MAX_K must be >= 0"
+            shape = {key: value for key, value in p.items() if key != "MAX_K"}
+            return None if p["MAX_K"] == 0 else check("gemm", shape, info, itemsize)
         if family == "gemm":
             if p.get("KERNEL") == "direct":
                 rm, vw, nv, lx = p["RM"], p["VW"], p["NV"], p["LX"]
@@ -402,7 +414,7 @@ def stored(info, dtype_name: str) -> dict:
 
 def _merge(family: str, base: dict, given: dict) -> dict:
     """``given`` over ``base`` (a gemm set stands alone: its keys depend on its KERNEL)."""
-    return dict(given) if family == "gemm" else {**base, **given}
+    return dict(given) if family in ("gemm", "gemm_thin") else {**base, **given}
 
 
 @lru_cache(maxsize=None)

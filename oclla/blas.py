@@ -111,9 +111,9 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
     """C[m x n] = alpha·op(A)·op(B) + beta·C; ``triangle`` "lower"/"upper" writes only that part.
 
     op(A) is m x k (A itself k x m when ``trans_a``), op(B) is k x n.  With
-    ``beta == 0`` C is not read.  ``tile`` overrides the device's gemm
-    parameters (a dict as :func:`oclla._params.params` returns: the tuner and
-    the tests use it).
+    ``beta == 0`` C is not read.  The device's ``gemm`` parameters, or its
+    ``gemm_thin`` ones where 0 < k <= their MAX_K; ``tile`` overrides both (a
+    dict as :func:`oclla._params.params` returns: the tuner and the tests use it).
     """
     if m <= 0 or n <= 0:
         return None
@@ -122,11 +122,20 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
         problem = check("gemm", tile, device_info(queue), np.dtype(dtype).itemsize)
         if problem is not None:
             raise ValueError(f"gemm parameters {tile}: {problem}")
-    p = tile or params(queue, "gemm", dtype)
+    p = tile or _shape(queue, k, dtype)
     tri = {None: 0, "lower": 1, "upper": 2}[triangle]
     run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
     return run(queue, p, m, n, k, alpha if k > 0 else 0.0, a, b, beta, c, dtype,
                trans_a, trans_b, tri)
+
+
+def _shape(queue, k: int, dtype) -> dict:
+    """The gemm parameters for inner dimension k: ``gemm_thin`` up to its MAX_K."""
+    thin = params(queue, "gemm_thin", dtype)
+    if 0 < k <= thin["MAX_K"]:
+        del thin["MAX_K"]
+        return thin
+    return params(queue, "gemm", dtype)
 
 
 def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, dtype,

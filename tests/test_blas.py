@@ -81,6 +81,36 @@ def test_gemm_beta_zero_ignores_nan_in_c(queue, p):
     assert passes(product_error(c, a, b))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_thin_products_take_the_gemm_thin_shape(queue, dtype):
+    """Products with 0 < k <= MAX_K use the ``gemm_thin`` shape (its work-groups),
+    longer ones the ``gemm`` shape; both correct on either side of MAX_K."""
+    _skip_fp64(queue, dtype)
+    thin = dict(GEMM_SETS[3], MAX_K=16)
+    _params.override("gemm", GEMM_SETS[2])
+    _params.override("gemm_thin", thin)
+    rng = np.random.default_rng(12)
+    for k in (1, 15, 16, 17, 40):
+        a = rng.standard_normal((45, k)).astype(dtype)
+        b = rng.standard_normal((k, 39)).astype(dtype)
+        c0 = rng.standard_normal((45, 39)).astype(dtype)
+        with oclla.record() as rec:
+            c = _run_gemm(queue, a, b, c0, alpha=-1.0, beta=1.0, trans_a=False, trans_b=False)
+        local = rec.kernels[-1].local_size
+        shape = thin if k <= 16 else GEMM_SETS[2]
+        assert local == (shape["TILE_N"] // shape["WPT_N"], shape["TILE_M"] // shape["WPT_M"]), k
+        assert passes(product_error(c, a, b, alpha=-1.0, beta=1.0, c0=c0)), k
+
+
+def test_gemm_thin_parameters_are_checked(queue):
+    info = oclla.device_info(queue)
+    assert _params.check("gemm_thin", dict(MAX_K=0), info, 4) is None
+    assert "MAX_K" in _params.check("gemm_thin", dict(MAX_K=-1), info, 4)
+    assert "multiples" in _params.check("gemm_thin", dict(GEMM_SETS[2], WPT_M=5, MAX_K=8),
+                                        info, 4)
+    assert _params.check("gemm_thin", dict(GEMM_SETS[2], MAX_K=8), info, 4) is None
+
+
 def test_gemm_k_zero_scales_c(queue):
     c0 = np.arange(12, dtype=np.float32).reshape(3, 4)
     d = cl_array.to_device(queue, c0)

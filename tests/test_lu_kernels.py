@@ -63,6 +63,17 @@ def test_blocked_parameter_sets(queue, p, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_thin_updates_in_the_blocked_lu(queue, dtype):
+    """The leaves' rank-LEAF_W updates through the ``gemm_thin`` shape (a GPU's choice)
+    with register leaves and with one-work-group leaves."""
+    _params.override("gemm_thin", dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8,
+                                       WPT_M=2, WPT_N=2, VEC=4, MAX_K=8))
+    for p in (BLOCKED_SETS[6], BLOCKED_SETS[0]):
+        _params.override("lu", p)
+        check_lu_sizes(queue, dtype, method="blocked")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("pivoting", ("partial", "none"))
 def test_register_leaves_factor_the_panels(queue, dtype, pivoting):
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
