@@ -24,9 +24,10 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
   column parts).  Metric: its time at n = ``PIVOT_N``.
 * ``window``: the window (pivots between trailing updates) and work-group of
   the per-pivot LU with delayed updates.  Metric: its time at n = ``PIVOT_N``.
-* ``trsm``, ``laswp``, ``lu``: searched one parameter at a time (coordinate
-  descent, in the order of :func:`_lu_axes`), each candidate with the others
-  at their best so far.  Metric: time of the blocked LU at n = ``LU_N`` (best of 3).
+* ``trsm``, ``laswp``, ``lu``, ``gemm_thin``: searched one parameter at a time
+  (coordinate descent, in the order of :func:`_lu_axes`), each candidate with
+  the others at their best so far.  Metric: time of the blocked LU at n =
+  ``LU_N`` (best of 3).
   ``SMALL_N`` is the largest order in ``SMALL_SIZES`` at which factoring the
   whole matrix with the leaf kernel beats the blocked path.
 
@@ -106,6 +107,9 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("trsm", "REGISTER", (0, 1)),
         ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
         ("laswp", "CHUNK", (4, 16, 32) if gpu else (1, 4, 16)),
+        ("gemm_thin", "MAX_K", (0, 8, 16, 32)),
+        ("gemm_thin", "TILE_M", (16, 32, 64)),
+        ("gemm_thin", "TILE_N", (16, 32, 64)),
         ("lu", "LOOKAHEAD", (0, 1)),
     ]
     return axes[:11] + axes[-1:] if quick else axes
@@ -309,7 +313,7 @@ def _descend(queue, dtype, axes, current: dict, measure, check, log, n: int) -> 
         raise best_time
     for fam, key, values in axes:
         for value in values:
-            if value == current[fam][key]:
+            if value == current[fam].get(key):
                 continue
             trial = dict(current[fam], **{key: value})
             if _params.check(fam, trial, info, np.dtype(dtype).itemsize) is not None:
@@ -324,7 +328,7 @@ def _descend(queue, dtype, axes, current: dict, measure, check, log, n: int) -> 
             if isinstance(seconds, float) and seconds < best_time:
                 best_time, current[fam] = seconds, trial
             _params.override(fam, current[fam])
-        log(f"{fam} {key} -> {current[fam][key]} ({1e3 * best_time:.1f} ms at n={n})")
+        log(f"{fam} {key} -> {current[fam].get(key)} ({1e3 * best_time:.1f} ms at n={n})")
 
 
 def tune_lu(queue, dtype, quick: bool, log) -> dict:
@@ -335,10 +339,17 @@ def tune_lu(queue, dtype, quick: bool, log) -> dict:
     kind = "GPU" if device_info(queue).kind == "GPU" else "CPU"
     n = LU_N[kind]
     a = cl_array.to_device(queue, np.random.default_rng(2).standard_normal((n, n)).astype(dtype))
-    current = {fam: _params.params(queue, fam, dtype) for fam in ("lu", "trsm", "laswp")}
+    current = {fam: _params.params(queue, fam, dtype)
+               for fam in ("lu", "trsm", "laswp", "gemm_thin")}
     current["lu"]["SMALL_N"] = 0
+
+    def check():
+        thin = _params.params(queue, "gemm_thin", dtype)
+        shape = {key: value for key, value in thin.items() if key != "MAX_K"}
+        return (check_gemm(queue, shape, dtype) if thin["MAX_K"] else None) \
+            or check_lu(queue, dtype)
     _descend(queue, dtype, SPACE["lu"](kind, quick), current,
-             lambda: _lu_time(queue, a, "blocked"), lambda: check_lu(queue, dtype), log, n)
+             lambda: _lu_time(queue, a, "blocked"), check, log, n)
     current["lu"]["SMALL_N"] = _crossover(
         "lu", current["lu"], SMALL_SIZES,
         lambda m: cl_array.to_device(queue, np.random.default_rng(m).standard_normal((m, m))

@@ -58,10 +58,30 @@ def test_a_wrong_candidate_is_rejected(queue, monkeypatch, small_problems):
 def test_lu_search_gives_pivots_like_scipy(queue, small_problems):
     lines = []
     found = tune.tune(queue, np.float32, {"lu"}, quick=True, log=lines.append)
-    assert set(found) == {"lu", "trsm", "laswp"}
+    assert set(found) == {"lu", "trsm", "laswp", "gemm_thin"}
     assert any(line.startswith("lu SMALL_N ->") for line in lines)
     for fam, p in found.items():
         _params.override(fam, p)
+    assert tune.check_lu(queue, np.float32) is None
+
+
+def test_thin_gemm_axes_keep_a_correct_shape(queue, small_problems, monkeypatch):
+    """The LU search's gemm_thin axes (here alone, from a tiled starting shape): every
+    candidate that runs is logged, and the kept shape is a valid, correct one."""
+    monkeypatch.setitem(tune.SPACE, "lu", lambda kind, quick: [
+        ("gemm_thin", "MAX_K", (0, 16)), ("gemm_thin", "TILE_M", (8, 16))])
+    start = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4,
+                 MAX_K=8)
+    monkeypatch.setattr(_params, "_defaults", lambda q, info, family, size, real=_params._defaults:
+                        start if family == "gemm_thin" else real(q, info, family, size))
+    _params.reload()
+    lines = []
+    found = tune.tune(queue, np.float32, {"lu"}, quick=True, log=lines.append)
+    thin = found["gemm_thin"]
+    assert _params.check("gemm_thin", thin, oclla.device_info(queue), 4) is None
+    assert any(line.startswith("gemm_thin MAX_K ->") for line in lines)
+    assert any(line.startswith("  gemm_thin TILE_M=8: ") for line in lines)
+    _params.override("gemm_thin", thin)
     assert tune.check_lu(queue, np.float32) is None
 
 
