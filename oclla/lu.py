@@ -366,14 +366,11 @@ def _factor_window(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) 
                    pivoting="none" if no_pivot else "partial") as run:
         enqueue(queue, first, (wg,), (wg,), a.data, int_arg(n), int_arg(n), state.data,
                 int_arg(stride))
-        if n == 1:
-            pivot(0)
-        if run is None:
-            for k in range(n - 1):
+        if run is None or n == 1:                    # no steps to record
+            for k in range(n):
                 pivot(k)
-            if n > 1:
-                pivot(n - 1)
-        for k in range(n - 1 if run is not None else 0):
+            return
+        for k in range(n - 1):
             active, t = n - k - 1, k % width
             flops = 2.0 * t * (2 * active - 1) + 3.0 * active
             if (k + 1) % width == 0:                 # the window's update
@@ -383,8 +380,7 @@ def _factor_window(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool) 
                 pivot(k)
                 if k == n - 2:
                     pivot(n - 1)
-        if run is not None:
-            _annotate_swaps(run, piv)
+        _annotate_swaps(run, piv)
 
 
 class _Panels:
