@@ -16,6 +16,7 @@ from ._device import DeviceError, device_info
 from ._programs import enqueue, get_kernel, int_arg, int_zeros
 
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+NONFINITE = "array must not contain infs or NaNs"
 
 
 def is_device_array(a) -> bool:
@@ -57,6 +58,31 @@ def count_nonfinite(queue, x: cl_array.Array, count: cl_array.Array, slot: int =
     kernel = get_kernel(queue, "util.cl", "count_nonfinite", x.dtype)
     items = min(x.size, 64 * 1024)
     enqueue(queue, kernel, (items,), None, x.data, int_arg(x.size), count.data, int_arg(slot))
+
+
+def defers_finite_check(a, check_finite: bool, overwrite: bool) -> bool:
+    """Whether the NaN/Inf check of the operand ``a`` runs on the device beside the
+    computation (:func:`status_flags`) instead of before it: a device array that is
+    copied, so the copy is checked and the caller's array is never touched."""
+    return check_finite and is_device_array(a) and not overwrite
+
+
+def status_flags(queue, work: cl_array.Array, check_finite: bool) -> cl_array.Array:
+    """Device int32 [info, NaN/Inf entries of ``work``]: info 0 for the kernels to set,
+    the count enqueued (no wait) if ``check_finite``; :func:`read_status` reads both."""
+    flags = int_zeros(queue, 2)
+    if check_finite:
+        count_nonfinite(queue, work, flags, slot=1)
+    return flags
+
+
+def read_status(flags: cl_array.Array) -> int:
+    """info from :func:`status_flags`' array (one read, waiting for the device);
+    ValueError if the operand held NaN/Inf."""
+    info, nonfinite = (int(x) for x in flags.get())
+    if nonfinite:
+        raise ValueError(NONFINITE)
+    return info
 
 
 def device_has_nonfinite(queue, x: cl_array.Array) -> bool:
@@ -102,10 +128,10 @@ def checked_values(arr, queue, *, name: str, check_finite: bool):
         if not arr.flags.c_contiguous:
             raise ValueError(f"device array {name} must be C-contiguous")
         if check_finite and device_has_nonfinite(queue, arr):
-            raise ValueError("array must not contain infs or NaNs")
+            raise ValueError(NONFINITE)
         return arr
     if check_finite and not np.isfinite(arr).all():
-        raise ValueError("array must not contain infs or NaNs")
+        raise ValueError(NONFINITE)
     return np.ascontiguousarray(arr)
 
 
@@ -148,12 +174,12 @@ def as_rhs(b, queue, n: int, dtype, *, name: str = "b", check_finite: bool = Tru
         raise ValueError(f"{name} has {arr.shape[0]} rows; the matrix is {n} x {n}")
     if is_device_array(arr):
         if check_finite and device_has_nonfinite(queue, arr):
-            raise ValueError("array must not contain infs or NaNs")
+            raise ValueError(NONFINITE)
         return arr
     if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:
         raise TypeError(f"{name} has dtype {arr.dtype}; use float32 or float64")
     if check_finite and not np.isfinite(arr).all():
-        raise ValueError("array must not contain infs or NaNs")
+        raise ValueError(NONFINITE)
     return np.ascontiguousarray(arr, dtype=dtype)
 
 

@@ -50,9 +50,9 @@ from numpy.linalg import LinAlgError
 from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
-from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
-from ._validate import (as_matrix, as_rhs, count_nonfinite, deliver, is_device_array, rhs_work,
-                        work_array)
+from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._validate import (as_matrix, as_rhs, defers_finite_check, deliver, is_device_array,
+                        read_status, rhs_work, status_flags, work_array)
 from .blas import View, syrk, tile_grid, tile_launch, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -329,9 +329,7 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
     """
     n = a.shape[0]
     dtype = a.dtype
-    info = int_zeros(queue, 2)                       # [info, NaN/Inf entries of a]
-    if check_finite:
-        count_nonfinite(queue, a, info, slot=1)
+    info = status_flags(queue, a, check_finite)
     nb = block or block_size(queue, dtype, n)
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("cholesky", method, queue, (n, n), dtype, a.get, lower=lower, **extra):
@@ -342,9 +340,7 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
             else:
                 factor_blocked(loop_queue, view_of(a), n, lower=lower, dtype=dtype, info=info,
                                block=nb)
-        code, nonfinite = (int(x) for x in info.get())
-        if nonfinite:
-            raise ValueError("array must not contain infs or NaNs")
+        code = read_status(info)
         if code:
             raise not_positive_definite(code)
         if clean:
@@ -357,8 +353,7 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
 def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=None):
     check_method(method)
     queue = resolve_queue(queue)
-    # a device input that is copied is checked on the copy, beside the factorization
-    deferred = check_finite and is_device_array(a) and not overwrite_a
+    deferred = defers_finite_check(a, check_finite, overwrite_a)
     a_ = as_matrix(a, queue, check_finite=check_finite and not deferred)
     n = a_.shape[0]
     device = is_device_array(a_)

@@ -54,8 +54,8 @@ from ._device import device_info, resolve_queue
 from ._params import check, params
 from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, launch_queue,
                         round_up, set_args)
-from ._validate import (as_matrix, as_rhs, check_fp64, count_nonfinite, deliver,
-                        is_device_array, rhs_work, work_array)
+from ._validate import (as_matrix, as_rhs, check_fp64, defers_finite_check, deliver,
+                        is_device_array, read_status, rhs_work, status_flags, work_array)
 from .blas import View, gemm, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -696,9 +696,7 @@ def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=No
     """
     n = a.shape[0]
     piv = cl_array.to_device(queue, np.arange(n, dtype=np.int32))
-    info = int_zeros(queue, 2)                       # [info, NaN/Inf entries of a]
-    if check_finite:
-        count_nonfinite(queue, a, info, slot=1)
+    info = status_flags(queue, a, check_finite)
     no_pivot = pivoting == "none"
     with launch_queue(queue) as loop_queue:
         if variant == "faithful":
@@ -719,9 +717,7 @@ def _info(queue, a, n, info_dev, variant) -> int:
     (ValueError if the input was found to hold NaN/Inf)."""
     if n == 0:
         return 0
-    info, nonfinite = (int(x) for x in info_dev.get())
-    if nonfinite:
-        raise ValueError("array must not contain infs or NaNs")
+    info = read_status(info_dev)
     if variant == "faithful":
         diag = a.get().diagonal()
         zeros = np.flatnonzero(diag == 0)
@@ -772,8 +768,7 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     """
     method, variant, pivoting = _resolve_options(method, variant, pivoting)
     queue = resolve_queue(queue)
-    # a device input that is copied is checked on the copy, beside the factorization
-    deferred = check_finite and is_device_array(a) and not overwrite_a
+    deferred = defers_finite_check(a, check_finite, overwrite_a)
     a_ = as_matrix(a, queue, check_finite=check_finite and not deferred)
     n = a_.shape[0]
     device = is_device_array(a_)

@@ -36,7 +36,7 @@ from scipy.linalg import LinAlgWarning
 
 from . import trace
 from ._device import device_info, resolve_queue
-from ._validate import is_device_array
+from ._validate import NONFINITE, is_device_array
 from .ad2at import assemble_device, check_shape, validate_weights
 from .blas import view_of
 from .cholesky import check_method, factor_device, solve_factored
@@ -171,7 +171,7 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
         raise ValueError(f"b must have shape ({n},), one entry per column of a, "
                          f"got {b64.shape}")
     if check_finite and not (np.isfinite(a64).all() and np.isfinite(b64).all()):
-        raise ValueError("array must not contain infs or NaNs")
+        raise ValueError(NONFINITE)
     if m == 0:
         empty = np.empty(0)
         return WLSResult(empty, empty.copy(), 0, converged=True,
