@@ -241,6 +241,11 @@ def chol_fused_leaf(p: dict, gemm: dict) -> bool:
             >= p["LEAF"])
 
 
+def thin_gemm(p: dict) -> dict | None:
+    """The ``gemm`` set inside the ``gemm_thin`` set ``p``, or None where MAX_K is 0."""
+    return {key: value for key, value in p.items() if key != "MAX_K"} if p["MAX_K"] else None
+
+
 def _lv(w: int) -> int:
     return 4 if w % 4 == 0 else (2 if w % 2 == 0 else 1)
 
@@ -251,8 +256,8 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
         if family == "gemm_thin":
             if p["MAX_K"] < 0:
                 return "MAX_K must be >= 0"
-            shape = {key: value for key, value in p.items() if key != "MAX_K"}
-            return None if p["MAX_K"] == 0 else check("gemm", shape, info, itemsize)
+            shape = thin_gemm(p)
+            return None if shape is None else check("gemm", shape, info, itemsize)
         if family == "gemm":
             if p.get("KERNEL") == "direct":
                 rm, vw, nv, lx = p["RM"], p["VW"], p["NV"], p["LX"]

@@ -21,7 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._device import device_info, resolve_queue
-from ._params import check, params
+from ._params import check, params, thin_gemm
 from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
 from ._validate import as_matrix
 
@@ -132,10 +132,7 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
 def _shape(queue, k: int, dtype) -> dict:
     """The gemm parameters for inner dimension k: ``gemm_thin`` up to its MAX_K."""
     thin = params(queue, "gemm_thin", dtype)
-    if 0 < k <= thin["MAX_K"]:
-        del thin["MAX_K"]
-        return thin
-    return params(queue, "gemm", dtype)
+    return thin_gemm(thin) if 0 < k <= thin["MAX_K"] else params(queue, "gemm", dtype)
 
 
 def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, dtype,

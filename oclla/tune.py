@@ -344,10 +344,8 @@ def tune_lu(queue, dtype, quick: bool, log) -> dict:
     current["lu"]["SMALL_N"] = 0
 
     def check():
-        thin = _params.params(queue, "gemm_thin", dtype)
-        shape = {key: value for key, value in thin.items() if key != "MAX_K"}
-        return (check_gemm(queue, shape, dtype) if thin["MAX_K"] else None) \
-            or check_lu(queue, dtype)
+        shape = _params.thin_gemm(_params.params(queue, "gemm_thin", dtype))
+        return (check_gemm(queue, shape, dtype) if shape else None) or check_lu(queue, dtype)
     _descend(queue, dtype, SPACE["lu"](kind, quick), current,
              lambda: _lu_time(queue, a, "blocked"), check, log, n)
     current["lu"]["SMALL_N"] = _crossover(
