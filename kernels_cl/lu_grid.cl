@@ -147,11 +147,8 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
 #else
         real top = -ONE;
         int top_row = col;
-        for (int i = lid; i < count; i += WG) {
-            const real cv = cand_val[par * groups + i];
-            const int cr = cand_row[par * groups + i];
-            if (BEATS(cv, cr, top, top_row)) { top = cv; top_row = cr; }
-        }
+        for (int i = lid; i < count; i += WG)
+            KEEP_BEST(cand_val[par * groups + i], cand_row[par * groups + i], top, top_row)
         real value;
         const int winner = wg_reduce_argmax(top, top_row, vals, rows, &value);
         const int p = value >= ZERO ? winner : col;     /* all NaN: keep the diagonal */

@@ -266,7 +266,11 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
      * multiplier l and subtract l * urow right of it, and every row rotates by
      * one entry: entry 0 holds column j + 1 for the next step, and the rows'
      * column j moves to entry LW - 1.  Entries i >= LW - j hold finished
-     * columns (multipliers and U): the update leaves them alone. */
+     * columns (multipliers and U): u is zero there, so that one FMA per entry
+     * leaves them as they are (|l| <= 1), and only slot 0 holds rows at or
+     * above j (WG >= LW), which a select keeps.  A zero pivot scales nothing
+     * and updates nothing (its column below is zero: LAPACK's update is then
+     * the identity); a subnormal one divides (LAPACK's ?getf2). */
 #define PUBLISH_J_ENTRY(j, s, i) if ((i) < LW) jrow[(j) & 1][i] = X(s, i);
 #define PUBLISH_J(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(PUBLISH_J_ENTRY, j, s) }
 #define PUBLISH_P_ENTRY(j, s, i) if ((i) < LW) urow[i] = X(s, i);
@@ -275,21 +279,26 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #define TAKE_J(j, s) if ((s) < ROWS && (s) == p_slot) { EACH_COL(TAKE_J_ENTRY, j, s) }
 #define TAKE_P_ENTRY(j, s, i) if ((i) < LW) X(s, i) = urow[i];
 #define TAKE_P(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(TAKE_P_ENTRY, j, s) }
-#define LOAD_U(j, s, i) if ((i) > 0 && (i) < LW) u[i] = urow[i];
-#define SHIFT_ENTRY(j, s, i) if ((i) > 0 && (i) < LW) \
-        X(s, (i) - 1) = below && (i) < live ? X(s, i) - l * u[i] : X(s, i);
+#define LOAD_U(j, s, i) if ((i) > 0 && (i) < LW) u[i] = (i) < live ? urow[i] : ZERO;
+#define SHIFT_ENTRY(j, s, i) if ((i) > 0 && (i) < LW) X(s, (i) - 1) = X(s, i) - f * u[i];
+#define SHIFT_ENTRY_ABOVE(j, s, i) if ((i) > 0 && (i) < LW) \
+        X(s, (i) - 1) = below ? X(s, i) - f * u[i] : X(s, i);
 #define UPDATE(j, s) if ((s) < ROWS) { \
         const int r = (s) * WG + lid; \
-        const int below = r > j && r < m; \
+        const int below = (s) > 0 && WG >= LW ? 1 : r > j; \
         const real first = X(s, 0); \
-        const real l = !below ? first : pivot == ZERO ? first : multiplier(first, pivot, inv); \
-        EACH_COL(SHIFT_ENTRY, j, s) \
-        X(s, LW - 1) = l; \
-        const int take = below && fabs(X(s, 0)) > best; \
+        const real f = !scale ? ZERO : tiny ? first / pivot : first * inv; \
+        if ((s) > 0 && WG >= LW) { \
+            EACH_COL(SHIFT_ENTRY, j, s) \
+        } else { \
+            EACH_COL(SHIFT_ENTRY_ABOVE, j, s) \
+        } \
+        X(s, LW - 1) = below && scale ? f : first; \
+        const int take = below && r < m && fabs(X(s, 0)) > best; \
         best = take ? fabs(X(s, 0)) : best; \
         best_row = take ? r : best_row; }
     for (int j = 0; j < w; j++) {
-        const int j_item = j % WG, j_slot = j / WG;
+        const int j_item = j % WG, j_slot = WG >= LW ? 0 : j / WG;
         if (lid == j_item) {
             EACH_SLOT(PUBLISH_J, j) }
         vals[lid] = best;
@@ -305,14 +314,15 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const real pivot = urow[0], inv = ONE / pivot;
-        if (lid == 0 && pivot == ZERO && *info == 0)
+        const int scale = pivot != ZERO, tiny = fabs(pivot) < REAL_MIN;
+        if (lid == 0 && !scale && *info == 0)
             *info = c0 + j + 1;
         if (lid == p_item) {
             EACH_SLOT(TAKE_J, j) }
         if (lid == j_item) {
             EACH_SLOT(TAKE_P, j) }
-        EACH_COL(LOAD_U, j, 0)
         const int live = LW - j;
+        EACH_COL(LOAD_U, j, 0)
         best = -ONE;
         best_row = j + 1;
         EACH_SLOT(UPDATE, j)

@@ -163,13 +163,8 @@ void window_step(__global real *a, const int lda, const int n, __global int *sta
      * there are none above -1, as with NaN) */
     real best = -ONE;
     int best_row = k;
-    for (int b = lid; b < prev; b += WG) {
-        const real v = cand_val[side * stride + b];
-        const int r = cand_row[side * stride + b];
-        const int take = BEATS(v, r, best, best_row);
-        best = take ? v : best;
-        best_row = take ? r : best_row;
-    }
+    for (int b = lid; b < prev; b += WG)
+        KEEP_BEST(cand_val[side * stride + b], cand_row[side * stride + b], best, best_row)
     real value;
     const int p = wg_reduce_argmax(best, best_row, vals, rows, &value);
     const int rk = phys(pm, p, k0);                     /* logical row k after the interchange */

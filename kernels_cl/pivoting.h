@@ -29,11 +29,20 @@
 
 /* (v, r) beats (best, best_row): a larger value, or the same value in a lower
  * row (values are never NaN: candidates start at -1 and only grow by >). */
-#define BEATS(v, r, best, best_row) ((v) > (best) || ((v) == (best) && (r) < (best_row)))
+#define BEATS(v, r, best, best_row) (((v) > (best)) | (((v) == (best)) & ((r) < (best_row))))
+
+/* (best, best_row) becomes (v, r) where that beats it, by selects. */
+#define KEEP_BEST(v, r, best, best_row) { \
+        const real v_ = (v); \
+        const int r_ = (r), take_ = BEATS(v_, r_, best, best_row); \
+        best = take_ ? v_ : best; \
+        best_row = take_ ? r_ : best_row; }
 
 /* Items lid < into fold vals/rows[lid + i*into] for all i into entry lid, so
  * that the winner of [0, count) is that of [0, into).  The entries must be
- * visible to all; a barrier must follow. */
+ * visible to all; a barrier must follow.  Indices past count are clamped to
+ * count - 1 (a repeated candidate changes no winner), so every load is
+ * unconditional and they all issue before the first comparison. */
 void argmax_fold(__local real *vals, __local int *rows, const int lid, const int count,
                  const int into)
 {
@@ -42,14 +51,8 @@ void argmax_fold(__local real *vals, __local int *rows, const int lid, const int
         int best_row = rows[lid];
         #pragma unroll
         for (int k = 1; k < (count + into - 1) / into; k++) {
-            const int i = lid + k * into;
-            if (i < count) {
-                const real v = vals[i];
-                const int r = rows[i];
-                const int take = BEATS(v, r, best, best_row);
-                best = take ? v : best;
-                best_row = take ? r : best_row;
-            }
+            const int i = min(lid + k * into, count - 1);
+            KEEP_BEST(vals[i], rows[i], best, best_row)
         }
         vals[lid] = best;
         rows[lid] = best_row;
@@ -64,15 +67,13 @@ int argmax_scan(__local const real *vals, __local const int *rows, const int cou
                 real *value)
 {
     real best = vals[0];
-    int best_row = rows[0];
     #pragma unroll
-    for (int i = 1; i < count; i++) {
-        const real v = vals[i];
-        const int r = rows[i];
-        const int take = BEATS(v, r, best, best_row);
-        best = take ? v : best;
-        best_row = take ? r : best_row;
-    }
+    for (int i = 1; i < count; i++)
+        best = fmax(best, vals[i]);
+    int best_row = INT_MAX;
+    #pragma unroll
+    for (int i = 0; i < count; i++)
+        best_row = min(best_row, vals[i] == best ? rows[i] : INT_MAX);
     *value = best;
     return best_row;
 }
