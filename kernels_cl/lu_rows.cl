@@ -77,38 +77,47 @@ int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int n
 #endif
 }
 
-/* Where the leaf's interchanges (swaps[i]: the row that row c0 + i was
- * interchanged with, at or below it) take the rows, once for all columns:
+/* The row whose entries the leaf's interchanges (swaps[i]: the row that row
+ * c0 + i was interchanged with, at or below it) bring to row x: the
+ * interchanges undone, last first. */
+int origin_of(__local const int *swaps, const int c0, const int w, int x)
+{
+    for (int i = w - 1; i >= 0; i--) {
+        const int p = swaps[i];
+        x = x == c0 + i ? p : x == p ? c0 + i : x;
+    }
+    return x;
+}
+
+/* Where the leaf's interchanges take the rows, once for all columns:
  * afterwards row c0 + i (i < w) holds what row from[i] held, and row
- * out_row[k] (k < *outs, rows below the leaf's first w) what row out_from[k]
- * held.  Run by one item, the interchanges in order. */
+ * out_row[k] (k < *outs, rows below the leaf's first w, in the order they are
+ * first named in swaps) what row out_from[k] held.  Called by every item; the
+ * results are visible after one more barrier of the caller's. */
 void leaf_permutation(__local const int *swaps, const int c0, const int w,
                       __local int *from, __local int *out_row, __local int *out_from,
-                      __local int *outs)
+                      __local int *outs, __local int *named_first, const int lid)
 {
-    int n_out = 0;
-    for (int i = 0; i < w; i++)
-        from[i] = c0 + i;
-    for (int i = 0; i < w; i++) {
-        const int p = swaps[i];
-        int held;
-        if (p < c0 + w) {
-            held = from[p - c0];
-            from[p - c0] = from[i];
-        } else {
-            int k = 0;
-            while (k < n_out && out_row[k] != p)
-                k++;
-            if (k == n_out) {
-                out_row[k] = out_from[k] = p;
-                n_out++;
-            }
-            held = out_from[k];
-            out_from[k] = from[i];
-        }
-        from[i] = held;
+    for (int t = lid; t < w; t += WG) {
+        from[t] = origin_of(swaps, c0, w, c0 + t);
+        const int p = swaps[t];
+        int first = p >= c0 + w;
+        for (int s = 0; s < t; s++)
+            first &= swaps[s] != p;
+        named_first[t] = first;
     }
-    *outs = n_out;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = lid; t < w; t += WG) {
+        int k = 0;
+        for (int s = 0; s < t; s++)
+            k += named_first[s];
+        if (named_first[t]) {
+            out_row[k] = swaps[t];
+            out_from[k] = origin_of(swaps, c0, w, swaps[t]);
+        }
+        if (t == w - 1)
+            *outs = k + named_first[t];
+    }
 }
 
 /* Column col of the panel, outside the leaf, once the leaf is stored: the
@@ -236,7 +245,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     __local int rows[WG];
     __local real urow[LW], jrow[2][LW];
     __local real l11[LW * LW];
-    __local int swaps[LW], from[LW], out_row[LW], out_from[LW], outs[1];
+    __local int swaps[LW], from[LW], out_row[LW], out_from[LW], outs[1], named_first[LW];
     __local real stage[STAGE * (LW + 1)];
     const int lid = get_local_id(0);
     const int m = n - c0;
@@ -337,8 +346,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         EACH_SLOT(ROTATE, 0)
     }
 
-    if (lid == 0)
-        leaf_permutation(swaps, c0, w, from, out_row, out_from, outs);
+    leaf_permutation(swaps, c0, w, from, out_row, out_from, outs, named_first, lid);
 
     /* the leaf back to memory; L11 to local memory */
 #define STORE_ENTRY(j, s, i) if ((i) < LW) { \

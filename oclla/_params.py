@@ -40,7 +40,10 @@ Families and their keys
            leaves (a rank-LEAF_W GEMM on all of it after each leaf, no TRSM or
            interchange launches; 0: never); LEAF_SCAN: the
            register leaf's pivot search folds the candidates to LEAF_SCAN² (if more),
-           then to LEAF_SCAN entries, which every item scans;
+           then to LEAF_SCAN entries, which every item scans; LEAF_WG: the fewest
+           work-items of a register leaf (0: PANEL_WG; a leaf of m rows takes the
+           fewest from LEAF_WG up to PANEL_WG that hold them); LEAF_STAGE: the most
+           rows a register leaf moves through local memory at once (0: its items);
            PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
            PANEL_WY) instead of one-work-group leaves; PANEL_GRID: 1 to factor each
@@ -197,7 +200,8 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=0 if gpu else 1,
                     PANEL_SPLIT=0, PANEL_GRID=int(gpu), GRID_WX=gx, GRID_WY=gy,
-                    GRID_PER_CU=1, GRID_RPI=16 if gpu else 4, FLAT_N=0, LEAF_SCAN=32)
+                    GRID_PER_CU=1, GRID_RPI=16 if gpu else 4, FLAT_N=0, LEAF_SCAN=32,
+                    LEAF_WG=0, LEAF_STAGE=0)
     if family == "chol":
         leaf = 64
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
@@ -312,6 +316,8 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                     or p["FLAT_N"] < 0 or p["LEAF_SCAN"] not in (2, 4, 8, 16, 32)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, FLAT_N >= 0, "
                         "LOOKAHEAD and PANEL_COLUMNS 0 or 1, LEAF_SCAN in 2, 4, 8, 16, 32")
+            if any(v < 0 or v & (v - 1) for v in (p["LEAF_WG"], p["LEAF_STAGE"])):
+                return "LEAF_WG and LEAF_STAGE 0 or a power of two"
             gx, gy = p["GRID_WX"], p["GRID_WY"]
             if (p["PANEL_GRID"] not in (0, 1) or not 1 <= p["GRID_PER_CU"] <= 8
                     or p["GRID_RPI"] not in (0, 1, 2, 4, 8, 16, 32) or min(gx, gy) < 1

@@ -392,9 +392,10 @@ class _Panels:
     * register leaves (REG_SLOTS > 0) where the panel's m rows fit: left to
       right, LEAF_W columns held in the registers of one work-group
       (``getf2_rows``, kernels_cl/lu_rows.cl: whole rows per work-item, m <=
-      rows x PANEL_WG with rows x LEAF_W <= REG_SLOTS), which also
+      rows x items with rows x LEAF_W <= REG_SLOTS and the fewest items from
+      LEAF_WG up to PANEL_WG), which also
       interchanges the panel's other columns and forms U12 (or, where they
-      are more than PANEL_WG, ``leaf_columns`` across work-groups), then one
+      are more than its items, ``leaf_columns`` across work-groups), then one
       GEMM (rank LEAF_W) on the panel's columns right of the leaf: two or
       three launches per leaf;
     * recursively (LAPACK ?getrf2: left half, interchanges, TRSM, GEMM, right
@@ -421,44 +422,53 @@ class _Panels:
 
     def fits(self, m: int) -> bool:
         """Whether panels of m rows go to register leaves."""
-        return self._reg_shape(m) > 0
+        return self._reg_shape(m) is not None
 
-    def _reg_shape(self, m: int) -> int:
-        """Rows per work-item of the register leaf (LEAF_W wide) for m rows, or 0 if
-        it does not fit: at most REG_SLOTS registers (rows x LEAF_W) and 16 rows,
-        and local memory for a stage of at least one row."""
-        wg, lw = self.p["PANEL_WG"], self.p["LEAF_W"]
+    def _reg_shape(self, m: int) -> tuple[int, int] | None:
+        """(work-group size, rows per work-item) of the register leaf (LEAF_W wide) for
+        m rows, or None if they do not fit: the fewest items from LEAF_WG (0:
+        PANEL_WG) up to PANEL_WG, by powers of two, whose rows (a power of two, at
+        most 16) take at most REG_SLOTS registers (rows x LEAF_W), and local memory
+        for a stage of at least one row."""
+        most, lw = self.p["PANEL_WG"], self.p["LEAF_W"]
+        wg = min(self.p["LEAF_WG"] or most, most)
+        most_rows = min(16, self.p["REG_SLOTS"] // lw)
+        while wg < most and wg * most_rows < m:
+            wg *= 2
         rows = 1
         while rows * wg < m:
             rows *= 2
-        fits = rows <= 16 and rows * lw <= self.p["REG_SLOTS"] and self._stage_rows() > 0
-        return rows if fits else 0
+        fits = rows <= most_rows and self._stage_rows(wg) > 0
+        return (wg, rows) if fits else None
 
-    def _stage_rows(self) -> int:
-        """Rows the register leaf moves through local memory at once (kernels_cl/lu_rows.cl
-        STAGE): the most, a power of two up to PANEL_WG and at least PANEL_WG / LEAF_W
-        (every item moves a whole part of each chunk), that fit in local memory beside
-        the leaf's other arrays; 0 if not even the fewest do."""
-        wg, lw, size = self.p["PANEL_WG"], self.p["LEAF_W"], np.dtype(self.dtype).itemsize
-        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 4 * lw + 1) * 4
-        stage = wg
-        while stage >= max(1, wg // lw) and fixed + stage * (lw + 1) * size > self.local_mem:
+    def _stage_rows(self, wg: int) -> int:
+        """Rows a register leaf of wg items moves through local memory at once
+        (kernels_cl/lu_rows.cl STAGE): the most, a power of two up to wg and
+        LEAF_STAGE (0: wg) and at least wg / LEAF_W (every item moves a whole part
+        of each chunk), that fit in local memory beside the leaf's other arrays; 0
+        if not even the fewest do."""
+        lw, size = self.p["LEAF_W"], np.dtype(self.dtype).itemsize
+        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 5 * lw + 1) * 4
+        fewest = max(1, wg // lw)
+        stage = max(min(self.p["LEAF_STAGE"] or wg, wg), fewest)
+        while stage >= fewest and fixed + stage * (lw + 1) * size > self.local_mem:
             stage //= 2
-        return stage if stage >= max(1, wg // lw) else 0
+        return stage if stage >= fewest else 0
 
     def _kernel(self, source: str, name: str, **defines):
-        """The panel kernel ``name`` for this panel's work-group size and pivoting."""
+        """The panel kernel ``name`` for its work-group size (WG in defines, else
+        PANEL_WG) and this panel's pivoting."""
         key = (name, *defines.values())
         kernel = self._kernels.get(key)
         if kernel is None:
+            defines.setdefault("WG", self.p["PANEL_WG"])
             kernel = self._kernels[key] = get_kernel(
-                self.queue, source, name, self.dtype, WG=self.p["PANEL_WG"],
-                NO_PIVOT=int(self.no_pivot), **defines)
+                self.queue, source, name, self.dtype, NO_PIVOT=int(self.no_pivot), **defines)
         return kernel
 
     def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
         kernel = self._kernel(source, name, **defines)
-        wg = self.p["PANEL_WG"]
+        wg = defines.get("WG", self.p["PANEL_WG"])
         enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), *extra, self.piv.data,
                 self.info.data)
@@ -467,15 +477,16 @@ class _Panels:
         """The panel left to right in register leaves, each followed by the rank-lw
         update of the panel's columns right of it.  The leaf itself applies its
         interchanges to the panel's other columns and forms U12 where they are at
-        most PANEL_WG (one per item), else ``leaf_columns`` does, one per item of
-        as many work-groups as they need."""
-        A, n, end, lw, wg = self.A, self.n, c0 + w, self.p["LEAF_W"], self.p["PANEL_WG"]
+        most its work-items (one per item), else ``leaf_columns`` does, one per item
+        of as many work-groups as they need."""
+        A, n, end, lw = self.A, self.n, c0 + w, self.p["LEAF_W"]
         if self._perm is None:
             self._perm = int_zeros(self.queue, 1 + 3 * lw)
         c = c0
         while c < end:
             jb = min(lw, end - c)
-            defines = dict(LW=lw, ROWS=self._reg_shape(n - c), STAGE=self._stage_rows(),
+            wg, rows = self._reg_shape(n - c)
+            defines = dict(WG=wg, LW=lw, ROWS=rows, STAGE=self._stage_rows(wg),
                            ARGMAX_SCAN=self.p["LEAF_SCAN"])
             inline = w - jb <= wg
             self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0 if inline else c),

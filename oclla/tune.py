@@ -101,6 +101,8 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("lu", "REG_SLOTS", (0, 16, 32, 64) if gpu else (0, 16)),
         ("lu", "FLAT_N", (0, 1024, 2048) if gpu else (0, 256)),
         ("lu", "LEAF_SCAN", (8, 16, 32)),
+        ("lu", "LEAF_WG", (0, 128, 256) if gpu else (0,)),
+        ("lu", "LEAF_STAGE", (0, 128, 256) if gpu else (0,)),
         ("lu", "GRID_PER_CU", (1, 2)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
         ("trsm", "INVERSE", (0, 1)),

@@ -38,6 +38,9 @@ BLOCKED_SETS = [
          FLAT_N=1000),
     dict(NB=8, LEAF_W=4, PANEL_WG=8, REG_SLOTS=64, PANEL_COLUMNS=1, SMALL_N=0, LOOKAHEAD=0,
          FLAT_N=1000),
+    # leaves of 4 items up to 32 as their rows need, moved 8 rows at a time at most
+    dict(NB=16, LEAF_W=8, PANEL_WG=32, REG_SLOTS=32, LEAF_WG=4, LEAF_STAGE=8,
+         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=1000),
     # 256 items: their candidates folded to LEAF_SCAN, then scanned; 64 items: folded to
     # LEAF_SCAN² first
     dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=4, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
@@ -188,29 +191,42 @@ def test_register_leaf_needs_room(queue):
     from oclla.lu import _Panels
     panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
                      dtype=np.float32, no_pivot=False)
-    assert [panels._reg_shape(m) for m in (1, 16, 17, 33, 64, 65)] == [1, 1, 2, 4, 4, 0]
+    assert [panels._reg_shape(m) for m in (1, 16, 17, 33, 64, 65)] == \
+        [(16, 1), (16, 1), (16, 2), (16, 4), (16, 4), None]
     _params.override("lu", dict(LEAF_W=4, PANEL_WG=2, REG_SLOTS=64, PANEL_COLUMNS=0))
     panels.p = _params.params(queue, "lu", np.float32)
-    assert panels._reg_shape(32) == 16 and panels._reg_shape(33) == 0   # at most 16 rows
+    assert panels._reg_shape(32) == (2, 16) and panels._reg_shape(33) is None  # 16 rows at most
     _params.override("lu", dict(LEAF_W=16, PANEL_WG=8, REG_SLOTS=0, PANEL_COLUMNS=0))
     panels.p = _params.params(queue, "lu", np.float32)
-    assert panels._reg_shape(1) == 0
+    assert panels._reg_shape(1) is None
+
+
+def test_register_leaf_takes_the_fewest_items_that_hold_its_rows(queue):
+    """From LEAF_WG items up to PANEL_WG, by powers of two: as few as hold the rows at
+    REG_SLOTS / LEAF_W rows per item."""
+    _params.override("lu", dict(LEAF_W=8, PANEL_WG=64, REG_SLOTS=32, LEAF_WG=4,
+                                PANEL_COLUMNS=0))
+    from oclla.lu import _Panels
+    panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
+                     dtype=np.float32, no_pivot=False)
+    assert [panels._reg_shape(m) for m in (1, 5, 16, 17, 33, 256, 257)] == \
+        [(4, 1), (4, 2), (4, 4), (8, 4), (16, 4), (64, 4), None]
 
 
 @settings(max_examples=12, deadline=None)
 @given(n=st.integers(1, 70), seed=st.integers(0, 2**32 - 1),
        shape=st.sampled_from([(4, 4, 16), (8, 8, 16), (16, 4, 64), (8, 16, 32)]),
        flat=st.sampled_from([0, 24, 1000]), scan=st.sampled_from([2, 4, 32]),
-       double=st.booleans())
-def test_property_register_leaves(queue, n, seed, shape, flat, scan, double):
-    """Register leaves of any shape (LEAF_W, PANEL_WG, REG_SLOTS), with or without the
-    flat tail and any candidate fold, on random orders: LAPACK's pivots, small
-    backward error; the input is left alone."""
+       leaf_wg=st.sampled_from([0, 1, 4]), double=st.booleans())
+def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, double):
+    """Register leaves of any shape (LEAF_W, PANEL_WG, REG_SLOTS, LEAF_WG), with or
+    without the flat tail and any candidate fold, on random orders: LAPACK's pivots,
+    small backward error; the input is left alone."""
     dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
     lw, wg, slots = shape
     _params.override("lu", dict(NB=8, LEAF_W=lw, PANEL_WG=wg, REG_SLOTS=slots,
                                 PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat,
-                                LEAF_SCAN=scan))
+                                LEAF_SCAN=scan, LEAF_WG=leaf_wg))
     a = np.random.default_rng(seed).uniform(-1, 1, (n, n)).astype(dtype)
     before = a.copy()
     lu, piv = oclla.lu_factor(a, queue=queue)
@@ -250,15 +266,18 @@ def test_register_leaf_stage_fits_local_memory(queue):
     from oclla.lu import _Panels
     panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
                      dtype=np.float32, no_pivot=False)
-    fixed = (64 + 3 * 16 + 16 * 16) * 4 + (64 + 4 * 16 + 1) * 4   # candidates, rows, L11, ...
+    fixed = (64 + 3 * 16 + 16 * 16) * 4 + (64 + 5 * 16 + 1) * 4   # candidates, rows, L11, ...
     panels.local_mem = fixed + 64 * 17 * 4
-    assert panels._stage_rows() == 64 and panels._reg_shape(100) == 2
+    assert panels._stage_rows(64) == 64 and panels._reg_shape(100) == (64, 2)
     panels.local_mem -= 1
-    assert panels._stage_rows() == 32
+    assert panels._stage_rows(64) == 32
     panels.local_mem = fixed + 4 * 17 * 4
-    assert panels._stage_rows() == 4
+    assert panels._stage_rows(64) == 4
     panels.local_mem -= 1
-    assert panels._stage_rows() == 0 and panels._reg_shape(100) == 0
+    assert panels._stage_rows(64) == 0 and panels._reg_shape(100) is None
+    panels.local_mem = 1 << 20
+    panels.p = dict(panels.p, LEAF_STAGE=16)                  # at most LEAF_STAGE rows
+    assert panels._stage_rows(64) == 16 and panels._stage_rows(8) == 8
 
 
 @pytest.mark.parametrize("stage", (2, 4))
@@ -266,7 +285,7 @@ def test_register_leaves_through_a_small_stage(queue, stage, monkeypatch):
     """Leaves moved through local memory fewer rows at a time than the work-group has
     items (a device with little local memory) factor the same."""
     from oclla.lu import _Panels
-    monkeypatch.setattr(_Panels, "_stage_rows", lambda self: stage)
+    monkeypatch.setattr(_Panels, "_stage_rows", lambda self, wg: stage)
     _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
                                 SMALL_N=0, LOOKAHEAD=0, FLAT_N=64))
     n = 29
