@@ -49,6 +49,10 @@
 #define STAGE WG           /* rows moved between memory and registers at once (a power of
                               two from WG / LW up to WG) */
 #endif
+#ifndef MAP
+#define MAP 0              /* 1: the leaf's rows are rows rowmap[c0 + r] (the flat tail,
+                              lu_flat.cl: interchanges deferred, U12 left to later) */
+#endif
 #include "pivoting.h"
 
 /* The pivot row: the (largest value, lowest row) over the WG candidates in
@@ -192,29 +196,59 @@ __kernel void leaf_columns(__global real *a, const int lda, const int c0, const 
 #define CHUNK_PART (STAGE * LW / WG)
 #define CHUNK_ELEM(k) ((k) * WG + lid)
 
-/* Rows [r0, r0 + STAGE) of the leaf (columns [0, w), rows below m; zeros
- * elsewhere) from memory to stage; a barrier must follow before it is read,
- * and precede it where the stage was read before. */
-void load_chunk(__global const real *base, const int lda, const int m, const int w,
-                const int r0, __local real *stage, const int lid)
+/* The memory row of the leaf's row r: c0 + r, or rowmap[c0 + r] with MAP. */
+#if MAP
+#define LEAF_ROW(r) rowmap[c0 + (r)]
+#else
+#define LEAF_ROW(r) (c0 + (r))
+#endif
+
+/* Rows [r0, r0 + STAGE) of the leaf (columns [0, w) from column c0, rows below
+ * m; zeros elsewhere) from memory to stage; a barrier must follow before it is
+ * read, and precede it where the stage was read before. */
+void load_chunk(__global const real *a, const int lda, const int c0, const int m,
+                const int w, const int r0, __local real *stage, const int lid,
+                __global const int *rowmap)
 {
     #pragma unroll
     for (int k = 0; k < CHUNK_PART; k++) {
         const int r = CHUNK_ELEM(k) / LW, i = CHUNK_ELEM(k) % LW;
-        stage[STAGED(r, i)] = r0 + r < m && i < w ? base[AT(r0 + r, i, lda)] : ZERO;
+        stage[STAGED(r, i)] = r0 + r < m && i < w ? a[AT(LEAF_ROW(r0 + r), c0 + i, lda)]
+                                                  : ZERO;
     }
 }
 
-/* Rows [r0, r0 + STAGE) of the leaf (columns [0, w), rows below m) from stage
- * to memory; the stage must be visible to all (a barrier) before. */
-void store_chunk(__global real *base, const int lda, const int m, const int w, const int r0,
-                 __local const real *stage, const int lid)
+/* Rows [r0, r0 + STAGE) of the leaf (columns [0, w) from column c0, rows below
+ * m) from stage to memory rows to[r - r0]; the stage must be visible to all (a
+ * barrier) before. */
+void store_chunk(__global real *a, const int lda, const int c0, const int m, const int w,
+                 const int r0, __local const real *stage, __local const int *to,
+                 const int lid)
 {
     #pragma unroll
     for (int k = 0; k < CHUNK_PART; k++) {
         const int r = CHUNK_ELEM(k) / LW, i = CHUNK_ELEM(k) % LW;
         if (r0 + r < m && i < w)
-            base[AT(r0 + r, i, lda)] = stage[STAGED(r, i)];
+            a[AT(to[r], c0 + i, lda)] = stage[STAGED(r, i)];
+    }
+}
+
+/* The strictly lower part of the inverse of the unit lower triangular w x w
+ * L11 (l11: LW x LW, row-major) to linv (LW x LW, row-major, zero elsewhere):
+ * item t < LW forms column t by substitution.  l11 must be visible to all. */
+void store_l11_inverse(__local const real *l11, const int w, __global real *linv,
+                       const int lid)
+{
+    for (int t = lid; t < LW; t += WG) {
+        real col[LW];
+        for (int k = 0; k < LW; k++) {
+            real s = k == t ? ONE : ZERO;
+            for (int q = t; q < k; q++)
+                s -= l11[k * LW + q] * col[q];
+            col[k] = s;
+        }
+        for (int k = 0; k < LW; k++)
+            linv[k * LW + t] = k > t && k < w && t < w ? col[k] : ZERO;
     }
 }
 
@@ -238,19 +272,27 @@ void store_chunk(__global real *base, const int lda, const int m, const int w, c
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void getf2_rows(__global real *a, const int lda, const int n, const int c0, const int w,
-                const int p0, const int p1, __global int *perm, __global int *piv,
-                __global int *info)
+#if MAP
+                __global int *rowmap, __global real *linv,
+#else
+                const int p0, const int p1, __global int *perm,
+#endif
+                __global int *piv, __global int *info)
 {
+#if !MAP
+    __global int *rowmap = 0;
+#endif
     __local real vals[WG];
     __local int rows[WG];
     __local real urow[LW], jrow[2][LW];
     __local real l11[LW * LW];
     __local int swaps[LW], from[LW], out_row[LW], out_from[LW], outs[1], named_first[LW];
     __local real stage[STAGE * (LW + 1)];
+    __local int to[STAGE], jhome[2], uhome[1];
     const int lid = get_local_id(0);
     const int m = n - c0;
-    __global real *base = a + AT(c0, c0, lda);
     real x[ROWS * LW], u[LW];
+    int home[ROWS];          /* memory row of each slot's row (it moves with the row) */
 
     /* the leaf (entry i of a row: column i), and the candidates for column 0 */
     real best = -ONE;
@@ -258,10 +300,11 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #define LOAD_ENTRY(j, s, i) if ((i) < LW) X(s, i) = stage[STAGED(lid % STAGE, i)];
 #define LOAD(j, s) if ((s) < ROWS) \
         for (int h = 0; h < WG / STAGE; h++) { \
-            load_chunk(base, lda, m, w, (s) * WG + h * STAGE, stage, lid); \
+            load_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, lid, rowmap); \
             barrier(CLK_LOCAL_MEM_FENCE); \
             if (lid / STAGE == h) { \
                 const int r = (s) * WG + lid; \
+                home[s] = r < m ? LEAF_ROW(r) : 0; \
                 EACH_COL(LOAD_ENTRY, j, s) \
                 const int take = r < m && fabs(X(s, 0)) > best; \
                 best = take ? fabs(X(s, 0)) : best; \
@@ -281,13 +324,17 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
      * and updates nothing (its column below is zero: LAPACK's update is then
      * the identity); a subnormal one divides (LAPACK's ?getf2). */
 #define PUBLISH_J_ENTRY(j, s, i) if ((i) < LW) jrow[(j) & 1][i] = X(s, i);
-#define PUBLISH_J(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(PUBLISH_J_ENTRY, j, s) }
+#define PUBLISH_J(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(PUBLISH_J_ENTRY, j, s) \
+        if (MAP) jhome[(j) & 1] = home[s]; }
 #define PUBLISH_P_ENTRY(j, s, i) if ((i) < LW) urow[i] = X(s, i);
-#define PUBLISH_P(j, s) if ((s) < ROWS && (s) == p_slot) { EACH_COL(PUBLISH_P_ENTRY, j, s) }
+#define PUBLISH_P(j, s) if ((s) < ROWS && (s) == p_slot) { EACH_COL(PUBLISH_P_ENTRY, j, s) \
+        if (MAP) uhome[0] = home[s]; }
 #define TAKE_J_ENTRY(j, s, i) if ((i) < LW) X(s, i) = jrow[(j) & 1][i];
-#define TAKE_J(j, s) if ((s) < ROWS && (s) == p_slot) { EACH_COL(TAKE_J_ENTRY, j, s) }
+#define TAKE_J(j, s) if ((s) < ROWS && (s) == p_slot) { EACH_COL(TAKE_J_ENTRY, j, s) \
+        home[s] = jhome[(j) & 1]; }
 #define TAKE_P_ENTRY(j, s, i) if ((i) < LW) X(s, i) = urow[i];
-#define TAKE_P(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(TAKE_P_ENTRY, j, s) }
+#define TAKE_P(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(TAKE_P_ENTRY, j, s) \
+        home[s] = uhome[0]; }
 #define LOAD_U(j, s, i) if ((i) > 0 && (i) < LW) u[i] = (i) < live ? urow[i] : ZERO;
 #define SHIFT_ENTRY(j, s, i) if ((i) > 0 && (i) < LW) X(s, (i) - 1) = X(s, i) - f * u[i];
 #define SHIFT_ENTRY_ABOVE(j, s, i) if ((i) > 0 && (i) < LW) \
@@ -346,22 +393,30 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         EACH_SLOT(ROTATE, 0)
     }
 
+#if !MAP
     leaf_permutation(swaps, c0, w, from, out_row, out_from, outs, named_first, lid);
+#endif
 
     /* the leaf back to memory; L11 to local memory */
 #define STORE_ENTRY(j, s, i) if ((i) < LW) { \
         stage[STAGED(lid % STAGE, i)] = X(s, i); \
-        if (r < w && (i) < w) \
+        if ((s) * WG < LW && r < w && (i) < w)   /* only slots that hold rows < LW */ \
             l11[r * LW + (i)] = X(s, i); }
 #define STORE(j, s) if ((s) < ROWS) \
         for (int h = 0; h < WG / STAGE; h++) { \
             if (lid / STAGE == h) { \
                 const int r = (s) * WG + lid; \
+                to[lid % STAGE] = MAP ? home[s] : c0 + r; \
+                if (MAP && r < m) \
+                    rowmap[c0 + r] = home[s]; \
                 EACH_COL(STORE_ENTRY, j, s) } \
             barrier(CLK_LOCAL_MEM_FENCE); \
-            store_chunk(base, lda, m, w, (s) * WG + h * STAGE, stage, lid); \
+            store_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid); \
             barrier(CLK_LOCAL_MEM_FENCE); }
     EACH_SLOT(STORE, 0)
+#if MAP
+    store_l11_inverse(l11, w, linv + (c0 / LW) * LW * LW, lid);
+#else
     for (int e = lid; e < PERM_SIZE; e += WG)
         perm[e] = e == PERM_OUTS ? *outs
                 : e < PERM_OUT_ROW ? from[e - PERM_FROM]
@@ -369,4 +424,5 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     for (int col = p0 + lid; col < p1; col += WG)
         if (col < c0 || col >= c0 + w)
             panel_column(a, lda, c0, w, col, from, out_row, out_from, *outs, l11);
+#endif
 }

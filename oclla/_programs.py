@@ -156,13 +156,14 @@ def launch_queue(queue: cl.CommandQueue):
         cl.enqueue_barrier(queue, wait_for=[done])
 
 
-def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, src_offset=0,
+def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, src_offset=0, dest_offset=0,
          label="copy") -> cl.Event:
     """Device-to-device copy, reported to an active recorder like a kernel."""
     if byte_count is None:
-        event = cl.enqueue_copy(queue, dest, src, src_offset=src_offset)
+        event = cl.enqueue_copy(queue, dest, src, src_offset=src_offset, dst_offset=dest_offset)
     else:
-        event = cl.enqueue_copy(queue, dest, src, byte_count=byte_count, src_offset=src_offset)
+        event = cl.enqueue_copy(queue, dest, src, byte_count=byte_count, src_offset=src_offset,
+                                dst_offset=dest_offset)
     if _trace_hooks.active is not None:
         _trace_hooks.active.add_kernel(label, event, None, None)
     return event

@@ -51,7 +51,7 @@ from scipy.linalg import LinAlgWarning
 
 from . import trace
 from ._device import device_info, resolve_queue
-from ._params import check, params
+from ._params import check, params, thin_gemm
 from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, launch_queue,
                         round_up, set_args)
 from ._validate import (as_matrix, as_rhs, check_fp64, defers_finite_check, deliver,
@@ -448,10 +448,10 @@ class _Panels:
         of each chunk), that fit in local memory beside the leaf's other arrays; 0
         if not even the fewest do."""
         lw, size = self.p["LEAF_W"], np.dtype(self.dtype).itemsize
-        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 5 * lw + 1) * 4
+        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 5 * lw + 4) * 4
         fewest = max(1, wg // lw)
         stage = max(min(self.p["LEAF_STAGE"] or wg, wg), fewest)
-        while stage >= fewest and fixed + stage * (lw + 1) * size > self.local_mem:
+        while stage >= fewest and fixed + stage * ((lw + 1) * size + 4) > self.local_mem:
             stage //= 2
         return stage if stage >= fewest else 0
 
@@ -498,6 +498,50 @@ class _Panels:
                      A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
             c += jb
 
+    def _flat_tail(self, c0: int) -> None:
+        """The trailing matrix A[c0:n, c0:n] as the last panel, its interchanges
+        deferred (kernels_cl/lu_flat.cl): register leaves (MAP = 1) that permute a
+        row map instead of rows, each followed by ``flat_update`` (A22 -= L21 U12, U12
+        formed per work-group from the leaf's L11^-1); then ``flat_solve`` (every
+        leaf's U12 in place) and ``gather_rows`` (rows c0..n-1, all columns, in
+        their order, through a copy)."""
+        queue, A, n, lw, dtype = self.queue, self.A, self.n, self.p["LEAF_W"], self.dtype
+        rowmap = cl_array.arange(queue, 0, n, 1, dtype=np.int32)
+        linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
+        tile = _flat_tile(queue, dtype)
+        nx, ny = tile["TILE_N"] // tile["WPT_N"], tile["TILE_M"] // tile["WPT_M"]
+        flat = dict(LW=lw, **tile)
+        update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
+        for c in range(c0, n, lw):
+            jb = min(lw, n - c)
+            wg, rows = self._reg_shape(n - c)
+            self._launch("lu_rows.cl", "getf2_rows", c, jb, rowmap.data, linv.data, WG=wg,
+                         LW=lw, ROWS=rows, STAGE=self._stage_rows(wg),
+                         ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
+            rest = n - c - jb
+            if rest > 0:
+                enqueue(queue, update, (-(-rest // tile["TILE_N"]) * nx,
+                                        -(-rest // tile["TILE_M"]) * ny), (nx, ny),
+                        A.buf, int_arg(A.ld), int_arg(n), int_arg(c), int_arg(jb),
+                        rowmap.data, linv.data)
+        leaves = -(-(n - c0) // lw)
+        if leaves > 1:
+            solve = get_kernel(queue, "lu_flat.cl", "flat_solve", dtype, **flat)
+            local = self.columns_wg
+            enqueue(queue, solve, (round_up(n - c0 - lw, local), leaves - 1), (local, 1),
+                    A.buf, int_arg(A.ld), int_arg(n), int_arg(c0), rowmap.data, linv.data)
+        if not self.no_pivot:
+            rows_below = n - c0
+            moved = cl_array.empty(queue, rows_below * A.ld, dtype)
+            gather = get_kernel(queue, "lu_flat.cl", "gather_rows", dtype, **flat)
+            local = self.columns_wg
+            enqueue(queue, gather, (round_up(A.ld, local), rows_below), (local, 1), A.buf,
+                    int_arg(A.ld), int_arg(c0), int_arg(n), int_arg(A.ld), rowmap.data,
+                    moved.data)
+            size = np.dtype(dtype).itemsize
+            copy(queue, A.buf, moved.data, byte_count=rows_below * A.ld * size,
+                 dest_offset=(A.off + c0 * A.ld) * size, label="gather_rows copy")
+
     def _leaf_columns(self, c: int, jb: int, p0: int, p1: int, defines: dict) -> None:
         """Columns [p0, p1) of the panel outside the leaf at column c (jb wide)."""
         kernel = self._kernel("lu_rows.cl", "leaf_columns", **defines)
@@ -534,31 +578,38 @@ class _Panels:
                 int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
                 bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]))
 
-    def factor(self, c0: int, w: int) -> None:
+    def factor(self, c0: int, w: int, last: bool = False) -> bool:
+        """Factor the panel; True where its interchanges were also applied to every
+        other column of A (the ``last`` panel of the matrix in register leaves:
+        ``_flat_tail``)."""
         n, p = self.n, self.p
         if self.fits(n - c0):
+            if last:
+                self._flat_tail(c0)
+                return True
             self._register_leaves(c0, w)
-            return
+            return False
         if p["PANEL_GRID"] or self.columns is not None:
             split = p["PANEL_SPLIT"]
             if split == 0 or w <= split:
                 if p["PANEL_GRID"]:
                     self._grid(c0, w)
-                    return
+                    return False
                 cols = self.columns
                 cols.first(c0, c0, c0 + w)
                 for k in range(c0, c0 + w - 1):
                     cols.step(k, c0, c0 + w, c0, c0 + w)
                 cols.tail(max(c0, c0 + w - 2), c0 + w)
-                return
+                return False
             unit = split
         else:
             if w <= p["LEAF_W"] or w == n:
                 self._launch("lu.cl", "getf2_leaf", c0, w, LEAF_W=p["LEAF_W"],
                              LUNR=p["LEAF_UNR"])
-                return
+                return False
             unit = p["LEAF_W"]
         self._split(c0, w, max(unit, (w // 2) // unit * unit))
+        return False
 
     def _split(self, c0: int, w: int, w1: int) -> None:
         queue, A, n, dtype = self.queue, self.A, self.n, self.dtype
@@ -573,6 +624,15 @@ class _Panels:
         self.factor(c0 + w1, w2)
         if not self.no_pivot:
             laswp(queue, A, c0, w1, self.piv.data, c0 + w1, c0 + w, dtype=dtype)
+
+
+def _flat_tile(queue, dtype) -> dict:
+    """flat_update's tile: the device's ``gemm_thin`` shape, else its ``gemm`` one,
+    where tiled; else 16 x 16 by 2 x 2 items."""
+    for shape in (thin_gemm(params(queue, "gemm_thin", dtype)), params(queue, "gemm", dtype)):
+        if shape is not None and shape["KERNEL"] == "tiled":
+            return {key: shape[key] for key in ("TILE_M", "TILE_N", "WPT_M", "WPT_N")}
+    return dict(TILE_M=16, TILE_N=16, WPT_M=2, WPT_N=2)
 
 
 _side_queues: dict = {}
@@ -624,7 +684,7 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     def factor_panel(j, jb):
         with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
                         flops=(n - j) * jb * jb - jb ** 3 / 3.0):
-            panels.factor(j, jb)
+            return panels.factor(j, jb, last=j + jb == n)
 
     def width(j):
         """The panel at column j: the rest of the matrix once it is at most FLAT_N
@@ -638,7 +698,7 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                    pivoting="none" if no_pivot else "partial") as run:
         side_done = None                  # the second queue's work of the last iteration
         j, jb = 0, width(0)
-        factor_panel(j, jb)
+        rows_done = factor_panel(j, jb)   # the panel's interchanges already in every column
         while True:
             j1, rest = j + jb, n - j - jb
             next_jb = width(j1)
@@ -651,7 +711,7 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
             if side_done is not None:
                 cl.enqueue_barrier(queue, wait_for=[side_done])
                 side_done = None
-            if not no_pivot and j + rest > 0:
+            if not no_pivot and j + rest > 0 and not rows_done:
                 with trace.step("laswp", (j, n, 0, n)):
                     if far is queue:
                         laswp(queue, A, 0, j + rest, piv.data, j, j1, dtype=dtype,
@@ -675,7 +735,7 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                     gemm(far, rest, rest - near, jb, -1.0, A.at(j1, j), A.at(j, j1 + near),
                          1.0, A.at(j1, j1 + near), dtype=dtype)
                     side_done = cl.enqueue_marker(far)
-            factor_panel(j1, next_jb)
+            rows_done = factor_panel(j1, next_jb)
             j, jb = j1, next_jb
         if side_done is not None:
             cl.enqueue_barrier(queue, wait_for=[side_done])

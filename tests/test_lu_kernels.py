@@ -239,7 +239,9 @@ def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, do
 def test_flat_tail_is_one_panel(queue, flat):
     """The trailing matrix becomes one panel once its order is at most FLAT_N and its
     rows fit the register leaves (here 32 rows): each leaf then updates all of it, with
-    no TRSM or interchange launches between leaves; before, panels are NB wide."""
+    no TRSM or interchange launches between leaves; before, panels are NB wide.  The
+    last panel defers its interchanges: leaf and flat_update per leaf, then the U12
+    blocks solved and the rows gathered once."""
     _params.override("lu", dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
                                 SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat))
     n = 50
@@ -250,10 +252,27 @@ def test_flat_tail_is_one_panel(queue, flat):
     widths = [s.region[3] - s.region[2] for s in panels]
     assert widths == {0: [8] * 6 + [2], 26: [8, 8, 8, 26], 25: [8] * 4 + [18]}[flat]
     names = [k.name for k in panels[-1].kernels]
-    if flat == 26:
-        # the panel's 18 other columns are more than the leaf's 16 items: leaf_columns
-        assert [name.split("_")[0] for name in names] == \
-            ["getf2", "leaf", "gemm"] * 3 + ["getf2", "leaf"]
+    leaves = -(-widths[-1] // 8)
+    assert names == ["getf2_rows", "flat_update"] * (leaves - 1) + ["getf2_rows"] \
+        + ["flat_solve"] * (leaves > 1) + ["gather_rows", "gather_rows copy"]
+    # no interchange launch after the last panel: its rows are in place in every column
+    assert rec.runs[-1].steps[-1].phase == "panel"
+    assert passes(lu_backward_error(a, lu, piv))
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+
+
+def test_register_panels_before_the_last_take_their_other_columns_in_a_launch(queue):
+    """A register panel that is not the last one interchanges its other columns and
+    forms U12 itself, across work-groups (``leaf_columns``) where they are more than
+    the leaf's items."""
+    _params.override("lu", dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0,
+                                SMALL_N=0, LOOKAHEAD=0, FLAT_N=0))
+    n = 40
+    a = np.random.default_rng(9).standard_normal((n, n)).astype(np.float32)
+    with oclla.record() as rec:
+        lu, piv = oclla.lu_factor(a, queue=queue)
+    first = [k.name for k in rec.runs[-1].steps[0].kernels]
+    assert first[:2] == ["getf2_rows", "leaf_columns"] and first[2].startswith("gemm")
     assert passes(lu_backward_error(a, lu, piv))
     np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
@@ -266,12 +285,12 @@ def test_register_leaf_stage_fits_local_memory(queue):
     from oclla.lu import _Panels
     panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
                      dtype=np.float32, no_pivot=False)
-    fixed = (64 + 3 * 16 + 16 * 16) * 4 + (64 + 5 * 16 + 1) * 4   # candidates, rows, L11, ...
-    panels.local_mem = fixed + 64 * 17 * 4
+    fixed = (64 + 3 * 16 + 16 * 16) * 4 + (64 + 5 * 16 + 4) * 4   # candidates, rows, L11, ...
+    panels.local_mem = fixed + 64 * (17 * 4 + 4)                    # a row: entries, its place
     assert panels._stage_rows(64) == 64 and panels._reg_shape(100) == (64, 2)
     panels.local_mem -= 1
     assert panels._stage_rows(64) == 32
-    panels.local_mem = fixed + 4 * 17 * 4
+    panels.local_mem = fixed + 4 * (17 * 4 + 4)
     assert panels._stage_rows(64) == 4
     panels.local_mem -= 1
     assert panels._stage_rows(64) == 0 and panels._reg_shape(100) is None
