@@ -3,21 +3,24 @@
  * Once the trailing matrix A[j0:n, j0:n] is one panel (FLAT_N), its leaves
  * (lu_rows.cl getf2_rows with MAP = 1) leave every row where it is in memory
  * and keep instead a row map: logical row r of the tail is memory row
- * rowmap[r].  A leaf's interchanges then only permute rowmap, and the rows
- * above each leaf right of it (A12, LW rows) stay unsolved until the end:
+ * rowmap[r] (flat_tail.h: two maps, one per parity of leaf).  A leaf's
+ * interchanges then only permute the map, and the rows above each leaf right
+ * of it (A12, LW rows) stay unsolved until the end:
  *
  *   flat_update   after the leaf at column c (w wide, w <= LW): with
  *                 U12 = L11^-1 A12 formed by each work-group for its own
- *                 columns (linv: the leaf's strictly lower part of L11^-1),
- *                 A22 -= L21 U12 over logical rows and columns [c + w, n);
+ *                 columns (the leaf's L11^-1 from linv), A22 -= L21 U12 over
+ *                 logical rows [c + w, n) and columns [col_begin, col_end):
+ *                 the next leaf's columns first, the rest beside that leaf
+ *                 (look-ahead: it touches neither those columns nor the map
+ *                 the next leaf writes);
  *   flat_solve    at the end, every leaf's A12 becomes its U12 in place;
  *   gather_rows   and the tail's rows, all n columns, go to their logical
  *                 places (through a copy: dst row r - j0 = memory row
  *                 rowmap[r]), which is then copied back.
  *
- * So each leaf costs two launches (leaf, update) and no pass over its rows'
- * other columns.  Storage as in common.h (row-major); linv holds LW x LW
- * reals per leaf, row-major, the leaf at column c at element (c / LW) * LW * LW.
+ * No pass over a leaf's rows' other columns, and no interchange launch.
+ * Storage as in common.h (row-major).
  *
  * flat_update's tile: TILE_M logical rows x TILE_N columns per work-group of
  * (TILE_N / WPT_N) x (TILE_M / WPT_M) items; item (x, y) owns rows y * WPT_M
@@ -29,6 +32,7 @@
 #ifndef LW
 #define LW 16              /* widest leaf */
 #endif
+#include "flat_tail.h"
 #ifndef TILE_M
 #define TILE_M 32
 #endif
@@ -47,27 +51,48 @@
 
 __kernel __attribute__((reqd_work_group_size(NX, NY, 1)))
 void flat_update(__global real *a, const int lda, const int n, const int c, const int w,
-                 __global const int *rowmap, __global const real *linv)
+                 const int col_begin, const int col_end, __global const int *maps,
+                 __global const real *linv_all)
 {
+    __global const int *rowmap = maps + (LEAF_PARITY(c) ^ 1) * n;     /* after the leaf */
+    __global const real *linv = linv_all + LEAF_SLOT(c);
     __local real l21[TILE_M * LW], a12[LW * TILE_N], u12[LW * TILE_N], li[LW * LW];
-    __local int home[TILE_M];
+    __local int home[TILE_M], top[LW];
     const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * NX + tx;
-    const int r0 = c + w + get_group_id(1) * TILE_M, c0 = c + w + get_group_id(0) * TILE_N;
+    const int r0 = c + w + get_group_id(1) * TILE_M, c0 = col_begin + get_group_id(0) * TILE_N;
 
+    /* the memory rows of the tile's rows and of the leaf's first w rows; L11^-1 */
     for (int t = tid; t < TILE_M; t += NT)
         home[t] = r0 + t < n ? rowmap[r0 + t] : -1;
+    for (int t = tid; t < LW; t += NT)
+        top[t] = t < w ? rowmap[c + t] : 0;
     for (int t = tid; t < LW * LW; t += NT)
-        li[t] = linv[(c / LW) * LW * LW + t];
+        li[t] = linv[t];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* A12, L21 and this item's entries of C */
     for (int t = tid; t < LW * TILE_N; t += NT) {
         const int k = t / TILE_N, j = t % TILE_N;
-        a12[t] = k < w && c0 + j < n ? a[AT(rowmap[c + k], c0 + j, lda)] : ZERO;
+        a12[t] = k < w && c0 + j < col_end ? a[AT(top[k], c0 + j, lda)] : ZERO;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = tid; t < TILE_M * LW; t += NT) {
         const int i = t / LW, k = t % LW;
         l21[t] = k < w && home[i] >= 0 ? a[AT(home[i], c + k, lda)] : ZERO;
     }
-    for (int t = tid; t < LW * TILE_N; t += NT) {        /* U12 = (I + linv) A12 */
+    real acc[WPT_M][WPT_N];
+    #pragma unroll
+    for (int i = 0; i < WPT_M; i++) {
+        const int row = home[ty * WPT_M + i];
+        #pragma unroll
+        for (int j = 0; j < WPT_N; j++) {
+            const int col = c0 + tx + j * NX;
+            acc[i][j] = row >= 0 && col < col_end ? a[AT(row, col, lda)] : ZERO;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* U12 = L11^-1 A12 = A12 + (strictly lower part of L11^-1) A12 */
+    for (int t = tid; t < LW * TILE_N; t += NT) {
         const int k = t / TILE_N, j = t % TILE_N;
         real s = a12[t];
         for (int q = 0; q < k; q++)
@@ -76,19 +101,14 @@ void flat_update(__global real *a, const int lda, const int n, const int c, cons
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    real acc[WPT_M][WPT_N];
-    #pragma unroll
-    for (int i = 0; i < WPT_M; i++)
-        #pragma unroll
-        for (int j = 0; j < WPT_N; j++)
-            acc[i][j] = ZERO;
+    /* C -= L21 U12 */
     #pragma unroll
     for (int k = 0; k < LW; k++)
         #pragma unroll
         for (int i = 0; i < WPT_M; i++)
             #pragma unroll
             for (int j = 0; j < WPT_N; j++)
-                acc[i][j] = fma(l21[(ty * WPT_M + i) * LW + k], u12[k * TILE_N + tx + j * NX],
+                acc[i][j] = fma(-l21[(ty * WPT_M + i) * LW + k], u12[k * TILE_N + tx + j * NX],
                                 acc[i][j]);
     #pragma unroll
     for (int i = 0; i < WPT_M; i++) {
@@ -96,42 +116,42 @@ void flat_update(__global real *a, const int lda, const int n, const int c, cons
         #pragma unroll
         for (int j = 0; j < WPT_N; j++) {
             const int col = c0 + tx + j * NX;
-            if (row >= 0 && col < n)
-                a[AT(row, col, lda)] -= acc[i][j];
+            if (row >= 0 && col < col_end)
+                a[AT(row, col, lda)] = acc[i][j];
         }
     }
 }
 
-/* Leaf b (columns [j0 + b LW, + LW), the last one n - that wide) turns its
- * A12 into U12 for column j0 + b LW + LW + get_global_id(0): one item per
- * column and leaf (the column's LW entries in registers). */
+/* Leaf b (columns [j0 + b LW, + LW); every leaf but the last is LW wide) turns
+ * its A12 into U12 for column j0 + b LW + LW + get_global_id(0): one item per
+ * column and leaf (the column's LW entries in registers, L11 read from A). */
 __kernel void flat_solve(__global real *a, const int lda, const int n, const int j0,
-                         __global const int *rowmap, __global const real *linv)
+                         __global const int *maps)
 {
     const int b = get_global_id(1), c = j0 + b * LW, col = c + LW + get_global_id(0);
     if (col >= n)
         return;
-    __global const real *li = linv + (c / LW) * LW * LW;
+    __global const int *rowmap = maps + (LEAF_PARITY(c) ^ 1) * n;   /* final for its rows */
     real v[LW];
     #pragma unroll
     for (int k = 0; k < LW; k++)
         v[k] = a[AT(rowmap[c + k], col, lda)];
     #pragma unroll
-    for (int k = 0; k < LW; k++) {
-        real s = v[k];
+    for (int k = 1; k < LW; k++)
         #pragma unroll
         for (int q = 0; q < k; q++)
-            s = fma(li[k * LW + q], v[q], s);
-        a[AT(rowmap[c + k], col, lda)] = s;
-    }
+            v[k] = fma(-a[AT(rowmap[c + k], c + q, lda)], v[q], v[k]);
+    #pragma unroll
+    for (int k = 0; k < LW; k++)
+        a[AT(rowmap[c + k], col, lda)] = v[k];
 }
 
-/* dst row r - j0 (columns [0, cols)) = memory row rowmap[r] of a, for the
+/* dst row r - j0 (columns [0, cols)) = memory row FINAL_ROW(r) of a, for the
  * tail's rows r in [j0, n). */
 __kernel void gather_rows(__global const real *a, const int lda, const int j0, const int n,
-                          const int cols, __global const int *rowmap, __global real *dst)
+                          const int cols, __global const int *maps, __global real *dst)
 {
     const int col = get_global_id(0), r = j0 + get_global_id(1);
     if (col < cols && r < n)
-        dst[AT(r - j0, col, cols)] = a[AT(rowmap[r], col, lda)];
+        dst[AT(r - j0, col, cols)] = a[AT(FINAL_ROW(maps, n, j0, r), col, lda)];
 }

@@ -50,10 +50,12 @@
                               two from WG / LW up to WG) */
 #endif
 #ifndef MAP
-#define MAP 0              /* 1: the leaf's rows are rows rowmap[c0 + r] (the flat tail,
-                              lu_flat.cl: interchanges deferred, U12 left to later) */
+#define MAP 0              /* 1: the leaf's row r is memory row rowmap[c0 + r], and its
+                              interchanges permute the row map instead of rows (the flat
+                              tail: lu_flat.cl, which says where the maps live) */
 #endif
 #include "pivoting.h"
+#include "flat_tail.h"
 
 /* The pivot row: the (largest value, lowest row) over the WG candidates in
  * vals/rows, which every item wrote before the caller's barrier (NO_PIVOT:
@@ -196,25 +198,17 @@ __kernel void leaf_columns(__global real *a, const int lda, const int c0, const 
 #define CHUNK_PART (STAGE * LW / WG)
 #define CHUNK_ELEM(k) ((k) * WG + lid)
 
-/* The memory row of the leaf's row r: c0 + r, or rowmap[c0 + r] with MAP. */
-#if MAP
-#define LEAF_ROW(r) rowmap[c0 + (r)]
-#else
-#define LEAF_ROW(r) (c0 + (r))
-#endif
-
 /* Rows [r0, r0 + STAGE) of the leaf (columns [0, w) from column c0, rows below
- * m; zeros elsewhere) from memory to stage; a barrier must follow before it is
- * read, and precede it where the stage was read before. */
+ * m; zeros elsewhere) from memory rows from[r - r0] to stage; a barrier must
+ * follow before it is read, and precede it where the stage was read before. */
 void load_chunk(__global const real *a, const int lda, const int c0, const int m,
-                const int w, const int r0, __local real *stage, const int lid,
-                __global const int *rowmap)
+                const int w, const int r0, __local real *stage, __local const int *from,
+                const int lid)
 {
     #pragma unroll
     for (int k = 0; k < CHUNK_PART; k++) {
         const int r = CHUNK_ELEM(k) / LW, i = CHUNK_ELEM(k) % LW;
-        stage[STAGED(r, i)] = r0 + r < m && i < w ? a[AT(LEAF_ROW(r0 + r), c0 + i, lda)]
-                                                  : ZERO;
+        stage[STAGED(r, i)] = r0 + r < m && i < w ? a[AT(from[r], c0 + i, lda)] : ZERO;
     }
 }
 
@@ -233,22 +227,26 @@ void store_chunk(__global real *a, const int lda, const int c0, const int m, con
     }
 }
 
-/* The strictly lower part of the inverse of the unit lower triangular w x w
- * L11 (l11: LW x LW, row-major) to linv (LW x LW, row-major, zero elsewhere):
- * item t < LW forms column t by substitution.  l11 must be visible to all. */
+/* The strictly lower part of L11^-1 (L11: the unit lower triangular w x w
+ * leaf top, strictly lower part in l11, LW x LW row-major) to linv (LW x LW,
+ * row-major, zero elsewhere): item t < w solves L11 x = e_t in registers.
+ * l11 must be visible to all. */
 void store_l11_inverse(__local const real *l11, const int w, __global real *linv,
                        const int lid)
 {
     for (int t = lid; t < LW; t += WG) {
-        real col[LW];
-        for (int k = 0; k < LW; k++) {
-            real s = k == t ? ONE : ZERO;
-            for (int q = t; q < k; q++)
-                s -= l11[k * LW + q] * col[q];
-            col[k] = s;
-        }
+        real v[LW];
+        #pragma unroll
         for (int k = 0; k < LW; k++)
-            linv[k * LW + t] = k > t && k < w && t < w ? col[k] : ZERO;
+            v[k] = k == t ? ONE : ZERO;
+        #pragma unroll
+        for (int k = 1; k < LW; k++)
+            #pragma unroll
+            for (int q = 0; q < k; q++)
+                v[k] = fma(-l11[k * LW + q], v[q], v[k]);
+        #pragma unroll
+        for (int k = 0; k < LW; k++)
+            linv[k * LW + t] = k > t && k < w && t < w ? v[k] : ZERO;
     }
 }
 
@@ -273,38 +271,46 @@ void store_l11_inverse(__local const real *l11, const int w, __global real *linv
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void getf2_rows(__global real *a, const int lda, const int n, const int c0, const int w,
 #if MAP
-                __global int *rowmap, __global real *linv,
+                __global int *maps, __global real *linv,
 #else
                 const int p0, const int p1, __global int *perm,
 #endif
                 __global int *piv, __global int *info)
 {
-#if !MAP
-    __global int *rowmap = 0;
-#endif
     __local real vals[WG];
     __local int rows[WG];
     __local real urow[LW], jrow[2][LW];
     __local real l11[LW * LW];
     __local int swaps[LW], from[LW], out_row[LW], out_from[LW], outs[1], named_first[LW];
     __local real stage[STAGE * (LW + 1)];
-    __local int to[STAGE], jhome[2], uhome[1];
+    __local int to[STAGE], jhome[2], uhome[1];     /* memory rows of a chunk, jrow, urow */
     const int lid = get_local_id(0);
     const int m = n - c0;
     real x[ROWS * LW], u[LW];
     int home[ROWS];          /* memory row of each slot's row (it moves with the row) */
+#if !MAP
+    __global int *rowmap = 0, *map_out = 0;
+#else
+    __global int *rowmap = maps + LEAF_PARITY(c0) * n, *map_out = maps + (LEAF_PARITY(c0) ^ 1) * n;
+#endif
 
     /* the leaf (entry i of a row: column i), and the candidates for column 0 */
     real best = -ONE;
     int best_row = 0;
+#define HOME(j, s) if ((s) < ROWS) { \
+        const int r = (s) * WG + lid; \
+        home[s] = r >= m ? 0 : MAP ? rowmap[c0 + r] : c0 + r; }
+    EACH_SLOT(HOME, 0)
 #define LOAD_ENTRY(j, s, i) if ((i) < LW) X(s, i) = stage[STAGED(lid % STAGE, i)];
 #define LOAD(j, s) if ((s) < ROWS) \
         for (int h = 0; h < WG / STAGE; h++) { \
-            load_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, lid, rowmap); \
+            if (lid / STAGE == h) \
+                to[lid % STAGE] = home[s]; \
+            barrier(CLK_LOCAL_MEM_FENCE); \
+            load_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid); \
             barrier(CLK_LOCAL_MEM_FENCE); \
             if (lid / STAGE == h) { \
                 const int r = (s) * WG + lid; \
-                home[s] = r < m ? LEAF_ROW(r) : 0; \
                 EACH_COL(LOAD_ENTRY, j, s) \
                 const int take = r < m && fabs(X(s, 0)) > best; \
                 best = take ? fabs(X(s, 0)) : best; \
@@ -408,14 +414,14 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
                 const int r = (s) * WG + lid; \
                 to[lid % STAGE] = MAP ? home[s] : c0 + r; \
                 if (MAP && r < m) \
-                    rowmap[c0 + r] = home[s]; \
+                    map_out[c0 + r] = home[s]; \
                 EACH_COL(STORE_ENTRY, j, s) } \
             barrier(CLK_LOCAL_MEM_FENCE); \
             store_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid); \
             barrier(CLK_LOCAL_MEM_FENCE); }
     EACH_SLOT(STORE, 0)
 #if MAP
-    store_l11_inverse(l11, w, linv + (c0 / LW) * LW * LW, lid);
+    store_l11_inverse(l11, w, linv + LEAF_SLOT(c0), lid);
 #else
     for (int e = lid; e < PERM_SIZE; e += WG)
         perm[e] = e == PERM_OUTS ? *outs

@@ -44,6 +44,8 @@ Families and their keys
            work-items of a register leaf (0: PANEL_WG; a leaf of m rows takes the
            fewest from LEAF_WG up to PANEL_WG that hold them); LEAF_STAGE: the most
            rows a register leaf moves through local memory at once (0: its items);
+           FLAT_AHEAD: 1 to update the next leaf's columns first in the last panel
+           of register leaves and the rest on a second queue beside that leaf;
            PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
            PANEL_WY) instead of one-work-group leaves; PANEL_GRID: 1 to factor each
@@ -201,7 +203,7 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=0 if gpu else 1,
                     PANEL_SPLIT=0, PANEL_GRID=int(gpu), GRID_WX=gx, GRID_WY=gy,
                     GRID_PER_CU=1, GRID_RPI=16 if gpu else 4, FLAT_N=0, LEAF_SCAN=32,
-                    LEAF_WG=0, LEAF_STAGE=0)
+                    LEAF_WG=0, LEAF_STAGE=0, FLAT_AHEAD=0)
     if family == "chol":
         leaf = 64
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
@@ -313,9 +315,11 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 return "PANEL_SPLIT >= 0, LEAF_UNR >= 1 and 0 <= REG_SLOTS <= 64"
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
                     or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)
-                    or p["FLAT_N"] < 0 or p["LEAF_SCAN"] not in (2, 4, 8, 16, 32)):
+                    or p["FLAT_N"] < 0 or p["LEAF_SCAN"] not in (2, 4, 8, 16, 32)
+                    or p["FLAT_AHEAD"] not in (0, 1)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, FLAT_N >= 0, "
-                        "LOOKAHEAD and PANEL_COLUMNS 0 or 1, LEAF_SCAN in 2, 4, 8, 16, 32")
+                        "LOOKAHEAD, PANEL_COLUMNS and FLAT_AHEAD 0 or 1, "
+                        "LEAF_SCAN in 2, 4, 8, 16, 32")
             if any(v < 0 or v & (v - 1) for v in (p["LEAF_WG"], p["LEAF_STAGE"])):
                 return "LEAF_WG and LEAF_STAGE 0 or a power of two"
             gx, gy = p["GRID_WX"], p["GRID_WY"]

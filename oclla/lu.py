@@ -466,10 +466,10 @@ class _Panels:
                 self.queue, source, name, self.dtype, NO_PIVOT=int(self.no_pivot), **defines)
         return kernel
 
-    def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
+    def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines):
         kernel = self._kernel(source, name, **defines)
         wg = defines.get("WG", self.p["PANEL_WG"])
-        enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
+        return enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), *extra, self.piv.data,
                 self.info.data)
 
@@ -501,46 +501,68 @@ class _Panels:
     def _flat_tail(self, c0: int) -> None:
         """The trailing matrix A[c0:n, c0:n] as the last panel, its interchanges
         deferred (kernels_cl/lu_flat.cl): register leaves (MAP = 1) that permute a
-        row map instead of rows, each followed by ``flat_update`` (A22 -= L21 U12, U12
-        formed per work-group from the leaf's L11^-1); then ``flat_solve`` (every
-        leaf's U12 in place) and ``gather_rows`` (rows c0..n-1, all columns, in
-        their order, through a copy)."""
+        row map instead of rows and leave L11^-1, each followed by ``flat_update``
+        (A22 -= L21 U12, U12 = L11^-1 A12 formed per work-group); then
+        ``flat_solve`` (every leaf's U12 in place) and ``gather_rows`` (rows
+        c0..n-1, all columns, in their order, through a copy).  With FLAT_AHEAD
+        and a second queue, each update does the next leaf's columns first and the
+        rest on the second queue, beside the next leaf; events order the two."""
         queue, A, n, lw, dtype = self.queue, self.A, self.n, self.p["LEAF_W"], self.dtype
-        rowmap = cl_array.arange(queue, 0, n, 1, dtype=np.int32)
+        side = _side_queue(queue) if self.p["FLAT_AHEAD"] else None
+        maps = cl_array.empty(queue, 2 * n, np.int32)        # flat_tail.h
+        first = (c0 // lw) & 1
+        maps[first * n:(first + 1) * n] = cl_array.arange(queue, 0, n, 1, dtype=np.int32)
         linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
         tile = _flat_tile(queue, dtype)
         nx, ny = tile["TILE_N"] // tile["WPT_N"], tile["TILE_M"] // tile["WPT_M"]
         flat = dict(LW=lw, **tile)
         update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
+
+        def update_columns(on, c, jb, begin, end, wait_for=None):
+            rows = n - c - jb
+            return enqueue(on, update, (-(-(end - begin) // tile["TILE_N"]) * nx,
+                                        -(-rows // tile["TILE_M"]) * ny), (nx, ny),
+                           A.buf, int_arg(A.ld), int_arg(n), int_arg(c), int_arg(jb),
+                           int_arg(begin), int_arg(end), maps.data, linv.data,
+                           wait_for=wait_for)
+
+        beside = None                     # the second queue's last update
         for c in range(c0, n, lw):
             jb = min(lw, n - c)
             wg, rows = self._reg_shape(n - c)
-            self._launch("lu_rows.cl", "getf2_rows", c, jb, rowmap.data, linv.data, WG=wg,
-                         LW=lw, ROWS=rows, STAGE=self._stage_rows(wg),
-                         ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
-            rest = n - c - jb
-            if rest > 0:
-                enqueue(queue, update, (-(-rest // tile["TILE_N"]) * nx,
-                                        -(-rest // tile["TILE_M"]) * ny), (nx, ny),
-                        A.buf, int_arg(A.ld), int_arg(n), int_arg(c), int_arg(jb),
-                        rowmap.data, linv.data)
+            leaf = self._launch("lu_rows.cl", "getf2_rows", c, jb, maps.data, linv.data,
+                                WG=wg, LW=lw, ROWS=rows, STAGE=self._stage_rows(wg),
+                                ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
+            begin, end = c + jb, n
+            if begin >= end:
+                continue
+            if side is None:
+                update_columns(queue, c, jb, begin, end)
+                continue
+            near = min(begin + lw, end)
+            update_columns(queue, c, jb, begin, near, wait_for=beside and [beside])
+            if near < end:
+                beside = update_columns(side, c, jb, near, end, wait_for=[leaf])
+        wait = [beside] if beside is not None else None
         leaves = -(-(n - c0) // lw)
+        local = self.columns_wg
         if leaves > 1:
             solve = get_kernel(queue, "lu_flat.cl", "flat_solve", dtype, **flat)
-            local = self.columns_wg
             enqueue(queue, solve, (round_up(n - c0 - lw, local), leaves - 1), (local, 1),
-                    A.buf, int_arg(A.ld), int_arg(n), int_arg(c0), rowmap.data, linv.data)
+                    A.buf, int_arg(A.ld), int_arg(n), int_arg(c0), maps.data, wait_for=wait)
+            wait = None
         if not self.no_pivot:
             rows_below = n - c0
             moved = cl_array.empty(queue, rows_below * A.ld, dtype)
             gather = get_kernel(queue, "lu_flat.cl", "gather_rows", dtype, **flat)
-            local = self.columns_wg
             enqueue(queue, gather, (round_up(A.ld, local), rows_below), (local, 1), A.buf,
-                    int_arg(A.ld), int_arg(c0), int_arg(n), int_arg(A.ld), rowmap.data,
-                    moved.data)
+                    int_arg(A.ld), int_arg(c0), int_arg(n), int_arg(A.ld), maps.data,
+                    moved.data, wait_for=wait)
             size = np.dtype(dtype).itemsize
             copy(queue, A.buf, moved.data, byte_count=rows_below * A.ld * size,
                  dest_offset=(A.off + c0 * A.ld) * size, label="gather_rows copy")
+        elif wait is not None:
+            cl.enqueue_barrier(queue, wait_for=wait)
 
     def _leaf_columns(self, c: int, jb: int, p0: int, p1: int, defines: dict) -> None:
         """Columns [p0, p1) of the panel outside the leaf at column c (jb wide)."""
@@ -639,12 +661,13 @@ _side_queues: dict = {}
 
 
 def _side_queue(queue):
-    """A second profiling queue on the same device (look-ahead), or None if unavailable."""
+    """A second queue on the same device (look-ahead), profiling where ``queue`` does,
+    or None if unavailable."""
     if queue not in _side_queues:
+        profiling = queue.properties & cl.command_queue_properties.PROFILING_ENABLE
         try:
-            _side_queues[queue] = cl.CommandQueue(
-                queue.context, queue.device,
-                properties=cl.command_queue_properties.PROFILING_ENABLE)
+            _side_queues[queue] = cl.CommandQueue(queue.context, queue.device,
+                                                  properties=profiling)
         except cl.Error:
             _side_queues[queue] = None
     return _side_queues[queue]

@@ -103,6 +103,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("lu", "LEAF_SCAN", (8, 16, 32)),
         ("lu", "LEAF_WG", (0, 128, 256) if gpu else (0,)),
         ("lu", "LEAF_STAGE", (0, 128, 256) if gpu else (0,)),
+        ("lu", "FLAT_AHEAD", (0, 1)),
         ("lu", "GRID_PER_CU", (1, 2)),
         ("trsm", "TRSM_NB", (16, 32, 64)),
         ("trsm", "INVERSE", (0, 1)),

@@ -38,9 +38,12 @@ BLOCKED_SETS = [
          FLAT_N=1000),
     dict(NB=8, LEAF_W=4, PANEL_WG=8, REG_SLOTS=64, PANEL_COLUMNS=1, SMALL_N=0, LOOKAHEAD=0,
          FLAT_N=1000),
-    # leaves of 4 items up to 32 as their rows need, moved 8 rows at a time at most
+    # leaves of 4 items up to 32 as their rows need, moved 8 rows at a time at most; the
+    # flat tail's updates split: the next leaf's columns, then the rest on a second queue
     dict(NB=16, LEAF_W=8, PANEL_WG=32, REG_SLOTS=32, LEAF_WG=4, LEAF_STAGE=8,
          PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=1000),
+    dict(NB=16, LEAF_W=4, PANEL_WG=8, REG_SLOTS=16, PANEL_COLUMNS=0, SMALL_N=0,
+         LOOKAHEAD=0, FLAT_N=40, FLAT_AHEAD=1),
     # 256 items: their candidates folded to LEAF_SCAN, then scanned; 64 items: folded to
     # LEAF_SCAN² first
     dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=4, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
@@ -217,16 +220,17 @@ def test_register_leaf_takes_the_fewest_items_that_hold_its_rows(queue):
 @given(n=st.integers(1, 70), seed=st.integers(0, 2**32 - 1),
        shape=st.sampled_from([(4, 4, 16), (8, 8, 16), (16, 4, 64), (8, 16, 32)]),
        flat=st.sampled_from([0, 24, 1000]), scan=st.sampled_from([2, 4, 32]),
-       leaf_wg=st.sampled_from([0, 1, 4]), double=st.booleans())
-def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, double):
+       leaf_wg=st.sampled_from([0, 1, 4]), ahead=st.sampled_from([0, 1]),
+       double=st.booleans())
+def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ahead, double):
     """Register leaves of any shape (LEAF_W, PANEL_WG, REG_SLOTS, LEAF_WG), with or
-    without the flat tail and any candidate fold, on random orders: LAPACK's pivots,
-    small backward error; the input is left alone."""
+    without the flat tail (and its look-ahead) and any candidate fold, on random
+    orders: LAPACK's pivots, small backward error; the input is left alone."""
     dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
     lw, wg, slots = shape
     _params.override("lu", dict(NB=8, LEAF_W=lw, PANEL_WG=wg, REG_SLOTS=slots,
                                 PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat,
-                                LEAF_SCAN=scan, LEAF_WG=leaf_wg))
+                                LEAF_SCAN=scan, LEAF_WG=leaf_wg, FLAT_AHEAD=ahead))
     a = np.random.default_rng(seed).uniform(-1, 1, (n, n)).astype(dtype)
     before = a.copy()
     lu, piv = oclla.lu_factor(a, queue=queue)
@@ -257,6 +261,22 @@ def test_flat_tail_is_one_panel(queue, flat):
         + ["flat_solve"] * (leaves > 1) + ["gather_rows", "gather_rows copy"]
     # no interchange launch after the last panel: its rows are in place in every column
     assert rec.runs[-1].steps[-1].phase == "panel"
+    assert passes(lu_backward_error(a, lu, piv))
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+
+
+def test_flat_tail_look_ahead_splits_each_update(queue):
+    """With FLAT_AHEAD each leaf's update does the next leaf's columns, then the rest
+    (a launch on a second queue, ordered by events): two updates per leaf but the
+    last two, the same factors."""
+    _params.override("lu", dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64, PANEL_COLUMNS=0,
+                                SMALL_N=0, LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=1))
+    n = 50
+    a = np.random.default_rng(10).standard_normal((n, n)).astype(np.float32)
+    with oclla.record() as rec:
+        lu, piv = oclla.lu_factor(a, queue=queue)
+    names = [k.name for k in rec.runs[-1].steps[-1].kernels]
+    assert names.count("getf2_rows") == 7 and names.count("flat_update") == 5 * 2 + 1
     assert passes(lu_backward_error(a, lu, piv))
     np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
