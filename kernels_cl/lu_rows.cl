@@ -227,6 +227,21 @@ void store_chunk(__global real *a, const int lda, const int c0, const int m, con
     }
 }
 
+/* The rows of L11 (the leaf's first w rows and columns; zero elsewhere in
+ * LW x LW) that lie in the chunk of rows [r0, r0 + STAGE) held in stage, to
+ * l11; the first chunk (r0 = 0) also writes the zeros. */
+void store_l11_part(__local real *l11, __local const real *stage, const int r0, const int w,
+                    const int lid)
+{
+    if (r0 >= w)
+        return;
+    for (int t = lid; t < LW * LW; t += WG) {
+        const int r = t / LW, i = t % LW;
+        if (r < w ? r >= r0 && r < r0 + STAGE : r0 == 0)
+            l11[t] = r < w && i < w ? stage[STAGED(r - r0, i)] : ZERO;
+    }
+}
+
 /* The strictly lower part of L11^-1 (L11: the unit lower triangular w x w
  * leaf top, strictly lower part in l11, LW x LW row-major) to linv (LW x LW,
  * row-major, zero elsewhere): item t < w solves L11 x = e_t in registers.
@@ -404,10 +419,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #endif
 
     /* the leaf back to memory; L11 to local memory */
-#define STORE_ENTRY(j, s, i) if ((i) < LW) { \
-        stage[STAGED(lid % STAGE, i)] = X(s, i); \
-        if ((s) * WG < LW && r < w && (i) < w)   /* only slots that hold rows < LW */ \
-            l11[r * LW + (i)] = X(s, i); }
+#define STORE_ENTRY(j, s, i) if ((i) < LW) stage[STAGED(lid % STAGE, i)] = X(s, i);
 #define STORE(j, s) if ((s) < ROWS) \
         for (int h = 0; h < WG / STAGE; h++) { \
             if (lid / STAGE == h) { \
@@ -417,6 +429,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
                     map_out[c0 + r] = home[s]; \
                 EACH_COL(STORE_ENTRY, j, s) } \
             barrier(CLK_LOCAL_MEM_FENCE); \
+            store_l11_part(l11, stage, (s) * WG + h * STAGE, w, lid); \
             store_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid); \
             barrier(CLK_LOCAL_MEM_FENCE); }
     EACH_SLOT(STORE, 0)
