@@ -49,6 +49,15 @@
 #define NY (TILE_M / WPT_M)
 #define NT (NX * NY)
 
+/* STMT for each entry (i, j) of this item's block of C that exists: its memory
+ * row `row` and column `col`. */
+#define EACH_ENTRY(STMT) \
+    _Pragma("unroll") for (int i = 0; i < WPT_M; i++) { \
+        const int row = home[ty * WPT_M + i]; \
+        _Pragma("unroll") for (int j = 0; j < WPT_N; j++) { \
+            const int col = c0 + tx + j * NX; \
+            if (row >= 0 && col < col_end) { STMT } } }
+
 __kernel __attribute__((reqd_work_group_size(NX, NY, 1)))
 void flat_update(__global real *a, const int lda, const int n, const int c, const int w,
                  const int col_begin, const int col_end, __global const int *maps,
@@ -79,16 +88,8 @@ void flat_update(__global real *a, const int lda, const int n, const int c, cons
         const int i = t / LW, k = t % LW;
         l21[t] = k < w && home[i] >= 0 ? a[AT(home[i], c + k, lda)] : ZERO;
     }
-    real acc[WPT_M][WPT_N];
-    #pragma unroll
-    for (int i = 0; i < WPT_M; i++) {
-        const int row = home[ty * WPT_M + i];
-        #pragma unroll
-        for (int j = 0; j < WPT_N; j++) {
-            const int col = c0 + tx + j * NX;
-            acc[i][j] = row >= 0 && col < col_end ? a[AT(row, col, lda)] : ZERO;
-        }
-    }
+    real acc[WPT_M][WPT_N] = {{ZERO}};
+    EACH_ENTRY(acc[i][j] = a[AT(row, col, lda)];)
     barrier(CLK_LOCAL_MEM_FENCE);
 
     /* U12 = L11^-1 A12 = A12 + (strictly lower part of L11^-1) A12 */
@@ -110,16 +111,7 @@ void flat_update(__global real *a, const int lda, const int n, const int c, cons
             for (int j = 0; j < WPT_N; j++)
                 acc[i][j] = fma(-l21[(ty * WPT_M + i) * LW + k], u12[k * TILE_N + tx + j * NX],
                                 acc[i][j]);
-    #pragma unroll
-    for (int i = 0; i < WPT_M; i++) {
-        const int row = home[ty * WPT_M + i];
-        #pragma unroll
-        for (int j = 0; j < WPT_N; j++) {
-            const int col = c0 + tx + j * NX;
-            if (row >= 0 && col < col_end)
-                a[AT(row, col, lda)] = acc[i][j];
-        }
-    }
+    EACH_ENTRY(a[AT(row, col, lda)] = acc[i][j];)
 }
 
 /* Leaf b (columns [j0 + b LW, + LW); every leaf but the last is LW wide) turns

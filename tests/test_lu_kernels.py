@@ -239,6 +239,18 @@ def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ah
     np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
 
+def factor_recorded(queue, lu_params: dict, n: int, seed: int):
+    """(a, run) of a recorded blocked LU of a random float32 matrix under ``lu_params``,
+    its factors checked against LAPACK's pivots and the backward error bar."""
+    _params.override("lu", lu_params)
+    a = np.random.default_rng(seed).standard_normal((n, n)).astype(np.float32)
+    with oclla.record() as rec:
+        lu, piv = oclla.lu_factor(a, queue=queue)
+    assert passes(lu_backward_error(a, lu, piv))
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+    return a, rec.runs[-1]
+
+
 @pytest.mark.parametrize("flat", (0, 26, 25))
 def test_flat_tail_is_one_panel(queue, flat):
     """The trailing matrix becomes one panel once its order is at most FLAT_N and its
@@ -246,13 +258,10 @@ def test_flat_tail_is_one_panel(queue, flat):
     no TRSM or interchange launches between leaves; before, panels are NB wide.  The
     last panel defers its interchanges: leaf and flat_update per leaf, then the U12
     blocks solved and the rows gathered once."""
-    _params.override("lu", dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
-                                SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat))
-    n = 50
-    a = np.random.default_rng(8).standard_normal((n, n)).astype(np.float32)
-    with oclla.record() as rec:
-        lu, piv = oclla.lu_factor(a, queue=queue)
-    panels = [s for s in rec.runs[-1].steps if s.phase == "panel"]
+    _, run = factor_recorded(queue, dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16,
+                                         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat),
+                             50, 8)
+    panels = [s for s in run.steps if s.phase == "panel"]
     widths = [s.region[3] - s.region[2] for s in panels]
     assert widths == {0: [8] * 6 + [2], 26: [8, 8, 8, 26], 25: [8] * 4 + [18]}[flat]
     names = [k.name for k in panels[-1].kernels]
@@ -260,41 +269,29 @@ def test_flat_tail_is_one_panel(queue, flat):
     assert names == ["getf2_rows", "flat_update"] * (leaves - 1) + ["getf2_rows"] \
         + ["flat_solve"] * (leaves > 1) + ["gather_rows", "gather_rows copy"]
     # no interchange launch after the last panel: its rows are in place in every column
-    assert rec.runs[-1].steps[-1].phase == "panel"
-    assert passes(lu_backward_error(a, lu, piv))
-    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+    assert run.steps[-1].phase == "panel"
 
 
 def test_flat_tail_look_ahead_splits_each_update(queue):
     """With FLAT_AHEAD each leaf's update does the next leaf's columns, then the rest
     (a launch on a second queue, ordered by events): two updates per leaf but the
     last two, the same factors."""
-    _params.override("lu", dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64, PANEL_COLUMNS=0,
-                                SMALL_N=0, LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=1))
-    n = 50
-    a = np.random.default_rng(10).standard_normal((n, n)).astype(np.float32)
-    with oclla.record() as rec:
-        lu, piv = oclla.lu_factor(a, queue=queue)
-    names = [k.name for k in rec.runs[-1].steps[-1].kernels]
+    _, run = factor_recorded(queue, dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64,
+                                         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=64,
+                                         FLAT_AHEAD=1), 50, 10)
+    names = [k.name for k in run.steps[-1].kernels]
     assert names.count("getf2_rows") == 7 and names.count("flat_update") == 5 * 2 + 1
-    assert passes(lu_backward_error(a, lu, piv))
-    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
 
 def test_register_panels_before_the_last_take_their_other_columns_in_a_launch(queue):
     """A register panel that is not the last one interchanges its other columns and
     forms U12 itself, across work-groups (``leaf_columns``) where they are more than
     the leaf's items."""
-    _params.override("lu", dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0,
-                                SMALL_N=0, LOOKAHEAD=0, FLAT_N=0))
-    n = 40
-    a = np.random.default_rng(9).standard_normal((n, n)).astype(np.float32)
-    with oclla.record() as rec:
-        lu, piv = oclla.lu_factor(a, queue=queue)
-    first = [k.name for k in rec.runs[-1].steps[0].kernels]
+    _, run = factor_recorded(queue, dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64,
+                                         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=0),
+                             40, 9)
+    first = [k.name for k in run.steps[0].kernels]
     assert first[:2] == ["getf2_rows", "leaf_columns"] and first[2].startswith("gemm")
-    assert passes(lu_backward_error(a, lu, piv))
-    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
 
 def test_register_leaf_stage_fits_local_memory(queue):
