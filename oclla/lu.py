@@ -517,22 +517,28 @@ class _Panels:
         nx, ny = tile["TILE_N"] // tile["WPT_N"], tile["TILE_M"] // tile["WPT_M"]
         flat = dict(LW=lw, **tile)
         update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
+        buf, ld, mbuf, lbuf = A.buf, A.ld, maps.data, linv.data
+        shapes: dict = {}                 # (items, rows per item) -> leaf kernel
 
         def update_columns(on, c, jb, begin, end, wait_for=None):
-            rows = n - c - jb
-            return enqueue(on, update, (-(-(end - begin) // tile["TILE_N"]) * nx,
-                                        -(-rows // tile["TILE_M"]) * ny), (nx, ny),
-                           A.buf, int_arg(A.ld), int_arg(n), int_arg(c), int_arg(jb),
-                           int_arg(begin), int_arg(end), maps.data, linv.data,
-                           wait_for=wait_for)
+            """flat_update of the leaf at column c (jb wide) on columns [begin, end)."""
+            set_args(update, buf, ld, n, c, jb, begin, end, mbuf, lbuf)
+            return launch(on, update, (-(-(end - begin) // tile["TILE_N"]) * nx,
+                                       -(-(n - c - jb) // tile["TILE_M"]) * ny), (nx, ny),
+                          wait_for=wait_for)
 
         beside = None                     # the second queue's last update
         for c in range(c0, n, lw):
             jb = min(lw, n - c)
-            wg, rows = self._reg_shape(n - c)
-            leaf = self._launch("lu_rows.cl", "getf2_rows", c, jb, maps.data, linv.data,
-                                WG=wg, LW=lw, ROWS=rows, STAGE=self._stage_rows(wg),
-                                ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
+            shape = self._reg_shape(n - c)
+            leaf = shapes.get(shape)
+            if leaf is None:
+                wg, rows = shape
+                leaf = shapes[shape] = self._kernel(
+                    "lu_rows.cl", "getf2_rows", WG=wg, LW=lw, ROWS=rows,
+                    STAGE=self._stage_rows(wg), ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
+            set_args(leaf, buf, ld, n, c, jb, mbuf, lbuf, self.piv.data, self.info.data)
+            done = launch(queue, leaf, shape[:1], shape[:1])
             begin, end = c + jb, n
             if begin >= end:
                 continue
@@ -542,7 +548,7 @@ class _Panels:
             near = min(begin + lw, end)
             update_columns(queue, c, jb, begin, near, wait_for=beside and [beside])
             if near < end:
-                beside = update_columns(side, c, jb, near, end, wait_for=[leaf])
+                beside = update_columns(side, c, jb, near, end, wait_for=[done])
         wait = [beside] if beside is not None else None
         leaves = -(-(n - c0) // lw)
         local = self.columns_wg
