@@ -698,12 +698,9 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     small = block is None and n <= p["SMALL_N"]
     nb = n if small else (block or p["NB"])   # small: one panel, one leaf launch
     side = _side_queue(queue) if p["LOOKAHEAD"] and n > 2 * nb else None
-    columns = (_PivotKernels(queue, a, n, piv, info, no_pivot,
-                             shape=dict(RB=p["PANEL_RB"], WY=p["PANEL_WY"]))
-               if p["PANEL_COLUMNS"] and not small else None)
     A = view_of(a)
     panels = _Panels(queue, A, n, piv, info, dict(p, REG_SLOTS=0, PANEL_GRID=0) if small else p, dtype=dtype,
-                     no_pivot=no_pivot, columns=columns)
+                     no_pivot=no_pivot)
 
     def snapshot():
         if side is not None:
@@ -721,6 +718,10 @@ def _factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
         rest = n - j
         flat = rest <= p["FLAT_N"] and block is None and not small and panels.fits(rest)
         return rest if flat else min(nb, rest)
+
+    if p["PANEL_COLUMNS"] and not small and width(0) < n:    # panels before the flat tail
+        panels.columns = _PivotKernels(queue, a, n, piv, info, no_pivot,
+                                       shape=dict(RB=p["PANEL_RB"], WY=p["PANEL_WY"]))
 
     with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=p["LEAF_W"],
                    lookahead=int(side is not None),
@@ -795,7 +796,7 @@ def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=No
     caller does not see).
     """
     n = a.shape[0]
-    piv = cl_array.to_device(queue, np.arange(n, dtype=np.int32))
+    piv = cl_array.to_device(queue, np.arange(n, dtype=np.int32), async_=True)
     info = status_flags(queue, a, check_finite)
     no_pivot = pivoting == "none"
     with launch_queue(queue) as loop_queue:
@@ -817,16 +818,17 @@ def _info(queue, a, n, info_dev, variant) -> int:
     (ValueError if the input was found to hold NaN/Inf)."""
     if n == 0:
         return 0
-    info = read_status(info_dev)
     if variant == "faithful":
+        read_status(info_dev)
         diag = a.get().diagonal()
         zeros = np.flatnonzero(diag == 0)
         return int(zeros[0]) + 1 if zeros.size else 0
+    last = np.empty(1, a.dtype)              # read with the flags: one wait for both
+    cl.enqueue_copy(queue, last, a.base_data, is_blocking=False,
+                    src_offset=a.offset + ((n - 1) * n + n - 1) * a.dtype.itemsize)
+    info = read_status(info_dev)
     if info:
         return info
-    last = np.empty(1, a.dtype)
-    cl.enqueue_copy(queue, last, a.base_data,
-                    src_offset=a.offset + ((n - 1) * n + n - 1) * a.dtype.itemsize)
     return n if last[0] == 0 else 0
 
 
