@@ -36,6 +36,13 @@
  * leaf's interchanges become one permutation of the rows they touch
  * (leaf_permutation, written to perm), which the panel's other columns take
  * one per work-item (panel_column), with the solve by L11 right of the leaf.
+ *
+ * With MAP = 1 (the last panel, lu_flat.cl) the leaf's row r is memory row
+ * rowmap[c0 + r] of the map it reads (flat_tail.h), each row carries its
+ * memory row (home) through the interchanges, and the leaf goes back to the
+ * rows it came from: its interchanges only permute the map, which it writes
+ * to the other half, and it leaves the strictly lower part of L11^-1 for the
+ * update instead of touching any other column.
  */
 #include "unroll.h"
 
