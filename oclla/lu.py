@@ -509,9 +509,8 @@ class _Panels:
         rest on the second queue, beside the next leaf; events order the two."""
         queue, A, n, lw, dtype = self.queue, self.A, self.n, self.p["LEAF_W"], self.dtype
         side = _side_queue(queue) if self.p["FLAT_AHEAD"] else None
-        maps = cl_array.empty(queue, 2 * n, np.int32)        # flat_tail.h
-        first = (c0 // lw) & 1
-        maps[first * n:(first + 1) * n] = cl_array.arange(queue, 0, n, 1, dtype=np.int32)
+        identity = np.arange(n, dtype=np.int32)                # both maps (flat_tail.h)
+        maps = cl_array.to_device(queue, np.concatenate([identity, identity]), async_=True)
         linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
         tile = _flat_tile(queue, dtype)
         nx, ny = tile["TILE_N"] // tile["WPT_N"], tile["TILE_M"] // tile["WPT_M"]
