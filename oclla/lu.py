@@ -466,10 +466,10 @@ class _Panels:
                 self.queue, source, name, self.dtype, NO_PIVOT=int(self.no_pivot), **defines)
         return kernel
 
-    def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines):
+    def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
         kernel = self._kernel(source, name, **defines)
         wg = defines.get("WG", self.p["PANEL_WG"])
-        return enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
+        enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), *extra, self.piv.data,
                 self.info.data)
 
