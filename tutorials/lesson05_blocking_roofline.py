@@ -232,7 +232,13 @@ for phase, (steps, kernels, ns, flops) in blocked.phase_totals().items():
 # What is left costs more than its flops suggest: the panel, a narrow BLAS-2
 # factorization on the critical path, and `laswp`, pure data movement with no
 # flops at all. Fast libraries hide them behind the GEMM of the previous
-# block ("look-ahead").
+# block ("look-ahead"). The row interchanges can also be left undone: keep a
+# row map (which memory row holds logical row $i$), let every kernel read and
+# write rows through it, and move the rows once at the end. Then a panel's
+# pivoting permutes $n$ integers instead of $n^2$ matrix entries. oclla's GPU
+# path does this for its last panel (`kernels_cl/lu_flat.cl`), where the
+# leaves are short and a pass over all columns per leaf would cost as much as
+# the leaf itself.
 #
 # ## 5. The race: per-pivot, blocked, scipy
 #
