@@ -145,12 +145,9 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
 #if NO_PIVOT
         const int p = col;
 #else
-        real top = -ONE;
-        int top_row = col;
-        for (int i = lid; i < count; i += WG)
-            KEEP_BEST(cand_val[par * groups + i], cand_row[par * groups + i], top, top_row)
         real value;
-        const int winner = wg_reduce_argmax(top, top_row, vals, rows, &value);
+        const int winner = wg_argmax_stored(cand_val + par * groups, cand_row + par * groups,
+                                            count, col, vals, rows, &value);
         const int p = value >= ZERO ? winner : col;     /* all NaN: keep the diagonal */
 #endif
         volatile __global real *dcopy = diag + par * PW;

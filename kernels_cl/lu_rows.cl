@@ -78,15 +78,16 @@ int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int n
     return next;
 #else
 #if WG > ARGMAX_SCAN * ARGMAX_SCAN
-    argmax_fold(vals, rows, lid, WG, ARGMAX_SCAN * ARGMAX_SCAN);
+    ARGMAX_FOLD(vals, rows, lid, WG, ARGMAX_SCAN * ARGMAX_SCAN)
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 #if WG > ARGMAX_SCAN
-    argmax_fold(vals, rows, lid, min(WG, ARGMAX_SCAN * ARGMAX_SCAN), ARGMAX_SCAN);
+    ARGMAX_FOLD(vals, rows, lid, WG < ARGMAX_SCAN * ARGMAX_SCAN ? WG : ARGMAX_SCAN * ARGMAX_SCAN,
+                ARGMAX_SCAN)
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
     real value;
-    return argmax_scan(vals, rows, min(WG, ARGMAX_SCAN), &value);
+    return argmax_scan(vals, rows, &value);
 #endif
 }
 

@@ -161,12 +161,9 @@ void window_step(__global real *a, const int lda, const int n, __global int *sta
 
     /* 2. pivot k: the largest candidate of launch k-1 (lowest row on ties; k if
      * there are none above -1, as with NaN) */
-    real best = -ONE;
-    int best_row = k;
-    for (int b = lid; b < prev; b += WG)
-        KEEP_BEST(cand_val[side * stride + b], cand_row[side * stride + b], best, best_row)
     real value;
-    const int p = wg_reduce_argmax(best, best_row, vals, rows, &value);
+    const int p = wg_argmax_stored(cand_val + side * stride, cand_row + side * stride, prev, k,
+                                   vals, rows, &value);
     const int rk = phys(pm, p, k0);                     /* logical row k after the interchange */
     if (has_row && i == p) {                            /* logical row p: row k's entries */
         ri = phys(pm, k, k0);
@@ -183,8 +180,8 @@ void window_step(__global real *a, const int lda, const int n, __global int *sta
         ukk1 -= lk[m] * uk1[m];
 
     /* 3. column part: l[i, k] and c'[i]; row part: u[k, j] */
-    best = -ONE;
-    best_row = k + 1;
+    real best = -ONE;
+    int best_row = k + 1;
     if (has_row) {
         #pragma unroll
         for (int m = 0; m < WIN; m++)

@@ -1,10 +1,11 @@
 /* pivoting.h -- the pieces of partial pivoting that the LU kernels share.
  *
- * argmax_fold, argmax_scan, wg_reduce_argmax: the (largest value, lowest
+ * ARGMAX_FOLD, argmax_scan, wg_reduce_argmax: the (largest value, lowest
  * row) over a work-group: the candidates folded to ARGMAX_SCAN entries, which
  * every item then scans (two or three barriers instead of a tree's log2(WG);
  * selects, not branches, and constant trip counts where count is a constant
  * of the caller, so the loads of a loop issue at once);
+ * wg_argmax_stored: the same over candidates other work-groups stored;
  * wg_argmax_abs: LAPACK's i?amax of a column by one work-group;
  * multiplier: a multiplier the way LAPACK forms it.
  *
@@ -42,37 +43,34 @@
  * that the winner of [0, count) is that of [0, into).  The entries must be
  * visible to all; a barrier must follow.  Indices past count are clamped to
  * count - 1 (a repeated candidate changes no winner), so every load is
- * unconditional and they all issue before the first comparison. */
-void argmax_fold(__local real *vals, __local int *rows, const int lid, const int count,
-                 const int into)
-{
-    if (lid < into) {
-        real best = vals[lid];
-        int best_row = rows[lid];
-        #pragma unroll
-        for (int k = 1; k < (count + into - 1) / into; k++) {
-            const int i = min(lid + k * into, count - 1);
-            KEEP_BEST(vals[i], rows[i], best, best_row)
-        }
-        vals[lid] = best;
-        rows[lid] = best_row;
-    }
-}
+ * unconditional and they all issue before the first comparison.  A macro,
+ * so that count and into are constants where the loop is unrolled. */
+#define ARGMAX_FOLD(vals, rows, lid, count, into) \
+    if ((lid) < (into)) { \
+        real fold_best = (vals)[lid]; \
+        int fold_row = (rows)[lid]; \
+        _Pragma("unroll") for (int k_ = 1; k_ < ((count) + (into) - 1) / (into); k_++) { \
+            const int i_ = min((lid) + k_ * (into), (count) - 1); \
+            KEEP_BEST((vals)[i_], (rows)[i_], fold_best, fold_row) } \
+        (vals)[lid] = fold_best; \
+        (rows)[lid] = fold_row; }
 
-/* The row of the (largest value, lowest row) over vals/rows[0, count),
- * count <= ARGMAX_SCAN, scanned by every item (broadcast reads, no barrier:
- * the caller orders any later rewrite of the entries with one); the value
- * goes to *value. */
-int argmax_scan(__local const real *vals, __local const int *rows, const int count,
-                real *value)
+/* The candidates every item scans after the folds. */
+#define ARGMAX_SCANNED (WG < ARGMAX_SCAN ? WG : ARGMAX_SCAN)
+
+/* The row of the (largest value, lowest row) over vals/rows[0,
+ * ARGMAX_SCANNED), scanned by every item (broadcast reads, no barrier: the
+ * caller orders any later rewrite of the entries with one); the value goes
+ * to *value. */
+int argmax_scan(__local const real *vals, __local const int *rows, real *value)
 {
     real best = vals[0];
     #pragma unroll
-    for (int i = 1; i < count; i++)
+    for (int i = 1; i < ARGMAX_SCANNED; i++)
         best = fmax(best, vals[i]);
     int best_row = INT_MAX;
     #pragma unroll
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < ARGMAX_SCANNED; i++)
         best_row = min(best_row, vals[i] == best ? rows[i] : INT_MAX);
     *value = best;
     return best_row;
@@ -90,12 +88,28 @@ int wg_reduce_argmax(const real best, const int best_row,
     rows[lid] = best_row;
     barrier(CLK_LOCAL_MEM_FENCE);
 #if WG > ARGMAX_SCAN
-    argmax_fold(vals, rows, lid, WG, ARGMAX_SCAN);
+    ARGMAX_FOLD(vals, rows, lid, WG, ARGMAX_SCAN)
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-    const int row = argmax_scan(vals, rows, min(WG, ARGMAX_SCAN), value);
+    const int row = argmax_scan(vals, rows, value);
     barrier(CLK_LOCAL_MEM_FENCE);
     return row;
+}
+
+/* The (largest value, lowest row) over candidates that work-groups left in
+ * global memory, cand_val/cand_row[0, count); `none` if none is above -1 (as
+ * with NaN).  Called by every item of one work-group, all get the row and the
+ * value (*value); vals and rows (WG entries) as in wg_reduce_argmax. */
+int wg_argmax_stored(volatile __global const real *cand_val,
+                     volatile __global const int *cand_row, const int count, const int none,
+                     __local real *vals, __local int *rows, real *value)
+{
+    const int lid = get_local_id(1) * get_local_size(0) + get_local_id(0);
+    real best = -ONE;
+    int best_row = none;
+    for (int i = lid; i < count; i += WG)
+        KEEP_BEST(cand_val[i], cand_row[i], best, best_row)
+    return wg_reduce_argmax(best, best_row, vals, rows, value);
 }
 
 /* Row of the largest |a[r, col]| for r in [r0, n), lowest index on ties
