@@ -310,7 +310,8 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     const int lid = get_local_id(0);
     const int m = n - c0;
     real x[ROWS * LW], u[LW];
-    int home[ROWS];          /* memory row of each slot's row (it moves with the row) */
+    int home[ROWS];          /* memory row of each slot's row (with MAP it moves with the
+                                row; without, rows move and it stays c0 + r) */
 #if !MAP
     __global int *rowmap = 0, *map_out = 0;
 #else
@@ -360,10 +361,10 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         if (MAP) uhome[0] = home[s]; }
 #define TAKE_J_ENTRY(j, s, i) if ((i) < LW) X(s, i) = jrow[(j) & 1][i];
 #define TAKE_J(j, s) if ((s) < ROWS && (s) == p_slot) { EACH_COL(TAKE_J_ENTRY, j, s) \
-        home[s] = jhome[(j) & 1]; }
+        if (MAP) home[s] = jhome[(j) & 1]; }
 #define TAKE_P_ENTRY(j, s, i) if ((i) < LW) X(s, i) = urow[i];
 #define TAKE_P(j, s) if ((s) < ROWS && (s) == j_slot) { EACH_COL(TAKE_P_ENTRY, j, s) \
-        home[s] = uhome[0]; }
+        if (MAP) home[s] = uhome[0]; }
 #define LOAD_U(j, s, i) if ((i) > 0 && (i) < LW) u[i] = (i) < live ? urow[i] : ZERO;
 #define SHIFT_ENTRY(j, s, i) if ((i) > 0 && (i) < LW) X(s, (i) - 1) = X(s, i) - f * u[i];
 #define SHIFT_ENTRY_ABOVE(j, s, i) if ((i) > 0 && (i) < LW) \
@@ -432,7 +433,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         for (int h = 0; h < WG / STAGE; h++) { \
             if (lid / STAGE == h) { \
                 const int r = (s) * WG + lid; \
-                to[lid % STAGE] = MAP ? home[s] : c0 + r; \
+                to[lid % STAGE] = home[s]; \
                 if (MAP && r < m) \
                     map_out[c0 + r] = home[s]; \
                 EACH_COL(STORE_ENTRY, j, s) } \
