@@ -122,14 +122,14 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
         problem = check("gemm", tile, device_info(queue), np.dtype(dtype).itemsize)
         if problem is not None:
             raise ValueError(f"gemm parameters {tile}: {problem}")
-    p = tile or _shape(queue, k, dtype)
+    p = tile or gemm_shape(queue, k, dtype)
     tri = {None: 0, "lower": 1, "upper": 2}[triangle]
     run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
     return run(queue, p, m, n, k, alpha if k > 0 else 0.0, a, b, beta, c, dtype,
                trans_a, trans_b, tri)
 
 
-def _shape(queue, k: int, dtype) -> dict:
+def gemm_shape(queue, k: int, dtype) -> dict:
     """The gemm parameters for inner dimension k: ``gemm_thin`` up to its MAX_K."""
     thin = params(queue, "gemm_thin", dtype)
     return thin_gemm(thin) if 0 < k <= thin["MAX_K"] else params(queue, "gemm", dtype)

@@ -51,12 +51,12 @@ from scipy.linalg import LinAlgWarning
 
 from . import trace
 from ._device import device_info, resolve_queue
-from ._params import check, params, thin_gemm
+from ._params import check, params
 from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, launch_queue,
                         round_up, set_args)
 from ._validate import (as_matrix, as_rhs, check_fp64, defers_finite_check, deliver,
                         is_device_array, read_status, rhs_work, status_flags, work_array)
-from .blas import View, gemm, laswp, trsm, view_of
+from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
 VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "crout", "window", "faithful")}
@@ -512,7 +512,7 @@ class _Panels:
         identity = np.arange(n, dtype=np.int32)                # both maps (flat_tail.h)
         maps = cl_array.to_device(queue, np.concatenate([identity, identity]), async_=True)
         linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
-        tile = _flat_tile(queue, dtype)
+        tile = _flat_tile(queue, dtype, lw)
         nx, ny = tile["TILE_N"] // tile["WPT_N"], tile["TILE_M"] // tile["WPT_M"]
         flat = dict(LW=lw, **tile)
         update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
@@ -653,12 +653,12 @@ class _Panels:
             laswp(queue, A, c0, w1, self.piv.data, c0 + w1, c0 + w, dtype=dtype)
 
 
-def _flat_tile(queue, dtype) -> dict:
-    """flat_update's tile: the device's ``gemm_thin`` shape, else its ``gemm`` one,
-    where tiled; else 16 x 16 by 2 x 2 items."""
-    for shape in (thin_gemm(params(queue, "gemm_thin", dtype)), params(queue, "gemm", dtype)):
-        if shape is not None and shape["KERNEL"] == "tiled":
-            return {key: shape[key] for key in ("TILE_M", "TILE_N", "WPT_M", "WPT_N")}
+def _flat_tile(queue, dtype, k: int) -> dict:
+    """flat_update's tile: the device's GEMM shape for inner dimension k where it is
+    tiled; else 16 x 16 by 2 x 2 items."""
+    shape = gemm_shape(queue, k, dtype)
+    if shape["KERNEL"] == "tiled":
+        return {key: shape[key] for key in ("TILE_M", "TILE_N", "WPT_M", "WPT_N")}
     return dict(TILE_M=16, TILE_N=16, WPT_M=2, WPT_N=2)
 
 
