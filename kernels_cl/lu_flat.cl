@@ -20,19 +20,13 @@
  *                 rowmap[r]), which is then copied back.
  *
  * No pass over a leaf's rows' other columns, and no interchange launch.
- * Storage as in common.h (row-major).
- *
- * flat_update's tile: TILE_M logical rows x TILE_N columns per work-group of
- * (TILE_N / WPT_N) x (TILE_M / WPT_M) items; item (x, y) owns rows y * WPT_M
- * + i and columns x + j * (TILE_N / WPT_N) (consecutive items on consecutive
- * columns).
+ * Storage as in common.h (row-major).  flat_update's tiles: flat_update.h.
  */
 #include "common.h"
 
 #ifndef LW
 #define LW 16              /* widest leaf */
 #endif
-#include "flat_tail.h"
 #ifndef TILE_M
 #define TILE_M 32
 #endif
@@ -45,73 +39,19 @@
 #ifndef WPT_N
 #define WPT_N 2
 #endif
-#define NX (TILE_N / WPT_N)
-#define NY (TILE_M / WPT_M)
-#define NT (NX * NY)
+#include "flat_update.h"
 
-/* STMT for each entry (i, j) of this item's block of C that exists: its memory
- * row `row` and column `col`. */
-#define EACH_ENTRY(STMT) \
-    _Pragma("unroll") for (int i = 0; i < WPT_M; i++) { \
-        const int row = home[ty * WPT_M + i]; \
-        _Pragma("unroll") for (int j = 0; j < WPT_N; j++) { \
-            const int col = c0 + tx + j * NX; \
-            if (row >= 0 && col < col_end) { STMT } } }
-
+/* One tile per work-group of (NX, NY) items. */
 __kernel __attribute__((reqd_work_group_size(NX, NY, 1)))
 void flat_update(__global real *a, const int lda, const int n, const int c, const int w,
                  const int col_begin, const int col_end, __global const int *maps,
                  __global const real *linv_all)
 {
-    __global const int *rowmap = maps + (LEAF_PARITY(c) ^ 1) * n;     /* after the leaf */
-    __global const real *linv = linv_all + LEAF_SLOT(c);
-    __local real l21[TILE_M * LW], a12[LW * TILE_N], u12[LW * TILE_N], li[LW * LW];
+    __local real l21[TILE_M * LW], a12[LW * U12_COLS], u12[LW * U12_COLS], li[LW * LW];
     __local int home[TILE_M], top[LW];
-    const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * NX + tx;
-    const int r0 = c + w + get_group_id(1) * TILE_M, c0 = col_begin + get_group_id(0) * TILE_N;
-
-    /* the memory rows of the tile's rows and of the leaf's first w rows; L11^-1 */
-    for (int t = tid; t < TILE_M; t += NT)
-        home[t] = r0 + t < n ? rowmap[r0 + t] : -1;
-    for (int t = tid; t < LW; t += NT)
-        top[t] = t < w ? rowmap[c + t] : 0;
-    for (int t = tid; t < LW * LW; t += NT)
-        li[t] = linv[t];
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    /* A12, L21 and this item's entries of C */
-    for (int t = tid; t < LW * TILE_N; t += NT) {
-        const int k = t / TILE_N, j = t % TILE_N;
-        a12[t] = k < w && c0 + j < col_end ? a[AT(top[k], c0 + j, lda)] : ZERO;
-    }
-    for (int t = tid; t < TILE_M * LW; t += NT) {
-        const int i = t / LW, k = t % LW;
-        l21[t] = k < w && home[i] >= 0 ? a[AT(home[i], c + k, lda)] : ZERO;
-    }
-    real acc[WPT_M][WPT_N] = {{ZERO}};
-    EACH_ENTRY(acc[i][j] = a[AT(row, col, lda)];)
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    /* U12 = L11^-1 A12 = A12 + (strictly lower part of L11^-1) A12 */
-    for (int t = tid; t < LW * TILE_N; t += NT) {
-        const int k = t / TILE_N, j = t % TILE_N;
-        real s = a12[t];
-        for (int q = 0; q < k; q++)
-            s = fma(li[k * LW + q], a12[q * TILE_N + j], s);
-        u12[t] = s;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    /* C -= L21 U12 */
-    #pragma unroll
-    for (int k = 0; k < LW; k++)
-        #pragma unroll
-        for (int i = 0; i < WPT_M; i++)
-            #pragma unroll
-            for (int j = 0; j < WPT_N; j++)
-                acc[i][j] = fma(-l21[(ty * WPT_M + i) * LW + k], u12[k * TILE_N + tx + j * NX],
-                                acc[i][j]);
-    EACH_ENTRY(a[AT(row, col, lda)] = acc[i][j];)
+    flat_update_tile(a, lda, n, c, w, col_begin, col_end, maps, linv_all, get_group_id(0),
+                     get_group_id(1), get_local_id(0), get_local_id(1), l21, a12, u12, li,
+                     home, top);
 }
 
 /* Leaf b (columns [j0 + b LW, + LW); every leaf but the last is LW wide) turns

@@ -43,6 +43,14 @@
  * rows it came from: its interchanges only permute the map, which it writes
  * to the other half, and it leaves the strictly lower part of L11^-1 for the
  * update instead of touching any other column.
+ *
+ * With PREV = 1 as well, one launch does two leaves' work (flat_update.h's
+ * TILE_* / WPT_* with NX * NY = WG): work-group 0 is the leaf, which first
+ * applies, as it loads its rows, the update of the leaf LW columns left of it
+ * (A22 -= L21 U12 on its own columns, U12 = L11^-1 A12 formed once), and the
+ * other work-groups apply that same update to the columns right of the leaf,
+ * one tile each.  Neither reads what the other writes: the tiles read the map
+ * this leaf reads, not the one it writes.
  */
 #include "unroll.h"
 
@@ -61,8 +69,14 @@
                               interchanges permute the row map instead of rows (the flat
                               tail: lu_flat.cl, which says where the maps live) */
 #endif
+#ifndef PREV
+#define PREV 0             /* with MAP: 1 to apply the previous leaf's update first (above) */
+#endif
 #include "pivoting.h"
 #include "flat_tail.h"
+#if PREV
+#include "flat_update.h"
+#endif
 
 /* The pivot row: the (largest value, lowest row) over the WG candidates in
  * vals/rows, which every item wrote before the caller's barrier (NO_PIVOT:
@@ -317,6 +331,27 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #else
     __global int *rowmap = maps + LEAF_PARITY(c0) * n, *map_out = maps + (LEAF_PARITY(c0) ^ 1) * n;
 #endif
+#if PREV
+    /* the update of the leaf at c0 - LW (LW wide): tiles right of this leaf, and
+     * U12 on this leaf's columns (up_u12, LW x LW) for work-group 0 */
+    __local real up_l21[TILE_M * LW], up_a12[LW * U12_COLS], up_u12[LW * U12_COLS],
+                 up_li[LW * LW];
+    __local int up_home[TILE_M], up_top[LW];
+    if (get_group_id(0) > 0) {
+        const int tiles_x = (n - c0 - w + TILE_N - 1) / TILE_N, g = get_group_id(0) - 1;
+        flat_update_tile(a, lda, n, c0 - LW, LW, c0 + w, n, maps, linv, g % tiles_x,
+                         g / tiles_x, lid % NX, lid / NX, up_l21, up_a12, up_u12, up_li,
+                         up_home, up_top);
+        return;
+    }
+    for (int t = lid; t < LW * LW; t += WG) {
+        up_a12[t] = t % LW < w ? a[AT(rowmap[c0 - LW + t / LW], c0 + t % LW, lda)] : ZERO;
+        up_li[t] = linv[LEAF_SLOT(c0 - LW) + t];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    form_u12(up_li, up_a12, up_u12, LW, lid, WG);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
 
     /* the leaf (entry i of a row: column i), and the candidates for column 0 */
     real best = -ONE;
@@ -325,6 +360,21 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         const int r = (s) * WG + lid; \
         home[s] = r >= m ? 0 : MAP ? rowmap[c0 + r] : c0 + r; }
     EACH_SLOT(HOME, 0)
+#if PREV
+/* the chunk's rows (memory rows `to`) less L21 U12 of the previous leaf: its
+ * L21 through the stage once the items have taken their rows */
+#define PREV_ENTRY(j, s, i) if ((i) < LW) X(s, i) = fma(-l, up_u12[k * LW + (i)], X(s, i));
+#define PREV_UPDATE(s, h) \
+            barrier(CLK_LOCAL_MEM_FENCE); \
+            load_chunk(a, lda, c0 - LW, m, LW, (s) * WG + (h) * STAGE, stage, to, lid); \
+            barrier(CLK_LOCAL_MEM_FENCE); \
+            if (lid / STAGE == (h)) \
+                for (int k = 0; k < LW; k++) { \
+                    const real l = stage[STAGED(lid % STAGE, k)]; \
+                    EACH_COL(PREV_ENTRY, 0, s) }
+#else
+#define PREV_UPDATE(s, h)
+#endif
 #define LOAD_ENTRY(j, s, i) if ((i) < LW) X(s, i) = stage[STAGED(lid % STAGE, i)];
 #define LOAD(j, s) if ((s) < ROWS) \
         for (int h = 0; h < WG / STAGE; h++) { \
@@ -334,8 +384,10 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
             load_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid); \
             barrier(CLK_LOCAL_MEM_FENCE); \
             if (lid / STAGE == h) { \
+                EACH_COL(LOAD_ENTRY, j, s) } \
+            PREV_UPDATE(s, h) \
+            if (lid / STAGE == h) { \
                 const int r = (s) * WG + lid; \
-                EACH_COL(LOAD_ENTRY, j, s) \
                 const int take = r < m && fabs(X(s, 0)) > best; \
                 best = take ? fabs(X(s, 0)) : best; \
                 best_row = take ? r : best_row; } \

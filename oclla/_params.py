@@ -316,7 +316,7 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
                     or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)
                     or p["FLAT_N"] < 0 or p["LEAF_SCAN"] not in (2, 4, 8, 16, 32)
-                    or p["FLAT_AHEAD"] not in (0, 1)):
+                    or p["FLAT_AHEAD"] not in (0, 1, 2)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, FLAT_N >= 0, "
                         "LOOKAHEAD, PANEL_COLUMNS and FLAT_AHEAD 0 or 1, "
                         "LEAF_SCAN in 2, 4, 8, 16, 32")

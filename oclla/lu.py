@@ -441,14 +441,14 @@ class _Panels:
         fits = rows <= most_rows and self._stage_rows(wg) > 0
         return (wg, rows) if fits else None
 
-    def _stage_rows(self, wg: int) -> int:
+    def _stage_rows(self, wg: int, beside: int = 0) -> int:
         """Rows a register leaf of wg items moves through local memory at once
         (kernels_cl/lu_rows.cl STAGE): the most, a power of two up to wg and
         LEAF_STAGE (0: wg) and at least wg / LEAF_W (every item moves a whole part
-        of each chunk), that fit in local memory beside the leaf's other arrays; 0
-        if not even the fewest do."""
+        of each chunk), that fit in local memory beside the leaf's other arrays
+        (and `beside` bytes more); 0 if not even the fewest do."""
         lw, size = self.p["LEAF_W"], np.dtype(self.dtype).itemsize
-        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 5 * lw + 4) * 4
+        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 5 * lw + 4) * 4 + beside
         fewest = max(1, wg // lw)
         stage = max(min(self.p["LEAF_STAGE"] or wg, wg), fewest)
         while stage >= fewest and fixed + stage * ((lw + 1) * size + 4) > self.local_mem:
@@ -498,17 +498,43 @@ class _Panels:
                      A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
             c += jb
 
+    def _flat_leaf(self, m: int, tile: dict | None = None):
+        """The flat tail's leaf kernel (getf2_rows, MAP = 1) for m rows, and its
+        work-group size; with the update's `tile`, the one that also applies the
+        previous leaf's update (PREV = 1: its tile rows scaled so that a tile takes
+        the leaf's items), or None where that tile or its local memory does not
+        fit the leaf."""
+        wg, rows = self._reg_shape(m)
+        lw, size = self.p["LEAF_W"], np.dtype(self.dtype).itemsize
+        defines = dict(WG=wg, LW=lw, ROWS=rows, ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
+        beside = 0
+        if tile is not None:
+            nx = tile["TILE_N"] // tile["WPT_N"]
+            if wg % nx:
+                return None
+            tile = dict(tile, TILE_M=wg // nx * tile["WPT_M"])
+            beside = ((tile["TILE_M"] + lw) * lw + 2 * lw * max(tile["TILE_N"], lw)) * size \
+                + (tile["TILE_M"] + lw) * 4
+            defines.update(PREV=1, **tile)
+        stage = self._stage_rows(wg, beside)
+        if not stage:
+            return None
+        return self._kernel("lu_rows.cl", "getf2_rows", STAGE=stage, **defines), wg, tile
+
     def _flat_tail(self, c0: int) -> None:
         """The trailing matrix A[c0:n, c0:n] as the last panel, its interchanges
         deferred (kernels_cl/lu_flat.cl): register leaves (MAP = 1) that permute a
         row map instead of rows and leave L11^-1, each followed by ``flat_update``
         (A22 -= L21 U12, U12 = L11^-1 A12 formed per work-group); then
         ``flat_solve`` (every leaf's U12 in place) and ``gather_rows`` (rows
-        c0..n-1, all columns, in their order, through a copy).  With FLAT_AHEAD
-        and a second queue, each update does the next leaf's columns first and the
-        rest on the second queue, beside the next leaf; events order the two."""
+        c0..n-1, all columns, in their order, through a copy).  FLAT_AHEAD
+        overlaps each update with the next leaf: 1, on a second queue (the update
+        does the next leaf's columns first, events order the two); 2, in one
+        launch (the leaf's work-group applies the update to its own columns as it
+        loads them, the launch's other work-groups to the rest: lu_rows.cl PREV)."""
         queue, A, n, lw, dtype = self.queue, self.A, self.n, self.p["LEAF_W"], self.dtype
-        side = _side_queue(queue) if self.p["FLAT_AHEAD"] else None
+        ahead = self.p["FLAT_AHEAD"]
+        side = _side_queue(queue) if ahead == 1 else None
         identity = np.arange(n, dtype=np.int32)                # both maps (flat_tail.h)
         maps = cl_array.to_device(queue, np.concatenate([identity, identity]), async_=True)
         linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
@@ -517,7 +543,16 @@ class _Panels:
         flat = dict(LW=lw, **tile)
         update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
         buf, ld, mbuf, lbuf = A.buf, A.ld, maps.data, linv.data
-        shapes: dict = {}                 # (items, rows per item) -> leaf kernel
+        leaves: dict = {}                 # (rows, with the previous update) -> _flat_leaf
+
+        def leaf_for(c):
+            """The leaf at column c: (kernel, work-group size, tile) of _flat_leaf, with
+            the previous leaf's update where FLAT_AHEAD is 2 and it fits."""
+            prev = ahead == 2 and c > c0
+            key = (n - c, prev)
+            if key not in leaves:
+                leaves[key] = prev and self._flat_leaf(n - c, tile) or self._flat_leaf(n - c)
+            return leaves[key]
 
         def update_columns(on, c, jb, begin, end, wait_for=None):
             """flat_update of the leaf at column c (jb wide) on columns [begin, end)."""
@@ -529,17 +564,15 @@ class _Panels:
         beside = None                     # the second queue's last update
         for c in range(c0, n, lw):
             jb = min(lw, n - c)
-            shape = self._reg_shape(n - c)
-            leaf = shapes.get(shape)
-            if leaf is None:
-                wg, rows = shape
-                leaf = shapes[shape] = self._kernel(
-                    "lu_rows.cl", "getf2_rows", WG=wg, LW=lw, ROWS=rows,
-                    STAGE=self._stage_rows(wg), ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
+            leaf, wg, fused = leaf_for(c)
+            groups = 1
+            if fused is not None:         # tiles of the previous leaf's update right of it
+                groups += (-(-(n - c - jb) // fused["TILE_N"])
+                           * -(-(n - c) // fused["TILE_M"]))
             set_args(leaf, buf, ld, n, c, jb, mbuf, lbuf, self.piv.data, self.info.data)
-            done = launch(queue, leaf, shape[:1], shape[:1])
+            done = launch(queue, leaf, (groups * wg,), (wg,))
             begin, end = c + jb, n
-            if begin >= end:
+            if begin >= end or leaf_for(c + jb)[2] is not None:
                 continue
             if side is None:
                 update_columns(queue, c, jb, begin, end)

@@ -44,6 +44,9 @@ BLOCKED_SETS = [
          PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=1000),
     dict(NB=16, LEAF_W=4, PANEL_WG=8, REG_SLOTS=16, PANEL_COLUMNS=0, SMALL_N=0,
          LOOKAHEAD=0, FLAT_N=40, FLAT_AHEAD=1),
+    # ... or in the next leaf's launch (its leaf 8 or 16 items, tiles of 2 x 2 per item)
+    dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, LEAF_WG=8, PANEL_COLUMNS=0, SMALL_N=0,
+         LOOKAHEAD=0, FLAT_N=1000, FLAT_AHEAD=2),
     # 256 items: their candidates folded to LEAF_SCAN, then scanned; 64 items: folded to
     # LEAF_SCAN² first
     dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=4, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
@@ -220,7 +223,7 @@ def test_register_leaf_takes_the_fewest_items_that_hold_its_rows(queue):
 @given(n=st.integers(1, 70), seed=st.integers(0, 2**32 - 1),
        shape=st.sampled_from([(4, 4, 16), (8, 8, 16), (16, 4, 64), (8, 16, 32)]),
        flat=st.sampled_from([0, 24, 1000]), scan=st.sampled_from([2, 4, 32]),
-       leaf_wg=st.sampled_from([0, 1, 4]), ahead=st.sampled_from([0, 1]),
+       leaf_wg=st.sampled_from([0, 1, 4]), ahead=st.sampled_from([0, 1, 2]),
        double=st.booleans())
 def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ahead, double):
     """Register leaves of any shape (LEAF_W, PANEL_WG, REG_SLOTS, LEAF_WG), with or
@@ -283,6 +286,33 @@ def test_flat_tail_look_ahead_splits_each_update(queue):
     assert names.count("getf2_rows") == 7 and names.count("flat_update") == 5 * 2 + 1
 
 
+def test_flat_tail_look_ahead_in_one_launch(queue):
+    """With FLAT_AHEAD = 2 each leaf but the first also applies the previous leaf's
+    update (its own columns as it loads them, the rest in the launch's other
+    work-groups): one launch per leaf, no flat_update, the same factors; where the
+    update's tile does not fit the leaf's items, the leaf and its update go apart."""
+    p = dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=0,
+             LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=2)
+    _params.override("gemm_thin", dict(KERNEL="tiled", TILE_M=8, TILE_N=8, TILE_K=8,
+                                       WPT_M=2, WPT_N=2, VEC=1, MAX_K=8))
+    a, run = factor_recorded(queue, p, 50, 11)
+    names = [k.name for k in run.steps[-1].kernels]
+    assert names == ["getf2_rows"] * 7 + ["flat_solve", "gather_rows", "gather_rows copy"]
+    launches = [k for k in run.steps[-1].kernels if k.name == "getf2_rows"]
+    # leaves of 16 items; tiles of 4 x 4 items, 8 x 8 entries: rows [8, 50) x columns
+    # [16, 50), then rows [16, 50) x columns [24, 50)
+    assert [k.global_size[0] // 16 for k in launches[:3]] == [1, 1 + 6 * 5, 1 + 5 * 4]
+    fused = oclla.lu_factor(a, queue=queue)[0]
+    _params.override("lu", dict(p, FLAT_AHEAD=0))
+    np.testing.assert_allclose(fused, oclla.lu_factor(a, queue=queue)[0], rtol=1e-5,
+                               atol=1e-5)
+    _params.override("gemm_thin", dict(KERNEL="tiled", TILE_M=16, TILE_N=64, TILE_K=8,
+                                       WPT_M=2, WPT_N=2, VEC=1, MAX_K=8))   # 32 items
+    _, run = factor_recorded(queue, p, 50, 11)
+    names = [k.name for k in run.steps[-1].kernels]
+    assert names.count("getf2_rows") == 7 and names.count("flat_update") == 6
+
+
 def test_register_panels_before_the_last_take_their_other_columns_in_a_launch(queue):
     """A register panel that is not the last one interchanges its other columns and
     forms U12 itself, across work-groups (``leaf_columns``) where they are more than
@@ -321,16 +351,19 @@ def test_register_leaves_through_a_small_stage(queue, stage, monkeypatch):
     """Leaves moved through local memory fewer rows at a time than the work-group has
     items (a device with little local memory) factor the same."""
     from oclla.lu import _Panels
-    monkeypatch.setattr(_Panels, "_stage_rows", lambda self, wg: stage)
-    _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
-                                SMALL_N=0, LOOKAHEAD=0, FLAT_N=64))
+    monkeypatch.setattr(_Panels, "_stage_rows", lambda self, wg, beside=0: stage)
     n = 29
     a = np.random.default_rng(6).standard_normal((n, n)).astype(np.float32)
-    with oclla.record() as rec:
-        lu, piv = oclla.lu_factor(a, queue=queue)
-    assert "getf2_rows" in {k.name for k in rec.runs[-1].kernels}
-    assert passes(lu_backward_error(a, lu, piv))
-    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+    for ahead in (0, 2):             # also the previous leaf's update through the stage
+        _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16,
+                                    PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=64,
+                                    FLAT_AHEAD=ahead))
+        with oclla.record() as rec:
+            lu, piv = oclla.lu_factor(a, queue=queue)
+        names = [k.name for k in rec.runs[-1].kernels]
+        assert "getf2_rows" in names and ("flat_update" in names) == (ahead == 0)
+        assert passes(lu_backward_error(a, lu, piv))
+        np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
 
 def test_register_leaves_wider_than_the_work_group(queue):
