@@ -217,21 +217,44 @@ __kernel void leaf_columns(__global real *a, const int lda, const int c0, const 
  * chunk: its entry k is element CHUNK_ELEM(k) of the chunk (a row-major
  * STAGE x LW block). */
 #define STAGED(r, i) ((r) * (LW + 1) + (i))
+#if PREV
+/* two chunks (the leaf's and the previous leaf's L21), or one tile of the
+ * update (its ints after its reals, an int no larger than a real) */
+#define TILE_POOL (TILE_M * LW + 2 * LW * U12_COLS + LW * LW + TILE_M + LW)
+#define STAGE_POOL (2 * STAGE * (LW + 1) > TILE_POOL ? 2 * STAGE * (LW + 1) : TILE_POOL)
+#else
+#define STAGE_POOL (STAGE * (LW + 1))
+#endif
 #define CHUNK_PART (STAGE * LW / WG)
 #define CHUNK_ELEM(k) ((k) * WG + lid)
 
 /* Rows [r0, r0 + STAGE) of the leaf (columns [0, w) from column c0, rows below
- * m; zeros elsewhere) from memory rows from[r - r0] to stage; a barrier must
- * follow before it is read, and precede it where the stage was read before. */
+ * m; zeros elsewhere) from memory rows from[r - r0] to stage; with PREV also
+ * the previous leaf's columns [c0 - LW, c0) of those rows (its L21) to the
+ * stage's second half.  Every load is issued before the first store (a store
+ * to the stage, which the compiler cannot tell from `from`, would otherwise
+ * wait for the load before it).  A barrier must follow before the stage is
+ * read, and precede it where the stage was read before. */
+#define LOAD_PARTS (1 + PREV)
 void load_chunk(__global const real *a, const int lda, const int c0, const int m,
                 const int w, const int r0, __local real *stage, __local const int *from,
                 const int lid)
 {
+    real v[LOAD_PARTS][CHUNK_PART];
     #pragma unroll
-    for (int k = 0; k < CHUNK_PART; k++) {
-        const int r = CHUNK_ELEM(k) / LW, i = CHUNK_ELEM(k) % LW;
-        stage[STAGED(r, i)] = r0 + r < m && i < w ? a[AT(from[r], c0 + i, lda)] : ZERO;
-    }
+    for (int p = 0; p < LOAD_PARTS; p++)
+        #pragma unroll
+        for (int k = 0; k < CHUNK_PART; k++) {
+            const int r = CHUNK_ELEM(k) / LW, i = CHUNK_ELEM(k) % LW;
+            v[p][k] = r0 + r < m && i < (p ? LW : w)
+                    ? a[AT(from[r], (p ? c0 - LW : c0) + i, lda)] : ZERO;
+        }
+    #pragma unroll
+    for (int p = 0; p < LOAD_PARTS; p++)
+        #pragma unroll
+        for (int k = 0; k < CHUNK_PART; k++)
+            stage[p * STAGE * (LW + 1) + STAGED(CHUNK_ELEM(k) / LW, CHUNK_ELEM(k) % LW)]
+                = v[p][k];
 }
 
 /* Rows [r0, r0 + STAGE) of the leaf (columns [0, w) from column c0, rows below
@@ -319,7 +342,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     __local real urow[LW], jrow[2][LW];
     __local real l11[LW * LW];
     __local int swaps[LW], from[LW], out_row[LW], out_from[LW], outs[1], named_first[LW];
-    __local real stage[STAGE * (LW + 1)];
+    __local real stage[STAGE_POOL];
     __local int to[STAGE], jhome[2], uhome[1];     /* memory rows of a chunk, jrow, urow */
     const int lid = get_local_id(0);
     const int m = n - c0;
@@ -332,24 +355,27 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     __global int *rowmap = maps + LEAF_PARITY(c0) * n, *map_out = maps + (LEAF_PARITY(c0) ^ 1) * n;
 #endif
 #if PREV
-    /* the update of the leaf at c0 - LW (LW wide): tiles right of this leaf, and
-     * U12 on this leaf's columns (up_u12, LW x LW) for work-group 0 */
-    __local real up_l21[TILE_M * LW], up_a12[LW * U12_COLS], up_u12[LW * U12_COLS],
-                 up_li[LW * LW];
-    __local int up_home[TILE_M], up_top[LW];
+    /* the update of the leaf at c0 - LW (LW wide): tiles right of this leaf in
+     * the stage's memory; U12 on this leaf's columns (prev_u, row k a vector)
+     * for work-group 0 */
+    __local real prev_a12[LW * LW], prev_li[LW * LW];
+    __local REALV(LW) prev_u[LW];
     if (get_group_id(0) > 0) {
         const int tiles_x = (n - c0 - w + TILE_N - 1) / TILE_N, g = get_group_id(0) - 1;
+        __local real *l21 = stage, *a12 = l21 + TILE_M * LW, *u12 = a12 + LW * U12_COLS,
+                     *li = u12 + LW * U12_COLS;
+        __local int *tile_home = (__local int *)(li + LW * LW);
         flat_update_tile(a, lda, n, c0 - LW, LW, c0 + w, n, maps, linv, g % tiles_x,
-                         g / tiles_x, lid % NX, lid / NX, up_l21, up_a12, up_u12, up_li,
-                         up_home, up_top);
+                         g / tiles_x, lid % NX, lid / NX, l21, a12, u12, li, tile_home,
+                         tile_home + TILE_M);
         return;
     }
     for (int t = lid; t < LW * LW; t += WG) {
-        up_a12[t] = t % LW < w ? a[AT(rowmap[c0 - LW + t / LW], c0 + t % LW, lda)] : ZERO;
-        up_li[t] = linv[LEAF_SLOT(c0 - LW) + t];
+        prev_a12[t] = t % LW < w ? a[AT(rowmap[c0 - LW + t / LW], c0 + t % LW, lda)] : ZERO;
+        prev_li[t] = linv[LEAF_SLOT(c0 - LW) + t];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    form_u12(up_li, up_a12, up_u12, LW, lid, WG);
+    form_u12(prev_li, prev_a12, (__local real *)prev_u, LW, lid, WG);
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
@@ -361,19 +387,17 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         home[s] = r >= m ? 0 : MAP ? rowmap[c0 + r] : c0 + r; }
     EACH_SLOT(HOME, 0)
 #if PREV
-/* the chunk's rows (memory rows `to`) less L21 U12 of the previous leaf: its
- * L21 through the stage once the items have taken their rows */
-#define PREV_ENTRY(j, s, i) if ((i) < LW) X(s, i) = fma(-l, up_u12[k * LW + (i)], X(s, i));
-#define PREV_UPDATE(s, h) \
-            barrier(CLK_LOCAL_MEM_FENCE); \
-            load_chunk(a, lda, c0 - LW, m, LW, (s) * WG + (h) * STAGE, stage, to, lid); \
-            barrier(CLK_LOCAL_MEM_FENCE); \
-            if (lid / STAGE == (h)) \
+/* The chunk's items subtract the previous leaf's L21 U12 from their rows (its
+ * L21 from the stage's second half, where load_chunk put it). */
+#define PREV_ENTRY(j, s, i) if ((i) < LW) X(s, i) = fma(-l, uk[i], X(s, i));
+#define PREV_UPDATE(s) \
                 for (int k = 0; k < LW; k++) { \
-                    const real l = stage[STAGED(lid % STAGE, k)]; \
+                    const real l = stage[STAGE * (LW + 1) + STAGED(lid % STAGE, k)]; \
+                    real uk[LW]; \
+                    VSTORE(LW)(prev_u[k], 0, uk); \
                     EACH_COL(PREV_ENTRY, 0, s) }
 #else
-#define PREV_UPDATE(s, h)
+#define PREV_UPDATE(s)
 #endif
 #define LOAD_ENTRY(j, s, i) if ((i) < LW) X(s, i) = stage[STAGED(lid % STAGE, i)];
 #define LOAD(j, s) if ((s) < ROWS) \
@@ -384,10 +408,9 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
             load_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid); \
             barrier(CLK_LOCAL_MEM_FENCE); \
             if (lid / STAGE == h) { \
-                EACH_COL(LOAD_ENTRY, j, s) } \
-            PREV_UPDATE(s, h) \
-            if (lid / STAGE == h) { \
                 const int r = (s) * WG + lid; \
+                EACH_COL(LOAD_ENTRY, j, s) \
+                PREV_UPDATE(s) \
                 const int take = r < m && fabs(X(s, 0)) > best; \
                 best = take ? fabs(X(s, 0)) : best; \
                 best_row = take ? r : best_row; } \

@@ -441,17 +441,27 @@ class _Panels:
         fits = rows <= most_rows and self._stage_rows(wg) > 0
         return (wg, rows) if fits else None
 
-    def _stage_rows(self, wg: int, beside: int = 0) -> int:
+    def _stage_rows(self, wg: int, tile: dict | None = None) -> int:
         """Rows a register leaf of wg items moves through local memory at once
         (kernels_cl/lu_rows.cl STAGE): the most, a power of two up to wg and
         LEAF_STAGE (0: wg) and at least wg / LEAF_W (every item moves a whole part
-        of each chunk), that fit in local memory beside the leaf's other arrays
-        (and `beside` bytes more); 0 if not even the fewest do."""
+        of each chunk), that fit in local memory beside the leaf's other arrays; 0
+        if not even the fewest do.  With the previous leaf's update in `tile`
+        (PREV), the stage holds two chunks or one tile of that update, and U12."""
         lw, size = self.p["LEAF_W"], np.dtype(self.dtype).itemsize
-        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 5 * lw + 4) * 4 + beside
+        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 5 * lw + 4) * 4
+        if tile is None:
+            def pool(rows):
+                return rows * (lw + 1)
+        else:
+            fixed += 3 * lw * lw * size
+            tile_pool = ((tile["TILE_M"] + lw) * (lw + 1) + 2 * lw * max(tile["TILE_N"], lw))
+
+            def pool(rows):
+                return max(2 * rows * (lw + 1), tile_pool)
         fewest = max(1, wg // lw)
         stage = max(min(self.p["LEAF_STAGE"] or wg, wg), fewest)
-        while stage >= fewest and fixed + stage * ((lw + 1) * size + 4) > self.local_mem:
+        while stage >= fewest and fixed + stage * 4 + pool(stage) * size > self.local_mem:
             stage //= 2
         return stage if stage >= fewest else 0
 
@@ -505,18 +515,15 @@ class _Panels:
         the leaf's items), or None where that tile or its local memory does not
         fit the leaf."""
         wg, rows = self._reg_shape(m)
-        lw, size = self.p["LEAF_W"], np.dtype(self.dtype).itemsize
+        lw = self.p["LEAF_W"]
         defines = dict(WG=wg, LW=lw, ROWS=rows, ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
-        beside = 0
         if tile is not None:
             nx = tile["TILE_N"] // tile["WPT_N"]
             if wg % nx:
                 return None
             tile = dict(tile, TILE_M=wg // nx * tile["WPT_M"])
-            beside = ((tile["TILE_M"] + lw) * lw + 2 * lw * max(tile["TILE_N"], lw)) * size \
-                + (tile["TILE_M"] + lw) * 4
             defines.update(PREV=1, **tile)
-        stage = self._stage_rows(wg, beside)
+        stage = self._stage_rows(wg, tile)
         if not stage:
             return None
         return self._kernel("lu_rows.cl", "getf2_rows", STAGE=stage, **defines), wg, tile

@@ -351,7 +351,7 @@ def test_register_leaves_through_a_small_stage(queue, stage, monkeypatch):
     """Leaves moved through local memory fewer rows at a time than the work-group has
     items (a device with little local memory) factor the same."""
     from oclla.lu import _Panels
-    monkeypatch.setattr(_Panels, "_stage_rows", lambda self, wg, beside=0: stage)
+    monkeypatch.setattr(_Panels, "_stage_rows", lambda self, wg, tile=None: stage)
     n = 29
     a = np.random.default_rng(6).standard_normal((n, n)).astype(np.float32)
     for ahead in (0, 2):             # also the previous leaf's update through the stage
