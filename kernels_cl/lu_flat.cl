@@ -10,10 +10,9 @@
  *   flat_update   after the leaf at column c (w wide, w <= LW): with
  *                 U12 = L11^-1 A12 formed by each work-group for its own
  *                 columns (the leaf's L11^-1 from linv), A22 -= L21 U12 over
- *                 logical rows [c + w, n) and columns [col_begin, col_end):
- *                 the next leaf's columns first, the rest beside that leaf
- *                 (look-ahead: it touches neither those columns nor the map
- *                 the next leaf writes);
+ *                 logical rows [c + w, n) and columns [col_begin, col_end)
+ *                 (or, with the lu parameter FLAT_AHEAD, inside the next
+ *                 leaf's launch: lu_rows.cl PREV);
  *   flat_solve    at the end, every leaf's A12 becomes its U12 in place;
  *   gather_rows   and the tail's rows, all n columns, go to their logical
  *                 places (through a copy: dst row r - j0 = memory row

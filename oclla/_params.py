@@ -44,8 +44,9 @@ Families and their keys
            work-items of a register leaf (0: PANEL_WG; a leaf of m rows takes the
            fewest from LEAF_WG up to PANEL_WG that hold them); LEAF_STAGE: the most
            rows a register leaf moves through local memory at once (0: its items);
-           FLAT_AHEAD: 1 to update the next leaf's columns first in the last panel
-           of register leaves and the rest on a second queue beside that leaf;
+           FLAT_AHEAD: 1 to launch each leaf of the last panel of register leaves
+           with the previous leaf's update (the leaf's work-group updates its own
+           columns as it loads them, the launch's other work-groups the rest);
            PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
            PANEL_WY) instead of one-work-group leaves; PANEL_GRID: 1 to factor each
@@ -316,7 +317,7 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
                     or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)
                     or p["FLAT_N"] < 0 or p["LEAF_SCAN"] not in (2, 4, 8, 16, 32)
-                    or p["FLAT_AHEAD"] not in (0, 1, 2)):
+                    or p["FLAT_AHEAD"] not in (0, 1)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, FLAT_N >= 0, "
                         "LOOKAHEAD, PANEL_COLUMNS and FLAT_AHEAD 0 or 1, "
                         "LEAF_SCAN in 2, 4, 8, 16, 32")

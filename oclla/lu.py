@@ -534,14 +534,12 @@ class _Panels:
         row map instead of rows and leave L11^-1, each followed by ``flat_update``
         (A22 -= L21 U12, U12 = L11^-1 A12 formed per work-group); then
         ``flat_solve`` (every leaf's U12 in place) and ``gather_rows`` (rows
-        c0..n-1, all columns, in their order, through a copy).  FLAT_AHEAD
-        overlaps each update with the next leaf: 1, on a second queue (the update
-        does the next leaf's columns first, events order the two); 2, in one
-        launch (the leaf's work-group applies the update to its own columns as it
-        loads them, the launch's other work-groups to the rest: lu_rows.cl PREV)."""
+        c0..n-1, all columns, in their order, through a copy).  With FLAT_AHEAD,
+        each leaf but the first and the previous leaf's update are one launch
+        (lu_rows.cl PREV: the leaf's work-group applies the update to its own
+        columns as it loads them, the launch's other work-groups to the rest),
+        where the update's tile fits the leaf's work-group."""
         queue, A, n, lw, dtype = self.queue, self.A, self.n, self.p["LEAF_W"], self.dtype
-        ahead = self.p["FLAT_AHEAD"]
-        side = _side_queue(queue) if ahead == 1 else None
         identity = np.arange(n, dtype=np.int32)                # both maps (flat_tail.h)
         maps = cl_array.to_device(queue, np.concatenate([identity, identity]), async_=True)
         linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
@@ -554,21 +552,13 @@ class _Panels:
 
         def leaf_for(c):
             """The leaf at column c: (kernel, work-group size, tile) of _flat_leaf, with
-            the previous leaf's update where FLAT_AHEAD is 2 and it fits."""
-            prev = ahead == 2 and c > c0
+            the previous leaf's update where FLAT_AHEAD is on and its tile fits."""
+            prev = bool(self.p["FLAT_AHEAD"]) and c > c0
             key = (n - c, prev)
             if key not in leaves:
                 leaves[key] = prev and self._flat_leaf(n - c, tile) or self._flat_leaf(n - c)
             return leaves[key]
 
-        def update_columns(on, c, jb, begin, end, wait_for=None):
-            """flat_update of the leaf at column c (jb wide) on columns [begin, end)."""
-            set_args(update, buf, ld, n, c, jb, begin, end, mbuf, lbuf)
-            return launch(on, update, (-(-(end - begin) // tile["TILE_N"]) * nx,
-                                       -(-(n - c - jb) // tile["TILE_M"]) * ny), (nx, ny),
-                          wait_for=wait_for)
-
-        beside = None                     # the second queue's last update
         for c in range(c0, n, lw):
             jb = min(lw, n - c)
             leaf, wg, fused = leaf_for(c)
@@ -577,37 +567,27 @@ class _Panels:
                 groups += (-(-(n - c - jb) // fused["TILE_N"])
                            * -(-(n - c) // fused["TILE_M"]))
             set_args(leaf, buf, ld, n, c, jb, mbuf, lbuf, self.piv.data, self.info.data)
-            done = launch(queue, leaf, (groups * wg,), (wg,))
-            begin, end = c + jb, n
-            if begin >= end or leaf_for(c + jb)[2] is not None:
-                continue
-            if side is None:
-                update_columns(queue, c, jb, begin, end)
-                continue
-            near = min(begin + lw, end)
-            update_columns(queue, c, jb, begin, near, wait_for=beside and [beside])
-            if near < end:
-                beside = update_columns(side, c, jb, near, end, wait_for=[done])
-        wait = [beside] if beside is not None else None
+            launch(queue, leaf, (groups * wg,), (wg,))
+            if c + jb < n and leaf_for(c + jb)[2] is None:
+                set_args(update, buf, ld, n, c, jb, c + jb, n, mbuf, lbuf)
+                launch(queue, update, (-(-(n - c - jb) // tile["TILE_N"]) * nx,
+                                       -(-(n - c - jb) // tile["TILE_M"]) * ny), (nx, ny))
         leaves = -(-(n - c0) // lw)
         local = self.columns_wg
         if leaves > 1:
             solve = get_kernel(queue, "lu_flat.cl", "flat_solve", dtype, **flat)
             enqueue(queue, solve, (round_up(n - c0 - lw, local), leaves - 1), (local, 1),
-                    A.buf, int_arg(A.ld), int_arg(n), int_arg(c0), maps.data, wait_for=wait)
-            wait = None
+                    A.buf, int_arg(A.ld), int_arg(n), int_arg(c0), maps.data)
         if not self.no_pivot:
             rows_below = n - c0
             moved = cl_array.empty(queue, rows_below * A.ld, dtype)
             gather = get_kernel(queue, "lu_flat.cl", "gather_rows", dtype, **flat)
             enqueue(queue, gather, (round_up(A.ld, local), rows_below), (local, 1), A.buf,
                     int_arg(A.ld), int_arg(c0), int_arg(n), int_arg(A.ld), maps.data,
-                    moved.data, wait_for=wait)
+                    moved.data)
             size = np.dtype(dtype).itemsize
             copy(queue, A.buf, moved.data, byte_count=rows_below * A.ld * size,
                  dest_offset=(A.off + c0 * A.ld) * size, label="gather_rows copy")
-        elif wait is not None:
-            cl.enqueue_barrier(queue, wait_for=wait)
 
     def _leaf_columns(self, c: int, jb: int, p0: int, p1: int, defines: dict) -> None:
         """Columns [p0, p1) of the panel outside the leaf at column c (jb wide)."""

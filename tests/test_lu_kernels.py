@@ -39,14 +39,13 @@ BLOCKED_SETS = [
     dict(NB=8, LEAF_W=4, PANEL_WG=8, REG_SLOTS=64, PANEL_COLUMNS=1, SMALL_N=0, LOOKAHEAD=0,
          FLAT_N=1000),
     # leaves of 4 items up to 32 as their rows need, moved 8 rows at a time at most; the
-    # flat tail's updates split: the next leaf's columns, then the rest on a second queue
+    # flat tail's leaves launched with the previous leaf's update
     dict(NB=16, LEAF_W=8, PANEL_WG=32, REG_SLOTS=32, LEAF_WG=4, LEAF_STAGE=8,
          PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=1000),
     dict(NB=16, LEAF_W=4, PANEL_WG=8, REG_SLOTS=16, PANEL_COLUMNS=0, SMALL_N=0,
          LOOKAHEAD=0, FLAT_N=40, FLAT_AHEAD=1),
-    # ... or in the next leaf's launch (its leaf 8 or 16 items, tiles of 2 x 2 per item)
     dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, LEAF_WG=8, PANEL_COLUMNS=0, SMALL_N=0,
-         LOOKAHEAD=0, FLAT_N=1000, FLAT_AHEAD=2),
+         LOOKAHEAD=0, FLAT_N=1000, FLAT_AHEAD=1),
     # 256 items: their candidates folded to LEAF_SCAN, then scanned; 64 items: folded to
     # LEAF_SCAN² first
     dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=4, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
@@ -223,7 +222,7 @@ def test_register_leaf_takes_the_fewest_items_that_hold_its_rows(queue):
 @given(n=st.integers(1, 70), seed=st.integers(0, 2**32 - 1),
        shape=st.sampled_from([(4, 4, 16), (8, 8, 16), (16, 4, 64), (8, 16, 32)]),
        flat=st.sampled_from([0, 24, 1000]), scan=st.sampled_from([2, 4, 32]),
-       leaf_wg=st.sampled_from([0, 1, 4]), ahead=st.sampled_from([0, 1, 2]),
+       leaf_wg=st.sampled_from([0, 1, 4]), ahead=st.sampled_from([0, 1]),
        double=st.booleans())
 def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ahead, double):
     """Register leaves of any shape (LEAF_W, PANEL_WG, REG_SLOTS, LEAF_WG), with or
@@ -275,24 +274,13 @@ def test_flat_tail_is_one_panel(queue, flat):
     assert run.steps[-1].phase == "panel"
 
 
-def test_flat_tail_look_ahead_splits_each_update(queue):
-    """With FLAT_AHEAD each leaf's update does the next leaf's columns, then the rest
-    (a launch on a second queue, ordered by events): two updates per leaf but the
-    last two, the same factors."""
-    _, run = factor_recorded(queue, dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64,
-                                         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=64,
-                                         FLAT_AHEAD=1), 50, 10)
-    names = [k.name for k in run.steps[-1].kernels]
-    assert names.count("getf2_rows") == 7 and names.count("flat_update") == 5 * 2 + 1
-
-
 def test_flat_tail_look_ahead_in_one_launch(queue):
-    """With FLAT_AHEAD = 2 each leaf but the first also applies the previous leaf's
+    """With FLAT_AHEAD each leaf but the first also applies the previous leaf's
     update (its own columns as it loads them, the rest in the launch's other
     work-groups): one launch per leaf, no flat_update, the same factors; where the
     update's tile does not fit the leaf's items, the leaf and its update go apart."""
     p = dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=0,
-             LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=2)
+             LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=1)
     _params.override("gemm_thin", dict(KERNEL="tiled", TILE_M=8, TILE_N=8, TILE_K=8,
                                        WPT_M=2, WPT_N=2, VEC=1, MAX_K=8))
     a, run = factor_recorded(queue, p, 50, 11)
@@ -354,7 +342,7 @@ def test_register_leaves_through_a_small_stage(queue, stage, monkeypatch):
     monkeypatch.setattr(_Panels, "_stage_rows", lambda self, wg, tile=None: stage)
     n = 29
     a = np.random.default_rng(6).standard_normal((n, n)).astype(np.float32)
-    for ahead in (0, 2):             # also the previous leaf's update through the stage
+    for ahead in (0, 1):             # also the previous leaf's update through the stage
         _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16,
                                     PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=64,
                                     FLAT_AHEAD=ahead))
