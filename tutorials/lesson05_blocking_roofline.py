@@ -238,7 +238,10 @@ for phase, (steps, kernels, ns, flops) in blocked.phase_totals().items():
 # pivoting permutes $n$ integers instead of $n^2$ matrix entries. oclla's GPU
 # path does this for its last panel (`kernels_cl/lu_flat.cl`), where the
 # leaves are short and a pass over all columns per leaf would cost as much as
-# the leaf itself.
+# the leaf itself. Its look-ahead is a single launch: each leaf's launch also
+# carries the previous leaf's update, the leaf's own work-group applying it to
+# the leaf's columns as it loads them while the other work-groups update the
+# rest, so the update costs no launch and hides behind the leaf.
 #
 # ## 5. The race: per-pivot, blocked, scipy
 #
