@@ -509,15 +509,19 @@ class _Panels:
             c += jb
 
     def _flat_leaf(self, m: int, tile: dict | None = None):
-        """The flat tail's leaf kernel (getf2_rows, MAP = 1) for m rows, and its
-        work-group size; with the update's `tile`, the one that also applies the
-        previous leaf's update (PREV = 1: its tile rows scaled so that a tile takes
-        the leaf's items), or None where that tile or its local memory does not
-        fit the leaf."""
+        """The flat tail's leaf kernel (getf2_rows, MAP = 1) for m rows, its
+        work-group size and None; with the update's `tile`, the one that also
+        applies the previous leaf's update (PREV = 1: its tile rows scaled so that
+        a tile takes the leaf's items) and that tile, or None where that tile or
+        its local memory does not fit the leaf, or the leaf is one column wide
+        (PoCL 3.1 crashes running that kernel with LW = 1 under its default
+        work-group method, loopvec)."""
         wg, rows = self._reg_shape(m)
         lw = self.p["LEAF_W"]
         defines = dict(WG=wg, LW=lw, ROWS=rows, ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
         if tile is not None:
+            if lw == 1:
+                return None
             nx = tile["TILE_N"] // tile["WPT_N"]
             if wg % nx:
                 return None

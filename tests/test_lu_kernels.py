@@ -278,7 +278,8 @@ def test_flat_tail_look_ahead_in_one_launch(queue):
     """With FLAT_AHEAD each leaf but the first also applies the previous leaf's
     update (its own columns as it loads them, the rest in the launch's other
     work-groups): one launch per leaf, no flat_update, the same factors; where the
-    update's tile does not fit the leaf's items, the leaf and its update go apart."""
+    update's tile does not fit the leaf's items, or the leaves are one column wide,
+    the leaf and its update go apart."""
     p = dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=0,
              LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=1)
     _params.override("gemm_thin", dict(KERNEL="tiled", TILE_M=8, TILE_N=8, TILE_K=8,
@@ -299,6 +300,9 @@ def test_flat_tail_look_ahead_in_one_launch(queue):
     _, run = factor_recorded(queue, p, 50, 11)
     names = [k.name for k in run.steps[-1].kernels]
     assert names.count("getf2_rows") == 7 and names.count("flat_update") == 6
+    _, run = factor_recorded(queue, dict(p, LEAF_W=1), 20, 12)   # one-column leaves: apart
+    names = [k.name for k in run.steps[-1].kernels]
+    assert names.count("getf2_rows") == 20 and names.count("flat_update") == 19
 
 
 def test_register_panels_before_the_last_take_their_other_columns_in_a_launch(queue):
