@@ -508,15 +508,16 @@ class _Panels:
                      A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
             c += jb
 
-    def _flat_leaf(self, m: int, tile: dict | None = None):
-        """The flat tail's leaf kernel (getf2_rows, MAP = 1) for m rows, its
-        work-group size and None; with the update's `tile`, the one that also
+    def _flat_leaf(self, shape: tuple[int, int], tile: dict | None = None):
+        """The flat tail's leaf kernel (getf2_rows, MAP = 1) of ``shape`` (work-group
+        size, rows per item: ``_reg_shape``), its work-group size and None; with
+        the update's `tile`, the one that also
         applies the previous leaf's update (PREV = 1: its tile rows scaled so that
         a tile takes the leaf's items) and that tile, or None where that tile or
         its local memory does not fit the leaf, or the leaf is one column wide
         (PoCL 3.1 crashes running that kernel with LW = 1 under its default
         work-group method, loopvec)."""
-        wg, rows = self._reg_shape(m)
+        wg, rows = shape
         lw = self.p["LEAF_W"]
         defines = dict(WG=wg, LW=lw, ROWS=rows, ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
         if tile is not None:
@@ -552,16 +553,17 @@ class _Panels:
         flat = dict(LW=lw, **tile)
         update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
         buf, ld, mbuf, lbuf = A.buf, A.ld, maps.data, linv.data
-        leaves: dict = {}                 # (rows, with the previous update) -> _flat_leaf
+        leaf_kernels: dict = {}           # (shape, with the previous update) -> _flat_leaf
 
         def leaf_for(c):
             """The leaf at column c: (kernel, work-group size, tile) of _flat_leaf, with
             the previous leaf's update where FLAT_AHEAD is on and its tile fits."""
-            prev = bool(self.p["FLAT_AHEAD"]) and c > c0
-            key = (n - c, prev)
-            if key not in leaves:
-                leaves[key] = prev and self._flat_leaf(n - c, tile) or self._flat_leaf(n - c)
-            return leaves[key]
+            shape, prev = self._reg_shape(n - c), bool(self.p["FLAT_AHEAD"]) and c > c0
+            key = (shape, prev)
+            if key not in leaf_kernels:
+                leaf_kernels[key] = (prev and self._flat_leaf(shape, tile)
+                                     or self._flat_leaf(shape))
+            return leaf_kernels[key]
 
         for c in range(c0, n, lw):
             jb = min(lw, n - c)
