@@ -121,9 +121,8 @@ def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *
     """
     event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size, offset,
                                        wait_for=wait_for)
-    if _trace_hooks.active is not None:
-        _trace_hooks.active.add_kernel(kernel.function_name, event,
-                                       global_size, local_size)
+    if (recorder := _trace_hooks.active()) is not None:
+        recorder.add_kernel(kernel.function_name, event, global_size, local_size)
     return event
 
 
@@ -141,7 +140,7 @@ def launch_queue(queue: cl.CommandQueue):
     spend several microseconds more per launch on a profiling queue (about
     6 µs with NVIDIA's), which adds up over thousands of small launches.
     """
-    if _trace_hooks.active is not None:
+    if _trace_hooks.active() is not None:
         yield queue
         return
     twin = _twins.get(queue)
@@ -164,8 +163,8 @@ def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, src_offset=0, de
     else:
         event = cl.enqueue_copy(queue, dest, src, byte_count=byte_count, src_offset=src_offset,
                                 dst_offset=dest_offset)
-    if _trace_hooks.active is not None:
-        _trace_hooks.active.add_kernel(label, event, None, None)
+    if (recorder := _trace_hooks.active()) is not None:
+        recorder.add_kernel(label, event, None, None)
     return event
 
 

@@ -14,14 +14,20 @@ call); a run holds :class:`Step` objects; a step holds the
 times queued <= submit <= start <= end in nanoseconds.  Snapshots (host copies
 of the matrix after each step) are taken only with ``snapshots=True``.
 
-With no recorder active the algorithms pay one ``is None`` test per kernel.
+With no recorder active the algorithms pay one context-variable lookup per
+kernel.  A recorder belongs to the thread (or asyncio task) that opened it.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import lzma
+import math
+import os
+import stat
+import struct
 import zipfile
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field, asdict
 
@@ -145,6 +151,7 @@ class Recording:
         self._run: Run | None = None
         self._step: Step | None = None
         self._snapshot_fn = None
+        self._token = None            # set while open (see __enter__)
 
     # ---- producer side (called by algorithms through module helpers) ----
     def begin_run(self, run: Run, snapshot_fn=None) -> Run:
@@ -267,19 +274,30 @@ class Recording:
 
     # ---- context manager ----
     def __enter__(self) -> "Recording":
-        if _trace_hooks.active is not None:
-            raise RuntimeError("oclla.record() blocks cannot be nested")
-        _trace_hooks.active = self
+        if _trace_hooks.active() is not None:
+            raise RuntimeError("oclla.record() blocks cannot be nested (a recorder is already "
+                               "open in this thread)")
+        if self._token is not None:
+            raise RuntimeError("this recorder is already open (in another thread?); each "
+                               "thread opens its own oclla.record()")
+        self._token = _trace_hooks.activate(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _trace_hooks.active = None
+        token, self._token = self._token, None
+        _trace_hooks.restore(token)
         self._run = self._step = None
         self.resolve()
 
 
 def record(snapshots: bool = False) -> Recording:
-    """Start recording: ``with oclla.record(snapshots=False) as rec: ...``."""
+    """Start recording: ``with oclla.record(snapshots=False) as rec: ...``.
+
+    A recorder belongs to the thread (or asyncio task) that opened it: calls
+    made in other threads are not captured, threads started inside the block
+    do not inherit it, and each thread may record its own run at the same
+    time.  Blocks cannot be nested within one thread.
+    """
     return Recording(snapshots=snapshots)
 
 
@@ -315,7 +333,7 @@ def run(algorithm: str, variant: str, queue, shape, dtype, snapshot_fn=None, **p
     ``snapshot_fn()`` returns a host copy of the matrix as it is now; it is
     called only when the recorder keeps snapshots.
     """
-    rec = _trace_hooks.active
+    rec = _trace_hooks.active()
     if rec is None:
         return _NULL
     from ._device import device_info
@@ -335,7 +353,7 @@ def _step_ctx(rec: Recording, phase, region, pivot, flops, nbytes, info):
 
 def step(phase: str, region, pivot=None, flops=0.0, nbytes=0.0, **info):
     """Context for one step; a no-op unless a recorder is active."""
-    rec = _trace_hooks.active
+    rec = _trace_hooks.active()
     if rec is None:
         return _NULL
     return _step_ctx(rec, phase, region, pivot, flops, nbytes, info)
@@ -343,17 +361,17 @@ def step(phase: str, region, pivot=None, flops=0.0, nbytes=0.0, **info):
 
 def fail_last_run(error: BaseException) -> None:
     """Mark the latest run as failed when its failure is found after it ended (LU's info)."""
-    rec = _trace_hooks.active
+    rec = _trace_hooks.active()
     if rec is not None and rec.runs:
         rec.runs[-1].error = f"{type(error).__name__}: {error}"
 
 
 def recording() -> bool:
     """True while a recorder is active (to skip building step metadata)."""
-    return _trace_hooks.active is not None
+    return _trace_hooks.active() is not None
 
 
-# ---- loading ---------------------------------------------------------------------
+# ---- saving ----------------------------------------------------------------------
 
 def _step_to_json(step: Step) -> dict:
     d = asdict(step)
@@ -371,55 +389,389 @@ def _json_default(obj):
     raise TypeError(f"cannot store {type(obj).__name__} in a recording")
 
 
-def _tuple_or_none(value):
-    return None if value is None else tuple(value)
+# ---- limits of what load_recording accepts --------------------------------------------
+# A recording may come from anywhere: everything is checked against these limits from the
+# zip directory and the arrays' .npy headers before anything is decompressed or allocated.
+
+MAX_RECORDING_BYTES = 256 << 20
+"""Default cap on a recording's arrays, uncompressed, all together (``max_bytes``)."""
+
+MAX_SNAPSHOT_ORDER = 4096
+"""Largest matrix a kept array may hold: at most ``MAX_SNAPSHOT_ORDER**2`` entries."""
+
+MAX_ORDER = 1 << 31
+"""Largest matrix dimension a run may declare; regions, pivots and swaps lie within it."""
+
+MAX_META_BYTES = 32 << 20
+"""Largest JSON metadata (steps, kernels, parameters) a recording may carry."""
+
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of lists and objects in the metadata."""
+
+MAX_NAME_CHARS = 1024
+"""Longest name (algorithm, variant, phase, kernel, device, ...) in a recording."""
+
+MAX_TEXT_CHARS = 1 << 18
+"""Longest error message of a run (a build log may be part of it)."""
+
+MAX_NS = 2 ** 63 - 1
+"""Largest profiling time (ns)."""
+
+_NPY_HEADER_BYTES = 1 << 16
+_ARRAY_KINDS = "f"               # floating point: what a matrix snapshot holds
+_ARRAY_NAMES = ("initial", "result")
 
 
-def load_recording(path) -> Recording:
+class _Invalid(Exception):
+    """One field of a recording's metadata breaks the format (message says which)."""
+
+
+_READ_ERRORS = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, OSError, EOFError,
+                ValueError, KeyError, NotImplementedError, RuntimeError, RecursionError,
+                MemoryError, OverflowError, struct.error)
+"""What reading a damaged zip, .npy or JSON member can raise (RuntimeError: encrypted)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _brief(value) -> str:
+    """A short description of ``value`` for an error message (never a deep repr)."""
+    if isinstance(value, (dict, list, tuple)):
+        return f"a {type(value).__name__} of {len(value)}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _open_regular(name: str, max_bytes: int):
+    """Open ``name`` for reading if it is a regular file of a plausible size.
+
+    Opened without blocking, so a FIFO or a device is refused at once
+    instead of waiting for a writer or reading forever.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(name, flags)
+    except OSError as exc:
+        raise RecordingError(f"cannot read recording {name}: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RecordingError(f"{name} is not a regular file (a FIFO, device or directory "
+                                 f"is not a recording)")
+        limit = max_bytes + MAX_META_BYTES + (1 << 20)
+        if st.st_size > limit:
+            raise RecordingError(f"{name} is {st.st_size >> 20} MiB, larger than a recording "
+                                 f"within the limit of {max_bytes >> 20} MiB "
+                                 f"(load_recording(max_bytes=...))")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def load_recording(path, *, max_bytes: int = MAX_RECORDING_BYTES) -> Recording:
     """Read a file written by :meth:`Recording.save`.
 
-    Raises :class:`RecordingError` for a file that is not a recording, is
-    truncated or corrupt, or comes from a newer format version.
+    Raises :class:`RecordingError` for anything that is not a sound
+    recording: not a regular file, not a recording, truncated or corrupt, a
+    newer format version, metadata of the wrong types or out of range
+    (counts, indices, regions beyond :data:`MAX_ORDER`), or arrays beyond
+    the limits (an array above :data:`MAX_SNAPSHOT_ORDER` squared entries,
+    more than ``max_bytes`` uncompressed in all; sizes are taken from the
+    zip directory and the .npy headers before anything is decompressed).
+    What loads is consistent, so a viewer can show it without further checks.
     """
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise RecordingError(f"cannot read recording {path}: {exc}") from exc
-    try:
-        npz = np.load(io.BytesIO(data), allow_pickle=False)
-        header = json.loads(bytes(npz["meta"]).decode("utf-8"))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as exc:
-        raise RecordingError(f"{path} is not an oclla recording or is damaged "
-                             f"({type(exc).__name__}: {exc})") from exc
+    name = os.fspath(path)
+    with _open_regular(name, max_bytes) as fh:
+        try:
+            with zipfile.ZipFile(fh) as zf:
+                return _read_recording(zf, name, max_bytes)
+        except RecordingError:
+            raise
+        except _Invalid as exc:
+            raise RecordingError(_one_line(f"{name} is damaged: {exc}")) from None
+        except _READ_ERRORS as exc:
+            raise RecordingError(_one_line(f"{name} is not an oclla recording or is damaged "
+                                           f"({type(exc).__name__}: {exc})")) from exc
+
+
+def _read_recording(zf: zipfile.ZipFile, name: str, max_bytes: int) -> Recording:
+    members = {info.filename: info for info in zf.infolist()}
+    if len(members) != len(zf.infolist()) or "meta.npy" not in members:
+        raise RecordingError(f"{name} is not an oclla recording")
+    header = _read_meta(zf, members["meta.npy"])
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-        raise RecordingError(f"{path} is not an oclla recording")
+        raise RecordingError(f"{name} is not an oclla recording")
     version = header.get("version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise RecordingError(f"{path} has recording format version {version}, newer than "
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        raise RecordingError(f"{name} has recording format version {version}, newer than "
                              f"this oclla reads ({FORMAT_VERSION}); upgrade oclla")
+    _check_int(version, "the format version", 1, FORMAT_VERSION)
+    runs = _runs_from_json(header.get("runs"), len(members))
+    arrays = _array_headers(zf, members, runs, max_bytes)
     rec = Recording(snapshots=False)
-    try:
-        for i, meta in enumerate(header["runs"]):
-            steps = []
-            for s in meta["steps"]:
-                kernels = [KernelRecord(k["name"], k["queued"], k["submit"], k["start"],
-                                        k["end"], _tuple_or_none(k["global_size"]),
-                                        _tuple_or_none(k["local_size"]), k["step"])
-                           for k in s["kernels"]]
-                steps.append(Step(s["algorithm"], s["index"], s["phase"], tuple(s["region"]),
-                                  _tuple_or_none(s["pivot"]), s["flops"], s["bytes"],
-                                  s["info"], kernels, s["snapshot"]))
-            run = Run(meta["algorithm"], meta["variant"], tuple(meta["shape"]), meta["dtype"],
-                      meta["device"], meta["params"], steps, error=meta["error"],
-                      metrics=meta["metrics"])
-            if meta["has_initial"]:
-                run.initial = npz[f"run{i}_initial"]
-            if meta["has_result"]:
-                run.result = npz[f"run{i}_result"]
-            run.snapshots = [npz[f"run{i}_snap{j}"] for j in range(meta["n_snapshots"])]
-            rec.runs.append(run)
-    except (KeyError, TypeError, ValueError, zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise RecordingError(f"{path} is damaged: {type(exc).__name__}: {exc}") from exc
+    for i, (run, flags) in enumerate(runs):
+        _attach_arrays(zf, run, flags, i, arrays)
+        rec.runs.append(run)
     rec.snapshots = any(r.snapshots for r in rec.runs)
     return rec
+
+
+# ---- the .npy members ----
+
+def _npy_header(fh, info: zipfile.ZipInfo, kinds: str = _ARRAY_KINDS) -> tuple:
+    """(shape, fortran_order, dtype) of an open .npy member, its size checked against its
+    header; ``kinds``: the dtype kinds allowed."""
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh, _NPY_HEADER_BYTES)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh, _NPY_HEADER_BYTES)
+    else:
+        raise _Invalid(f"{info.filename}: unsupported .npy version {version}")
+    if dtype.kind not in kinds or dtype.fields is not None or dtype.itemsize > 8 \
+            or dtype.subdtype is not None:
+        raise _Invalid(f"{info.filename} holds {dtype}, not real floating-point numbers")
+    if len(shape) not in (1, 2) or any(d <= 0 for d in shape):
+        raise _Invalid(f"{info.filename} has shape {shape}; an array of 1 or 2 non-empty "
+                       f"dimensions is needed")
+    entries = math.prod(shape)
+    if entries > MAX_SNAPSHOT_ORDER ** 2:
+        raise _Invalid(f"{info.filename} claims {'x'.join(map(str, shape))} entries, more "
+                       f"than a {MAX_SNAPSHOT_ORDER}x{MAX_SNAPSHOT_ORDER} matrix "
+                       f"(oclla.trace.MAX_SNAPSHOT_ORDER)")
+    if info.file_size != fh.tell() + entries * dtype.itemsize:
+        raise _Invalid(f"{info.filename}: the zip directory's size does not match the "
+                       f"array's header")
+    return shape, fortran, dtype
+
+
+def _read_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo,
+              kinds: str = _ARRAY_KINDS) -> np.ndarray:
+    """The array in one .npy member (header checked again; CRC checked at its end)."""
+    with zf.open(info) as fh:
+        shape, fortran, dtype = _npy_header(fh, info, kinds)
+        flat = np.empty(math.prod(shape), dtype=dtype)
+        if fh.readinto(flat.view(np.uint8)) != flat.nbytes or fh.read(1):
+            raise _Invalid(f"{info.filename} is truncated")
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+def _read_meta(zf: zipfile.ZipFile, info: zipfile.ZipInfo):
+    """The JSON header, its size and nesting checked before it is parsed."""
+    if info.file_size > MAX_META_BYTES + _NPY_HEADER_BYTES:
+        raise _Invalid(f"the metadata is {info.file_size >> 20} MiB, more than "
+                       f"{MAX_META_BYTES >> 20} MiB (oclla.trace.MAX_META_BYTES)")
+    raw = _read_npy(zf, info, "u")
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise _Invalid("the metadata is not a byte string")
+    header = json.loads(raw.tobytes().decode("utf-8"))
+    _check_depth(header)
+    return header
+
+
+def _check_depth(value) -> None:
+    """Refuse lists and objects nested deeper than MAX_JSON_DEPTH (without recursion)."""
+    todo = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                raise _Invalid(f"the metadata nests deeper than {MAX_JSON_DEPTH} levels")
+            children = item.values() if isinstance(item, dict) else item
+            todo.extend((child, depth + 1) for child in children)
+
+
+def _array_names(i: int, flags: dict) -> list:
+    names = [f"run{i}_{what}" for what in _ARRAY_NAMES if flags[f"has_{what}"]]
+    return names + [f"run{i}_snap{j}" for j in range(flags["n_snapshots"])]
+
+
+def _array_headers(zf: zipfile.ZipFile, members: dict, runs: list, max_bytes: int) -> dict:
+    """name -> ZipInfo of every array the runs declare, all sizes checked, nothing read yet."""
+    wanted = [n for i, (_, flags) in enumerate(runs) for n in _array_names(i, flags)]
+    files = {f"{n}.npy": n for n in wanted}
+    extra = sorted(set(members) - set(files) - {"meta.npy"})
+    missing = [f for f in files if f not in members]
+    if missing or extra:
+        raise _Invalid(f"the arrays do not match the metadata (missing {missing[:3]}, "
+                       f"unexpected {extra[:3]})")
+    total = sum(members[f].file_size for f in files)
+    if total > max_bytes:
+        raise _Invalid(f"the arrays take {total >> 20} MiB uncompressed, more than the limit "
+                       f"of {max_bytes >> 20} MiB (load_recording(max_bytes=...))")
+    out = {}
+    for f, n in files.items():
+        with zf.open(members[f]) as fh:
+            _npy_header(fh, members[f])
+        out[n] = members[f]
+    return out
+
+
+def _attach_arrays(zf: zipfile.ZipFile, run: Run, flags: dict, i: int, arrays: dict) -> None:
+    """Read a run's arrays; all of one run share one shape and dtype."""
+    read = {n: _read_npy(zf, arrays[n]) for n in _array_names(i, flags)}
+    kinds = {(a.shape, a.dtype.str) for a in read.values()}
+    if len(kinds) > 1:
+        raise _Invalid(f"run {i}: its arrays differ in shape or dtype "
+                       f"({', '.join(sorted(str(k[0]) for k in kinds))})")
+    run.initial = read.get(f"run{i}_initial")
+    run.result = read.get(f"run{i}_result")
+    run.snapshots = [read[f"run{i}_snap{j}"] for j in range(flags["n_snapshots"])]
+
+
+# ---- the JSON metadata ----
+
+def _check_int(value, where: str, lo: int = 0, hi: int = MAX_NS) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise _Invalid(f"{where} must be an integer from {lo} to {hi}, not {_brief(value)}")
+    return value
+
+
+def _check_number(value, where: str) -> float:
+    """A finite real number >= 0 (flop and byte counts)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 <= value <= 1e300:
+        raise _Invalid(f"{where} must be a finite number >= 0, not {_brief(value)}")
+    return float(value)
+
+
+def _check_str(value, where: str, limit: int = MAX_NAME_CHARS) -> str:
+    if not isinstance(value, str) or len(value) > limit:
+        raise _Invalid(f"{where} must be a text of at most {limit} characters, "
+                       f"not {_brief(value)}")
+    return value
+
+
+def _check_list(value, where: str, lo: int = 0, hi: int = MAX_NS) -> list:
+    if not isinstance(value, list) or not lo <= len(value) <= hi:
+        count = f"{lo}" if lo == hi else f"{lo} to {hi}"
+        raise _Invalid(f"{where} must be a list of {count} items, not {_brief(value)}")
+    return value
+
+
+def _check_dict(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise _Invalid(f"{where} must be an object, not {_brief(value)}")
+    return value
+
+
+def _field(meta: dict, key: str, where: str):
+    if key not in meta:
+        raise _Invalid(f"{where} lacks {key!r}")
+    return meta[key]
+
+
+def _ints(value, where: str, length: int, hi: int = MAX_ORDER) -> tuple:
+    items = _check_list(value, where, length, length)
+    return tuple(_check_int(x, f"{where}[{k}]", 0, hi) for k, x in enumerate(items))
+
+
+def _region(value, where: str) -> tuple:
+    """(row0, row1, col0, col1), half-open, within MAX_ORDER."""
+    r0, r1, c0, c1 = _ints(value, where, 4)
+    if r1 < r0 or c1 < c0:
+        raise _Invalid(f"{where} {[r0, r1, c0, c1]} ends before it starts")
+    return r0, r1, c0, c1
+
+
+def _sizes(value, where: str):
+    if value is None:
+        return None
+    items = _check_list(value, where, 1, 3)
+    return tuple(_check_int(x, f"{where}[{k}]") for k, x in enumerate(items))
+
+
+def _info(value, where: str) -> dict:
+    """A step's free-form info; the keys the viewer reads are checked."""
+    info = _check_dict(value, where)
+    for key in ("logical_region", "leaf"):
+        if key in info:
+            _region(info[key], f"{where}[{key!r}]")
+    if "regions" in info:
+        for k, r in enumerate(_check_list(info["regions"], f"{where}['regions']")):
+            _region(r, f"{where}['regions'][{k}]")
+    if "swaps" in info:
+        for k, pair in enumerate(_check_list(info["swaps"], f"{where}['swaps']")):
+            _ints(pair, f"{where}['swaps'][{k}]", 2, MAX_ORDER - 1)
+    if "matrix" in info:
+        _check_str(info["matrix"], f"{where}['matrix']")
+    return info
+
+
+def _kernel(meta, where: str, step_index: int) -> KernelRecord:
+    meta = _check_dict(meta, where)
+    f = lambda key: _field(meta, key, where)   # noqa: E731
+    times = [_check_int(f(key), f"{where} {key}") for key in ("queued", "submit", "start", "end")]
+    if f("step") != step_index:
+        raise _Invalid(f"{where} claims step {_brief(f('step'))}, not its own {step_index}")
+    return KernelRecord(_check_str(f("name"), f"{where} name"), *times,
+                        _sizes(f("global_size"), f"{where} global_size"),
+                        _sizes(f("local_size"), f"{where} local_size"), step_index)
+
+
+def _step(meta, where: str, index: int, n_snapshots: int) -> Step:
+    meta = _check_dict(meta, where)
+    f = lambda key: _field(meta, key, where)   # noqa: E731
+    if f("index") != index:
+        raise _Invalid(f"{where} claims index {_brief(f('index'))}")
+    pivot = None if f("pivot") is None else _ints(f("pivot"), f"{where} pivot", 2,
+                                                   MAX_ORDER - 1)
+    snapshot = f("snapshot")
+    if snapshot is not None:
+        _check_int(snapshot, f"{where} snapshot", 0, n_snapshots - 1)
+    kernels = [_kernel(k, f"{where} kernel {j}", index)
+               for j, k in enumerate(_check_list(f("kernels"), f"{where} kernels"))]
+    return Step(_check_str(f("algorithm"), f"{where} algorithm"), index,
+                _check_str(f("phase"), f"{where} phase"), _region(f("region"), f"{where} region"),
+                pivot, _check_number(f("flops"), f"{where} flops"),
+                _check_number(f("bytes"), f"{where} bytes"), _info(f("info"), f"{where} info"),
+                kernels, snapshot)
+
+
+def _metrics(value, where: str) -> dict:
+    metrics = _check_dict(value, where)
+    if "backward_error" in metrics:
+        be = metrics["backward_error"]
+        if isinstance(be, bool) or not isinstance(be, (int, float)):
+            raise _Invalid(f"{where}['backward_error'] must be a number, not {_brief(be)}")
+    if "source" in metrics:
+        src = _check_dict(metrics["source"], f"{where}['source']")
+        for key in ("family", "file"):
+            if key in src:
+                _check_str(src[key], f"{where}['source'][{key!r}]")
+        if "seed" in src:
+            _check_int(src["seed"], f"{where}['source']['seed']", -MAX_NS, MAX_NS)
+    return metrics
+
+
+def _run(meta, i: int, n_members: int) -> tuple:
+    """(Run without its arrays, {has_initial, has_result, n_snapshots}) of run ``i``."""
+    where = f"run {i}"
+    meta = _check_dict(meta, where)
+    f = lambda key: _field(meta, key, where)   # noqa: E731
+    flags = {key: f(key) for key in ("has_initial", "has_result")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise _Invalid(f"{where} {key} must be true or false, not {_brief(value)}")
+    flags["n_snapshots"] = _check_int(f("n_snapshots"), f"{where} n_snapshots", 0, n_members)
+    shape = tuple(_check_int(x, f"{where} shape[{k}]", 0, MAX_ORDER)
+                  for k, x in enumerate(_check_list(f("shape"), f"{where} shape", 0, 3)))
+    steps = [_step(s, f"{where} step {j}", j, flags["n_snapshots"])
+             for j, s in enumerate(_check_list(f("steps"), f"{where} steps"))]
+    error = f("error")
+    if error is not None:
+        _check_str(error, f"{where} error", MAX_TEXT_CHARS)
+    run = Run(_check_str(f("algorithm"), f"{where} algorithm"),
+              _check_str(f("variant"), f"{where} variant"), shape,
+              _check_str(f("dtype"), f"{where} dtype"), _check_str(f("device"), f"{where} device"),
+              _check_dict(f("params"), f"{where} params"), steps, error=error,
+              metrics=_metrics(f("metrics"), f"{where} metrics"))
+    return run, flags
+
+
+def _runs_from_json(value, n_members: int) -> list:
+    return [_run(meta, i, n_members)
+            for i, meta in enumerate(_check_list(value, "the list of runs"))]

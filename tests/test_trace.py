@@ -12,7 +12,7 @@ from oclla.trace import FORMAT_VERSION, RecordingError
 
 
 def test_no_recorder_means_no_trace_work(monkeypatch, rng):
-    assert _trace_hooks.active is None
+    assert _trace_hooks.active() is None
 
     def explode(*args, **kwargs):
         raise AssertionError("trace work done with no recorder active")

@@ -7,6 +7,7 @@ before the first step and position p > 0 the matrix after step p − 1
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,8 +51,27 @@ def step_at(run, position: int):
 
 
 def is_packed(array) -> bool:
-    """A packed (RFP) buffer rather than a square matrix."""
-    return array is not None and (array.ndim == 1 or array.shape[0] != array.shape[1])
+    """A packed (RFP) buffer: flat with a triangular number of entries, or the 2-D
+    ``lda × cols`` picture (or its transpose) of one; any other array is a matrix."""
+    if array is None or array.ndim not in (1, 2) or \
+            (array.ndim == 2 and array.shape[0] == array.shape[1]):
+        return False
+    try:
+        packed.orient(array)
+    except ValueError:
+        return False
+    return True
+
+
+def as_matrix(array):
+    """The array as a 2-D matrix to draw: a flat array that is not packed becomes one row."""
+    if array is not None and array.ndim == 1 and not is_packed(array):
+        return array.reshape(1, -1)
+    return array
+
+
+def is_square(array) -> bool:
+    return array is not None and array.ndim == 2 and array.shape[0] == array.shape[1]
 
 
 def matrix_at(run, position: int):
@@ -100,14 +120,20 @@ def packed_layout(run, array) -> packed.Layout | None:
     """The RFP layout of a packed run's buffer (None for a square matrix)."""
     if not is_packed(array):
         return None
-    return packed.Layout(packed.order_from_size(array.size), lower_side(run))
+    return _layout(packed.order_from_size(array.size), lower_side(run))
+
+
+@functools.lru_cache(maxsize=4)
+def _layout(n: int, lower: bool) -> packed.Layout:
+    """One Layout per order and triangle (a view redraws at every position)."""
+    return packed.Layout(n, lower)
 
 
 def order(run) -> int:
     """The matrix order n of a run (from its arrays, else its shape)."""
     arr = run.initial if run.initial is not None else final_array(run)
     if arr is not None:
-        return packed.order_from_size(arr.size) if is_packed(arr) else arr.shape[0]
+        return packed.order_from_size(arr.size) if is_packed(arr) else as_matrix(arr).shape[0]
     return int(run.shape[0]) if run.shape else 0
 
 
@@ -212,12 +238,15 @@ def buffer_overlays(run, position: int) -> tuple[Overlays, list]:
 
 # ---- numbers ---------------------------------------------------------------------------
 
-def piv_from_swaps(run) -> np.ndarray:
-    """LAPACK-style 0-based ``piv`` rebuilt from the steps' recorded swaps."""
+def piv_from_swaps(run) -> np.ndarray | None:
+    """LAPACK-style 0-based ``piv`` rebuilt from the steps' recorded swaps (None when a
+    swap names a row outside the matrix)."""
     n = order(run)
     piv = np.arange(n, dtype=np.int64)
     for s in run.steps:
         for a, b in s.info.get("swaps", ()):
+            if not (0 <= a < n and 0 <= b < n):
+                return None
             piv[int(a)] = int(b)
     return piv
 
@@ -239,6 +268,7 @@ def pivot_value(run, position: int):
         rfp, _ = packed.orient(m)
         twin = packed_layout(run, m).twin_of_rfp(r, c)
         return None if twin is None else (float(rfp[r, c]), twin)
+    m = as_matrix(m)
     if not (0 <= r < m.shape[0] and 0 <= c < m.shape[1]):
         return None
     return float(m[r, c]), (r, c)
@@ -251,8 +281,13 @@ def growth_by_position(run) -> np.ndarray | None:
     columns is excluded) and maximised over the positions so far.  None when
     it means nothing for this algorithm or the snapshots are missing.
     """
-    if not registry.display(run.algorithm).growth or run.initial is None:
+    if not registry.display(run.algorithm).growth or not is_square(run.initial):
         return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _growth(run)
+
+
+def _growth(run) -> np.ndarray | None:
     a0 = np.abs(np.asarray(run.initial, dtype=np.float64))
     amax = float(a0.max()) if a0.size else 0.0
     if amax == 0.0:
@@ -284,10 +319,18 @@ def backward_error(run) -> float | None:
     if kind is None or run.error or run.initial is None:
         return None
     first, last = run.initial, final_array(run)
-    if last is None:
+    if last is None or not (is_square(first) or is_packed(first)):
         return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _backward_error(run, kind, first, last)
+
+
+def _backward_error(run, kind: str, first, last) -> float | None:
     if kind == "lu":
-        return accuracy.lu_backward_error(first, last, piv_from_swaps(run))
+        piv = piv_from_swaps(run)
+        if piv is None or not is_square(first):
+            return None
+        return accuracy.lu_backward_error(first, last, piv)
     lower = lower_side(run)
     a, c = full_view(run, first), full_view(run, last)
     a = np.where(np.isnan(a), a.T, a)                # symmetric from its stored triangle

@@ -13,6 +13,14 @@ from . import theme as themes
 KERNEL_COLUMNS = ("kernel", "launch µs", "device µs", "global", "local")
 
 
+ERROR_CHARS = 2000
+"""The panel shows this much of a run's error message (a build log can be long)."""
+
+
+def _clip(text: str, limit: int = ERROR_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
 def _fmt_us(ns: float) -> str:
     return f"{ns / 1e3:.1f}"
 
@@ -58,7 +66,7 @@ def step_summary(run, position: int) -> str:
         lines.append(f"whole run {gf_run:.3g} GFLOP/s (device time)")
     if run.error:
         lines.append(f"<span style='color:{themes.MARKERS['fail']}'>"
-                     f"{html.escape(run.error)}</span>")
+                     f"{html.escape(_clip(run.error))}</span>")
     return "<br>".join(lines)
 
 
@@ -120,7 +128,8 @@ class DetailsPanel(QtWidgets.QWidget):
                                                           t=html.escape(k)) for k in names),
                  "<b>overlays</b> " + " ".join(swatch.format(c=c, t=t.replace("_", " "))
                                                for t, c in themes.OVERLAYS.items()
-                                               if t != "twin"),
+                                               if t != "twin")
+                 + " " + swatch.format(c=themes.NON_FINITE, t="Inf or NaN"),
                  "the black staircase parts L (below) from U and the trailing matrix"]
         self.legend.setText("<br>".join(parts))
 

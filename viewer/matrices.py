@@ -25,6 +25,7 @@ Matrices from outside: :func:`parse_matrix` (typed-in text),
 from __future__ import annotations
 
 import os
+import stat
 
 import numpy as np
 
@@ -179,6 +180,17 @@ def parse_matrix(text: str, max_n: int | None = MAX_STEP_VIEW_N) -> np.ndarray:
     return _as_square(np.array(rows), "the typed-in matrix", max_n)
 
 
+def _check_regular(path: str, name: str) -> None:
+    """MatrixError unless ``path`` is a regular file (a FIFO or a device would block or
+    never end)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise MatrixError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise MatrixError(f"{name} is not a regular file")
+
+
 def load_matrix(path, max_n: int | None = MAX_STEP_VIEW_N) -> np.ndarray:
     """A square matrix from a ``.npy`` file or a Matrix Market ``.mtx`` file.
 
@@ -188,9 +200,11 @@ def load_matrix(path, max_n: int | None = MAX_STEP_VIEW_N) -> np.ndarray:
     path = os.fspath(path)
     name = os.path.basename(path)
     ext = os.path.splitext(path)[1].lower()
+    if ext in (".npy", ".mtx", ".mm"):
+        _check_regular(path, name)
     if ext == ".npy":
-        try:
-            a = np.load(path, allow_pickle=False)
+        try:         # mapped: the header's shape is checked before any entry is read
+            a = np.load(path, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError, EOFError) as exc:
             raise MatrixError(f"cannot read {name} as a .npy array: {exc}") from None
         return _as_square(a, name, max_n)

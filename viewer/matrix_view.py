@@ -1,8 +1,11 @@
 """The matrix heat map: diverging colours, a colour bar, numbers in small matrices, overlays.
 
 Cell (i, j) covers x ∈ [j, j+1], y ∈ [i, i+1] with y pointing down (row 0 on
-top), so overlays are rectangles in cell units.  NaN cells (outside a packed
-triangle) show the theme's background.
+top), so overlays are rectangles in cell units.  Blank cells (outside a packed
+triangle) show the theme's background; other cells holding Inf or NaN show
+:data:`~viewer.theme.NON_FINITE`.  Any finite float64 values draw: colours are
+computed on values scaled by a power of ten (the colour bar says which), so
+no level or difference handed to pyqtgraph overflows.
 """
 
 from __future__ import annotations
@@ -16,6 +19,12 @@ from .analysis import Overlays
 
 NUMBERS_MAX_N = 12
 """Largest order whose cells carry their values as text."""
+
+STAIRCASE_MAX_N = 1024
+"""Largest order whose staircases are drawn cell by cell (beyond, as straight lines)."""
+
+SAFE_RANGE = (1e-100, 1e100)
+"""Colour ranges within this are drawn in the values' own units, others rescaled."""
 
 
 def _pen(color: str, width: float, style=QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
@@ -56,7 +65,9 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.theme = themes.LIGHT
         self.colormap_name = themes.COLORMAPS[0]
         self.numbers_max_n = NUMBERS_MAX_N
-        self.array: np.ndarray | None = None
+        self.array: np.ndarray | None = None      # None: no values (regions only)
+        self.blank: np.ndarray | None = None      # cells outside a packed triangle
+        self.shape: tuple | None = None           # (rows, cols) shown, None: nothing
         self.vmax = 1.0
         self.overlays: Overlays | None = None
         self.plot = self.addPlot()
@@ -69,6 +80,9 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.plot.hideAxis("bottom")
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
+        self.non_finite = pg.ImageItem(axisOrder="row-major")
+        self.non_finite.setZValue(2)
+        self.plot.addItem(self.non_finite)
         self.mask = pg.ImageItem(axisOrder="row-major")
         self.mask.setZValue(5)
         self.plot.addItem(self.mask)
@@ -79,14 +93,15 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.unused.setZValue(6)
         self.boundary = QtWidgets.QGraphicsPathItem()
         self.boundary.setZValue(7)
-        self.swaps: list = []
+        self.swaps = QtWidgets.QGraphicsPathItem()
+        self.swaps.setZValue(4)
         self.multipliers = _rect_item(8)
         self.active = _rect_item(10)
         self.kernel = _rect_item(11)
         self.pivot = _rect_item(12)
         self.twin = _rect_item(13)
-        for item in (self.unused, self.boundary, self.multipliers, self.active, self.kernel,
-                     self.pivot, self.twin):
+        for item in (self.unused, self.boundary, self.swaps, self.multipliers, self.active,
+                     self.kernel, self.pivot, self.twin):
             self.plot.addItem(item)
         self.labels = [pg.TextItem("L", anchor=(0.5, 0.5), fill="#FFFFFFC0"),
                        pg.TextItem("U", anchor=(0.5, 0.5), fill="#FFFFFFC0")]
@@ -130,6 +145,10 @@ class MatrixView(pg.GraphicsLayoutWidget):
                                      QtCore.Qt.PenStyle.DotLine))
         mult.setAlpha(60)
         self.multipliers.setBrush(mult)
+        swap = QtGui.QColor(themes.OVERLAYS["swap"])
+        swap.setAlpha(70)
+        self.swaps.setPen(_pen(themes.OVERLAYS["swap"], 1.5 * w))
+        self.swaps.setBrush(swap)
         self.boundary.setPen(_pen(theme.boundary, 1.5 * w))
         self.unused.setPen(QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
         self.unused.setBrush(_rgba(theme.unused))
@@ -139,7 +158,7 @@ class MatrixView(pg.GraphicsLayoutWidget):
         for lab in self.labels:
             lab.setColor("#000000")
             lab.setFont(lab_font)
-        if self.array is not None:
+        if self.shape is not None:
             self._refresh()
 
     def show_colorbar(self, visible: bool) -> None:
@@ -151,27 +170,68 @@ class MatrixView(pg.GraphicsLayoutWidget):
 
     # ---- content ----
     def show_matrix(self, array, vmax: float, overlays: Overlays | None = None,
-                    title: str = "") -> None:
-        """Draw ``array`` (2-D, NaN allowed) with colours in [−vmax, vmax]."""
-        self.array = None if array is None else np.asarray(array, dtype=np.float64)
-        self.vmax = float(vmax) if vmax and np.isfinite(vmax) else 1.0
+                    title: str = "", blank=None) -> None:
+        """Draw ``array`` (2-D) with colours in [−vmax, vmax].
+
+        ``blank`` marks the cells that hold no entry (outside a packed
+        triangle): they show the background.  Any other Inf or NaN cell shows
+        the non-finite colour.
+        """
+        if array is None:
+            self.shape = self.array = self.blank = None
+        else:
+            self.array = np.asarray(array, dtype=np.float64)
+            self.shape = self.array.shape
+            self.blank = None if blank is None else np.asarray(blank, dtype=bool)
+        self.vmax = float(vmax) if vmax and np.isfinite(vmax) and vmax > 0 else 1.0
+        self.overlays = overlays
+        self.set_title(title)
+        self._refresh()
+
+    def show_regions(self, shape, overlays: Overlays | None = None, title: str = "") -> None:
+        """No values (a run recorded without snapshots): an empty grid of ``shape`` (rows,
+        cols) with the overlays.  Nothing of the grid's size is allocated."""
+        self.array = self.blank = None
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.vmax = 1.0
         self.overlays = overlays
         self.set_title(title)
         self._refresh()
 
     def _refresh(self) -> None:
-        a = self.array
-        if a is None:
-            self.image.clear()
+        if self.shape is None:
+            for item in (self.image, self.non_finite):
+                item.clear()
             return
-        rows, cols = a.shape
-        self.image.setImage(a, autoLevels=False)
-        self.colorbar.setLevels((-self.vmax, self.vmax))
-        self.image.setRect(QtCore.QRectF(0, 0, cols, rows))
+        rows, cols = self.shape
+        scaled, vmax, exponent = colour_values(self.array, self.vmax)
+        if scaled is None:
+            self.image.clear()
+        else:
+            self.image.setImage(scaled, autoLevels=False)
+        self.colorbar.setLevels((-vmax, vmax))
+        self.colorbar.axis.setLabel(f"× 1e{exponent}" if exponent else None)
+        self._draw_non_finite()
+        rect = QtCore.QRectF(0, 0, cols, rows)
+        for item in (self.image, self.non_finite):
+            item.setRect(rect)
         self.plot.setRange(xRange=(0, cols), yRange=(0, rows), padding=0)
         self._ticks(rows, cols)
         self._draw_overlays(rows, cols)
-        self._draw_numbers(a)
+        self._draw_numbers()
+
+    def _draw_non_finite(self) -> None:
+        """Tint the cells that hold Inf or NaN (blank cells excepted)."""
+        a = self.array
+        bad = None if a is None else ~np.isfinite(a)
+        if bad is not None and self.blank is not None and self.blank.shape == bad.shape:
+            bad &= ~self.blank
+        if bad is None or not bad.any():
+            self.non_finite.clear()
+            return
+        rgba = np.zeros(bad.shape + (4,), dtype=np.uint8)
+        rgba[bad] = (*QtGui.QColor(themes.NON_FINITE).getRgb()[:3], 255)
+        self.non_finite.setImage(rgba, levels=None)
 
     def _ticks(self, rows: int, cols: int) -> None:
         for name, count in (("left", rows), ("top", cols)):
@@ -185,23 +245,13 @@ class MatrixView(pg.GraphicsLayoutWidget):
         _set_rect(self.multipliers, ov.multipliers)
         _set_rect(self.pivot, None if ov.pivot is None else
                   (ov.pivot[0], ov.pivot[0] + 1, ov.pivot[1], ov.pivot[1] + 1))
-        color = QtGui.QColor(themes.OVERLAYS["swap"])
-        color.setAlpha(70)
-        while len(self.swaps) < len(ov.swapped_rows):
-            item = _rect_item(4)
-            self.plot.addItem(item)
-            self.swaps.append(item)
-        for k, item in enumerate(self.swaps):
-            item.setPen(_pen(themes.OVERLAYS["swap"], 1.5 * self.theme.pen_scale))
-            item.setBrush(color)
-            r = ov.swapped_rows[k] if k < len(ov.swapped_rows) else None
-            _set_rect(item, None if r is None else (r, r + 1, 0, cols))
+        self.swaps.setPath(_row_bands(ov.swapped_rows, rows, cols))
         self.unused.setPath(_unused_path(ov.storage, min(rows, cols)) if rows == cols
                             else QtGui.QPainterPath())
         t = ov.finished if ov.storage == "lu" and rows == cols else 0
         self.boundary.setPath(_lu_boundary(t, rows))
         self.boundary.setVisible(t > 0)
-        numbers = max(rows, cols) <= self.numbers_max_n
+        numbers = self.array is not None and max(rows, cols) <= self.numbers_max_n
         show_labels = t > 0 and rows >= 3 and not numbers     # never over a number
         self.labels[0].setPos(0.5 + (t - 1) / 3.0, rows - 0.5 - (rows - t) / 3.0)
         self.labels[1].setPos(cols - 0.5 - (cols - t) / 3.0, 0.5 + (t - 1) / 3.0)
@@ -216,13 +266,14 @@ class MatrixView(pg.GraphicsLayoutWidget):
             return 40.0
         return 1.0 / px if px > 0 else 40.0
 
-    def _draw_numbers(self, a: np.ndarray) -> None:
-        rows, cols = a.shape
-        show = max(rows, cols) <= self.numbers_max_n
+    def _draw_numbers(self) -> None:
+        a = self.array
+        show = a is not None and max(a.shape) <= self.numbers_max_n
         if not show:
             for item in self.numbers:
                 item.setVisible(False)
             return
+        rows, cols = a.shape
         while len(self.numbers) < rows * cols:      # items are reused, never removed
             item = pg.TextItem("", anchor=(0.5, 0.5))
             item.setZValue(3)
@@ -237,18 +288,21 @@ class MatrixView(pg.GraphicsLayoutWidget):
         font = QtGui.QFont()
         font.setPixelSize(int(min(max(cell * 0.26, 7), 22 * self.theme.font_scale)))
         fmt = "{:.3g}" if cell >= 44 else "{:.2g}"
-        for item, v in zip(self.numbers[:rows * cols], a.ravel()):
+        blank = self.blank.ravel() if self.blank is not None and self.blank.shape == a.shape \
+            else np.zeros(a.size, dtype=bool)
+        for item, v, empty in zip(self.numbers[:rows * cols], a.ravel(), blank):
             item.setVisible(True)
             item.setFont(font)
-            if np.isnan(v):
+            if empty:
                 item.setText("")
                 continue
             item.setText(fmt.format(v))
-            item.setColor("#FFFFFF" if abs(v) > 0.55 * self.vmax else "#000000")
+            item.setColor("#FFFFFF" if not np.isfinite(v) or abs(v) > 0.55 * self.vmax
+                          else "#000000")
 
     def _resized(self, *_args) -> None:
         if self.array is not None:
-            self._draw_numbers(self.array)
+            self._draw_numbers()
 
     # ---- overlays set from outside ----
     def set_kernel_region(self, region) -> None:
@@ -270,11 +324,11 @@ class MatrixView(pg.GraphicsLayoutWidget):
 
     # ---- geometry (also for tests) ----
     def cell_at(self, scene_pos) -> tuple[int, int]:
-        if self.array is None:
+        if self.shape is None:
             return -1, -1
         p = self.plot.getViewBox().mapSceneToView(scene_pos)
         r, c = int(np.floor(p.y())), int(np.floor(p.x()))
-        if 0 <= r < self.array.shape[0] and 0 <= c < self.array.shape[1]:
+        if 0 <= r < self.shape[0] and 0 <= c < self.shape[1]:
             return r, c
         return -1, -1
 
@@ -299,14 +353,60 @@ def _rgba(text: str) -> QtGui.QColor:
     return c
 
 
+def colour_values(array, vmax: float) -> tuple:
+    """(values, v, e): what the image draws, with colour levels [−v, v] in units of 10**e.
+
+    ``e`` is 0 when ``vmax`` lies in :data:`SAFE_RANGE`, else the power of ten that
+    brings it to [1, 10); ``values`` is ``array`` in those units with every
+    non-finite entry NaN (transparent), or None for no array.  Every level and
+    every difference of levels and values is then a moderate finite number.
+    """
+    exponent = 0
+    if not SAFE_RANGE[0] <= vmax <= SAFE_RANGE[1]:
+        exponent = int(np.floor(np.log10(vmax)))
+    v = _times_pow10(vmax, -exponent)
+    if array is None:
+        return None, v, exponent
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = np.where(np.isfinite(array), _times_pow10(array, -exponent), np.nan)
+        np.clip(values, -v, v, out=values)
+    return values, v, exponent
+
+
+def _times_pow10(x, k: int):
+    """x · 10**k in two factors, so that neither overflows for |k| up to 630."""
+    half = k // 2
+    return (x * 10.0 ** half) * 10.0 ** (k - half)
+
+
+def _row_bands(rows, n_rows: int, cols: int) -> QtGui.QPainterPath:
+    """One rectangle per run of consecutive rows (those inside the matrix) across ``cols``."""
+    path = QtGui.QPainterPath()
+    inside = sorted({int(r) for r in rows if 0 <= r < n_rows})
+    start = None
+    for k, r in enumerate(inside):
+        if start is None:
+            start = r
+        if k + 1 == len(inside) or inside[k + 1] != r + 1:
+            path.addRect(QtCore.QRectF(0, start, cols, r + 1 - start))
+            start = None
+    return path
+
+
 def _unused_path(storage: str, n: int) -> QtGui.QPainterPath:
-    """The triangle a one-triangle algorithm never touches (strictly upper for "lower")."""
+    """The triangle a one-triangle algorithm never touches (strictly upper for "lower").
+
+    Cell by cell up to :data:`STAIRCASE_MAX_N`, beyond that its straight hull.
+    """
     path = QtGui.QPainterPath()
     if storage not in ("lower", "upper") or n < 2:
         return path
     pts = [(n, 0), (1, 0)]
-    for i in range(n - 1):
-        pts += [(i + 1, i + 1), (i + 2, i + 1)]
+    if n <= STAIRCASE_MAX_N:
+        for i in range(n - 1):
+            pts += [(i + 1, i + 1), (i + 2, i + 1)]
+    else:
+        pts.append((n, n - 1))
     if storage == "upper":
         pts = [(y, x) for x, y in pts]
     path.moveTo(*pts[0])
@@ -317,13 +417,20 @@ def _unused_path(storage: str, n: int) -> QtGui.QPainterPath:
 
 
 def _lu_boundary(t: int, n: int) -> QtGui.QPainterPath:
-    """The staircase below the diagonal of the first t columns, then down: L | U and trailing."""
+    """The staircase below the diagonal of the first t columns, then down: L | U and trailing.
+
+    Cell by cell up to :data:`STAIRCASE_MAX_N` columns, beyond that a straight line.
+    """
     path = QtGui.QPainterPath()
     if t <= 0:
         return path
     path.moveTo(0, 1)
-    for j in range(t):
-        path.lineTo(j, j + 1)
-        path.lineTo(j + 1, j + 1)
+    if t <= STAIRCASE_MAX_N:
+        for j in range(t):
+            path.lineTo(j, j + 1)
+            path.lineTo(j + 1, j + 1)
+    else:
+        path.lineTo(t - 1, t)
+        path.lineTo(t, t)
     path.lineTo(t, n)
     return path

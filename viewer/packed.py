@@ -59,6 +59,23 @@ def rfp_to_full(r: int, c: int, n: int, lower: bool) -> tuple[int, int]:
     return (r, n1 + c) if r <= n1 + c else (c, r - n1 - 1)
 
 
+def _rfp_to_full_arrays(r, c, n: int, lower: bool) -> tuple:
+    """:func:`rfp_to_full` for arrays of positions at once: (i, j) arrays."""
+    if n % 2 == 0:
+        k = n // 2
+        if lower:
+            first = r > c
+            return np.where(first, r - 1, k + c), np.where(first, c, k + r)
+        first = r <= k + c
+        return np.where(first, r, c), np.where(first, k + c, r - k - 1)
+    n1, n2 = n // 2, n - n // 2
+    if lower:
+        first = r >= c
+        return np.where(first, r, n2 + c - 1), np.where(first, c, n2 + r)
+    first = r <= n1 + c
+    return np.where(first, r, c), np.where(first, n1 + c, r - n1 - 1)
+
+
 def formula(r: int, c: int, n: int, lower: bool) -> str:
     """The rule that maps RFP position (r, c) to its A entry, as text."""
     i, j = rfp_to_full(r, c, n, lower)
@@ -87,13 +104,10 @@ class Layout:
     def __init__(self, n: int, lower: bool = True):
         self.n, self.lower = int(n), bool(lower)
         self.lda, self.cols = shape(self.n)
-        self.to_full = np.empty((self.lda, self.cols, 2), dtype=np.int64)
-        self.to_rfp = np.full((self.n, self.n, 2), -1, dtype=np.int64)
-        for r in range(self.lda):
-            for c in range(self.cols):
-                i, j = rfp_to_full(r, c, self.n, self.lower)
-                self.to_full[r, c] = (i, j)
-                self.to_rfp[i, j] = (r, c)
+        r, c = np.indices((self.lda, self.cols), dtype=np.int32)
+        self.to_full = np.stack(_rfp_to_full_arrays(r, c, self.n, self.lower), axis=-1)
+        self.to_rfp = np.full((self.n, self.n, 2), -1, dtype=np.int32)
+        self.to_rfp[self.to_full[..., 0], self.to_full[..., 1]] = np.stack((r, c), axis=-1)
 
     def twin_of_full(self, i: int, j: int):
         """RFP (r, c) holding A[i, j] (or its mirror), None outside the matrix."""

@@ -62,16 +62,16 @@ class RunView(QtWidgets.QWidget):
     def show_run(self, run, position: int, vmax: float, kernel_region=None) -> None:
         array = analysis.matrix_at(run, position)
         title = position_title(run, position, self.label)
-        if array is None:        # recorded without snapshots: the regions alone
-            n = analysis.order(run)
-            array = np.full((n, n), np.nan)
-            title += " · regions only (no snapshots)"
         ov = analysis.overlays(run, position)
         self.layout_rfp = analysis.packed_layout(run, array)
         self.buffer.setVisible(self.is_packed)
         self.formula.setVisible(self.is_packed)
         if not self.is_packed:
-            self.matrix.show_matrix(array, vmax, ov, title)
+            if array is None:        # recorded without snapshots: the regions alone
+                n = analysis.order(run)
+                self.matrix.show_regions((n, n), ov, title + " · regions only (no snapshots)")
+            else:
+                self.matrix.show_matrix(analysis.as_matrix(array), vmax, ov, title)
             self.matrix.set_mask(None)
             self.matrix.set_twin(None)
             self.matrix.set_kernel_region(kernel_region)
@@ -91,7 +91,7 @@ class RunView(QtWidgets.QWidget):
             full_mask = np.zeros((lay.n, lay.n), dtype=bool)
             ij = lay.to_full[buf_mask]
             full_mask[ij[:, 0], ij[:, 1]] = True
-        self.matrix.show_matrix(lay.unpack(rfp), vmax, ov, title)
+        self.matrix.show_matrix(lay.unpack(rfp), vmax, ov, title, blank=lay.to_rfp[..., 0] < 0)
         self.matrix.set_mask(full_mask)
         self.buffer.set_kernel_region(kernel_region)
         self.buffer.show_matrix(rfp, vmax, buf_ov,

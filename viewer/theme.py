@@ -34,6 +34,10 @@ OVERLAYS = {
     "kernel": "#FF6D00",       # the selected kernel in the timeline
 }
 
+NON_FINITE = "#FF00FF"
+"""Cells holding Inf or NaN (in a packed view: inside the stored triangle); no colour map
+offered here uses it."""
+
 MARKERS = {"swap": OVERLAYS["swap"], "slow": "#FF6D00", "fail": "#D50000"}
 
 COLORMAPS = ("CET-D1A", "CET-D1", "CET-D3", "CET-D4", "CET-D9")

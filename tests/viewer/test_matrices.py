@@ -1,5 +1,7 @@
 """Matrix families and matrix input (typed text, .npy, Matrix Market)."""
 
+import os
+
 import numpy as np
 import pytest
 import scipy.io
@@ -115,3 +117,16 @@ def test_a_huge_mtx_is_refused_from_its_header(tmp_path):
     path.write_text("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1.0 2.0\n")
     with pytest.raises(MatrixError, match="complex entries"):
         matrices.load_matrix(path)
+
+
+def test_hostile_matrix_files_are_refused_at_once(tmp_path):
+    huge = tmp_path / "huge.npy"
+    huge.write_bytes(b"\x93NUMPY\x01\x00\x76\x00"
+                     + b"{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000, "
+                       b"1000000000), }".ljust(117) + b"\n" + bytes(64))
+    with pytest.raises(matrices.MatrixError, match="huge.npy"):
+        matrices.load_matrix(huge)
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+    with pytest.raises(matrices.MatrixError, match="not a regular file"):
+        matrices.load_matrix(fifo)
