@@ -7,12 +7,14 @@ The public API mirrors :mod:`scipy.linalg` where scipy has a name::
     lu, piv = oclla.lu_factor(a)                 # blocked LU on the default device
     x = oclla.lu_solve((lu, piv), np.ones(500, np.float32))
 
-Devices: :func:`get_queue`, :func:`devices`; traces: :func:`record`,
+Devices: :func:`get_queue`, :func:`devices`, device-limit profiles
+(:func:`set_profile`, :data:`PROFILES`, or ``OCLLA_PROFILE``); traces: :func:`record`,
 :func:`load_recording`; accuracy measures: :mod:`oclla.accuracy`.
 """
 
 from . import accuracy, blas
 from ._device import DeviceError, DeviceInfo, device_info, devices, get_queue
+from ._profiles import PROFILES, Profile, set_profile
 from .lu import lu, lu_factor, lu_solve
 from . import rfp
 from .ad2at import assemble_ad2at
@@ -23,8 +25,8 @@ from .trace import Recording, RecordingError, load_recording, record
 __version__ = "0.1.0"
 
 __all__ = [
-    "DeviceError", "DeviceInfo", "Recording", "RecordingError", "accuracy", "blas",
-    "device_info", "devices", "get_queue", "load_recording", "lu", "lu_factor", "lu_solve",
-    "record",
+    "DeviceError", "DeviceInfo", "PROFILES", "Profile", "Recording", "RecordingError",
+    "accuracy", "blas", "device_info", "devices", "get_queue", "load_recording", "lu",
+    "lu_factor", "lu_solve", "record", "set_profile",
     "WLSResult", "assemble_ad2at", "cho_factor", "cho_solve", "cholesky", "rfp", "wls_solve",
 ]

@@ -9,13 +9,22 @@ One context and one profiling queue are kept per device for the process.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes.util
 import glob
+import logging
 import os
+import tempfile
 import threading
+import time
+import warnings
 from dataclasses import dataclass, asdict
 
 import pyopencl as cl
+
+from . import _profiles
+
+_log = logging.getLogger("oclla")
 
 
 class DeviceError(RuntimeError):
@@ -41,6 +50,9 @@ class DeviceInfo:
     global_mem_size: int         # bytes
     max_alloc_size: int          # bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE
     max_clock_mhz: int
+    native_width_float: int      # CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (see vector_width)
+    native_width_double: int
+    profile: str | None = None   # the device-limit profile imposed (oclla._profiles)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -52,7 +64,8 @@ class DeviceInfo:
                 f"CUs={self.compute_units} wg<={self.max_work_group_size} "
                 f"local={self.local_mem_size // 1024} KiB "
                 f"global={self.global_mem_size / gib:.1f} GiB "
-                f"max-alloc={self.max_alloc_size / gib:.1f} GiB")
+                f"max-alloc={self.max_alloc_size / gib:.1f} GiB"
+                + (f" profile={self.profile}" if self.profile else ""))
 
 
 _KIND_NAMES = {
@@ -88,8 +101,9 @@ def _all_cl_devices() -> list:
 
 
 def _probe(index: int, dev: cl.Device) -> DeviceInfo:
+    """The device's own report, with the device-limit profile in force imposed."""
     extensions = dev.extensions.split()
-    return DeviceInfo(
+    fields = dict(
         index=index,
         name=dev.name.strip(),
         vendor=dev.vendor.strip(),
@@ -105,7 +119,10 @@ def _probe(index: int, dev: cl.Device) -> DeviceInfo:
         global_mem_size=int(dev.global_mem_size),
         max_alloc_size=int(dev.max_mem_alloc_size),
         max_clock_mhz=int(dev.max_clock_frequency),
+        native_width_float=max(1, int(dev.native_vector_width_float)),
+        native_width_double=max(1, int(dev.native_vector_width_double)),
     )
+    return DeviceInfo(**_profiles.apply(_profiles.current(), fields))
 
 
 def devices() -> list[DeviceInfo]:
@@ -191,9 +208,20 @@ def select_device(device=None) -> cl.Device:
     if env:
         return _match(env, cl_devices)
     if os.environ.get("PYOPENCL_CTX") is not None:
-        ctx = cl.create_some_context(interactive=False)
-        return ctx.devices[0]
+        return _pyopencl_ctx_device()
     return _default_device(cl_devices)
+
+
+def _pyopencl_ctx_device() -> cl.Device:
+    """The device pyopencl's ``PYOPENCL_CTX`` names (``platform:device`` indices or names)."""
+    spec = os.environ["PYOPENCL_CTX"]
+    try:
+        return cl.create_some_context(interactive=False).devices[0]
+    except (cl.Error, RuntimeError, ValueError, IndexError) as exc:
+        found = ", ".join(f"{p.name.strip()}: {', '.join(d.name.strip() for d in p.get_devices())}"
+                          for p in cl.get_platforms())
+        raise DeviceError(f"PYOPENCL_CTX={spec!r} selects no device ({exc}); platforms and "
+                          f"devices: {found}. Unset it or use OCLLA_DEVICE") from None
 
 
 def get_queue(device=None) -> cl.CommandQueue:
@@ -223,6 +251,131 @@ def device_info(queue_or_device) -> DeviceInfo:
             info = _probe(index, dev)
             _info_by_device[dev] = info
         return info
+
+
+def forget_info() -> None:
+    """Forget memoized device information (after the device-limit profile changed)."""
+    with _lock:
+        _info_by_device.clear()
+        _widths.clear()
+
+
+_WIDTH_PROBE = """
+#if PRECISION == 64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define SCALAR double
+#else
+#define SCALAR float
+#endif
+#define VEC_(t, w) t##w
+#define VEC(t, w) VEC_(t, w)
+typedef VEC(SCALAR, VW) vec;
+vec twice(vec x) { return x + x; }
+__kernel void probe(__global vec *x) { size_t i = get_global_id(0); x[i] = twice(x[i]); }
+"""
+_widths: dict = {}          # (cl.Device, itemsize, width) -> whether such vectors build
+
+
+def _builds_clean(dev: cl.Device, itemsize: int, width: int) -> bool:
+    """Whether a function of ``width``-wide vectors builds without a word from the compiler."""
+    options = [f"-DPRECISION={8 * itemsize}", f"-DVW={width}", "-cl-std=CL1.2"]
+    # A source never seen before: a compiler's or pyopencl's binary cache would
+    # hand back the program without its log.
+    source = f"// {os.getpid()} {time.time_ns()}\n{_WIDTH_PROBE}"
+    with _captured_stderr() as chatter:
+        try:
+            prg = cl.Program(cl.Context([dev]), source)
+            with quiet_compiler():
+                prg.build(options=options)
+            log = prg.get_build_info(dev, cl.program_build_info.LOG) or ""
+        except cl.Error as exc:
+            log = f"error: {exc}"
+    log = (log + chatter.text).strip()
+    if log:
+        _log.debug("vector width %d probe on %s: %s", width, dev.name, log)
+    return "warning" not in log and "error" not in log
+
+
+class _Text:
+    text = ""
+
+
+@contextlib.contextmanager
+def _captured_stderr():
+    """Collect what is written to file descriptor 2 meanwhile (some OpenCL compilers
+    print their diagnostics there, besides the build log)."""
+    found = _Text()
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield found
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield found
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            found.text = sink.read().decode(errors="replace")
+
+
+def vector_width(queue_or_device, itemsize: int) -> int:
+    """The widest vector of ``itemsize``-byte reals the device really compiles natively.
+
+    The reported native width (capped by a device-limit profile) is not proof:
+    a CPU runtime may report the host's widest vectors while compiling for a
+    generic target that lacks them (the PoCL 3.0 wheel on an AVX-512 CPU reports
+    16 floats and compiles for plain x86-64: code that passes float16 between
+    functions then warns that it changes the ABI and crashes).  So the widths
+    from the reported one down are tried on a small program, and the first that
+    builds with an empty compiler log is used (memoized per device).
+    """
+    dev = queue_or_device.device if isinstance(queue_or_device, cl.CommandQueue) \
+        else queue_or_device
+    info = device_info(dev)
+    reported = info.native_width_double if itemsize == 8 else info.native_width_float
+    width = 1
+    while width * 2 <= min(16, reported):
+        width *= 2
+    while width > 1 and not vectors_build(dev, itemsize, width):
+        width //= 2
+    return width
+
+
+def vectors_build(queue_or_device, itemsize: int, width: int) -> bool:
+    """Whether code passing ``width``-wide vectors of ``itemsize``-byte reals between
+    functions builds on the device with an empty compiler log (:func:`vector_width`).
+
+    Tried once per device and driver: remembered in memory and in the user's
+    cache (oclla._checked).
+    """
+    if width == 1:
+        return True
+    dev = queue_or_device.device if isinstance(queue_or_device, cl.CommandQueue) \
+        else queue_or_device
+    key = (dev, itemsize, width)
+    with _lock:
+        if key not in _widths:
+            from . import _checked
+            info = device_info(dev)
+            k = _checked.key(info, f"float{8 * itemsize}", f"vector width {width}")
+            verdict = _checked.get(k)
+            if verdict is None:
+                verdict = (_builds_clean(dev, itemsize, width), "")
+                _checked.put(k, *verdict)
+            _widths[key] = verdict[0]
+        return _widths[key]
+
+
+@contextlib.contextmanager
+def quiet_compiler():
+    """Keep pyopencl's 'non-empty compiler output' warning off the user's terminal
+    (callers send the build log to the ``oclla`` logger at debug level instead)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        yield
 
 
 def resolve_queue(queue) -> cl.CommandQueue:

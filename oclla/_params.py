@@ -10,7 +10,17 @@ returns, in this order of preference:
 3. parameters shipped with the package for a device of the same name
    (``oclla/data/tuned.json``);
 4. defaults derived from what the device reports: kind, maximum work-group
-   size and work-item sizes, local memory, native vector width.
+   size and work-item sizes, local memory, native vector width (the widest
+   that really compiles; :func:`oclla._device.vector_width`), all narrowed by
+   a device-limit profile if one is set (:mod:`oclla._profiles`; stored
+   parameters are then not used).  Derived parameters are not trusted
+   blindly: before first use, the family's self-check (:mod:`oclla._selfcheck`:
+   build its kernels, run a tiny case, compare with numpy) runs with them; if
+   it fails, the next rung of the family's :func:`ladder` is tried (safer
+   limits, down to a floor any device runs), with one ``RuntimeWarning``.
+   Verdicts are remembered per device, driver, profile and dtype
+   (:mod:`oclla._checked`); only when every rung fails does
+   :class:`oclla.DeviceError` carry the last failure's build log.
 
 Stored parameters are validated against the device's limits (:func:`check`)
 before use, so a file written for another device never produces a kernel
@@ -51,7 +61,9 @@ Families and their keys
            launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
            PANEL_WY) instead of one-work-group leaves; PANEL_GRID: 1 to factor each
            panel in one launch by the work-groups that run at once, a barrier across
-           them per column (kernels_cl/lu_grid.cl; GRID_PER_CU work-groups of
+           them per column (it relies on every launched work-group making progress,
+           which OpenCL does not promise: only a tuned entry measured on the device
+           turns it on) (kernels_cl/lu_grid.cl; GRID_PER_CU work-groups of
            GRID_WX x GRID_WY items per compute unit launched, each holding up to
            GRID_RPI rows per item in registers); PANEL_SPLIT: with PANEL_GRID or
            PANEL_COLUMNS, recurse (?getrf2) down to column blocks this wide (0: none);
@@ -74,7 +86,8 @@ Families and their keys
            FUSE_LEAF: 1 to factor each next leaf inside the trailing update's launch
            (syrk_leaf.cl: the work-group of the update's first tile, one launch per
            block column fewer) where row leaves are used and the ``gemm`` tiles
-           cover a leaf (``chol_fused_leaf``)
+           cover a leaf (``chol_fused_leaf``); only tuned entries turn it on (a
+           large kernel: PoCL 3.0 spends minutes compiling its upper form)
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
@@ -91,15 +104,19 @@ Families and their keys
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import warnings
 from functools import lru_cache
 from importlib import resources
 
 import numpy as np
+import pyopencl as cl
 
-from ._device import device_info
+from . import _checked, _trace_hooks
+from ._device import DeviceError, device_info, get_queue, vector_width, vectors_build
 
 FAMILIES = ("gemm", "gemm_thin", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot",
             "crout", "window")
@@ -122,9 +139,11 @@ def override(family: str, params: dict | None) -> None:
 
 
 def reload() -> None:
-    """Forget cached choices (after ``oclla tune`` wrote a new file)."""
+    """Forget cached choices (after ``oclla tune`` wrote a new file, or the device-limit
+    profile changed)."""
     _forget()
     _stored_entries.cache_clear()
+    _checked.forget()
 
 
 def _forget() -> None:
@@ -147,15 +166,17 @@ def _fits_wg(info, wg_x: int, wg_y: int = 1) -> bool:
             and (len(sizes) < 2 or wg_y <= sizes[1]))
 
 
-def _native_width(queue, itemsize: int) -> int:
-    dev = queue.device
-    width = dev.native_vector_width_double if itemsize == 8 else dev.native_vector_width_float
-    return max(1, min(16, _pow2_at_most(max(1, int(width)))))
+def _native_width(queue, info, itemsize: int) -> int:
+    """The widest native vector the device reports (``info``, which a profile or a
+    safer rung may narrow) and really compiles (:func:`oclla._device.vector_width`)."""
+    reported = info.native_width_double if itemsize == 8 else info.native_width_float
+    width = _pow2_at_most(max(1, min(16, reported)))
+    return 1 if width == 1 else min(width, vector_width(queue, itemsize))
 
 
 def _gemm_defaults(queue, info, itemsize: int) -> dict:
     if info.kind != "GPU":
-        vw = _native_width(queue, itemsize)
+        vw = _native_width(queue, info, itemsize)
         # 2 vectors x RM rows of accumulators: 16 registers with 512-bit vectors
         # (32 architectural), 8 with narrower ones (16 architectural).
         rm = 8 if vw * itemsize >= 64 else 4
@@ -190,19 +211,21 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
     if family == "laswp":
         if gpu:
             return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)), CHUNK=16)
-        return dict(VW=_native_width(queue, itemsize), WG=4, CHUNK=4)
+        return dict(VW=_native_width(queue, info, itemsize), WG=4, CHUNK=4)
     if family == "lu":
         gx, gy = (32, 8) if gpu else (8, 1)
         while gy > 1 and not _fits_wg(info, gx, gy):
             gy //= 2
         while gx > 1 and not _fits_wg(info, gx, gy):
             gx //= 2
-        return dict(NB=128 if gpu else 64, LEAF_W=8, LEAF_UNR=4 if gpu else 1,
+        widest = 8 if gpu else _native_width(queue, info, itemsize)
+        leaf_w = next(w for w in (8, 4, 1) if w <= widest and vectors_build(queue, itemsize, w))
+        return dict(NB=128 if gpu else 64, LEAF_W=leaf_w, LEAF_UNR=4 if gpu else 1,
                     REG_SLOTS=0, PANEL_COLUMNS=int(gpu),
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=0 if gpu else 1,
-                    PANEL_SPLIT=0, PANEL_GRID=int(gpu), GRID_WX=gx, GRID_WY=gy,
+                    PANEL_SPLIT=0, PANEL_GRID=0, GRID_WX=gx, GRID_WY=gy,
                     GRID_PER_CU=1, GRID_RPI=16 if gpu else 4, FLAT_N=0, LEAF_SCAN=32,
                     LEAF_WG=0, LEAF_STAGE=0, FLAT_AHEAD=0)
     if family == "chol":
@@ -210,19 +233,22 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
             leaf //= 2
         return dict(NB=256 if gpu else 128, LEAF=leaf, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
-                    SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu), FUSE_LEAF=int(gpu),
+                    SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu), FUSE_LEAF=0,
                     WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 1024)))
     if family == "pivot":
         if gpu:
             return dict(VW=4, NV=1, WX=32, RB=64, UNR=4, FUSED=1,
                         WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
-        return dict(VW=_native_width(queue, itemsize), NV=4, WX=2, WY=1, RB=1024, UNR=1,
+        return dict(VW=_native_width(queue, info, itemsize), NV=4, WX=2, WY=1, RB=1024, UNR=1,
                     FUSED=1)
     if family == "crout":
         wg = _pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64))
         lanes = min(32, max(1, wg // 2)) if gpu else max(1, wg // 16)
-        return dict(WG=wg, RJ=lanes if gpu else wg, MB=256 if gpu else 1024, CL=lanes, RR=2,
-                    KC=1024 if gpu else 4096, UNROLL=4 if gpu else 1)
+        p = dict(WG=wg, RJ=lanes if gpu else wg, MB=256 if gpu else 1024, CL=lanes, RR=2,
+                 KC=1024 if gpu else 4096, UNROLL=4 if gpu else 1)
+        while p["KC"] > 4 and check("crout", p, info, itemsize) is not None:
+            p.update(KC=p["KC"] // 2, MB=max(1, p["MB"] // 2))
+        return p
     if family == "window":
         wg = _pow2_at_most(min(info.max_work_group_size, 64 if gpu else 8))
         return dict(W=min(32 if gpu else 8, wg), WG=wg)
@@ -440,17 +466,138 @@ def _cached(queue, family: str, dtype_name: str) -> tuple:
     chosen = _defaults(queue, info, family, itemsize)
     if family in _overrides:
         return tuple(sorted(_merge(family, chosen, _overrides[family]).items()))
-    if os.environ.get("OCLLA_TUNED", "1") != "0":
+    if os.environ.get("OCLLA_TUNED", "1") != "0" and info.profile is None:
         tuned = stored(info, dtype_name).get(family)
         if tuned:
             candidate = _merge(family, chosen, tuned)
             problem = check(family, candidate, info, itemsize)
             if problem is None:
-                chosen = candidate
+                return tuple(sorted(candidate.items()))     # measured on this device
+            warnings.warn(f"ignoring stored {family} parameters for {info.name}: {problem}",
+                          RuntimeWarning, stacklevel=3)
+    return tuple(sorted(_first_working(queue, info, family, dtype_name).items()))
+
+
+# ---- fallback: derived parameters are tried before use -----------------------------------
+
+#: Limits of the safer rungs of every family's ladder: the device's own (its
+#: kind kept), narrowed to the ``minimal`` profile, then to a floor that any
+#: OpenCL device runs (tiny work-groups, scalar code, little local memory).
+SAFER_LIMITS = (
+    dict(max_work_group_size=64, local_mem_size=16 * 1024, native_width_float=1,
+         native_width_double=1),
+    dict(max_work_group_size=4, local_mem_size=8 * 1024, native_width_float=1,
+         native_width_double=1, kind="CPU"),
+)
+
+
+def ladder(queue, family: str, dtype) -> list:
+    """The parameter sets of ``family`` in the order they are tried on this device: those
+    derived from its limits, then those derived from :data:`SAFER_LIMITS` (each
+    valid for the device, no repeats)."""
+    info = device_info(queue)
+    itemsize = np.dtype(dtype).itemsize
+    rungs = [_defaults(queue, info, family, itemsize)]
+    for limits in SAFER_LIMITS:
+        narrowed = dict(info.as_dict(), **{
+            key: min(getattr(info, key), value) if isinstance(value, int) else value
+            for key, value in limits.items()})
+        narrowed["max_work_item_sizes"] = tuple(
+            min(s, narrowed["max_work_group_size"]) for s in info.max_work_item_sizes)
+        p = _defaults(queue, type(info)(**narrowed), family, itemsize)
+        if p not in rungs and check(family, p, info, itemsize) is None:
+            rungs.append(p)
+    return rungs
+
+
+_verify_lock = threading.RLock()
+_trial = threading.local()      # .sets: {(queue, family, dtype name): parameters}
+_trials_running = [0]           # how many trials are open in any thread (fast path: 0)
+
+
+@contextlib.contextmanager
+def trial(queue, family: str, dtype, p: dict):
+    """Within the block, :func:`params` of ``family`` returns ``p`` in this thread, for
+    every queue on ``queue``'s device (host loops use twin queues)."""
+    sets = getattr(_trial, "sets", None)
+    if sets is None:
+        sets = _trial.sets = {}
+    key = (queue.device, family, np.dtype(dtype).name)
+    before = sets.get(key)
+    sets[key] = dict(p)
+    _trials_running[0] += 1
+    try:
+        yield
+    finally:
+        _trials_running[0] -= 1
+        if before is None:
+            del sets[key]
+        else:
+            sets[key] = before
+
+
+def try_parameters(queue, family: str, dtype, p: dict) -> str | None:
+    """Run ``family``'s self-check (:mod:`oclla._selfcheck`) with ``p``: None if it builds,
+    runs and computes correctly, else what went wrong.  Nothing is recorded."""
+    from ._selfcheck import CheckFailed, run_check
+    with trial(queue, family, dtype, p), _trace_hooks.suspended():
+        try:
+            run_check(queue, family, np.dtype(dtype))
+        except CheckFailed as exc:
+            return str(exc)
+        except (DeviceError, cl.Error, np.linalg.LinAlgError, ArithmeticError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _first_working(queue, info, family: str, dtype_name: str) -> dict:
+    """The first rung of :func:`ladder` whose self-check passes on this device, tried once
+    per device, driver, profile and dtype (:mod:`oclla._checked` remembers verdicts)."""
+    with _verify_lock:
+        queue = get_queue(queue.device)        # the checks call the public API
+        rungs = ladder(queue, family, dtype_name)
+        failures = []
+        for p in rungs:
+            key = _checked.key(info, dtype_name, family, p)
+            verdict = _checked.get(key)
+            if verdict is None:
+                problem = try_parameters(queue, family, dtype_name, p)
+                verdict = (problem is None, problem or "")
+                _checked.put(key, *verdict)
+                fresh = True
             else:
-                warnings.warn(f"ignoring stored {family} parameters for {info.name}: {problem}",
-                              RuntimeWarning, stacklevel=3)
-    return tuple(sorted(chosen.items()))
+                fresh = False
+            if verdict[0]:
+                if failures and fresh:
+                    warnings.warn(_fallback_message(info, family, rungs[0], p, failures[0]),
+                                  RuntimeWarning, stacklevel=2)
+                return p
+            failures.append(verdict[1])
+    raise DeviceError(f"every {family} parameter set failed on {info.name} "
+                      f"(driver {info.driver_version}); the last, {rungs[-1]}:\n"
+                      f"{failures[-1]}")
+
+
+def _fallback_message(info, family: str, first: dict, used: dict, why: str) -> str:
+    changed = ", ".join(f"{k} {first.get(k)} -> {v}" for k, v in sorted(used.items())
+                        if first.get(k) != v)
+    lines = [line.strip() for line in why.strip().splitlines() if line.strip()] or ["unknown"]
+    reason = next((line for line in lines[1:] if "error" in line.lower()), lines[0])
+    return (f"oclla: on {info.name} (driver {info.driver_version}) the {family} kernels "
+            f"failed with the parameters derived from the device's limits ({reason}); "
+            f"using safer ones instead ({changed}): correct, possibly slower. "
+            f"Remembered in {_checked.path()}")
+
+
+def is_stored(queue, family: str, dtype) -> bool:
+    """Whether ``family``'s parameters on this device come from an override or a stored
+    (tuned) entry rather than from the device's limits."""
+    info = device_info(queue)
+    if family in _overrides:
+        return True
+    return (os.environ.get("OCLLA_TUNED", "1") != "0" and info.profile is None
+            and bool(stored(info, np.dtype(dtype).name).get(family))
+            and params(queue, family, dtype) != ladder(queue, family, dtype)[0])
 
 
 _by_call: dict = {}        # (queue, family, dtype as passed) -> the chosen items
@@ -462,6 +609,10 @@ def params(queue, family: str, dtype) -> dict:
     A fresh dict each call; looked up by the call's own arguments first
     (host loops ask thousands of times per factorization).
     """
+    if _trials_running[0]:
+        tried = getattr(_trial, "sets", {}).get((queue.device, family, np.dtype(dtype).name))
+        if tried is not None:
+            return dict(tried)
     key = (queue, family, dtype)
     chosen = _by_call.get(key)
     if chosen is None:

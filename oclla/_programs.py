@@ -9,6 +9,7 @@ on-disk binary cache makes a second process start fast.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 
 import numpy as np
@@ -18,7 +19,9 @@ import pyopencl.array as cl_array
 import kernels_cl
 
 from . import _trace_hooks
-from ._device import DeviceError, device_info
+from ._device import DeviceError, device_info, quiet_compiler
+
+_log = logging.getLogger("oclla")
 
 _build_lock = threading.Lock()
 _programs: dict = {}              # (ctx, source, options) -> cl.Program
@@ -46,12 +49,35 @@ def _program(ctx: cl.Context, source: str, options: tuple) -> cl.Program:
         if prg is None:
             text = kernels_cl.read_source(source)
             try:
-                prg = cl.Program(ctx, text).build(options=list(options))
+                with quiet_compiler():
+                    prg = cl.Program(ctx, text).build(options=list(options))
             except (cl.RuntimeError, cl.LogicError) as exc:
                 raise DeviceError(f"building kernels_cl/{source} with "
                                   f"{' '.join(options)} failed:\n{exc}") from exc
+            _check_build_log(prg, source, options)
             _programs[key] = prg
     return prg
+
+
+#: Build-log words that mean the program was compiled for vector hardware the compile
+#: target lacks (clang: "AVX vector return of type 'float16' without 'avx512f'
+#: enabled changes the ABI"): such code crashed PoCL 3.0's generic x86-64 device.
+_UNSAFE_BUILD = ("changes the ABI",)
+
+
+def _check_build_log(prg: cl.Program, source: str, options: tuple) -> None:
+    """Send a non-empty build log to the ``oclla`` logger (debug level); refuse a program
+    whose log says it cannot run correctly (:data:`_UNSAFE_BUILD`) with DeviceError."""
+    for dev in prg.devices:
+        log = (prg.get_build_info(dev, cl.program_build_info.LOG) or "").strip()
+        if not log:
+            continue
+        _log.debug("build log of kernels_cl/%s %s on %s:\n%s", source, " ".join(options),
+                   dev.name, log)
+        if any(word in log for word in _UNSAFE_BUILD):
+            raise DeviceError(f"building kernels_cl/{source} with {' '.join(options)} for "
+                              f"{dev.name.strip()} produced code for vectors its compile "
+                              f"target lacks:\n{log}")
 
 
 def get_kernel(queue: cl.CommandQueue, source: str, name: str, dtype,

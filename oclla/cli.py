@@ -56,7 +56,37 @@ def _cmd_devices(args) -> int:
     except DeviceError as exc:
         print(f"no usable default device: {exc}")
         return 1
-    return 0 if (usable or not args.check) else 1
+    if not args.check:
+        return 0
+    targets = [d for d in _cl_devices() if build_problem(d) is None] if args.all else [chosen]
+    failed = 0
+    for dev in targets:
+        failed += _print_check(dev)
+    return 0 if usable and not failed else 1
+
+
+def _print_check(dev) -> int:
+    """Run every kernel family's self-check on ``dev``; print a table; return the failures."""
+    from ._selfcheck import check_device
+    queue = get_queue(dev)
+    print(f"\ncheck of {dev.name.strip()}: each kernel family built with the parameters "
+          f"oclla chooses, run on a tiny case and compared with numpy")
+    start = time.perf_counter()
+    rows = check_device(queue)
+    dtypes = sorted({dtype for _, dtype, _, _ in rows})
+    width = max(len(family) for family, *_ in rows)
+    print(f"    {'family':<{width}}  " + "  ".join(f"{d:<10}" for d in dtypes))
+    by_key = {(family, dtype): (status, detail) for family, dtype, status, detail in rows}
+    for family in dict.fromkeys(family for family, *_ in rows):
+        cells = [by_key.get((family, d), ("-", ""))[0] for d in dtypes]
+        print(f"    {family:<{width}}  " + "  ".join(f"{c:<10}" for c in cells))
+    for family, dtype, status, detail in rows:
+        if detail:
+            print(f"    {family} {dtype} {status}: {detail}")
+    failed = sum(status == "failed" for _, _, status, _ in rows)
+    print(f"    {len(rows) - failed} of {len(rows)} passed in "
+          f"{time.perf_counter() - start:.1f} s" + (f"; {failed} FAILED" if failed else ""))
+    return failed
 
 
 def _cl_devices():
@@ -161,7 +191,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="list OpenCL devices and whether they compile kernels")
     p.add_argument("--device", default=None, help="index or name substring to select")
     p.add_argument("--check", action="store_true",
-                   help="exit with status 1 when no device can compile kernels")
+                   help="build and run every kernel family on the selected device (or every "
+                        "device with --all) and report ok / fell back / failed per family; "
+                        "exit with status 1 if any failed or no device compiles kernels")
+    p.add_argument("--all", action="store_true", help="with --check: every device listed")
     p = sub.add_parser("demo", help="LU three ways on one seeded matrix, with timings")
     p.add_argument("--n", type=int, default=512, help="matrix order (default 512)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")

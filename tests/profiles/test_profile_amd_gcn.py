@@ -1,0 +1,5 @@
+"""The correctness core (profile_core.py) under the ``amd-gcn`` device-limit profile."""
+
+from profile_core import *  # noqa: F401,F403
+
+PROFILE = "amd-gcn"
