@@ -5,18 +5,31 @@ otherwise, with the conversion to use); finite unless ``check_finite=False``;
 the device must hold the data (``DeviceError`` before anything is enqueued)
 and support fp64 for float64.  Host arrays are never modified: they are
 copied to the device, and results come back in new arrays.
+
+Device arrays that are views -- an offset into their buffer, strides other
+than C order's: sub-blocks, every k-th row or column, reversed slices,
+transposes -- are gathered by one kernel (``kernels_cl/views.cl``) into a
+new dense work array, so every algorithm sees C-contiguous arrays at offset
+0.  With ``overwrite_*=True`` the result is scattered back by one kernel into
+the view's own entries (never into the rest of its buffer) and the view is
+returned; a view whose entries overlap (stride 0) cannot hold a result and
+gets a new array instead, as a numpy input that cannot be written does:
+``overwrite`` is a permission, as in scipy, never a promise.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._device import DeviceError, device_info
-from ._programs import enqueue, get_kernel, int_arg, int_zeros
+from ._params import params
+from ._programs import enqueue, get_kernel, int_arg, int_zeros, round_up
 
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 NONFINITE = "array must not contain infs or NaNs"
+_MAX_ITEMS = 1 << 20          # work-items of a views.cl launch; each loops over the rest
 
 
 def is_device_array(a) -> bool:
@@ -50,6 +63,94 @@ def check_fits(queue, nbytes: int, what: str = "matrix") -> None:
                           f"{info.name}'s {info.global_mem_size / 2**20:.1f} MiB of memory")
 
 
+# ---- device views ------------------------------------------------------------------------
+
+def is_view(a) -> bool:
+    """Whether ``a`` is a non-empty device array the kernels cannot address as a dense
+    row-major block at offset 0 of its buffer (an offset, or strides other than C
+    order's: sub-blocks, steps, reversed slices, transposes)."""
+    return is_device_array(a) and a.size > 0 and (a.offset != 0 or not a.flags.c_contiguous)
+
+
+def _view_layout(a: cl_array.Array, name: str) -> tuple:
+    """The 1-D or 2-D view ``a`` as views.cl addresses it: numpy scalars (offset, row
+    stride, column stride, columns) in elements (a 1-D view: one column)."""
+    if a.ndim not in (1, 2):
+        raise ValueError(f"device array {name} must be 1-D or 2-D, got shape {a.shape}")
+    item = a.dtype.itemsize
+    strides = tuple(a.strides) + (item,) * (2 - a.ndim)
+    if a.offset % item or any(s % item for s in strides):
+        raise ValueError(f"device array {name} has an offset or strides that are not "
+                         f"multiples of its {item}-byte entries")
+    cols = a.shape[1] if a.ndim == 2 else 1
+    rs, cs = (s // item for s in strides)
+    return np.int64(a.offset // item), np.int64(rs), np.int64(cs), np.uint64(cols)
+
+
+def _views_launch(queue, size: int, dtype) -> tuple:
+    """Global and local size of a views.cl kernel over ``size`` entries."""
+    wg = params(queue, "wg1d", dtype)["WG"]
+    return (round_up(min(size, _MAX_ITEMS), wg),), (wg,)
+
+
+def gather(queue, a: cl_array.Array, name: str = "a") -> cl_array.Array:
+    """A new dense (C-contiguous, offset 0) device array holding the entries of the 1-D
+    or 2-D float32/float64 device view ``a`` (any offset and strides); one kernel, no
+    wait."""
+    check_dtype(a.dtype, name)
+    out = cl_array.empty(queue, a.shape, a.dtype)
+    off, rs, cs, cols = _view_layout(a, name)
+    kernel = get_kernel(queue, "views.cl", "gather", a.dtype)
+    enqueue(queue, kernel, *_views_launch(queue, a.size, a.dtype), a.base_data, off, rs, cs,
+            cols, np.uint64(a.size), out.data)
+    return out
+
+
+def holds_results(view: cl_array.Array) -> bool:
+    """Whether distinct entries of the device array ``view`` are distinct memory, so a
+    result can be scattered into it: sorted by stride, each axis steps over the whole
+    extent of the axes before it (true for every slice, step and transpose; false for
+    a stride of 0)."""
+    extent = view.dtype.itemsize
+    for size, stride in sorted(zip(view.shape, view.strides), key=lambda t: abs(t[1])):
+        if size > 1:
+            if abs(stride) < extent:
+                return False
+            extent += abs(stride) * (size - 1)
+    return True
+
+
+def scatter(queue, values: cl_array.Array, view: cl_array.Array) -> None:
+    """Write the dense device array ``values`` into the view's own entries (same shape;
+    ``holds_results(view)``); nothing else of the view's buffer is written.  One
+    kernel, no wait."""
+    off, rs, cs, cols = _view_layout(view, "the result")
+    kernel = get_kernel(queue, "views.cl", "scatter", view.dtype)
+    enqueue(queue, kernel, *_views_launch(queue, view.size, view.dtype), values.data,
+            view.base_data, off, rs, cs, cols, np.uint64(view.size))
+
+
+def dense(queue, a):
+    """``a`` itself unless it is a device view (:func:`is_view`), then its gathered copy."""
+    return gather(queue, a) if is_view(a) else a
+
+
+def device_pivots(queue, piv: cl_array.Array, flags: cl_array.Array, slot: int = 0):
+    """A dense int32 copy of the device pivot vector ``piv`` (any view) with every entry
+    outside [0, n) replaced by a no-op interchange and counted into ``flags[slot]``
+    (enqueued, no wait: the caller reads ``flags`` with its other results and raises).
+    The kernels that apply the copy never address a row outside the matrix."""
+    n = piv.shape[0]
+    checked = cl_array.empty(queue, n, np.int32)
+    off, stride, _, _ = _view_layout(piv, "piv")
+    kernel = get_kernel(queue, "views.cl", "check_pivots", np.float32)
+    enqueue(queue, kernel, *_views_launch(queue, n, np.float32), piv.base_data, off,
+            stride, np.uint64(n), checked.data, flags.data, int_arg(slot))
+    return checked
+
+
+# ---- NaN/Inf and status flags ------------------------------------------------------------
+
 def count_nonfinite(queue, x: cl_array.Array, count: cl_array.Array, slot: int = 0) -> None:
     """Enqueue the count of the NaN/Inf entries of a C-contiguous device array into
     the int32 device array ``count[slot]`` (no wait: the caller reads it later)."""
@@ -62,9 +163,10 @@ def count_nonfinite(queue, x: cl_array.Array, count: cl_array.Array, slot: int =
 
 def defers_finite_check(a, check_finite: bool, overwrite: bool) -> bool:
     """Whether the NaN/Inf check of the operand ``a`` runs on the device beside the
-    computation (:func:`status_flags`) instead of before it: a device array that is
-    copied, so the copy is checked and the caller's array is never touched."""
-    return check_finite and is_device_array(a) and not overwrite
+    computation (:func:`status_flags`) instead of before it: a device array computed
+    in a copy (not overwritten, or a view, which is gathered), so the copy is checked
+    and the caller's array is never touched."""
+    return check_finite and is_device_array(a) and (not overwrite or is_view(a))
 
 
 def status_flags(queue, work: cl_array.Array, check_finite: bool) -> cl_array.Array:
@@ -76,13 +178,36 @@ def status_flags(queue, work: cl_array.Array, check_finite: bool) -> cl_array.Ar
     return flags
 
 
-def read_status(flags: cl_array.Array) -> int:
-    """info from :func:`status_flags`' array (one read, waiting for the device);
-    ValueError if the operand held NaN/Inf."""
-    info, nonfinite = (int(x) for x in flags.get())
+def _raise_nonfinite(values) -> int:
+    info, nonfinite = (int(x) for x in values)
     if nonfinite:
         raise ValueError(NONFINITE)
     return info
+
+
+def read_status(flags: cl_array.Array) -> int:
+    """info from :func:`status_flags`' array (one read, waiting for the device);
+    ValueError if the operand held NaN/Inf."""
+    return _raise_nonfinite(flags.get())
+
+
+def read_status_with(flags: cl_array.Array, result, *, host_result: bool):
+    """``(info, X)``: info from :func:`status_flags`' array, X from ``result()``.
+
+    ``host_result`` (``result()`` reads X back into a new host array): the flags
+    are read in the same wait as X, one round trip.  Otherwise ``result()`` may
+    write X into the caller's device view, so the flags are read first and
+    ``result()`` runs only if they flag nothing (X is None for a nonzero info).
+    ValueError if an operand held NaN/Inf.
+    """
+    if not host_result:
+        info = read_status(flags)
+        return info, (None if info else result())
+    host = np.empty(2, np.int32)
+    event = cl.enqueue_copy(flags.queue, host, flags.data, is_blocking=False)
+    value = result()
+    event.wait()
+    return _raise_nonfinite(host), value
 
 
 def device_has_nonfinite(queue, x: cl_array.Array) -> bool:
@@ -94,12 +219,15 @@ def device_has_nonfinite(queue, x: cl_array.Array) -> bool:
     return bool(count.get()[0])
 
 
+# ---- operands ----------------------------------------------------------------------------
+
 def as_matrix(a, queue, *, name: str = "a", square: bool = True,
               check_finite: bool = True):
-    """Validate a matrix operand; return a host ndarray (C order) or a device array.
+    """Validate a matrix operand; return a host ndarray (C order) or a dense device array.
 
     Host inputs come back as a C-contiguous array that may be the caller's
-    own object: callers copy it to the device and never write to it.
+    own object: callers copy it to the device and never write to it.  A
+    device view comes back gathered (:func:`dense`).
     """
     if is_device_array(a):
         if a.context != queue.context:
@@ -117,16 +245,16 @@ def as_matrix(a, queue, *, name: str = "a", square: bool = True,
 def checked_values(arr, queue, *, name: str, check_finite: bool):
     """The checks every operand shares once its shape is right.
 
-    dtype (float32/64), size against the device, fp64 support, C order for
-    device arrays, finiteness.  Returns a device array as is, a host array
-    C-contiguous (possibly the caller's own object: never written to).
+    dtype (float32/64), size against the device, fp64 support, finiteness.
+    Returns a device array as is, or gathered into a new dense array if it is
+    a view (:func:`dense`); a host array C-contiguous (possibly the caller's
+    own object: never written to).
     """
     dtype = check_dtype(arr.dtype, name)
     check_fits(queue, int(np.prod(arr.shape)) * dtype.itemsize, name)
     check_fp64(queue, dtype)
     if is_device_array(arr):
-        if not arr.flags.c_contiguous:
-            raise ValueError(f"device array {name} must be C-contiguous")
+        arr = dense(queue, arr)
         if check_finite and device_has_nonfinite(queue, arr):
             raise ValueError(NONFINITE)
         return arr
@@ -135,21 +263,37 @@ def checked_values(arr, queue, *, name: str, check_finite: bool):
     return np.ascontiguousarray(arr)
 
 
-def work_array(queue, validated, overwrite: bool) -> cl_array.Array:
-    """The device array to compute in: a device input itself when ``overwrite``, else a copy."""
+def work_array(queue, validated, overwrite: bool, *, original=None) -> cl_array.Array:
+    """The device array to compute in: a device input itself when ``overwrite``, else a copy.
+
+    ``original`` is the caller's argument that ``validated`` came from: when
+    it is a device view, ``validated`` is already a private gathered copy and
+    is computed in directly (:func:`deliver` scatters it back).
+    """
     if is_device_array(validated):
-        return validated if overwrite else validated.copy()
+        private = original is not None and validated is not original
+        return validated if (overwrite or private) else validated.copy()
     return cl_array.to_device(queue, validated)
+
+
+def _into_view(queue, work: cl_array.Array, original, overwrite: bool):
+    """``original`` with ``work`` scattered into it, when ``overwrite`` allows it and
+    ``original`` is a device view that can hold it; else ``work``."""
+    if overwrite and is_view(original) and holds_results(original):
+        scatter(queue, work, original)
+        return original
+    return work
 
 
 def deliver(work: cl_array.Array, original, validated, overwrite: bool):
     """Device inputs get the device result; host inputs a numpy result.
 
-    With ``overwrite`` and a writable, C-ordered numpy input of the right
-    dtype, the result is written into the caller's array and that is returned.
+    With ``overwrite``, a device view gets the result scattered into its own
+    entries and is returned (:func:`_into_view`); a writable, C-ordered numpy
+    input of the right dtype gets it written in and is returned.
     """
     if is_device_array(validated):
-        return work
+        return _into_view(work.queue, work, original, overwrite)
     result = work.get()
     if overwrite and isinstance(original, np.ndarray) and validated is original \
             and original.flags.writeable:
@@ -158,41 +302,63 @@ def deliver(work: cl_array.Array, original, validated, overwrite: bool):
     return result
 
 
+def rhs_dtype_error(name: str, dtype, factor_dtype, *, device: bool) -> TypeError:
+    """The TypeError for a right-hand side whose dtype the factor's cannot hold exactly."""
+    what = f"device array {name}" if device else name
+    return TypeError(f"{what} has dtype {dtype} but the factor is {factor_dtype}: the solve "
+                     f"runs in the factor's dtype and converting {name} would not be exact; "
+                     f"pass {name}.astype(numpy.{factor_dtype}), or factor in float64")
+
+
 def as_rhs(b, queue, n: int, dtype, *, name: str = "b", check_finite: bool = True):
-    """Validate a right-hand side of n rows (1-D or 2-D); cast to the factor's dtype."""
+    """Validate a right-hand side of n rows (1-D or 2-D) for a factor of ``dtype``.
+
+    A host ``b`` is converted to ``dtype`` when numpy's "safe" rule says the
+    conversion is exact (bool, integers that fit, float32 into float64);
+    anything else -- float64 into a float32 factor, complex, int64 into
+    float32 -- is a TypeError that names the conversion.  A device ``b`` must
+    have ``dtype``; a device view comes back gathered (:func:`dense`).
+    """
     if is_device_array(b):
+        if b.context != queue.context:
+            raise ValueError(f"{name} lives on another OpenCL context than the queue")
         if b.dtype != dtype:
-            raise TypeError(f"device array {name} must have dtype {dtype}, got {b.dtype}")
+            raise rhs_dtype_error(name, b.dtype, dtype, device=True)
         arr = b
     else:
         arr = np.asarray(b)
-        if arr.dtype.kind not in "fiub":
-            check_dtype(arr.dtype, name)
+        if not np.can_cast(arr.dtype, dtype, "safe"):
+            raise rhs_dtype_error(name, arr.dtype, dtype, device=False)
     if arr.ndim not in (1, 2):
         raise ValueError(f"{name} must be 1-D or 2-D, got shape {arr.shape}")
     if arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} rows; the matrix is {n} x {n}")
     if is_device_array(arr):
+        arr = dense(queue, arr)
         if check_finite and device_has_nonfinite(queue, arr):
             raise ValueError(NONFINITE)
         return arr
-    if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:
-        raise TypeError(f"{name} has dtype {arr.dtype}; use float32 or float64")
     if check_finite and not np.isfinite(arr).all():
         raise ValueError(NONFINITE)
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
-def rhs_work(queue, b_, n: int, overwrite_b: bool):
+def rhs_work(queue, b_, n: int, overwrite_b: bool, *, original=None):
     """The (n, nrhs) device array a solve overwrites with X, and how to hand X back.
 
     A device right-hand side is solved in place with ``overwrite_b`` (else in
     a copy) and X stays on the device; a host one is copied in and X comes
-    back as a numpy array of b's shape.
+    back as a numpy array of b's shape (a numpy b is never written:
+    ``overwrite_b`` is a permission).  ``original``: the caller's b, when it
+    is a device view that :func:`as_rhs` gathered into ``b_`` -- X is
+    computed in that private copy and, with ``overwrite_b``, scattered back
+    into the view's own entries.
     """
     if is_device_array(b_):
-        x = b_ if overwrite_b else b_.copy()
-        return (x.reshape(n, -1) if x.ndim == 1 else x), (lambda: x)
+        private = original is not None and b_ is not original
+        x = b_ if (overwrite_b or private) else b_.copy()
+        x2 = x.reshape(n, -1) if x.ndim == 1 else x
+        return x2, (lambda: _into_view(queue, x, original, overwrite_b))
     shape = b_.shape
     x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
     return x2, (lambda: x2.get().reshape(shape))

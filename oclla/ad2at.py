@@ -37,7 +37,7 @@ from . import trace
 from ._device import resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, round_up
-from ._validate import as_matrix, check_fits, device_has_nonfinite, is_device_array
+from ._validate import as_matrix, check_fits, dense, device_has_nonfinite, is_device_array
 from .blas import View, gemm, view_of
 from .cholesky import check_method
 from .rfp import layout, packed_length, picture
@@ -59,7 +59,8 @@ def _invalid_weights_on_device(queue, d2: cl_array.Array) -> bool:
 
 
 def validate_weights(d2, n: int, dtype, queue, *, check_finite: bool, name: str = "d2"):
-    """d2 as a 1-D array of n non-negative weights in ``dtype`` (host or device)."""
+    """d2 as a 1-D array of n non-negative weights in ``dtype`` (host, or a dense device
+    array: a device view is gathered)."""
     if is_device_array(d2):
         if d2.context != queue.context:
             raise ValueError(f"{name} lives on another OpenCL context than the queue")
@@ -68,8 +69,7 @@ def validate_weights(d2, n: int, dtype, queue, *, check_finite: bool, name: str 
         if d2.shape != (n,):
             raise ValueError(f"{name} must have shape ({n},) to match a's {n} columns, "
                              f"got {d2.shape}")
-        if not d2.flags.c_contiguous:
-            raise ValueError(f"device array {name} must be contiguous")
+        d2 = dense(queue, d2)
         if n and _invalid_weights_on_device(queue, d2):
             raise ValueError(f"{name} must be >= 0 (the diagonal of D², squared weights) "
                              f"and not NaN")
@@ -201,7 +201,9 @@ def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
     Parameters
     ----------
     a : (m, n) array_like of float32/float64 with m <= n, or a pyopencl array
-    d2 : (n,) non-negative weights, the diagonal of D² (cast to a's dtype)
+        (any view: offset, strides, transpose; gathered into a dense copy)
+    d2 : (n,) non-negative weights, the diagonal of D² (cast to a's dtype; a
+        device d2, any view, must have a's dtype)
     packed : return the RFP array of order m instead of an m x m matrix
     lower : compute the lower triangle (default) or the upper
     symmetric : full storage only: fill the other triangle too

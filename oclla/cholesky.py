@@ -360,7 +360,7 @@ def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=
     if n == 0:
         return a_ if (device and overwrite_a) else (a_.copy() if device else
                                                     np.empty((0, 0), a_.dtype))
-    work = work_array(queue, a_, overwrite_a)
+    work = work_array(queue, a_, overwrite_a, original=a)
     factor_device(queue, work, lower=bool(lower), method=method, block=block, clean=clean,
                   check_finite=deferred)
     return deliver(work, a, a_, overwrite_a)
@@ -372,11 +372,16 @@ def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bo
 
     Parameters
     ----------
-    a : (n, n) array_like of float32/float64, or a C-contiguous pyopencl array.
-        Only the upper triangle (``lower=False``) or the lower triangle is read.
+    a : (n, n) array_like of float32/float64, or a pyopencl array (any view:
+        offset, strides, transpose).  Only the upper triangle
+        (``lower=False``) or the lower triangle is read.
     lower : return L with A = L·Lᵀ instead of U with A = Uᵀ·U (scipy's default)
     method : "blocked" (default) or "pivot"; see the module docstring
-    overwrite_a : allow the result to be written into ``a``
+    overwrite_a : allow the result to be written into ``a`` (a permission, as in
+        scipy): a C-contiguous device ``a`` is factored in place; a device view
+        in its gathered copy, the factor then scattered into the view's own
+        entries (nothing else of its buffer; not at all if the matrix is not
+        positive definite) and the view returned
     check_finite : reject NaN/Inf anywhere in ``a`` (ValueError)
     block : block width of the blocked method (default: from the device)
 
@@ -399,8 +404,9 @@ def cho_factor(a, *, lower: bool = False, method: str = "blocked", overwrite_a: 
     """``(c, lower)`` for :func:`cho_solve`, as :func:`scipy.linalg.cho_factor`.
 
     ``c`` holds the factor in the triangle named by ``lower``; its other
-    triangle is exactly the input's (never read, never written).  Parameters
-    and errors as :func:`cholesky`.
+    triangle is exactly the input's (never read; written back unchanged
+    when ``overwrite_a`` scatters into a device view).  Parameters and
+    errors as :func:`cholesky`.
     """
     c = _factor(a, lower=lower, method=method, overwrite_a=overwrite_a,
                 check_finite=check_finite, queue=queue, clean=False, block=block)
@@ -411,9 +417,23 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
               queue=None):
     """Solve A·x = b from ``cho_factor``'s ``(c, lower)``, as :func:`scipy.linalg.cho_solve`.
 
-    ``b`` is (n,) or (n, k) and is cast to the factor's dtype; the result has
-    b's shape.  Both triangular solves run on the device (:func:`oclla.blas.trsm`)
-    and read only the factor's triangle.
+    ``c`` and ``b`` may be host arrays or device arrays (any view); ``b`` is
+    (n,) or (n, k) and the result has b's shape and the factor's dtype (a
+    device array for a device b).  Both triangular solves run on the device
+    (:func:`oclla.blas.trsm`) and read only the factor's triangle.
+
+    The same decisions as :func:`oclla.lu_solve`:
+
+    * dtype of b: the factor's dtype is the working precision.  A host b is
+      converted to it when numpy's "safe" rule says that is exact (bool,
+      integers that fit, float32 for a float64 factor); otherwise -- a
+      float64 b with a float32 factor, where scipy would return float64 and
+      a float32 solve would silently round b -- a TypeError names
+      ``b.astype(...)``.  A device b must have the factor's dtype.
+    * ``overwrite_b`` is a permission, as in scipy: a numpy b is never
+      written; a C-contiguous device b is solved in place; a device view in
+      its gathered copy, X then scattered into the view's own entries and the
+      view returned.
     """
     try:
         c, lower = c_and_lower
@@ -429,7 +449,7 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     if n == 0 or b_.size == 0:
         return b_.copy() if device_out else np.empty(b_.shape, dtype)
     d_c = c_ if is_device_array(c_) else cl_array.to_device(queue, c_)
-    x2, result = rhs_work(queue, b_, n, overwrite_b)
+    x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)
     nrhs = x2.shape[1]
     with trace.run("cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
         with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):

@@ -54,8 +54,9 @@ from ._device import device_info, resolve_queue
 from ._params import check, params
 from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, launch_queue,
                         round_up, set_args)
-from ._validate import (as_matrix, as_rhs, check_fp64, defers_finite_check, deliver,
-                        is_device_array, read_status, rhs_work, status_flags, work_array)
+from ._validate import (as_matrix, as_rhs, count_nonfinite, defers_finite_check, deliver,
+                        dense, device_pivots, is_device_array, is_view, read_status,
+                        read_status_with, rhs_work, status_flags, work_array)
 from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
 
 METHODS = ("blocked", "pivot")
@@ -876,11 +877,16 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
 
     Parameters
     ----------
-    a : (n, n) array_like of float32/float64, or a C-contiguous pyopencl array
+    a : (n, n) array_like of float32/float64, or a pyopencl array (any view:
+        offset, strides, transpose; a view is gathered into a dense work array)
     method : "blocked" (default) or "pivot"; see the module docstring
     variant : for ``method="pivot"``: "inplace" (default), "crout", "window" or "faithful"
     pivoting : "partial" (default; "none" for the faithful variant) or "none"
-    overwrite_a : allow the result to be written into ``a``
+    overwrite_a : allow the result to be written into ``a`` (a permission, as in
+        scipy).  A C-contiguous device ``a`` is factored in place; a device view
+        is factored in its gathered copy and the result scattered into the
+        view's own entries (nothing else of its buffer is written), and the
+        view is returned.
     check_finite : reject NaN/Inf in ``a`` (ValueError)
     block : panel width of the blocked method (default: from the device)
 
@@ -903,55 +909,42 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
         if device:
             return (a_ if overwrite_a else a_.copy()), cl_array.empty(queue, 0, np.int32)
         return np.empty((0, 0), a_.dtype), np.empty(0, np.int32)
-    work = work_array(queue, a_, overwrite_a)
+    work = work_array(queue, a_, overwrite_a, original=a)
     piv, info = _factor_device(queue, work, method, variant, pivoting, block,
                                check_finite=deferred)
     _report_info(info, n, pivoting)
     return deliver(work, a, a_, overwrite_a), (piv if device else piv.get())
 
 
-def _check_piv(piv, n: int, queue):
+PIV_RANGE = "piv entries must lie in [0, {n}) (0-based, as scipy)"
+
+
+def _device_piv(piv, n: int, queue, flags):
+    """piv as a dense int32 device array the solve can apply.
+
+    A host piv is checked here (ValueError).  A device piv (any view) is
+    checked on the device as it is copied (``device_pivots``): out-of-range
+    entries become no-op interchanges and are counted into ``flags[0]``, which
+    the caller reads with the solution -- no round trip before the solve.
+    """
     if is_device_array(piv):
         if piv.shape != (n,) or piv.dtype != np.int32:
             raise ValueError(f"piv must be an int32 device array of shape ({n},)")
-        return piv
+        return device_pivots(queue, piv, flags)
     piv = np.asarray(piv)
     if piv.shape != (n,):
         raise ValueError(f"piv must have shape ({n},), got {piv.shape}")
     if piv.dtype.kind not in "iu":
         raise TypeError(f"piv must hold integers, got dtype {piv.dtype}")
     if n and (piv.min() < 0 or piv.max() >= n):
-        raise ValueError(f"piv entries must lie in [0, {n}) (0-based, as scipy)")
+        raise ValueError(PIV_RANGE.format(n=n))
     return cl_array.to_device(queue, piv.astype(np.int32))
 
 
-def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
-             check_finite: bool = True, queue=None):
-    """Solve A·x = b (trans=0) or Aᵀ·x = b (trans=1 or 2) from ``lu_factor``'s output.
-
-    ``b`` is (n,) or (n, k); the result has b's shape and the factor's dtype.
-    The interchanges, both triangular solves and their GEMM updates run on
-    the device.
-    """
-    if trans not in (0, 1, 2):
-        raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
-    try:
-        lu_, piv = lu_and_piv
-    except (TypeError, ValueError):
-        raise TypeError("lu_and_piv must be the (lu, piv) pair returned by lu_factor") from None
-    queue = resolve_queue(queue)
-    lu_ = as_matrix(lu_, queue, name="lu", check_finite=check_finite)
-    n = lu_.shape[0]
-    dtype = lu_.dtype
-    check_fp64(queue, dtype)
-    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite)
-    device_out = is_device_array(b_)
-    if n == 0 or b_.size == 0:
-        return b_.copy() if device_out else np.empty(b_.shape, dtype)
-    d_lu = lu_ if is_device_array(lu_) else cl_array.to_device(queue, lu_)
-    d_piv = _check_piv(piv, n, queue)
-    x2, result = rhs_work(queue, b_, n, overwrite_b)
-    nrhs = x2.shape[1]
+def _enqueue_solve(queue, d_lu, d_piv, x2, trans: int) -> None:
+    """X := op(A)⁻¹·X on the device from the dense factor ``d_lu`` and pivots ``d_piv``."""
+    n, nrhs = x2.shape
+    dtype = d_lu.dtype
     L, B = view_of(d_lu), view_of(x2)
     with trace.run("lu_solve", f"trans={trans}", queue, (n, nrhs), dtype):
         with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
@@ -963,7 +956,76 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
                 trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False, trans=True)
                 trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, trans=True, unit=True)
                 laswp(queue, B, 0, nrhs, d_piv.data, 0, n, dtype=dtype, forward=False)
-    return result()
+
+
+def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True, queue=None):
+    """Solve A·x = b (trans=0) or Aᵀ·x = b (trans=1 or 2) from ``lu_factor``'s output.
+
+    ``lu`` and ``piv`` may be host arrays or device arrays (any view), ``b`` is
+    (n,) or (n, k), host or device (any view); the interchanges, both
+    triangular solves and their GEMM updates run on the device.  The result
+    has b's shape and the factor's dtype, a device array for a device b.
+
+    Decisions where oclla differs from or sharpens scipy:
+
+    * dtype of b: the factor's dtype is the working precision (the reason
+      integer matrices are refused: oclla does not guess it).  A host b is
+      converted to it when numpy's "safe" rule says the conversion is exact
+      (bool, integers that fit, float32 for a float64 factor); anything else
+      is a TypeError naming ``b.astype(...)``.  In particular a float64 b
+      with a float32 factor is refused: scipy would return float64, while a
+      float32 solve silently rounds b and returns float32 -- neither is what
+      the caller asked for, so the caller chooses.  A device b must have the
+      factor's dtype.
+    * ``overwrite_b`` is a permission, as in scipy: a numpy b is never
+      written; a C-contiguous device b is solved in place; a device view is
+      solved in its gathered copy and X scattered into the view's own
+      entries (nothing else of its buffer), and the view is returned.
+    * A device ``piv`` is checked on the device beside the solve (an entry
+      outside [0, n), e.g. 1-based pivots, raises the ValueError a numpy piv
+      gets): the flag is read in the same wait as the solution, or, for a
+      device b, in one read at the end.  The solve itself never addresses a
+      row outside the matrix; after that ValueError a C-contiguous device b
+      given with ``overwrite_b`` holds garbage (a view of b is never written
+      then).
+    * ``check_finite`` counts NaN/Inf in a device ``lu`` and b on the device,
+      read with the same flags, except when b itself is overwritten (a
+      C-contiguous device b with ``overwrite_b``): then they are checked
+      before the solve.
+    """
+    if trans not in (0, 1, 2):
+        raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
+    try:
+        lu_, piv = lu_and_piv
+    except (TypeError, ValueError):
+        raise TypeError("lu_and_piv must be the (lu, piv) pair returned by lu_factor") from None
+    queue = resolve_queue(queue)
+    # NaN/Inf in device operands is counted beside the solve and read with X, unless
+    # X goes into b itself: then before it, so that bad input never overwrites b
+    in_place = overwrite_b and is_device_array(b) and not is_view(b)
+    defer_lu, defer_b = (check_finite and not in_place and is_device_array(x)
+                         for x in (lu_, b))
+    lu_ = as_matrix(lu_, queue, name="lu", check_finite=check_finite and not defer_lu)
+    n = lu_.shape[0]
+    dtype = lu_.dtype
+    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite and not defer_b)
+    if n == 0 or b_.size == 0:
+        return b_.copy() if is_device_array(b_) else np.empty(b_.shape, dtype)
+    d_lu = lu_ if is_device_array(lu_) else cl_array.to_device(queue, lu_)
+    flags = int_zeros(queue, 2)                      # [bad piv entries, NaN/Inf entries]
+    d_piv = _device_piv(piv, n, queue, flags)
+    x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)
+    for operand, deferred in ((d_lu, defer_lu), (x2, defer_b)):
+        if deferred:
+            count_nonfinite(queue, operand, flags, slot=1)
+    _enqueue_solve(queue, d_lu, d_piv, x2, trans)
+    if not (is_device_array(piv) or defer_lu or defer_b):
+        return result()
+    bad_piv, x = read_status_with(flags, result, host_result=not is_device_array(b_))
+    if bad_piv:
+        raise ValueError(PIV_RANGE.format(n=n))
+    return x
 
 
 def lu(a, *, permute_l: bool = False, method: str = "blocked", variant: str | None = None,
@@ -975,7 +1037,7 @@ def lu(a, *, permute_l: bool = False, method: str = "blocked", variant: str | No
     packed result into L and U and forming P are host bookkeeping.
     """
     if is_device_array(a):
-        a = a.get()
+        a = dense(resolve_queue(queue), a).get()
     lu_, piv = lu_factor(a, method=method, variant=variant, pivoting=pivoting,
                          overwrite_a=overwrite_a, check_finite=check_finite, queue=queue)
     n = lu_.shape[0]

@@ -152,8 +152,8 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     """The RFP array of the lower (or upper) triangle of the n x n matrix ``a``.
 
     Identical to ``scipy.linalg.lapack.?trttf(a, uplo='L' or 'U')[0]``.  Only
-    that triangle is read.  Returns a 1-D array of n(n+1)/2 (a device array
-    when ``a`` is one).
+    that triangle is read.  Returns a 1-D array of n(n+1)/2 (a new device
+    array when ``a`` is one; a device view is gathered first).
     """
     queue = resolve_queue(queue)
     a_ = as_matrix(a, queue, check_finite=check_finite)
@@ -298,10 +298,13 @@ def cholesky(arf, n: int, *, lower: bool = True, method: str = "blocked",
     Parameters
     ----------
     arf : (n(n+1)/2,) RFP array (``pack`` / ``?trttf`` layout), host or device
+        (any 1-D view: offset, step)
     n : the order
     lower : the layout of ``arf`` ('L' or 'U'); the factor keeps it
     method : "blocked" (default, ``?pftrf``'s structure) or "pivot" (per pivot)
-    overwrite_a : allow the result to be written into ``arf``
+    overwrite_a : allow the result to be written into ``arf`` (a permission): a
+        contiguous device ``arf`` is factored in place, a device view in its
+        gathered copy, then scattered into the view's own entries
 
     Returns
     -------
@@ -317,7 +320,7 @@ def cholesky(arf, n: int, *, lower: bool = True, method: str = "blocked",
     device = is_device_array(arf_)
     if n == 0:
         return arf_ if (device and overwrite_a) else arf_.copy()
-    work = work_array(queue, arf_, overwrite_a)
+    work = work_array(queue, arf_, overwrite_a, original=arf)
     factor_packed(queue, work, n, lower=bool(lower), method=method, block=block)
     return deliver(work, arf, arf_, overwrite_a)
 
@@ -348,7 +351,8 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
 
     The order n is b's number of rows; ``arf`` must have n(n+1)/2 entries.
     Same result as ``scipy.linalg.lapack.?pftrs(n, arf, b, uplo=...)``; b is
-    (n,) or (n, k) and is cast to the factor's dtype.
+    (n,) or (n, k), host or device (any view), with the dtype rules and the
+    ``overwrite_b`` permission of :func:`oclla.cho_solve`.
     """
     try:
         arf, lower = c_and_lower
@@ -366,7 +370,7 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     if n == 0 or b_.size == 0:
         return b_.copy() if device_out else np.empty(b_.shape, dtype)
     darf = _to_device(queue, arf_)
-    x2, result = rhs_work(queue, b_, n, overwrite_b)
+    x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)
     nrhs = x2.shape[1]
     lay = layout(n, bool(lower))
     with trace.run("rfp_cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):

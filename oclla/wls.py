@@ -36,7 +36,7 @@ from scipy.linalg import LinAlgWarning
 
 from . import trace
 from ._device import device_info, resolve_queue
-from ._validate import NONFINITE, is_device_array
+from ._validate import NONFINITE, dense, is_device_array
 from .ad2at import assemble_device, check_shape, validate_weights
 from .blas import view_of
 from .cholesky import check_method, factor_device, solve_factored
@@ -77,8 +77,9 @@ class WLSResult:
     timings: dict = field(default_factory=dict)
 
 
-def _host64(x, name: str) -> np.ndarray:
-    arr = x.get() if is_device_array(x) else np.asarray(x)
+def _host64(x, name: str, queue) -> np.ndarray:
+    """``x`` as a float64 host array (a device array, any view, is read back)."""
+    arr = dense(queue, x).get() if is_device_array(x) else np.asarray(x)
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"{name} has dtype {arr.dtype}; wls_solve needs real numbers")
     return np.asarray(arr, dtype=np.float64)
@@ -136,6 +137,8 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
     a : (m, n) array_like, m <= n (rows: unknowns, columns: observations)
     d2 : (n,) non-negative weights, the diagonal of D²
     b : (n,) observations
+        Each may be a pyopencl array (any view); the refinement needs them
+        on the host in float64, so device arrays are read back.
     refine : run the float64 iterative refinement (else return x0)
     tol : stop when ‖r‖₂/‖x‖₂ <= tol
     max_iter : at most this many refinement steps
@@ -159,14 +162,14 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
             or max_iter < 1:
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
     queue = resolve_queue(queue)
-    a64 = _host64(a, "a")
+    a64 = _host64(a, "a", queue)
     if a64.ndim != 2:
         raise ValueError(f"a must be 2-D, got shape {a64.shape}")
     m, n = a64.shape
     check_shape(m, n)
-    d64 = validate_weights(_host64(d2, "d2"), n, np.float64, queue,
+    d64 = validate_weights(_host64(d2, "d2", queue), n, np.float64, queue,
                            check_finite=check_finite)
-    b64 = _host64(b, "b")
+    b64 = _host64(b, "b", queue)
     if b64.shape != (n,):
         raise ValueError(f"b must have shape ({n},), one entry per column of a, "
                          f"got {b64.shape}")
