@@ -81,3 +81,18 @@ def _default_parameters():
     yield
     for family in _params.FAMILIES:
         _params.override(family, None)
+
+
+def buildable_width(queue, dtype, width: int) -> int:
+    """``width`` or the widest smaller power of two whose vectors of ``dtype`` the device
+    compiles natively (a parameter set asking for more is refused with DeviceError)."""
+    from oclla import _device
+    itemsize = np.dtype(dtype).itemsize
+    while width > 1 and not _device.vectors_build(queue, itemsize, width):
+        width //= 2
+    return width
+
+
+def buildable(queue, dtype, p: dict, key: str = "VW") -> dict:
+    """The parameter set ``p`` with its vector width ``key`` narrowed by :func:`buildable_width`."""
+    return {**p, key: buildable_width(queue, dtype, p[key])} if key in p else p

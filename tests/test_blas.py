@@ -18,6 +18,8 @@ from oclla import _params
 from oclla.accuracy import THRESHOLD, passes, product_error, solve_backward_error
 from oclla.blas import View, gemm, laswp, matmul, syrk, trsm, view_of
 
+from conftest import buildable, buildable_width
+
 DTYPES = (np.float32, np.float64)
 
 # (kernel shape, its "tile": rows x columns of C one work-item or work-group covers)
@@ -51,6 +53,7 @@ def _run_gemm(queue, a, b, c0, *, alpha, beta, trans_a, trans_b, triangle=None, 
     m, n = c0.shape
     k = a.shape[0] if trans_a else a.shape[1]
     da, db, dc = (cl_array.to_device(queue, x) for x in (a, b, c0))
+    tile = tile and buildable(queue, a.dtype, tile)
     gemm(queue, m, n, k, alpha, view_of(da), view_of(db), beta, view_of(dc), dtype=a.dtype,
          trans_a=trans_a, trans_b=trans_b, triangle=triangle, tile=tile)
     return dc.get()
@@ -129,7 +132,7 @@ def test_gemm_subviews_with_offsets(queue):
     A, C = view_of(d), view_of(out)
     for p in GEMM_SETS:
         gemm(queue, 33, 29, 17, 1.0, A.at(1, 3), A.at(20, 5), 0.0, C.at(2, 1),
-             dtype=np.float32, tile=p)
+             dtype=np.float32, tile=buildable(queue, np.float32, p))
         c = out.get()[2:35, 1:30]
         assert passes(product_error(c, big[1:34, 3:20], big[20:37, 5:34])), p
 
@@ -213,7 +216,7 @@ def test_laswp_forward_backward_and_gap(queue, vw, chunk, pivots, dtype):
     """The interchanges in order, CHUNK at a time: pivots below their row (LAPACK's),
     or anywhere, repeated, inside and outside a chunk."""
     _skip_fp64(queue, dtype)
-    _params.override("laswp", dict(VW=vw, WG=4, CHUNK=chunk))
+    _params.override("laswp", dict(VW=buildable_width(queue, dtype, vw), WG=4, CHUNK=chunk))
     rng = np.random.default_rng(19)
     n, ncols = 23, 37
     a = rng.standard_normal((n, ncols + 20)).astype(dtype)

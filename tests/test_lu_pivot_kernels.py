@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 import oclla
 from oclla import _params, accuracy
 
-from conftest import check_lu_sizes
+from conftest import buildable, check_lu_sizes
 
 DTYPES = (np.float32, np.float64)
 PIVOT_SETS = [
@@ -43,7 +43,7 @@ WINDOW_SETS = [
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("p", PIVOT_SETS, ids=lambda p: "-".join(map(str, p.values())))
 def test_per_pivot_kernel_shapes(queue, p, dtype):
-    _params.override("pivot", p)
+    _params.override("pivot", buildable(queue, dtype, p))
     check_lu_sizes(queue, dtype, method="pivot")
 
 

@@ -176,7 +176,7 @@ def test_launches_respect_the_profile(profiled, queue):
             oclla.lu_factor(a, queue=queue)
             oclla.lu_factor(a[:40, :40], method="pivot", queue=queue)
             oclla.cholesky(s, queue=queue)
-        return {(k.name, tuple(k.local_size or ())) for k in rec.kernels()}
+        return {(k.name, tuple(k.local_size or ())) for k in rec.kernels}
 
     under_profile = launches()
     for name, local in under_profile:
