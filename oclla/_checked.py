@@ -32,7 +32,11 @@ def path() -> str:
 
 def key(info, dtype_name: str, what: str, values=None) -> str:
     """The key of a verdict on ``what`` (with parameter ``values``) for this device."""
-    parts = [info.name, info.driver_version, info.profile or "", dtype_name, what]
+    limits = (f"{info.profile}:{info.kind}:{info.max_work_group_size}:"
+              f"{'x'.join(map(str, info.max_work_item_sizes))}:{info.local_mem_size}:"
+              f"{info.native_width_float}:{info.native_width_double}:{int(info.fp64)}"
+              if info.profile else "")
+    parts = [info.name, info.driver_version, limits, dtype_name, what]
     if values is not None:
         parts.append(json.dumps(values, sort_keys=True))
     return "|".join(parts)

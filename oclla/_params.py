@@ -180,7 +180,8 @@ def _gemm_defaults(queue, info, itemsize: int) -> dict:
         # 2 vectors x RM rows of accumulators: 16 registers with 512-bit vectors
         # (32 architectural), 8 with narrower ones (16 architectural).
         rm = 8 if vw * itemsize >= 64 else 4
-        return dict(KERNEL="direct", RM=rm, VW=vw, NV=2, LX=4)
+        return dict(KERNEL="direct", RM=rm, VW=vw, NV=2,
+                    LX=_pow2_at_most(min(4, info.max_work_group_size)))
     # 64 x 64 tiles of 4 x 4 per item first: 16 accumulators per item suit GPUs with
     # small register files (128 x 128 of 8 x 8 is faster on an H100, whose entry says so,
     # and took PoCL minutes to compile per variant under a GPU profile).
@@ -214,7 +215,8 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
     if family == "laswp":
         if gpu:
             return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)), CHUNK=16)
-        return dict(VW=_native_width(queue, info, itemsize), WG=4, CHUNK=4)
+        return dict(VW=_native_width(queue, info, itemsize),
+                    WG=_pow2_at_most(min(4, info.max_work_group_size)), CHUNK=4)
     if family == "lu":
         gx, gy = (32, 8) if gpu else (8, 1)
         while gy > 1 and not _fits_wg(info, gx, gy):
@@ -232,17 +234,22 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
                     GRID_PER_CU=1, GRID_RPI=16 if gpu else 4, FLAT_N=0, LEAF_SCAN=32,
                     LEAF_WG=0, LEAF_STAGE=0, FLAT_AHEAD=0)
     if family == "chol":
-        leaf = 64
-        while leaf > 1 and leaf * (leaf + 1) * itemsize > info.local_mem_size // 2:
-            leaf //= 2
-        return dict(NB=256 if gpu else 128, LEAF=leaf, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
-                    SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu), FUSE_LEAF=0,
-                    WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 1024)))
+        p = dict(NB=256 if gpu else 128, LEAF=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
+                 SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu), FUSE_LEAF=0,
+                 WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 1024)))
+        # the leaf must fit half the local memory, and its work-group (LEAF items for
+        # row leaves, LEAF²/64 items otherwise)
+        while p["LEAF"] > 1 and (p["LEAF"] * (p["LEAF"] + 1) * itemsize
+                                 > info.local_mem_size // 2
+                                 or check("chol", p, info, itemsize) is not None):
+            p["LEAF"] //= 2
+        return p
     if family == "pivot":
         if gpu:
             return dict(VW=4, NV=1, WX=32, RB=64, UNR=4, FUSED=1,
                         WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
-        return dict(VW=_native_width(queue, info, itemsize), NV=4, WX=2, WY=1, RB=1024, UNR=1,
+        return dict(VW=_native_width(queue, info, itemsize), NV=4,
+                    WX=_pow2_at_most(min(2, info.max_work_group_size)), WY=1, RB=1024, UNR=1,
                     FUSED=1)
     if family == "crout":
         wg = _pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64))
@@ -500,8 +507,8 @@ def ladder(queue, family: str, dtype) -> list:
     valid for the device, no repeats)."""
     info = device_info(queue)
     itemsize = np.dtype(dtype).itemsize
-    rungs = [_defaults(queue, info, family, itemsize)]
-    for limits in SAFER_LIMITS:
+    rungs = []
+    for limits in ({},) + SAFER_LIMITS:
         narrowed = dict(info.as_dict(), **{
             key: min(getattr(info, key), value) if isinstance(value, int) else value
             for key, value in limits.items()})
@@ -511,6 +518,10 @@ def ladder(queue, family: str, dtype) -> list:
         if p not in rungs and check(family, p, info, itemsize) is None:
             rungs.append(p)
     return rungs
+
+
+class UnusableFamily(DeviceError):
+    """No parameter set of a family passes its self-check on this device."""
 
 
 _verify_lock = threading.RLock()
@@ -548,6 +559,8 @@ def try_parameters(queue, family: str, dtype, p: dict) -> str | None:
             run_check(queue, family, np.dtype(dtype))
         except CheckFailed as exc:
             return str(exc)
+        except UnusableFamily:
+            raise                       # another family the check needs: not this one's fault
         except (DeviceError, cl.Error, np.linalg.LinAlgError, ArithmeticError) as exc:
             return f"{type(exc).__name__}: {exc}"
     return None
@@ -559,6 +572,9 @@ def _first_working(queue, info, family: str, dtype_name: str) -> dict:
     with _verify_lock:
         queue = get_queue(queue.device)        # the checks call the public API
         rungs = ladder(queue, family, dtype_name)
+        if not rungs:
+            raise UnusableFamily(f"no {family} parameter set fits the limits of {info.name}: "
+                              f"{info.describe()}")
         failures = []
         for p in rungs:
             key = _checked.key(info, dtype_name, family, p)
@@ -576,7 +592,7 @@ def _first_working(queue, info, family: str, dtype_name: str) -> dict:
                                   RuntimeWarning, stacklevel=2)
                 return p
             failures.append(verdict[1])
-    raise DeviceError(f"every {family} parameter set failed on {info.name} "
+    raise UnusableFamily(f"every {family} parameter set failed on {info.name} "
                       f"(driver {info.driver_version}); the last, {rungs[-1]}:\n"
                       f"{failures[-1]}")
 
@@ -600,7 +616,7 @@ def is_stored(queue, family: str, dtype) -> bool:
         return True
     return (os.environ.get("OCLLA_TUNED", "1") != "0" and info.profile is None
             and bool(stored(info, np.dtype(dtype).name).get(family))
-            and params(queue, family, dtype) != ladder(queue, family, dtype)[0])
+            and [params(queue, family, dtype)] != ladder(queue, family, dtype)[:1])
 
 
 _by_call: dict = {}        # (queue, family, dtype as passed) -> the chosen items

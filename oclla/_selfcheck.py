@@ -255,7 +255,7 @@ def check_device(queue, dtypes=None) -> list:
                 rows.append((family, dtype, "failed", str(exc).splitlines()[0]))
                 continue
             problem = _params.try_parameters(queue, family, dtype, chosen)
-            first = _params.ladder(queue, family, dtype)[0]
+            first = (_params.ladder(queue, family, dtype) or [chosen])[0]
             if problem is not None:
                 rows.append((family, dtype, "failed", problem.splitlines()[0]))
             elif chosen == first or _params.is_stored(queue, family, dtype):

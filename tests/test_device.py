@@ -159,3 +159,65 @@ def test_launch_queue_is_the_callers_queue_while_recording(queue):
     with oclla.record():
         with _programs.launch_queue(queue) as loop_queue:
             assert loop_queue is queue
+
+
+@pytest.mark.parametrize("value", ["nonsense", "9", "0:9"])
+def test_pyopencl_ctx_that_selects_nothing(monkeypatch, value):
+    monkeypatch.delenv("OCLLA_DEVICE", raising=False)
+    monkeypatch.setenv("PYOPENCL_CTX", value)
+    with pytest.raises(DeviceError, match=r"PYOPENCL_CTX='[^']*' selects no device"):
+        _device.select_device()
+
+
+def test_pyopencl_ctx_selects_a_device(monkeypatch):
+    monkeypatch.delenv("OCLLA_DEVICE", raising=False)
+    monkeypatch.setenv("PYOPENCL_CTX", "0:0")
+    assert _device.select_device() == cl.get_platforms()[0].get_devices()[0]
+
+
+def test_profiles_narrow_what_the_device_reports(queue):
+    own = oclla.device_info(queue)
+    previous = oclla.set_profile("minimal")
+    try:
+        info = oclla.device_info(queue)
+        assert info.profile == "minimal" and info.kind == "GPU" and not info.fp64
+        assert info.max_work_group_size == min(64, own.max_work_group_size)
+        assert info.local_mem_size == min(16 * 1024, own.local_mem_size)
+        assert max(info.max_work_item_sizes) <= 64
+        assert "profile=minimal" in info.describe()
+        with pytest.raises(DeviceError, match="fp64"):
+            oclla.lu_factor(np.eye(3), queue=queue)
+    finally:
+        oclla.set_profile(previous)
+    assert oclla.device_info(queue) == own
+
+
+def test_profile_forms(monkeypatch):
+    from oclla import _profiles
+    custom = _profiles.parse("amd-gcn,local_mem_size=32768,fp64=0,max_work_item_sizes=8x8x8")
+    assert custom.max_work_group_size == 256 and custom.local_mem_size == 32768
+    assert custom.fp64 is False and custom.max_work_item_sizes == (8, 8, 8)
+    assert _profiles.parse("") is None
+    for bad in ("no-such-profile", "amd-gcn,colour=blue", "kind=TPU", "fp64=maybe",
+                "max_work_group_size=many", "local_mem_size=1,amd-gcn"):
+        with pytest.raises(ValueError):
+            _profiles.parse(bad)
+    with pytest.raises(TypeError):
+        oclla.set_profile(42)
+    monkeypatch.setattr(_profiles, "_current", [])
+    monkeypatch.setenv("OCLLA_PROFILE", "bogus")
+    with pytest.raises(DeviceError, match="OCLLA_PROFILE"):
+        _profiles.current()
+    monkeypatch.setattr(_profiles, "_current", [])
+    monkeypatch.setenv("OCLLA_PROFILE", "apple-arm")
+    assert _profiles.current().name == "apple-arm"
+    monkeypatch.setattr(_profiles, "_current", [None])
+
+
+def test_custom_profile_object_changes_parameters(queue):
+    own = _params.params(queue, "wg1d", np.float32)["WG"]
+    previous = oclla.set_profile(oclla.Profile(max_work_group_size=2))
+    try:
+        assert _params.params(queue, "wg1d", np.float32)["WG"] <= 2 < own
+    finally:
+        oclla.set_profile(previous)
