@@ -159,6 +159,7 @@ column1 = next(s.index for s in run.steps if s.pivot == (1, 1))
 viewer_export(rec_path, output_dir() / "lesson02_column1.png", after_step=column1,
               view="matrix")
 
+# %% [markdown]
 # ## 4. Solving with the factors
 #
 # `lu_solve` takes the packed factors and the interchanges and runs the two
@@ -224,8 +225,11 @@ answer_1 = None
 check_exercise_1(answer_1)
 
 # %% [markdown]
-# **Exercise 2.** $\det(L) = 1$ because $L$ is unit lower triangular. Use $U$
-# to give $\det(A)$.
+# **Exercise 2.** Write `det_from_lu(lu, piv)`: $\det(A)$ from the packed
+# factors and the interchanges that `oclla.lu_factor(A)` returns, without
+# $A$. $\det(L) = 1$ because $L$ is unit lower triangular; what does each row
+# interchange do to the determinant? The checker tries the post's matrix and
+# some it does not show you, with and without interchanges.
 
 # %%
 answer_2 = None
@@ -235,7 +239,9 @@ check_exercise_2(answer_2)
 # **Exercise 3.** Write `solve_with_lu(L, U, b)` that solves $LUx = b$ with a
 # forward substitution ($Ly = b$) and a back substitution ($Ux = y$), using
 # loops or numpy slices but not `np.linalg.solve`. $L$ is unit lower
-# triangular, $U$ upper triangular, $b$ a vector.
+# triangular, $U$ upper triangular, $b$ a vector. As in the packed `lu`, only
+# $L$'s strict lower triangle and $U$'s upper triangle are data: the checker
+# fills the rest with junk, so read nothing else.
 
 # %%
 answer_3 = None

@@ -262,10 +262,14 @@ answer_2 = None
 check_exercise_2(answer_2)
 
 # %% [markdown]
-# **Exercise 3.** Write `cholesky_host(a)`: the paper's Algorithm 4 in numpy
-# (square root, normalize, outer product subtraction on the lower triangle),
-# returning the lower triangular $L$ with zeros above the diagonal. Read only
-# the lower triangle of `a`.
+# **Exercise 3.** Write `cholesky_host(a, steps=None)`: the paper's
+# Algorithm 4 in numpy (square root, normalize, outer product subtraction on
+# the lower triangle), stopped after `steps` pivots (all of them when `steps`
+# is None). Return the lower triangle as the device holds it then: the first
+# `steps` columns are $L$'s, the trailing triangle holds the updated entries
+# (the Schur complement), zeros above the diagonal. Read only the lower
+# triangle of `a`. The partial result is what the viewer shows after step
+# `steps`; a library Cholesky cannot produce it.
 
 # %%
 answer_3 = None

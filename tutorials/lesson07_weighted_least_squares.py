@@ -246,8 +246,12 @@ check_exercise_2(answer_2)
 # %% [markdown]
 # **Exercise 3.** Write `mixed_refine(C, g, tol)`: Algorithm 1 on the host.
 # Factor `C.astype(np.float32)` once (`scipy.linalg.cho_factor`), solve for
-# $x^0$ with that factor, then refine with float64 residuals $g - Cx$ until
-# $\|r\|_2/\|x\|_2 \le$ `tol` (at most 100 steps). Return the float64 $x$.
+# $x^0$ with that factor, then refine with float64 residuals $g - Cx$ and
+# corrections $\delta$ from the float32 factor, until the scale-free test
+# $\|\delta\|_2/\|x\|_2 \le$ `tol` holds (at most 100 steps). Return the pair
+# `(x, corrections)`: the float64 $x$ and the list of $\|\delta\|_2/\|x\|_2$ of
+# every step. The checker also runs your function on $2^{26} C$ and
+# $2^{-26} C$ (with $g$ scaled alike): it must take exactly the same steps.
 
 # %%
 answer_3 = None

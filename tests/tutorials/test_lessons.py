@@ -48,42 +48,110 @@ __kernel void axpy(const float alpha, __global const float *x,
 """
 
 
-# A typical mistake for every exercise: (lesson, exercise) -> wrong answer.
+def _full_solve_of_lu(L, U, b):
+    """Multiplies the factors back and solves the full system (the exercise forbids it)."""
+    return np.linalg.solve(L @ U, b)
+
+
+def _full_solve_of_clean_lu(L, U, b):
+    """Cleans the triangles first, then still calls a general solver."""
+    n = len(b)
+    return np.linalg.solve((np.tril(L, -1) + np.eye(n)) @ np.triu(U), b)
+
+
+def _float64_direct(C, g, tol):
+    """A float64 Cholesky solve: right answer, but no float32 factor and no refinement."""
+    x = scipy.linalg.cho_solve(scipy.linalg.cho_factor(C), g)
+    return x, [0.0]
+
+
+def _residual_stopping_refine(C, g, tol):
+    """Algorithm 1 stopped on ‖r‖/‖x‖, a test that changes with the scaling of C."""
+    factor = scipy.linalg.cho_factor(C.astype(np.float32))
+
+    def solve32(rhs):
+        return scipy.linalg.cho_solve(factor, rhs.astype(np.float32)).astype(np.float64)
+
+    x, corrections = solve32(g), []
+    for _ in range(100):
+        r = g - C @ x
+        dx = solve32(r)
+        x = x + dx
+        corrections.append(np.linalg.norm(dx) / np.linalg.norm(x))
+        if np.linalg.norm(r) / np.linalg.norm(x) <= tol:
+            break
+    return x, corrections
+
+
+def _slowest_single_kernel(run):
+    return max(run.steps, key=lambda s: max((k.duration_ns for k in s.kernels),
+                                            default=0)).index
+
+
+def _longest_queued_to_end(run):
+    return max(run.steps, key=lambda s: max((k.end for k in s.kernels), default=0)
+               - min((k.queued for k in s.kernels), default=0)).index
+
+
+# Typical mistakes for every exercise: (lesson, exercise) -> wrong answers, each of
+# which the checker must refuse (those an instructor found accepted, among them).
 WRONG = {
-    (1, 1): 96,                                        # counted work-items, not groups
-    (1, 2): 9,                                         # 3 x 3: forgot c == col
-    (1, 3): _no_bounds_check_axpy(),                   # writes past n
-    (1, 4): lambda ev: (ev.profile.end - ev.profile.queued) / 1e3,   # includes waiting
-    (2, 1): [[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -7, -6], [2, 1, -8, 4]],  # multipliers in U
-    (2, 2): -1272,
-    (2, 3): lambda L, U, b: b,                         # forgot to solve
-    (2, 4): [[1, 2, 3], [4, 5, 6], [7, 8, 10]],        # invertible but no zero pivot
-    (3, 1): lambda n, k: (n - k) ** 2 / n ** 2,        # off by one row
-    (3, 2): 0.5,
-    (3, 3): 1024 ** 3 * 4,                             # n copies instead of n - 1
-    (3, 4): lambda run: (sum(k.name == "copy U->A" for k in run.kernels)
-                         / len(run.kernels)),           # share of commands, not of time
-    (4, 1): 0,                                         # took the first row
-    (4, 2): 20,
-    (4, 3): [[1e-3, 1.0, 1.0], [1.0, 1.0, 1.0], [0.0, 1.0, 2.0]],   # pivot not small enough
-    (4, 4): 1e4 * 2.0 ** -52,                          # float64's epsilon
-    (5, 1): 2 * 512 / 3,                               # counted numbers, not bytes
-    (5, 2): 2 / 4,                                     # counted the read only
-    (5, 3): lambda i, p, b: max(p, i * b),
-    (5, 4): 0.5,
-    (6, 1): 36,                                        # the t x t box
-    (6, 2): (4, 7),                                    # rows and columns swapped
-    (6, 3): lambda a: np.tril(a),                      # forgot to factor
-    (6, 4): 4096 * 4096 * 4 // 2,                      # forgot the diagonal
-    (7, 1): 8,
-    (7, 2): 1e3,                                       # forgot the square
-    (7, 3): lambda C, g, tol: scipy.linalg.cho_solve(  # float32 alone, no refinement
-        scipy.linalg.cho_factor(C.astype(np.float32)), g.astype(np.float32)).astype(np.float64),
-    (7, 4): 1e6 * 2.0 ** -23,                          # float32's epsilon
-    (8, 1): 10,                                        # counted the input too
-    (8, 2): 511 * 512 ** 2 * 4,                        # float32 bytes
-    (8, 3): lambda run: min(run.steps, key=lambda s: s.device_ns).index,
-    (8, 4): lambda run: {p: f for p, (_, _, _, f) in run.phase_totals().items() if f},
+    (1, 1): [96],                                      # counted work-items, not groups
+    (1, 2): [9],                                       # 3 x 3: forgot c == col
+    (1, 3): [_no_bounds_check_axpy()],                 # writes past n
+    (1, 4): [lambda ev: (ev.profile.end - ev.profile.queued) / 1e3],   # includes waiting
+    (2, 1): [[[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -7, -6], [2, 1, -8, 4]]],  # multipliers
+    (2, 2): [lambda lu, piv: float(np.prod(np.diag(lu))),                 # forgot the sign
+             lambda lu, piv: float(np.linalg.det(lu)),                    # det of the packing
+             1272],                                                       # a number
+    (2, 3): [lambda L, U, b: b,                        # forgot to solve
+             _full_solve_of_lu,                        # forbidden, and reads the junk
+             _full_solve_of_clean_lu],                 # forbidden
+    (2, 4): [[[1, 2, 3], [4, 5, 6], [7, 8, 10]]],      # invertible but no zero pivot
+    (3, 1): [lambda n, k: (n - k) ** 2 / n ** 2],      # off by one row
+    (3, 2): [0.5, 257 / 768, 0.3346],                  # the value at n = 256, not the limit
+    (3, 3): [1024 ** 3 * 4],                           # n copies instead of n - 1
+    (3, 4): [lambda run: (sum(k.name == "copy U->A" for k in run.kernels)
+                          / len(run.kernels))],        # share of commands, not of time
+    (4, 1): [0],                                       # took the first row
+    (4, 2): [20, 2 ** 19, 2 ** 60],                    # n, the order 20, 2^n
+    (4, 3): [[[1e-3, 1.0, 1.0], [1.0, 1.0, 1.0], [0.0, 1.0, 2.0]]],   # pivot not small enough
+    (4, 4): [1e4 * 2.0 ** -52, 2.0 ** -23, 1e8 * 2.0 ** -23, 3],   # ε64; no κ; κ²; digits
+    (5, 1): [2 * 512 / 3],                             # counted numbers, not bytes
+    (5, 2): [2 / 4],                                   # counted the read only
+    (5, 3): [lambda i, p, b: max(p, i * b)],
+    (5, 4): [0.5],
+    (6, 1): [36],                                      # the t x t box
+    (6, 2): [(4, 7)],                                  # rows and columns swapped
+    (6, 3): [lambda a, steps=None: np.tril(a),         # forgot to factor
+             lambda a, steps=None: np.linalg.cholesky(a),          # the library, all steps
+             lambda a, steps=None: scipy.linalg.cholesky(a, lower=True)],
+    (6, 4): [4096 * 4096 * 4 // 2],                    # forgot the diagonal
+    (7, 1): [8],
+    (7, 2): [1e3],                                     # forgot the square
+    (7, 3): [lambda C, g, tol: scipy.linalg.cho_solve(  # float32 alone, no refinement
+                 scipy.linalg.cho_factor(C.astype(np.float32)),
+                 g.astype(np.float32)).astype(np.float64),
+             lambda C, g, tol: np.linalg.solve(C, g),  # float64, no refinement
+             _float64_direct,
+             _residual_stopping_refine],               # not scale-free
+    (7, 4): [1e6 * 2.0 ** -23, 2.0 ** -52],            # float32's epsilon; forgot κ
+    (8, 1): [10],                                      # counted the input too
+    (8, 2): [511 * 512 ** 2 * 4,                       # float32 bytes
+             512 ** 3 * 8, 513 * 512 ** 2 * 8],        # n or n + 1 snapshots
+    (8, 3): [lambda run: min(run.steps, key=lambda s: s.device_ns).index,
+             _slowest_single_kernel, _longest_queued_to_end],
+    (8, 4): [lambda run: {p: f for p, (_, _, _, f) in run.phase_totals().items() if f}],
+}
+
+# Right answers other than the teacher's solution that a checker must accept: estimates
+# with round numbers and the other common definition of machine epsilon (2^-24, 2^-53).
+ALSO_RIGHT = {
+    (2, 3): [lambda L, U, b: scipy.linalg.solve_triangular(
+        U, scipy.linalg.solve_triangular(L, b, lower=True, unit_diagonal=True))],
+    (3, 2): [1 / 3, 0.333, 0.3333],
+    (4, 4): [1e-3, 1e4 * 2.0 ** -24, 1.2e-3],
+    (7, 4): [1e-10, 1e6 * 2.0 ** -53, 2e-10],
 }
 
 
@@ -137,8 +205,12 @@ def test_checkers_accept_solutions_and_reject_wrong_answers(number, capsys):
     for k, check in sorted(checkers(module).items()):
         assert check(solutions[k]) is True, f"lesson {number} exercise {k} rejects its solution"
         assert (number, k) in WRONG, f"no wrong answer to test lesson {number} exercise {k}"
-        assert check(WRONG[number, k]) is False, \
-            f"lesson {number} exercise {k} accepts a wrong answer"
+        for i, wrong in enumerate(WRONG[number, k]):
+            assert check(wrong) is False, \
+                f"lesson {number} exercise {k} accepts wrong answer {i}: {wrong!r}"
+        for i, right in enumerate(ALSO_RIGHT.get((number, k), ())):
+            assert check(right) is True, \
+                f"lesson {number} exercise {k} refuses right answer {i}: {right!r}"
         assert check(None) is False
     out = capsys.readouterr().out
     assert "correct!" in out and "not yet" in out and "not answered yet" in out

@@ -74,6 +74,20 @@ def close(answer, expected: float, *, rtol: float, what: str = "the answer",
         raise Wrong(f"{what} = {value:.6g} is not right." + (f" {hint}" if hint else ""))
 
 
+def magnitude(answer, expected: float, *, factor: float = 3.0, what: str = "the estimate",
+              hint: str = "") -> None:
+    """:class:`Wrong` unless ``answer`` is within a ``factor`` of ``expected`` (an estimate).
+
+    For order-of-magnitude questions: 1e-3 and 1.2e-3 are both fine estimates
+    of 1.19e-3, and so are the values from either definition of machine
+    epsilon (2^-23 or 2^-24 for float32).
+    """
+    value = number(answer, what)
+    if not (value > 0 and expected / factor <= value <= expected * factor):
+        raise Wrong(f"{what} = {value:.3g} is not the right order of magnitude."
+                    + (f" {hint}" if hint else ""))
+
+
 def equal(answer, expected: int, *, what: str = "the answer", hint: str = "") -> None:
     """:class:`Wrong` unless ``answer`` is exactly the whole number ``expected``."""
     if integer(answer, what) != expected:

@@ -8,7 +8,7 @@ from numpy.linalg import LinAlgError
 import oclla
 from oclla import accuracy
 
-from . import Wrong, callable_, close, exercise
+from . import Wrong, callable_, close, exercise, number
 
 POST_A = np.array([[2, 4, 3, 5], [-4, -7, -5, 8], [6, 8, 2, 9], [4, 9, -2, 14]], float)
 
@@ -47,28 +47,75 @@ def check_exercise_1(answer):
                     f"row r - (a[r,0] / a[0,0]) * row 0.")
 
 
-@exercise(2, correct="det(A) = det(L) det(U) = 2 * 1 * (-3) * (-212).")
+def _det_cases():
+    """(packed lu, piv, det(A)) for matrices the student does not see."""
+    rng = np.random.default_rng(12)
+    cases = []
+    lu, piv = oclla.lu_factor(POST_A, method="pivot", variant="faithful")
+    cases.append((lu, piv, 1272.0))                  # no interchanges
+    for n in (2, 5, 8):
+        a = rng.uniform(-1, 1, (n, n))
+        lu, piv = oclla.lu_factor(a)                   # partial pivoting: interchanges
+        cases.append((lu, piv, float(np.linalg.det(a))))
+    swap = np.array([[0.0, 2.0], [3.0, 0.0]])          # one interchange: det = -6
+    lu, piv = oclla.lu_factor(swap)
+    cases.append((lu, piv, -6.0))
+    return cases
+
+
+@exercise(2, correct="det(A) = (-1)^(number of interchanges) · u_00 u_11 ... u_(n-1)(n-1).")
 def check_exercise_2(answer):
-    """det(A) from U's diagonal."""
-    close(answer, float(np.prod(np.diag(_eliminate(POST_A, 3)))), rtol=1e-9,
-          what="det(A)", hint="Multiply the diagonal entries of U (mind the signs).")
+    """det_from_lu(lu, piv): the determinant from packed factors and interchanges."""
+    callable_(answer)
+    for lu, piv, det in _det_cases():
+        n = lu.shape[0]
+        got = number(answer(lu.copy(), piv.copy()), "det_from_lu(lu, piv)")
+        if abs(got + det) <= 1e-9 * abs(det) and det != 0:
+            raise Wrong(f"for a {n} x {n} matrix with piv = {piv.tolist()} the sign is wrong: "
+                        f"every row interchange (piv[k] != k) flips the sign of det.")
+        close(got, det, rtol=1e-5, what=f"det_from_lu for the {n} x {n} matrix with "
+              f"piv = {piv.tolist()}",
+              hint="det(L) = 1 (unit diagonal); det(U) is the product of its diagonal; "
+                   "each interchange multiplies det by -1.")
+
+
+class _NoFullSolve(np.ndarray):
+    """An array that refuses to be handed to a general solver (the exercise forbids it)."""
+
+    _FORBIDDEN = {np.linalg.solve, np.linalg.inv, np.linalg.lstsq, np.linalg.pinv}
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in self._FORBIDDEN:
+            raise Wrong(f"np.linalg.{func.__name__} solves a general system; the exercise "
+                        f"asks for the two triangular substitutions.")
+        result = super().__array_function__(func, types, args, kwargs)
+        if type(result) is np.ndarray:          # np.tril, np.where, ... keep the mark
+            result = result.view(_NoFullSolve)
+        return result
 
 
 @exercise(3, correct="Forward substitution, then back substitution: O(n²) each.")
 def check_exercise_3(answer):
-    """solve_with_lu(L, U, b): two triangular solves."""
+    """solve_with_lu(L, U, b): two triangular solves, reading only the triangles."""
     callable_(answer)
     rng = np.random.default_rng(2)
     for n in (1, 3, 17):
         l = np.tril(rng.uniform(-1, 1, (n, n)), -1) + np.eye(n)
         u = np.triu(rng.uniform(-1, 1, (n, n))) + n * np.eye(n)
         b = rng.standard_normal(n)
-        x = np.asarray(answer(l.copy(), u.copy(), b.copy()), dtype=np.float64)
+        # junk where the factors are known to be 0 or 1: as in the packed lu, only
+        # L's strict lower triangle and U's upper triangle are data
+        l_given = l + np.triu(rng.uniform(5, 9, (n, n)))
+        u_given = u + np.tril(rng.uniform(5, 9, (n, n)), -1)
+        x = np.asarray(answer(l_given.view(_NoFullSolve), u_given.view(_NoFullSolve),
+                              b.copy()), dtype=np.float64)
         if x.shape != (n,):
             raise Wrong(f"for n = {n} the result should have shape ({n},), got {x.shape}.")
         err = accuracy.solve_backward_error(l @ u, x, b)
         if not accuracy.passes(err):
             raise Wrong(f"for n = {n}, L U x is not b (backward error {err:.3g} n·ε). "
+                        f"Read only L's strict lower triangle (its diagonal is 1) and U's "
+                        f"upper triangle: the checker puts junk everywhere else. "
                         f"Forward: y_i = b_i - sum_j<i L_ij y_j; "
                         f"back: x_i = (y_i - sum_j>i U_ij x_j) / U_ii, i from n-1 down.")
 

@@ -6,7 +6,7 @@ import numpy as np
 
 import oclla
 
-from . import Wrong, callable_, close, exercise
+from . import Wrong, callable_, close, exercise, number
 
 
 @exercise(1, correct="(n-k-1)(n-k) active entries out of n².")
@@ -21,9 +21,17 @@ def check_exercise_1(answer):
 
 @exercise(2, correct="(n+1)/(3n) -> 1/3: two work-items in three idle.")
 def check_exercise_2(answer):
-    """lim (n+1)/(3n) = 1/3."""
-    close(answer, 1 / 3, rtol=0.01, what="the limit",
-          hint="Sum (n-k-1)(n-k) over the steps (about n³/3) and divide by (n-1)·n².")
+    """lim (n+1)/(3n) = 1/3 (not the value at a finite n)."""
+    value = number(answer, "the limit")
+    if abs(value - 1 / 3) > 5e-4:
+        hint = ""
+        for n in (64, 128, 256, 512, 1024):
+            if abs(value - (n + 1) / (3 * n)) < 5e-5:
+                hint = (f" That is the share at n = {n}, not the limit: what does "
+                        f"(n+1)/(3n) tend to?")
+        raise Wrong(f"the limit = {value:.6g} is not right.{hint or ' '}"
+                    + ("" if hint else "Sum (n-k-1)(n-k) over the steps (about n³/3) and "
+                       "divide by (n-1)·n²."))
 
 
 @exercise(3, correct="n - 1 = 1023 copies of 1024² floats of 4 bytes: about 4.3 GB.")

@@ -34,24 +34,46 @@ def check_exercise_2(answer):
         raise Wrong(f"({rows}, {cols}) is not right: rows x columns must be n(n+1)/2 = 28.")
 
 
-@exercise(3, correct="Square root, normalize, subtract the outer product: Algorithm 4.")
+def _partial_cholesky(a, steps):
+    """Lower triangle after ``steps`` pivots of Algorithm 4: L's first columns, then S."""
+    w = np.tril(np.array(a, dtype=np.float64))
+    n = w.shape[0]
+    for k in range(steps):
+        w[k, k] = np.sqrt(w[k, k])
+        w[k + 1:, k] /= w[k, k]
+        w[k + 1:, k + 1:] -= np.tril(np.outer(w[k + 1:, k], w[k + 1:, k]))
+    return w
+
+
+@exercise(3, correct="Square root, normalize, subtract the outer product: Algorithm 4. "
+                     "After k steps the trailing triangle holds the Schur complement.")
 def check_exercise_3(answer):
-    """cholesky_host(a) -> L, reading only the lower triangle."""
+    """cholesky_host(a, steps=None) -> lower triangle after `steps` pivots (all if None)."""
     callable_(answer)
     rng = np.random.default_rng(6)
-    for n in (1, 2, 9):
+    for n, steps in ((1, None), (2, None), (9, None), (9, 1), (9, 4), (6, 5)):
         m = rng.standard_normal((n, n))
         a = m @ m.T + n * np.eye(n)
         given = np.tril(a) + np.triu(rng.standard_normal((n, n)), 1)   # junk above
-        l = np.asarray(answer(given.copy()), dtype=np.float64)
-        if l.shape != (n, n):
-            raise Wrong(f"for n = {n} the result should be {n} x {n}, got {l.shape}.")
-        if np.any(np.triu(l, 1) != 0):
-            raise Wrong("L must have zeros above the diagonal.")
-        err = accuracy.cholesky_backward_error(a, l, True)
-        if not accuracy.passes(err):
-            raise Wrong(f"for n = {n}, L Lᵀ is not A (backward error {err:.3g} nε). "
-                        f"Did you read only the lower triangle of a?")
+        got = np.asarray(answer(given.copy()) if steps is None else
+                         answer(given.copy(), steps), dtype=np.float64)
+        if got.shape != (n, n):
+            raise Wrong(f"for n = {n} the result should be {n} x {n}, got {got.shape}.")
+        if np.any(np.triu(got, 1) != 0):
+            raise Wrong("the result must have zeros above the diagonal.")
+        if steps is None:
+            err = accuracy.cholesky_backward_error(a, got, True)
+            if not accuracy.passes(err):
+                raise Wrong(f"for n = {n}, L Lᵀ is not A (backward error {err:.3g} nε). "
+                            f"Did you read only the lower triangle of a?")
+            continue
+        expected = _partial_cholesky(a, steps)
+        if not np.allclose(got, expected, rtol=1e-10, atol=1e-12):
+            bad = tuple(int(i) for i in np.argwhere(~np.isclose(got, expected))[0])
+            where = "L's columns" if bad[1] < steps else "the trailing triangle"
+            raise Wrong(f"after {steps} of {n} steps entry {bad} ({where}) is off. "
+                        f"Stop after `steps` pivots: the columns done hold L, the rest of "
+                        f"the lower triangle holds the updated (Schur complement) entries.")
 
 
 @exercise(4, correct="4·(n² − n(n+1)/2) = 4·n(n−1)/2 bytes: just under half.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import oclla
+from oclla import trace
 
 from . import Wrong, callable_, close, equal, exercise
 
@@ -22,8 +23,8 @@ def check_exercise_1(answer):
 def check_exercise_2(answer):
     """(n - 1) n² 8 for n = 512."""
     n = 512
-    close(answer, (n - 1) * n * n * 8, rtol=0.01, what="the byte count",
-          hint="n − 1 snapshots of n² float64 values (8 bytes each).")
+    equal(answer, (n - 1) * n * n * 8, what="the byte count",
+          hint="Count exactly: n − 1 snapshots of n² float64 values (8 bytes each).")
 
 
 def _recorded_run():
@@ -33,10 +34,39 @@ def _recorded_run():
     return rec.runs[-1]
 
 
-@exercise(3, correct="max over steps of step.device_ns.")
+def _kernel(name, queued, start, end):
+    return trace.KernelRecord(name=name, queued=queued, submit=queued, start=start, end=end)
+
+
+def _synthetic_run():
+    """Three steps where the slowest step (device time summed over its kernels) is
+    neither the one with the longest single kernel nor the longest queued -> end."""
+    run = trace.Run(algorithm="lu", variant="made up", shape=(3, 3), dtype="float32",
+                    device="none")
+    kernels = {
+        0: [_kernel("long", 0, 10, 70)],                                  # 60 ns, longest one
+        1: [_kernel(f"short{i}", 100, 100 + 30 * i, 130 + 30 * i) for i in range(3)],  # 90
+        2: [_kernel("waited", 0, 900, 950)],                              # 50 ns, queued early
+    }
+    for index, ks in kernels.items():
+        run.steps.append(trace.Step(algorithm="lu", index=index, phase="eliminate",
+                                    region=(0, 3, 0, 3), kernels=ks))
+    return run
+
+
+@exercise(3, correct="max over steps of step.device_ns (the sum of its kernels' end − start).")
 def check_exercise_3(answer):
     """slowest_step(run) -> index of the step with the largest device time."""
     callable_(answer)
+    made_up = _synthetic_run()
+    got = answer(made_up)
+    if got != 1:
+        why = {0: "it has the longest single kernel, but a step's device time is the sum "
+                  "over all its kernels",
+               2: "it waited longest from queued to end, but waiting is not device time "
+                  "(end − start)"}.get(got, "")
+        raise Wrong(f"in a made-up run of three steps you chose step {got}, not the slowest "
+                    f"step 1" + (f": {why}." if why else "."))
     run = _recorded_run()
     expected = max(run.steps, key=lambda s: s.device_ns).index
     got = answer(run)

@@ -11,11 +11,17 @@ answer_1 = [[2, 4, 3, 5],
             [0, -4, -7, -6],
             [0, 1, -8, 4]]
 
-# Exercise 2: det(A) = det(L) * det(U) = 1 * (2 * 1 * (-3) * (-212)).
-answer_2 = 1272
+# Exercise 2: det(P A) = det(L) det(U) = prod(diag(U)), and det(P) = (-1)^(interchanges):
+# piv[k] != k means row k was interchanged with a later row. For the post's A
+# (no interchanges): 2 * 1 * (-3) * (-212) = 1272.
+def answer_2(lu, piv):
+    swaps = sum(int(p) != k for k, p in enumerate(piv))
+    return (-1) ** swaps * np.prod(np.diag(lu).astype(np.float64))
 
 
-# Exercise 3: forward substitution with the unit lower L, back substitution with U.
+
+# Exercise 3: forward substitution with the unit lower L, back substitution with U,
+# reading only L's strict lower triangle and U's upper triangle (the rest is junk).
 def answer_3(L, U, b):
     n = len(b)
     y = np.zeros(n)

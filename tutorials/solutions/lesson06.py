@@ -12,11 +12,12 @@ answer_1 = 6 * 7 // 2
 answer_2 = (7, 4)
 
 
-# Exercise 3: Algorithm 4 of the paper, on a copy of the lower triangle.
-def answer_3(a):
+# Exercise 3: Algorithm 4 of the paper, on a copy of the lower triangle; after `steps`
+# pivots the columns done hold L and the trailing triangle the Schur complement.
+def answer_3(a, steps=None):
     L = np.tril(np.array(a, dtype=np.float64))
     n = L.shape[0]
-    for k in range(n):
+    for k in range(n if steps is None else steps):
         L[k, k] = np.sqrt(L[k, k])
         L[k + 1:, k] /= L[k, k]
         for j in range(k + 1, n):

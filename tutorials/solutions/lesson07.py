@@ -13,7 +13,9 @@ answer_1 = 4
 answer_2 = 1e3 ** 2
 
 
-# Exercise 3: Algorithm 1 with a float32 Cholesky factor and float64 residuals.
+# Exercise 3: Algorithm 1 with a float32 Cholesky factor and float64 residuals. The
+# stopping test compares the correction with x: it has no units, so scaling C and g
+# changes nothing (‖r‖/‖x‖ would carry the units of C).
 def answer_3(C, g, tol):
     factor = scipy.linalg.cho_factor(C.astype(np.float32))
 
@@ -21,15 +23,17 @@ def answer_3(C, g, tol):
         return scipy.linalg.cho_solve(factor, rhs.astype(np.float32)).astype(np.float64)
 
     x = solve32(g)
+    corrections = []
     for _ in range(100):
-        r = g - C @ x                      # float64
-        x = x + solve32(r)
-        if np.linalg.norm(r) / np.linalg.norm(x) <= tol:
+        dx = solve32(g - C @ x)            # residual in float64, correction from float32
+        x = x + dx
+        corrections.append(np.linalg.norm(dx) / np.linalg.norm(x))
+        if corrections[-1] <= tol:
             break
-    return x
+    return x, corrections
 
 
-# Exercise 4: κ ε64.
+# Exercise 4: κ ε64 ≈ 2.2e-10 (an estimate: 1e-10 is accepted too).
 answer_4 = 1e6 * 2.0 ** -52
 
 if __name__ == "__main__":
