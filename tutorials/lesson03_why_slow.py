@@ -83,18 +83,18 @@ for k in (0, 64, 128, 192, 254):
 # Summed over the whole run,
 #
 # $$\frac{\text{useful}}{\text{launched}}
-#   = \frac{\sum_{k=0}^{n-2} (n-k-1)(n-k)}{(n-1)\,n^2}
-#   = \frac{(n-1)\,n\,(n+1)/3}{(n-1)\,n^2} = \frac{n+1}{3n},$$
+#   = \frac{\sum_{k=0}^{n-2} (n-k-1)(n-k)}{(n-1)\,n^2}.$$
 #
-# so about two thirds of all work-items do nothing but check their indices
-# and return. (The true count is a little worse still: the NDRange is rounded
-# up to a multiple of the work-group size, as in Lesson 1.)
+# Evaluating the sum in closed form, and its limit for large $n$, is
+# Exercise 2; the trace gives the value for this run. Every work-item that is
+# not useful does nothing but check its indices and return. (The true count
+# is a little worse still: the NDRange is rounded up to a multiple of the
+# work-group size, as in Lesson 1.)
 
 # %%
 steps = eliminations(faithful)
 useful = sum(s.info["active_items"] for s in steps) / sum(s.info["ndrange_items"] for s in steps)
-print(f"useful share, measured on the trace: {useful:.4f}   formula (n+1)/(3n): "
-      f"{(n + 1) / (3 * n):.4f}")
+print(f"n = {n}: useful share of the launched work-items, measured on the trace: {useful:.4f}")
 
 # %% [markdown]
 # ## 2. The copy of U into A
@@ -128,9 +128,14 @@ print(f"copied {copied / 1e6:.0f} MB in total, {2 * copied / (copy_ms * 1e-3) / 
 #
 # * **in place**: $L$ and $U$ overwrite $A$ (the packed layout), so there is
 #   nothing to copy back;
-# * **shrinking NDRange**: `pivot_step` is launched over the active
-#   $(n-k-1) \times (n-k-1)$ block only (rounded up to the work-group size)
-#   and applies the rank-1 update $a_{rc} \leftarrow a_{rc} - l_r a_{kc}$;
+# * **shrinking NDRange**: `pivot_step` applies the rank-1 update
+#   $a_{rc} \leftarrow a_{rc} - l_r a_{kc}$ to the active
+#   $(n-k-1) \times (n-k-1)$ block only. It does not launch one work-item per
+#   entry: each work-item updates a strip of adjacent columns over many rows
+#   (how many is a per-device parameter), and the launch has just enough
+#   work-groups to tile the active block. So the global size is much smaller
+#   than the block, and shrinks with it, down to one work-group near the end
+#   (the cell below prints the sizes and the entries per work-item);
 # * **pivot on the device**: while updating column $k+1$, the work-groups
 #   also search it for the largest $|a_{r,k+1}|$; the last work-group to
 #   finish (or, on some devices, a one-work-group `pivot_finish` launch)
@@ -140,8 +145,13 @@ print(f"copied {copied / 1e6:.0f} MB in total, {2 * copied / (copy_ms * 1e-3) / 
 # %%
 inplace, wall_inplace = recorded_lu(test_matrix(n), "inplace")
 for k in (0, 128, 254):
-    print(f"pivot {k:3d}:", ", ".join(f"{kr.name} global={kr.global_size}"
-                                     for kr in eliminations(inplace)[k].kernels))
+    step_k = eliminations(inplace)[k]
+    launch = next(kr for kr in step_k.kernels if kr.name == "pivot_step")
+    items = int(np.prod(launch.global_size))
+    print(f"pivot {k:3d}: active block {n - k - 1:3d} x {n - k - 1:3d}; "
+          + ", ".join(f"{kr.name} global={kr.global_size} local={kr.local_size}"
+                      for kr in step_k.kernels)
+          + f"; {(n - k - 1) ** 2 / items:.3g} entries per pivot_step work-item")
 print(f"\nn = {n}   device time: faithful {faithful.device_ns / 1e6:.2f} ms, "
       f"inplace {inplace.device_ns / 1e6:.2f} ms")
 
@@ -183,10 +193,10 @@ print(f"\nn = {n}   device time: inplace {inplace.device_ns / 1e6:.2f} ms, "
 # Half the traffic, and none of it rewrites the active block. But each
 # launch now has two sums to split over work-groups and to add up again (a
 # counter per block: the last work-group to finish adds the partial sums), so
-# it synchronizes more. Which order wins depends on the device: on an NVIDIA
-# H100 at $n = 4096$ Crout takes 76 ms against 119 ms in place (447 ms
-# faithful); on a two-core CPU device the combining costs more than the saved
-# traffic and in place is faster. That is why `inplace` stays the default.
+# it synchronizes more. Which order wins depends on the device; compare the
+# two device times printed above for yours (on a GPU, see the box "Going
+# further" at the end of this section). That is why `inplace` stays the
+# default: it is the safe choice on every device.
 
 # %% [markdown]
 # ### Delaying the updates: a window of pivots
@@ -199,8 +209,8 @@ print(f"\nn = {n}   device time: inplace {inplace.device_ns / 1e6:.2f} ms, "
 # already hold the updates of all earlier windows. After the window's last
 # pivot, one GEMM applies the whole window to the trailing matrix at once:
 #
-# $$A_{22} \leftarrow A_{22} - L_{21} U_{12}, \qquad L_{21}: (n-k) 	imes W,\;
-#   U_{12}: W 	imes (n-k).$$
+# $$A_{22} \leftarrow A_{22} - L_{21} U_{12}, \qquad L_{21}: (n-k) \times W,\;
+#   U_{12}: W \times (n-k).$$
 #
 # Still one launch per pivot, but each launch reads about $2t(n-k)$ entries
 # instead of $2k(n-k)$, and every $W$ pivots there are two more commands (the
@@ -219,12 +229,14 @@ print(f"device time: crout {crout_run.device_ns / 1e6:.2f} ms, "
       f"{np.abs(lu_window - lu_crout).max() / np.abs(lu_crout).max():.1e} (relative)")
 
 # %% [markdown]
-# On an NVIDIA H100 at $n = 4096$ the window variant takes about 42 ms
-# against 76 ms in Crout order and 449 ms for the faithful loop. It is then
-# limited by something no kernel can fix: enqueueing one kernel costs the
-# host 7 to 10 µs in NVIDIA's OpenCL driver (more for each buffer argument),
-# so 4096 launches cost at least 30 to 40 ms whatever they compute. Section 4
-# measures that cost.
+# > **Going further: the same variants on a GPU.** The numbers above are your
+# > device's. On an NVIDIA H100 at $n = 4096$ (the project's README, best of
+# > 3 on quiet hosts) the order is reversed: window 41–43 ms, Crout 76–77 ms,
+# > in place 129 ms, faithful 444–452 ms. The window variant is then limited
+# > by something no kernel can fix: enqueueing one kernel costs the host 7 to
+# > 10 µs in NVIDIA's OpenCL driver (more for each buffer argument), so 4096
+# > launches cost 30 to 40 ms whatever they compute. Section 4 measures that
+# > cost on your device.
 
 # %% [markdown]
 # Device time per step shows the shrinking active block. How much an idle
@@ -268,7 +280,7 @@ viewer_export(paths["faithful"], output_dir() / "lesson03_timeline.png", view="t
 # ## 4. Launch overhead against device time
 #
 # Less device work is not automatically less waiting. Compare the wall-clock
-# times:
+# times at $n = 256$:
 
 # %%
 print(f"n = {n}   wall time: faithful {wall_faithful * 1e3:.1f} ms, "
@@ -287,25 +299,44 @@ print(f"n = {n}   wall time: faithful {wall_faithful * 1e3:.1f} ms, "
 #
 # $$\text{idle} = \text{span} - \text{busy}, \qquad
 #   \text{idle per launch} = \frac{\text{idle}}{\text{number of kernels}}.$$
+#
+# **Predict first.** The table below times both variants for $n$ from 32 to
+# 1024. From what you have seen (the faithful variant does about three times
+# the work plus a copy; the improved one launches shorter kernels), guess the
+# smallest $n$ from which `inplace` has the shorter *wall* time, and write it
+# down here before you run the cell:
 
 # %%
-print(f"{'n':>5} {'variant':<9} {'kernels':>7} {'busy ms':>8} {'span ms':>8} {'idle':>6} "
-      f"{'idle/launch µs':>14} {'wall ms':>8}")
-for size in (32, 64, 128, 256, 512, 1024):
+predicted_crossover = None      # your guess: one of 32, 64, 128, 256, 512, 1024
+
+# %%
+sizes = (32, 64, 128, 256, 512, 1024)
+table = {}
+print(f"{'n':>5} {'variant':<9} {'kernels':>7} {'per pivot':>9} {'busy ms':>8} {'span ms':>8} "
+      f"{'idle':>6} {'idle/launch µs':>14} {'wall ms':>8}")
+for size in sizes:
     for variant in ("faithful", "inplace"):
-        run, wall = recorded_lu(test_matrix(size), variant)
+        run, wall = recorded_lu(test_matrix(size), variant, repeats=2 if size < 1024 else 1)
         ks = run.kernels
         busy = run.device_ns
         span = max(k.end for k in ks) - min(k.start for k in ks)
-        print(f"{size:5d} {variant:<9} {len(ks):7d} {busy / 1e6:8.2f} {span / 1e6:8.2f} "
-              f"{(span - busy) / span:6.0%} {(span - busy) / len(ks) / 1e3:14.1f} "
-              f"{wall * 1e3:8.1f}")
+        table[size, variant] = dict(kernels=len(ks), wall=wall)
+        print(f"{size:5d} {variant:<9} {len(ks):7d} {len(ks) / (size - 1):9.2f} "
+              f"{busy / 1e6:8.2f} {span / 1e6:8.2f} {(span - busy) / span:6.0%} "
+              f"{(span - busy) / len(ks) / 1e3:14.1f} {wall * 1e3:8.1f}")
+faster = [s for s in sizes if table[s, "inplace"]["wall"] < table[s, "faithful"]["wall"]]
+crossover = next((s for s in sizes if all(t in faster for t in sizes if t >= s)), None)
+print(f"\ninplace has the shorter wall time from n = {crossover} on (this run); "
+      f"you predicted {predicted_crossover}")
 
 # %% [markdown]
 # Read the table column by column:
 #
-# * the number of kernels grows like $2n$ for both variants: one host-loop
-#   iteration, two commands, per pivot;
+# * the number of kernels grows linearly with $n$, a fixed number per pivot
+#   (the "per pivot" column counts commands per pivot column): the faithful
+#   variant's host loop enqueues `eliminate` and the copy, the improved one a
+#   single launch per pivot (plus the first column's), or two on devices
+#   where the next pivot is chosen by a separate launch;
 # * busy time grows like $n^3$ (each step touches up to $n^2$ entries);
 # * so for small $n$ the device is mostly **idle**, waiting for launches;
 #   only for large $n$ does the work hide the launch cost;

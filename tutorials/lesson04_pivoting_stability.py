@@ -134,6 +134,7 @@ paths = {}
 for pivoting in ("none", "partial"):
     with oclla.record(snapshots=True) as rec:
         oclla.lu_factor(small, method="pivot", pivoting=pivoting)
+    rec.runs[-1].variant += f", pivoting {pivoting}"     # the viewer's title for the run
     paths[pivoting] = output_dir() / f"lesson04_pivoting_{pivoting}.oclrec"
     rec.save(paths[pivoting])
 viewer_export(paths["none"], output_dir() / "lesson04_none_vs_partial.png", after_step=6,
