@@ -20,7 +20,7 @@
 #include "common.h"
 #include "triangle.h"
 
-__kernel void scale_column(__global const real *a, const int a_off, const int lda,
+__kernel void scale_column(__global const real *a, const long a_off, const int lda,
                            const int m, const int k, __global const real *d2,
                            __global real *b)
 {
@@ -29,8 +29,8 @@ __kernel void scale_column(__global const real *a, const int a_off, const int ld
         b[i] = d2[k] * a[a_off + AT(i, k, lda)];
 }
 
-__kernel void outer_product_add(__global real *c, const int c_off, const int ld,
-                                const int n, __global const real *a, const int a_off,
+__kernel void outer_product_add(__global real *c, const long c_off, const int ld,
+                                const int n, __global const real *a, const long a_off,
                                 const int lda, const int k, __global const real *b)
 {
     const long id = get_global_id(0);
@@ -41,7 +41,7 @@ __kernel void outer_product_add(__global real *c, const int c_off, const int ld,
     TRI(c, ij.x, ij.y) += a[a_off + AT(ij.x, k, lda)] * b[ij.y];
 }
 
-__kernel void scale_columns(__global const real *a, const int a_off, const int lda,
+__kernel void scale_columns(__global const real *a, const long a_off, const int lda,
                             const int m, const int n, __global const real *d2,
                             __global real *w)
 {
@@ -51,7 +51,7 @@ __kernel void scale_columns(__global const real *a, const int a_off, const int l
 }
 
 #if !PACKED
-__kernel void symmetrize(__global real *c, const int c_off, const int ld, const int n)
+__kernel void symmetrize(__global real *c, const long c_off, const int ld, const int n)
 {
     const int col = get_global_id(0), row = get_global_id(1);
     if (row >= n || col >= n)
@@ -65,11 +65,11 @@ __kernel void symmetrize(__global real *c, const int c_off, const int ld, const 
 }
 #endif
 
-__kernel void count_invalid_weights(__global const real *d2, const int n,
+__kernel void count_invalid_weights(__global const real *d2, const long n,
                                     __global int *count)
 {
     int bad = 0;
-    for (int i = get_global_id(0); i < n; i += get_global_size(0))
+    for (long i = get_global_id(0); i < n; i += get_global_size(0))
         if (!(d2[i] >= ZERO))
             bad++;
     if (bad)

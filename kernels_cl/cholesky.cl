@@ -42,7 +42,7 @@
 
 #define EL(i, j) TRI(a, i, j)
 
-__kernel void sqrt_pivot(__global real *a, const int off, const int ld, const int n,
+__kernel void sqrt_pivot(__global real *a, const long off, const int ld, const int n,
                          const int k, __global int *info)
 {
     a += off;
@@ -56,7 +56,7 @@ __kernel void sqrt_pivot(__global real *a, const int off, const int ld, const in
     EL(k, k) = sqrt(akk);
 }
 
-__kernel void normalize_column(__global real *a, const int off, const int ld,
+__kernel void normalize_column(__global real *a, const long off, const int ld,
                                const int n, const int k, __global const int *info)
 {
     a += off;
@@ -66,7 +66,7 @@ __kernel void normalize_column(__global real *a, const int off, const int ld,
     EL(i, k) = EL(i, k) / EL(k, k);
 }
 
-__kernel void outer_product(__global real *a, const int off, const int ld, const int n,
+__kernel void outer_product(__global real *a, const long off, const int ld, const int n,
                             const int k, __global const int *info)
 {
     a += off;
@@ -117,7 +117,7 @@ __kernel void outer_product(__global real *a, const int off, const int ld, const
  * below its diagonal, to w (leading dimension ldw; w is unused otherwise). */
 #if !ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void potf2_block(__global real *a, const int off, const int ld, const int nb,
+void potf2_block(__global real *a, const long off, const int ld, const int nb,
                  const int base, __global int *info, __global real *w, const int ldw)
 {
     __local real t[LEAF * LS];
@@ -197,7 +197,7 @@ void potf2_block(__global real *a, const int off, const int ld, const int nb,
  * work-group of LEAF items, one per row of the block (chol_leaf.h). */
 #if ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(LEAF, 1, 1)))
-void potf2_rows(__global real *a, const int off, const int ld, const int nb,
+void potf2_rows(__global real *a, const long off, const int ld, const int nb,
                 const int base, __global int *info, __global real *w, const int ldw)
 {
     __local real t[LEAF * LS];
@@ -226,7 +226,7 @@ void potf2_rows(__global real *a, const int off, const int ld, const int nb,
 #define APPLY_ROWS LEAF    /* rows of B per work-group (at most LEAF) */
 #endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void apply_inverse(__global real *a, const int off, const int ld, const int rows,
+void apply_inverse(__global real *a, const long off, const int ld, const int rows,
                    const int nb, __global const real *v, const int ldv,
                    __global const int *info)
 {
@@ -251,7 +251,7 @@ void apply_inverse(__global real *a, const int off, const int ld, const int rows
 
 /* Zero the strictly upper (LOWER = 1) or strictly lower (LOWER = 0) part of
  * the n x n row-major matrix: the triangle a factor does not use. */
-__kernel void zero_other_triangle(__global real *a, const int off, const int ld,
+__kernel void zero_other_triangle(__global real *a, const long off, const int ld,
                                   const int n)
 {
     const int c = get_global_id(0), r = get_global_id(1);

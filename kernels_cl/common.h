@@ -3,6 +3,15 @@
  * PRECISION (32 or 64) selects the scalar type `real`.  Matrices are stored
  * row-major with a leading dimension `ld`: element (r, c) of a matrix that
  * starts at element offset `off` is  a[off + r*ld + c].
+ *
+ * Index width: orders, rows, columns and leading dimensions are ints (each
+ * is below 2^31), but an element index r*ld + c is not: at n = 46341 an n x n
+ * matrix has more than 2^31 entries.  So AT() forms its product in size_t
+ * (64 bits wherever the device can address that much), element offsets and
+ * element counts that kernels take as arguments are longs (the host passes
+ * numpy int64 scalars), and any other product of two sizes that indexes
+ * memory goes through AT() or a size_t cast.  Loop counters stay ints: a
+ * 64-bit counter costs two registers on a GPU.
  */
 #ifndef OCLLA_COMMON_H
 #define OCLLA_COMMON_H
@@ -46,7 +55,8 @@ typedef float16 real16;
 #define VLOAD(w) VLOAD_(w)
 #define VSTORE(w) VSTORE_(w)
 
-/* Row-major element index. */
-#define AT(r, c, ld) ((r) * (ld) + (c))
+/* Row-major element index, in size_t: r * ld may exceed 2^31 (above).
+ * Never negative where it is used. */
+#define AT(r, c, ld) ((size_t)(r) * (ld) + (c))
 
 #endif

@@ -35,10 +35,10 @@
 #if DIRECT == 0
 __kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
 void gemm_tiled(const int M, const int N, const int K, const real alpha,
-                __global const real *A, const int a_off, const int lda,
-                __global const real *B, const int b_off, const int ldb,
+                __global const real *A, const long a_off, const int lda,
+                __global const real *B, const long b_off, const int ldb,
                 const real beta,
-                __global real *C, const int c_off, const int ldc)
+                __global real *C, const long c_off, const int ldc)
 {
     __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
     __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
@@ -121,10 +121,10 @@ void direct_block(const int full, const int M, const int N, const int K, const r
 }
 
 __kernel void gemm_direct(const int M, const int N, const int K, const real alpha,
-                          __global const real *A, const int a_off, const int lda,
-                          __global const real *B, const int b_off, const int ldb,
+                          __global const real *A, const long a_off, const int lda,
+                          __global const real *B, const long b_off, const int ldb,
                           const real beta,
-                          __global real *C, const int c_off, const int ldc)
+                          __global real *C, const long c_off, const int ldc)
 {
     const int row0 = get_global_id(0) * RM;
     const int col0 = get_global_id(1) * RN;

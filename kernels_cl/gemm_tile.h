@@ -138,8 +138,8 @@
     _Pragma("unroll") for (int s = 0; s < (PER) / (VECW); s++) {              \
         SLAB_INDEX(tid + s * NTHREADS, TILE_X, VECW, CONTK, xx, kk)           \
         if (full) {                                                           \
-            const int at = (CONTK) ? AT((x0) + xx, (k0) + kk, ldx)            \
-                                   : AT((k0) + kk, (x0) + xx, ldx);           \
+            const size_t at = (CONTK) ? AT((x0) + xx, (k0) + kk, ldx)         \
+                                      : AT((k0) + kk, (x0) + xx, ldx);        \
             const REALV(VECW) v = *(__global const REALV(VECW) *)(X + at);    \
             UNPACK(VECW)(v, regs, s * (VECW))                                 \
         } else {                                                              \

@@ -71,7 +71,7 @@ void store_row(const REALV(VW) value, __global real *x, const int whole, const i
         x[k] = v[k];
 }
 
-__kernel void laswp(__global real *a, const int a_off, const int lda,
+__kernel void laswp(__global real *a, const long a_off, const int lda,
                     const int c0, const int ncols, const int gap_at, const int gap_width,
                     __global const int *piv, const int k1, const int k2)
 {
@@ -97,18 +97,18 @@ __kernel void laswp(__global real *a, const int a_off, const int lda,
         for (int c = 0; c < CHUNK; c++)
             if (c < count) {
                 p[c] = piv[lo + c];
-                u[c] = load_row(a + (lo + c) * lda, whole, cols);
+                u[c] = load_row(a + AT(lo + c, 0, lda), whole, cols);
                 if (IX_OUTSIDE(p[c], lo, count))
-                    far[c] = load_row(a + p[c] * lda, whole, cols);
+                    far[c] = load_row(a + AT(p[c], 0, lda), whole, cols);
             }
         interchange_chunk(u, far, p, count, lo);
         /* back to memory, in order: a row named twice ends with its last value */
         #pragma unroll
         IN_ORDER(c)
             if (c < count) {
-                store_row(u[c], a + (lo + c) * lda, whole, cols);
+                store_row(u[c], a + AT(lo + c, 0, lda), whole, cols);
                 if (IX_OUTSIDE(p[c], lo, count))
-                    store_row(far[c], a + p[c] * lda, whole, cols);
+                    store_row(far[c], a + AT(p[c], 0, lda), whole, cols);
             }
     }
 }

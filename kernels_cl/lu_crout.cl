@@ -147,7 +147,7 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
     const int chunks = is_row ? row_chunks : col_chunks;
     const int g = is_row ? group : group - row_blocks * row_chunks;
     const int block = g / chunks, chunk = g % chunks;
-    __global real *col_part = part + row_chunks * n;  /* after the row part's partials */
+    __global real *col_part = part + AT(row_chunks, 0, n);  /* after the row part's partials */
     const int lane = is_row ? lid % RJ : lid % CL, sub = lid / CL;
     const int j0 = (k + 2) / RW * RW + block * RW + lane * VW;
     const int mine = is_row && lid < RJ && j0 < n;     /* holds a sum of columns j0.. */
@@ -199,7 +199,7 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
      * block's last work-group adds them in chunk order */
     if (mine && chunks > 1)
         for (int v = 0; v < VW; v++)
-            part[chunk * n + j0 + v] = sums[lid * VW + v];
+            part[AT(chunk, j0 + v, n)] = sums[lid * VW + v];
     if (!is_row && lane == 0)
         for (int r = 0; r < RR; r++) {
             const int t = sub + r * (WG / CL);
@@ -214,7 +214,7 @@ void crout_step(__global real *a, const int lda, const int n, const int k,
         for (int v = 0; v < VW; v++) {
             real t = chunks > 1 ? ZERO : sums[lid * VW + v];
             for (int c = 0; c < chunks && chunks > 1; c++)
-                t += ((volatile __global real *)part)[c * n + j0 + v];
+                t += ((volatile __global real *)part)[AT(c, j0 + v, n)];
             const int j = j0 + v;
             if (j >= k + 2) {
                 const real u = a[AT(rk, j, lda)] - t;

@@ -24,18 +24,18 @@
 #define STORED(r, c) ((r) <= (c))
 #endif
 
-__kernel void pack(__global const real *a, const int a_off, const int ld, const int n,
-                   __global real *arf, const int arf_off)
+__kernel void pack(__global const real *a, const long a_off, const int ld, const int n,
+                   __global real *arf, const long arf_off)
 {
-    const int o = get_global_id(0);
-    if (o >= n * (n + 1) / 2)
+    const size_t o = get_global_id(0);
+    if (o >= (size_t)n * (n + 1) / 2)
         return;
     const int2 rc = RFP_ENTRY(o, n);
     arf[arf_off + o] = a[a_off + AT(rc.x, rc.y, ld)];
 }
 
-__kernel void unpack(__global const real *arf, const int arf_off, const int n,
-                     __global real *a, const int a_off, const int ld)
+__kernel void unpack(__global const real *arf, const long arf_off, const int n,
+                     __global real *a, const long a_off, const int ld)
 {
     const int c = get_global_id(0), r = get_global_id(1);
     if (r >= n || c >= n)

@@ -25,48 +25,51 @@
  *
  * These are the paper's "two triangles": every packed kernel maps a logical
  * (r, c) through one of two affine index maps, chosen by which side of n1
- * the column lies on.
+ * the column lies on.  Offsets are size_t: n(n+1)/2 exceeds 2^31 from
+ * n = 65536 on (ARF(p, q) is AT(q, p, LDA), common.h).
  */
 #ifndef OCLLA_RFP_H
 #define OCLLA_RFP_H
 
+#include "common.h"
+
 /* Offset of the stored entry (r, c), r >= c, of a lower RFP matrix of order n. */
-inline int rfp_lower(const int r, const int c, const int n)
+inline size_t rfp_lower(const int r, const int c, const int n)
 {
     const int e = 1 - (n & 1);
     const int lda = n + e;
     const int n1 = e ? n / 2 : n - n / 2;
-    return (c < n1) ? (r + e) + c * lda
-                    : (c - n1) + (r - n1 + 1 - e) * lda;
+    return (c < n1) ? AT(c, r + e, lda)
+                    : AT(r - n1 + 1 - e, c - n1, lda);
 }
 
 /* Offset of the stored entry (r, c), r <= c, of an upper RFP matrix of order n. */
-inline int rfp_upper(const int r, const int c, const int n)
+inline size_t rfp_upper(const int r, const int c, const int n)
 {
     const int e = 1 - (n & 1);
     const int lda = n + e;
     const int n1 = n / 2, n2 = n - n1;
-    return (c >= n1) ? r + (c - n1) * lda
-                     : (n2 + e + c) + r * lda;
+    return (c >= n1) ? AT(c - n1, r, lda)
+                     : AT(r, n2 + e + c, lda);
 }
 
 /* The entry (r, c) stored at offset o of a lower RFP array (inverse of rfp_lower). */
-inline int2 rfp_entry_lower(const int o, const int n)
+inline int2 rfp_entry_lower(const size_t o, const int n)
 {
     const int e = 1 - (n & 1);
     const int lda = n + e;
     const int n1 = e ? n / 2 : n - n / 2;
-    const int p = o % lda, q = o / lda;
+    const int p = (int)(o % lda), q = (int)(o / lda);
     return (p >= q + e) ? (int2)(p - e, q) : (int2)(q + n1 - 1 + e, p + n1);
 }
 
 /* The entry (r, c) stored at offset o of an upper RFP array (inverse of rfp_upper). */
-inline int2 rfp_entry_upper(const int o, const int n)
+inline int2 rfp_entry_upper(const size_t o, const int n)
 {
     const int e = 1 - (n & 1);
     const int lda = n + e;
     const int n1 = n / 2;
-    const int p = o % lda, q = o / lda;
+    const int p = (int)(o % lda), q = (int)(o / lda);
     return (p <= q + n1) ? (int2)(p, q + n1) : (int2)(q, p - n1 - 1);
 }
 

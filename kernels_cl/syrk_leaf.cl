@@ -45,8 +45,8 @@
 #define POOL_SIZE MAX_(BS_AT + GEMM_BS_SIZE, LEAF * LS + COL_SIZE + LEAF)
 
 __kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
-void syrk_leaf(const int rest, const int k, __global const real *p, const int p_off,
-               const int ldp, __global real *c, const int c_off, const int ldc,
+void syrk_leaf(const int rest, const int k, __global const real *p, const long p_off,
+               const int ldp, __global real *c, const long c_off, const int ldc,
                const int nb, const int base, __global int *info, __global real *w,
                const int ldw)
 {

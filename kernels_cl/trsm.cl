@@ -63,8 +63,8 @@
 #endif
 
 __kernel void trsm_block(const int nb, const int nrhs,
-                         __global const real *T, const int t_off, const int ldt,
-                         __global real *B, const int b_off, const int ldb)
+                         __global const real *T, const long t_off, const int ldt,
+                         __global real *B, const long b_off, const int ldb)
 {
     __local real Ts[TRSM_NB][TRSM_NB + 1];
     T += t_off;
@@ -125,7 +125,7 @@ __kernel void trsm_block(const int nb, const int nrhs,
 }
 
 __kernel void trtri_blocks(const int m, const int nb,
-                           __global const real *T, const int t_off, const int ldt,
+                           __global const real *T, const long t_off, const int ldt,
                            __global real *W, const int ldw)
 {
     __local real Ts[TRSM_NB][TRSM_NB + 1];
@@ -171,8 +171,8 @@ __kernel void trtri_blocks(const int m, const int nb,
 }
 
 __kernel void copy_block(const int rows, const int cols,
-                         __global const real *S, const int s_off, const int lds,
-                         __global real *D, const int d_off, const int ldd)
+                         __global const real *S, const long s_off, const int lds,
+                         __global real *D, const long d_off, const int ldd)
 {
     const int c = get_global_id(0), r = get_global_id(1);
     if (r < rows && c < cols)
@@ -182,8 +182,8 @@ __kernel void copy_block(const int rows, const int cols,
 /* dst (cols x rows) = src (rows x cols)^T (the workspace copy of op(B) for
  * gemm_direct).  One work-item per element, dimension 0 along src's rows. */
 __kernel void transpose(const int rows, const int cols,
-                        __global const real *src, const int s_off, const int lds,
-                        __global real *dst, const int d_off, const int ldd)
+                        __global const real *src, const long s_off, const int lds,
+                        __global real *dst, const long d_off, const int ldd)
 {
     const int r = get_global_id(0), c = get_global_id(1);
     if (r < rows && c < cols)

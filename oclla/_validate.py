@@ -158,7 +158,7 @@ def count_nonfinite(queue, x: cl_array.Array, count: cl_array.Array, slot: int =
         return
     kernel = get_kernel(queue, "util.cl", "count_nonfinite", x.dtype)
     items = min(x.size, 64 * 1024)
-    enqueue(queue, kernel, (items,), None, x.data, int_arg(x.size), count.data, int_arg(slot))
+    enqueue(queue, kernel, (items,), None, x.data, np.int64(x.size), count.data, int_arg(slot))
 
 
 def defers_finite_check(a, check_finite: bool, overwrite: bool) -> bool:

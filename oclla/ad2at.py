@@ -53,7 +53,7 @@ def ad2at_flops(m: int, n: int) -> float:
 def _invalid_weights_on_device(queue, d2: cl_array.Array) -> bool:
     count = int_zeros(queue)
     kernel = get_kernel(queue, "ad2at.cl", "count_invalid_weights", d2.dtype)
-    enqueue(queue, kernel, (min(d2.size, 64 * 1024),), None, d2.data, int_arg(d2.size),
+    enqueue(queue, kernel, (min(d2.size, 64 * 1024),), None, d2.data, np.int64(d2.size),
             count.data)
     return bool(count.get()[0])
 
@@ -119,12 +119,12 @@ def _assemble_pivot(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> Non
     for k in range(n):
         with trace.step("scale", (0, m, k, k + 1), flops=float(m), nbytes=2.0 * m * itemsize,
                         matrix="A"):
-            enqueue(queue, scale, (round_up(m, wg),), (wg,), a.buf, int_arg(a.off),
+            enqueue(queue, scale, (round_up(m, wg),), (wg,), a.buf, np.int64(a.off),
                     int_arg(a.ld), int_arg(m), int_arg(k), d2.data, b.data)
         with trace.step("outer_product", region, flops=2.0 * entries,
                         nbytes=4.0 * entries * itemsize, triangle_entries=entries, **extra):
-            enqueue(queue, outer, (round_up(entries, wg),), (wg,), c.data, int_arg(0),
-                    int_arg(m), int_arg(m), a.buf, int_arg(a.off), int_arg(a.ld),
+            enqueue(queue, outer, (round_up(entries, wg),), (wg,), c.data, np.int64(0),
+                    int_arg(m), int_arg(m), a.buf, np.int64(a.off), int_arg(a.ld),
                     int_arg(k), b.data)
 
 
@@ -135,7 +135,7 @@ def _assemble_blocked(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> N
     scale = get_kernel(queue, "ad2at.cl", "scale_columns", dtype)
     with trace.step("scale", (0, m, 0, n), flops=float(m * n), matrix="A"):
         enqueue(queue, scale, (round_up(n, loc["X"]), round_up(m, loc["Y"])),
-                (loc["X"], loc["Y"]), a.buf, int_arg(a.off), int_arg(a.ld), int_arg(m),
+                (loc["X"], loc["Y"]), a.buf, np.int64(a.off), int_arg(a.ld), int_arg(m),
                 int_arg(n), d2.data, w.data)
     W = view_of(w)
     if not packed:
@@ -189,7 +189,7 @@ def assemble_device(queue, a: cl_array.Array, d2: cl_array.Array, *, packed: boo
             kernel = get_kernel(queue, "ad2at.cl", "symmetrize", dtype, LOWER=int(lower))
             with trace.step("symmetrize", (0, m, 0, m)):
                 enqueue(queue, kernel, (round_up(m, loc["X"]), round_up(m, loc["Y"])),
-                        (loc["X"], loc["Y"]), c.data, int_arg(0), int_arg(m), int_arg(m))
+                        (loc["X"], loc["Y"]), c.data, np.int64(0), int_arg(m), int_arg(m))
     return c
 
 

@@ -75,9 +75,9 @@ def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b
     defines, gsize, lsize = tile_launch(p, m, n, a, b, trans_a, trans_b, tri)
     kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
     return enqueue(queue, kernel, gsize, lsize, int_arg(m), int_arg(n),
-                  int_arg(k), real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
-                  b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
-                  c.buf, int_arg(c.off), int_arg(c.ld))
+                  int_arg(k), real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
+                  b.buf, np.int64(b.off), int_arg(b.ld), real_arg(beta, dtype),
+                  c.buf, np.int64(c.off), int_arg(c.ld))
 
 
 def transpose(queue, rows: int, cols: int, src: View, dst: View, *, dtype):
@@ -85,8 +85,8 @@ def transpose(queue, rows: int, cols: int, src: View, dst: View, *, dtype):
     kernel = get_kernel(queue, "trsm.cl", "transpose", dtype)
     side = 8
     return enqueue(queue, kernel, (round_up(rows, side), round_up(cols, side)), (side, side),
-                  int_arg(rows), int_arg(cols), src.buf, int_arg(src.off), int_arg(src.ld),
-                  dst.buf, int_arg(dst.off), int_arg(dst.ld))
+                  int_arg(rows), int_arg(cols), src.buf, np.int64(src.off), int_arg(src.ld),
+                  dst.buf, np.int64(dst.off), int_arg(dst.ld))
 
 
 def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
@@ -100,9 +100,9 @@ def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_
                         TRIANGLE=tri, RM=rm, VW=p["VW"], NV=p["NV"])
     gsize = (round_up(-(-m // rm), lx), -(-n // rn))
     return enqueue(queue, kernel, gsize, (lx, 1), int_arg(m), int_arg(n), int_arg(k),
-                  real_arg(alpha, dtype), a.buf, int_arg(a.off), int_arg(a.ld),
-                  b.buf, int_arg(b.off), int_arg(b.ld), real_arg(beta, dtype),
-                  c.buf, int_arg(c.off), int_arg(c.ld))
+                  real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
+                  b.buf, np.int64(b.off), int_arg(b.ld), real_arg(beta, dtype),
+                  c.buf, np.int64(c.off), int_arg(c.ld))
 
 
 def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: float,
@@ -152,7 +152,7 @@ def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans,
     wg = 64 if nrhs >= 64 else 16
     wg = min(wg, params(queue, "wg1d", dtype)["WG"])
     enqueue(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(kb), int_arg(nrhs),
-            t.buf, int_arg(t.off), int_arg(t.ld), b.buf, int_arg(b.off), int_arg(b.ld))
+            t.buf, np.int64(t.off), int_arg(t.ld), b.buf, np.int64(b.off), int_arg(b.ld))
 
 
 def _copy_block(queue, rows, cols, src: View, dst: View, dtype):
@@ -160,8 +160,8 @@ def _copy_block(queue, rows, cols, src: View, dst: View, dtype):
     side = params(queue, "local2d", dtype)
     local = (side["X"], side["Y"])
     return enqueue(queue, kernel, (round_up(cols, local[0]), round_up(rows, local[1])), local,
-                  int_arg(rows), int_arg(cols), src.buf, int_arg(src.off), int_arg(src.ld),
-                  dst.buf, int_arg(dst.off), int_arg(dst.ld))
+                  int_arg(rows), int_arg(cols), src.buf, np.int64(src.off), int_arg(src.ld),
+                  dst.buf, np.int64(dst.off), int_arg(dst.ld))
 
 
 def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, forward):
@@ -174,7 +174,7 @@ def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, 
     kernel = get_kernel(queue, "trsm.cl", "trtri_blocks", dtype, LOWER=int(lower),
                         UNIT=int(unit), TRSM_NB=nb)
     enqueue(queue, kernel, (blocks * nb,), (nb,), int_arg(m), int_arg(nb), t.buf,
-           int_arg(t.off), int_arg(t.ld), inv, int_arg(nb))
+           np.int64(t.off), int_arg(t.ld), inv, int_arg(nb))
     starts = list(range(0, m, nb))
     if not forward:
         starts.reverse()
@@ -285,7 +285,7 @@ def laswp(queue, a: View, c0: int, ncols: int, piv: cl.Buffer, k1: int, k2: int,
     items = -(-gap_at // vw) + -(-(ncols - gap_at) // vw)
     kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=vw,
                         CHUNK=p["CHUNK"])
-    return enqueue(queue, kernel, (round_up(items, wg),), (wg,), a.buf, int_arg(a.off),
+    return enqueue(queue, kernel, (round_up(items, wg),), (wg,), a.buf, np.int64(a.off),
                   int_arg(a.ld), int_arg(c0), int_arg(ncols), int_arg(gap_at),
                   int_arg(gap_width), piv, int_arg(k1), int_arg(k2))
 

@@ -107,7 +107,7 @@ def factor_pivot(queue, buf, off: int, ld: int, n: int, *, lower: bool, dtype, i
     region = region or _full_region(lower)
     recording = trace.recording()
     no_region = ((0, 0, 0, 0), {})
-    common = (buf, int_arg(off), int_arg(ld), int_arg(n))
+    common = (buf, np.int64(off), int_arg(ld), int_arg(n))
     itemsize = np.dtype(dtype).itemsize
     for k in range(n):
         reg, extra = region(k, k + 1, k, k + 1) if recording else no_region
@@ -203,8 +203,8 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, lea
     kernel, lsize = launch
     c = a.at(jb, jb)
     enqueue(queue, kernel, tile_grid(leaf.gemm, rest, rest), lsize, int_arg(rest),
-            int_arg(jb), panel.buf, int_arg(panel.off), int_arg(panel.ld), c.buf,
-            int_arg(c.off), int_arg(c.ld), int_arg(nb), int_arg(base), info.data,
+            int_arg(jb), panel.buf, np.int64(panel.off), int_arg(panel.ld), c.buf,
+            np.int64(c.off), int_arg(c.ld), int_arg(nb), int_arg(base), info.data,
             inverse.data, int_arg(leaf.order))
 
 
@@ -218,7 +218,7 @@ def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype,
     order k of this block sets ``info`` to ``base + k`` if it is still 0.
     """
     if n <= leaf.order:
-        enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, int_arg(a.off),
+        enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, np.int64(a.off),
                 int_arg(a.ld), int_arg(n), int_arg(base), info.data, a.buf, int_arg(0))
         return
     n1 = max(leaf.order, (n // 2) // leaf.order * leaf.order)
@@ -266,7 +266,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                             **extra):
                 if inverse is not None:
                     enqueue(queue, leaf.inverting, (leaf.wg,), (leaf.wg,), diag.buf,
-                            int_arg(diag.off), int_arg(diag.ld), int_arg(jb),
+                            np.int64(diag.off), int_arg(diag.ld), int_arg(jb),
                             int_arg(base + j), info.data, inverse.data, int_arg(leaf.order))
                 else:
                     _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype,
@@ -279,7 +279,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                 panel = diag.at(jb, 0) if lower else diag.at(0, jb)
                 enqueue(queue, leaf.apply, (-(-rest // leaf.apply_rows) * leaf.apply_wg,),
                         (leaf.apply_wg,),
-                        panel.buf, int_arg(panel.off), int_arg(panel.ld), int_arg(rest),
+                        panel.buf, np.int64(panel.off), int_arg(panel.ld), int_arg(rest),
                         int_arg(jb), inverse.data, int_arg(leaf.order), info.data)
             else:
                 panel = _solve_panel(queue, diag, jb, rest, lower=lower, dtype=dtype)
@@ -312,7 +312,7 @@ def zero_other_triangle(queue, a: cl_array.Array, *, lower: bool) -> None:
     kernel = get_kernel(queue, "cholesky.cl", "zero_other_triangle", a.dtype,
                         LOWER=int(lower))
     enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
-            (loc["X"], loc["Y"]), a.data, int_arg(a.offset // a.dtype.itemsize),
+            (loc["X"], loc["Y"]), a.data, np.int64(a.offset // a.dtype.itemsize),
             int_arg(n), int_arg(n))
 
 

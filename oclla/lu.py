@@ -110,7 +110,7 @@ def _factor_faithful(queue, a: cl_array.Array, n: int) -> None:
     with trace.run("lu", "faithful", queue, (n, n), dtype, snapshot, pivoting="none"):
         with trace.step("setup", (0, n, 0, n), nbytes=3 * nbytes):
             enqueue(queue, get_kernel(queue, "util.cl", "set_identity", dtype), full, local,
-                    lower.data, int_arg(0), int_arg(n), int_arg(n))
+                    lower.data, np.int64(0), int_arg(n), int_arg(n))
             copy(queue, upper.data, a.data, label="copy A->U")
             done[0] = 0
         for col in range(n - 1):

@@ -168,8 +168,8 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     with trace.run("rfp_pack", "lower" if lower else "upper", queue, (n, n), dtype):
         with trace.step("pack", (0, n, 0, n), nbytes=2.0 * arf.nbytes):
             enqueue(queue, kernel, (round_up(arf.size, wg),), (wg,), da.data,
-                    int_arg(da.offset // dtype.itemsize), int_arg(n), int_arg(n), arf.data,
-                    int_arg(0))
+                    np.int64(da.offset // dtype.itemsize), int_arg(n), int_arg(n), arf.data,
+                    np.int64(0))
     return arf if is_device_array(a_) else arf.get()
 
 
@@ -193,7 +193,7 @@ def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=
         with trace.step("unpack", (0, n, 0, n), nbytes=2.0 * a.nbytes):
             enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
                     (loc["X"], loc["Y"]), darf.data,
-                    int_arg(darf.offset // dtype.itemsize), int_arg(n), a.data, int_arg(0),
+                    np.int64(darf.offset // dtype.itemsize), int_arg(n), a.data, np.int64(0),
                     int_arg(n))
     return a if is_device_array(arf_) else a.get()
 
