@@ -9,18 +9,32 @@ g = A·D²·b  -- Jung & O'Leary's Algorithm 1:
    ``packed=True``) and solve L·Lᵀ·x0 = single(g) by two triangular solves;
 2. iterative refinement: r = g − A·D²·Aᵀ·x with A, D, b in float64 on the
    host (the paper puts this on the CPU), solve L·Lᵀ·dx = single(r) on the
-   device, x += double(dx); stop when ‖r‖₂/‖x‖₂ <= tol or after ``max_iter``
+   device, x += double(dx), until the stopping test below or ``max_iter``
    steps.
+
+The stopping test is invariant to scaling the weights (d2 → s·d2 scales C, g
+and r by s and leaves x and dx alone).  The paper's ‖r‖₂/‖x‖₂ <= tol is not:
+it never holds for large s and holds at once for small s.  Refinement stops
+
+* converged, when the correction is small: ‖dx‖₂ <= tol·‖x + dx‖₂ (the
+  relative error of x is about ‖dx‖/‖x‖, and that of x + dx smaller still);
+* when a correction is not below RHO times the one before (refinement no
+  longer contracts): converged too if the residual is at the level float64
+  rounding alone explains (x is as accurate as float64 residuals can tell:
+  no step can improve it, whatever tol asks for); else the float32 factor
+  is too inaccurate (κ(C)·ε₃₂ too large), and assembly and factorization are
+  redone in float64 when the device has fp64, refinement going on from the
+  iterate with the smallest residual, or refinement gives up.
+
+RHO = 1/2 is the threshold of Demmel, Hida, Kahan, Li, Mukherjee and Riedy,
+"Error bounds from extra-precise iterative refinement", ACM TOMS 32 (2006).
 
 If the float32 Cholesky breaks down (C is too ill-conditioned for single
 precision), assembly and factorization are redone in float64 on the device
 when it has fp64 -- the result says so in ``fallback`` -- and otherwise a
-:class:`numpy.linalg.LinAlgError` explains why.  The same float64 fallback
-takes over when refinement with the float32 factor stops making progress
-(no new smallest residual in ``STALL_STEPS`` steps: κ(C)·ε₃₂ is too large for
-it to converge).  A refinement that does not reach ``tol`` ends with a
-:class:`scipy.linalg.LinAlgWarning` and returns the iterate with the smallest
-residual.
+:class:`numpy.linalg.LinAlgError` explains why.  A refinement that does not
+converge ends with a :class:`scipy.linalg.LinAlgWarning` and returns the
+iterate with the smallest residual (the newest, while residuals still fell).
 """
 
 from __future__ import annotations
@@ -44,7 +58,7 @@ from .rfp import factor_packed, layout, solve_packed
 
 __all__ = ["WLSResult", "wls_solve"]
 
-STALL_STEPS = 5     # refinement steps without a new smallest residual before float64 takes over
+RHO = 0.5           # a correction not below RHO times the one before: refinement has stalled
 
 
 @dataclass
@@ -56,14 +70,18 @@ class WLSResult:
     x : (m,) float64 solution after refinement
     x0 : (m,) float64 copy of the first solution from the device factor
     iterations : refinement steps taken
-    residuals : ‖r^k‖₂ / ‖x^(k+1)‖₂ after each step (the stopping quantity)
+    residuals : ‖r^k‖₂ / ‖x^(k+1)‖₂ after each step (the paper's stopping
+        quantity; it scales with d2, so oclla stops on ``corrections``)
     residual_norms : ‖r^k‖₂ after each step
-    converged : whether the last ratio is <= tol
+    converged : whether refinement met its stopping test (module docstring):
+        the last correction is <= tol, or the corrections stalled with the
+        residual at float64 rounding level
     dtype : dtype of the device factorization (float32, or float64 after fallback)
     fallback : why float64 was used, or None
     timings : seconds: "assembly" (transfer of A, d2 and the kernels),
         "factorization", "solve" (x0, including the transfer of g),
         "refinement", "total"
+    corrections : ‖dx^k‖₂ / ‖x^(k+1)‖₂ after each step (the stopping quantity)
     """
 
     x: np.ndarray
@@ -75,6 +93,7 @@ class WLSResult:
     dtype: np.dtype = np.dtype(np.float32)
     fallback: str | None = None
     timings: dict = field(default_factory=dict)
+    corrections: list = field(default_factory=list)
 
 
 def _host64(x, name: str, queue) -> np.ndarray:
@@ -83,6 +102,26 @@ def _host64(x, name: str, queue) -> np.ndarray:
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"{name} has dtype {arr.dtype}; wls_solve needs real numbers")
     return np.asarray(arr, dtype=np.float64)
+
+
+def _relative(num: float, den: float) -> float:
+    """num / den for norms, 0 for 0 / 0 and inf for x / 0."""
+    return num / den if den > 0 else (0.0 if num == 0 else np.inf)
+
+
+def _rounding_level(a64, d64, b64, x) -> float:
+    """The largest ‖g − A·D²·Aᵀ·x‖₂ that float64 rounding alone explains.
+
+    Formed as this module forms it, g = A·(d2·b) and the residual of the exact
+    solution are off by at most γ·|A|·(d2·(|A|ᵀ·|x| + |b|)) entry by entry,
+    γ = (m + n + 2)·ε₆₄ (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2nd ed., §3.5): a residual below this norm says nothing more
+    about x.  It scales with d2 as the residual does.
+    """
+    m, n = a64.shape
+    abs_a = np.abs(a64)
+    bound = abs_a @ (d64 * (abs_a.T @ np.abs(x) + np.abs(b64)))
+    return (m + n + 2) * np.finfo(np.float64).eps * float(np.linalg.norm(bound))
 
 
 class _DeviceFactor:
@@ -140,7 +179,7 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
         Each may be a pyopencl array (any view); the refinement needs them
         on the host in float64, so device arrays are read back.
     refine : run the float64 iterative refinement (else return x0)
-    tol : stop when ‖r‖₂/‖x‖₂ <= tol
+    tol : stop when the correction ‖dx‖₂/‖x‖₂ <= tol (see the module docstring)
     max_iter : at most this many refinement steps
     packed : assemble and factor in RFP storage (half the device memory)
     method : "blocked" (default) or "pivot" for assembly and factorization
@@ -204,44 +243,50 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
     x0 = x.copy()
 
     t = time.perf_counter()
-    ratios, norms = [], []
-    converged = False
+    ratios, norms, corrections = [], [], []
+    converged = stalled = False
     if refine:
         best = (np.inf, x)                  # smallest residual norm seen, and its x
-        since_best = 0
+        last = np.inf                       # ‖dx‖ of the step before
         for _ in range(max_iter):
             r = g - a64 @ (d64 * (a64.T @ x))
             rnorm = float(np.linalg.norm(r))
             if rnorm < best[0]:
-                best, since_best = (rnorm, x), 0
-            else:
-                since_best += 1
-            if since_best >= STALL_STEPS and factor.dtype == np.float32 \
-                    and device_info(queue).fp64:
+                best = (rnorm, x)
+            dx = factor.solve(r)
+            x_new = x + dx
+            dxnorm, xnorm = float(np.linalg.norm(dx)), float(np.linalg.norm(x_new))
+            norms.append(rnorm)
+            ratios.append(_relative(rnorm, xnorm))
+            corrections.append(_relative(dxnorm, xnorm))
+            if corrections[-1] <= tol:
+                x, converged = x_new, True
+                break
+            if dxnorm <= RHO * last:        # the corrections still shrink (never with NaN)
+                x, last = x_new, dxnorm
+                continue
+            if rnorm <= _rounding_level(a64, d64, b64, x):
+                converged = True            # x is as accurate as float64 residuals can tell
+                break
+            if factor.dtype == np.float32 and device_info(queue).fp64:
                 # float32 refinement diverges or stalls: the factor is too inaccurate
                 fallback = (f"refinement with the float32 factor stopped improving after "
-                            f"{len(norms)} steps; assembled and factored again in float64")
+                            f"{len(corrections)} steps; assembled and factored again in "
+                            f"float64")
                 factor = _DeviceFactor(queue, a64, d64, np.float64, packed=packed,
                                        method=method, timings=timings)
-                x, since_best = best[1], 0
-                r = g - a64 @ (d64 * (a64.T @ x))
-                rnorm = float(np.linalg.norm(r))
-            x = x + factor.solve(r)
-            xnorm = float(np.linalg.norm(x))
-            ratio = rnorm / xnorm if xnorm > 0 else (0.0 if rnorm == 0 else np.inf)
-            norms.append(rnorm)
-            ratios.append(ratio)
-            if ratio <= tol:
-                converged = True
-                break
+                x, last = best[1], np.inf
+                continue
+            stalled = True
+            break
         if not converged and best[0] < norms[-1]:
             x = best[1]
         if not converged:
-            warnings.warn(f"iterative refinement did not reach ‖r‖/‖x‖ <= {tol} in "
-                          f"{max_iter} steps (last {ratios[-1]:.3e})", LinAlgWarning,
-                          stacklevel=2)
+            why = "the corrections stopped shrinking" if stalled else f"{max_iter} steps"
+            warnings.warn(f"iterative refinement did not reach ‖dx‖/‖x‖ <= {tol} ({why}; "
+                          f"last {corrections[-1]:.3e})", LinAlgWarning, stacklevel=2)
     timings["refinement"] = time.perf_counter() - t
     timings["total"] = sum(timings[k] for k in ("assembly", "factorization", "solve",
                                                 "refinement"))
     return WLSResult(x, x0, len(ratios), ratios, norms, converged, factor.dtype, fallback,
-                     timings)
+                     timings, corrections)

@@ -1,6 +1,7 @@
 """oclla.wls_solve (Jung & O'Leary's Algorithm 1) and the Tables 1/2 benchmark driver."""
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -22,15 +23,18 @@ def normal_equations(a, d2, b):
     return c, a @ (d2 * b)
 
 
-def check_contract(res, a, d2, b, tol):
-    """The stopping rule holds for the returned x, and x is as accurate as it implies."""
+def relative_error(x, a, d2, b):
     c, g = normal_equations(a, d2, b)
-    assert res.converged and res.residuals[-1] <= tol
-    # the final update only shrinks the residual that met the rule
-    assert np.linalg.norm(g - c @ res.x) <= tol * np.linalg.norm(res.x)
     exact = np.linalg.solve(c, g)
-    rel = np.linalg.norm(res.x - exact) / np.linalg.norm(exact)
-    assert rel <= 2 * tol * np.linalg.norm(np.linalg.inv(c), 2)
+    return float(np.linalg.norm(x - exact) / np.linalg.norm(exact))
+
+
+def check_contract(res, a, d2, b, tol):
+    """The stopping rule held, and x is as accurate as it implies: the last correction
+    was at most tol·‖x‖ and the corrections contract, so x's error is below tol."""
+    assert res.converged and res.corrections[-1] <= tol
+    assert len(res.corrections) == len(res.residuals) == res.iterations
+    assert relative_error(res.x, a, d2, b) <= tol
 
 
 @pytest.mark.parametrize("packed", (False, True))
@@ -48,6 +52,54 @@ def test_paper_problems_converge(queue, packed, table):
     err = np.linalg.norm(res.x - exact) / np.linalg.norm(exact)
     assert err < err0 * 1e-3                      # refinement gained three digits at least
     assert len(res.residuals) == len(res.residual_norms) == res.iterations >= 1
+
+
+@pytest.mark.parametrize("table", (1, 2))
+@pytest.mark.parametrize("scale", (1e8, 1e-20))
+def test_stopping_is_invariant_to_scaling_the_weights(queue, table, scale):
+    # d2 -> s·d2 scales C, g and r by s and leaves x alone: the stopping test must
+    # not notice (the paper's ‖r‖/‖x‖ <= tol ran 100 steps at 1e8 and stopped after
+    # one at 1e-20, with 1e4 times the error on Table 2)
+    a, d2, b = problem(64, table)
+    base = oclla.wls_solve(a, d2, b, queue=queue)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LinAlgWarning)
+        scaled = oclla.wls_solve(a, scale * d2, b, queue=queue)
+    check_contract(scaled, a, scale * d2, b, 1e-8)
+    assert scaled.dtype == np.float32 and scaled.fallback is None
+    assert abs(scaled.iterations - base.iterations) <= 1
+    # the same accuracy: within a factor 10, or both at float64's limit κ(C)·ε₆₄
+    c, _ = normal_equations(a, d2, b)
+    limit = np.linalg.cond(c) * np.finfo(np.float64).eps
+    errors = relative_error(base.x, a, d2, b), relative_error(scaled.x, a, d2, b)
+    assert max(errors) <= 10 * min(errors) + 10 * limit
+
+
+@pytest.mark.parametrize("scale", (1.0, 1e8, 1e-20))
+def test_unreachable_tol_stops_at_float64_rounding_level(queue, scale):
+    # tol = 0 asks for more than float64 residuals can tell: refinement stops once
+    # the corrections stall with the residual at its rounding level, converged,
+    # after a few steps and not max_iter, and without giving up the float32 factor
+    a, d2, b = problem(64, 2)
+    res = oclla.wls_solve(a, scale * d2, b, tol=0.0, queue=queue)
+    assert res.converged and res.dtype == np.float32 and res.fallback is None
+    assert res.iterations <= 12
+    assert res.corrections[-1] > wls.RHO * res.corrections[-2]        # stalled
+    c, g = normal_equations(a, scale * d2, b)
+    assert np.linalg.norm(g - c @ res.x) <= wls._rounding_level(a, scale * d2, b, res.x)
+    assert relative_error(res.x, a, d2, b) <= 10 * np.linalg.cond(c) * np.finfo(float).eps
+
+
+def test_rounding_level_tells_rounding_from_error():
+    a, d2, b = problem(32, 2)
+    c, g = normal_equations(a, d2, b)
+    x = np.linalg.solve(c, g)                     # backward stable: rounding-level residual
+    level = wls._rounding_level(a, d2, b, x)
+    assert 0 < np.linalg.norm(g - c @ x) <= level
+    wrong = x * (1 + 1e-9)                        # a relative error of 1e-9 is not rounding
+    assert np.linalg.norm(g - c @ wrong) > level
+    # it scales with the weights as the residual does
+    assert wls._rounding_level(a, 1e8 * d2, b, x) == pytest.approx(1e8 * level, rel=1e-12)
 
 
 def test_ill_conditioned_needs_more_steps(queue):
