@@ -41,7 +41,10 @@
 #include "common.h"
 
 #ifndef LEAF_W
-#define LEAF_W 8           /* getf2_leaf: widest leaf, the vector width of its rows */
+#define LEAF_W 1           /* getf2_leaf: widest leaf, the vector width of its rows (the
+                              blocked LU sets it; scalar otherwise, so that a program
+                              built for the per-pivot kernels uses no vectors it
+                              was not asked for) */
 #endif
 #ifndef VW
 #define VW 1               /* pivot_step: adjacent columns per work-item */
