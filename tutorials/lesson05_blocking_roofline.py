@@ -14,14 +14,16 @@
 # %% [markdown]
 # # Lesson 5 — Blocking: BLAS-3, arithmetic intensity and the roofline
 #
-# Lesson 3 left us with a per-pivot LU that launches $2n$ short kernels, each
+# Lesson 3 left us with a per-pivot LU that launches one or two short kernels
+# per pivot, each
 # reading and writing the whole active block to do two flops per entry. Real
 # libraries are much faster because they reorganise the same arithmetic into
 # **matrix–matrix products**. In this lesson you will:
 #
 # 1. count flops and bytes for the three BLAS levels: **arithmetic intensity**;
-# 2. measure your device's memory bandwidth and matrix-multiply speed;
-# 3. draw its **roofline** and place real kernels on it;
+# 2. measure your device's ceilings: bandwidth from cache and from main
+#    memory, and arithmetic speed, each with a kernel written for the purpose;
+# 3. draw its **roofline**, predict where the per-pivot LU lands, and check;
 # 4. see how **blocked LU** turns most of its work into GEMM, and race it
 #    against scipy (LAPACK on the CPU).
 
@@ -40,6 +42,7 @@ from _figures import pyplot, save
 
 queue = oclla.get_queue()
 print("device:", oclla.device_info(queue).describe())
+rng = np.random.default_rng(0)
 
 
 def best_of(fn, repeats=3):
@@ -77,52 +80,119 @@ def best_of(fn, repeats=3):
 #
 # The per-pivot LU of Lesson 3 is a sequence of rank-1 updates: BLAS-2.
 #
-# ## 2. Two measurements: bandwidth and GEMM speed
+# ## 2. Measuring the ceilings
 #
-# **Bandwidth**: time a large device-to-device copy (every byte read once and
-# written once).
+# A roofline needs two kinds of ceiling, both *measured* on this device, each
+# with a kernel written for that purpose (not the kernels we want to judge):
+#
+# * **bandwidth**: a streaming kernel that does almost no arithmetic;
+# * **compute**: a kernel that does almost nothing but arithmetic.
+#
+# Both are short OpenCL kernels, built here with pyopencl. The streaming one
+# computes $y \leftarrow a x + y$ on `float4` vectors (12 bytes moved per
+# 2 flops per number), one work-item per vector: thousands of work-groups,
+# which the device spreads over all its cores or multiprocessors. (On a CPU
+# device a work-group runs as a loop over its items on one core, so adjacent
+# items touch adjacent memory there too.)
 
 # %%
-nbytes = 64 << 20
-src = cl_array.zeros(queue, nbytes // 4, np.float32)
-dst = cl_array.empty_like(src)
-copy_ns = []
-for _ in range(4):
-    event = cl.enqueue_copy(queue, dst.data, src.data)
-    event.wait()
-    copy_ns.append(event.profile.end - event.profile.start)
-bandwidth = 2 * nbytes / min(copy_ns[1:])            # bytes per ns = GB/s
-print(f"device memory bandwidth (copy of {nbytes >> 20} MiB): {bandwidth:.1f} GB/s")
+STREAM_SRC = """
+__kernel void stream_axpy(const float a, __global const float4 *x, __global float4 *y,
+                          const int n4)
+{
+    const int i = get_global_id(0);
+    if (i < n4)
+        y[i] = a * x[i] + y[i];             /* 2 flops per number, 12 bytes moved */
+}
+"""
+
+# Compute ceiling: each work-item keeps 8 independent chains of float8 multiply-adds in
+# registers (independent, so the arithmetic units never wait for a previous result).
+FMA_SRC = """
+__kernel void fma_chains(__global float *out, const int iters, const float s)
+{
+    float8 v0 = (float8)(get_global_id(0)), v1 = v0 + 1, v2 = v0 + 2, v3 = v0 + 3,
+           v4 = v0 + 4, v5 = v0 + 5, v6 = v0 + 6, v7 = v0 + 7;
+    for (int i = 0; i < iters; ++i) {   /* 8 chains x 8 lanes x 2 flops per iteration */
+        v0 = mad(v0, s, s); v1 = mad(v1, s, s); v2 = mad(v2, s, s); v3 = mad(v3, s, s);
+        v4 = mad(v4, s, s); v5 = mad(v5, s, s); v6 = mad(v6, s, s); v7 = mad(v7, s, s);
+    }
+    float8 t = v0 + v1 + v2 + v3 + v4 + v5 + v6 + v7;
+    out[get_global_id(0)] = t.s0 + t.s7;    /* uses the result: nothing is optimized away */
+}
+"""
+program = cl.Program(queue.context, STREAM_SRC + FMA_SRC).build()
+stream_kernel = cl.Kernel(program, "stream_axpy")
+fma_kernel = cl.Kernel(program, "fma_chains")
+dev = queue.device
+local = min(256, dev.max_work_group_size)
+
+
+def median_spread(samples):
+    """(median, min, max) of a list of timings."""
+    return float(np.median(samples)), float(min(samples)), float(max(samples))
+
+
+def stream_gbs(total_bytes, runs=7):
+    """Median, min and max GB/s of stream_axpy with x and y of total_bytes together."""
+    n4 = total_bytes // 2 // 16
+    x = cl_array.zeros(queue, n4 * 4, np.float32)
+    y = cl_array.zeros(queue, n4 * 4, np.float32)
+    stream_kernel.set_args(np.float32(0.5), x.data, y.data, np.int32(n4))
+    ns = []
+    for _ in range(runs + 1):                      # the first run warms up
+        ev = cl.enqueue_nd_range_kernel(queue, stream_kernel, (-(-n4 // local) * local,),
+                                        (local,))
+        ev.wait()
+        ns.append(ev.profile.end - ev.profile.start)
+    rates = [3 * 16 * n4 / t for t in ns[1:]]        # bytes per ns = GB/s
+    return median_spread(rates)
+
+
+sizes_mib = (0.25, 1, 4, 16, 64, 256)
+stream = {}
+print(f"{'x and y':>9} {'GB/s median':>12} {'(min – max of 7)':>18}")
+for mib in sizes_mib:
+    stream[mib] = stream_gbs(int(mib * 2 ** 20))
+    med, lo, hi = stream[mib]
+    print(f"{mib:7.2f} MiB {med:12.1f}   ({lo:6.1f} – {hi:6.1f})")
+bw_dram = stream[sizes_mib[-1]][0]
+bw_cache = max(stream[mib][0] for mib in sizes_mib)
 
 # %% [markdown]
-# **GEMM speed**: `oclla.blas.matmul` on device arrays runs one GEMM
-# kernel (`gemm` or, on CPUs, `gemm_direct`); the trace gives its device time.
+# Small arrays stay in the caches between runs, so the kernel streams from
+# cache; from some size on they no longer fit and every byte comes from main
+# memory (DRAM). That gives **two bandwidth ceilings**: the best cache rate
+# and the rate of the largest arrays. Which one limits a kernel depends on
+# the size of *its* data.
+#
+# Now the compute ceiling, median of 7 launches:
 
 # %%
-rng = np.random.default_rng(0)
-gemm_points = []                      # (n, intensity, GFLOP/s)
-for n in (64, 128, 256, 512, 1024):
-    a = cl_array.to_device(queue, rng.standard_normal((n, n)).astype(np.float32))
-    b = cl_array.to_device(queue, rng.standard_normal((n, n)).astype(np.float32))
-    oclla.blas.matmul(a, b, check_finite=False)                    # warm-up
-    with oclla.record() as rec:
-        oclla.blas.matmul(a, b, check_finite=False)
-    ns = min(k.duration_ns for k in rec.kernels if k.name.startswith("gemm"))
-    gemm_points.append((n, 2 * n ** 3 / (3 * 4 * n ** 2), 2 * n ** 3 / ns))
-    print(f"oclla gemm n = {n:4d}: {2 * n ** 3 / ns:7.1f} GFLOP/s")
-peak_oclla = max(g for _, _, g in gemm_points)
+items = 8 * dev.max_compute_units * local          # a few work-groups per compute unit
+out = cl_array.empty(queue, items, np.float32)
+iters = 2048
+fma_kernel.set_args(out.data, np.int32(iters), np.float32(0.999))
+ns = []
+for _ in range(8):
+    ev = cl.enqueue_nd_range_kernel(queue, fma_kernel, (items,), (local,))
+    ev.wait()
+    ns.append(ev.profile.end - ev.profile.start)
+peak, peak_lo, peak_hi = median_spread([items * iters * 8 * 8 * 2 / t for t in ns[1:]])
+print(f"compute ceiling (float32 multiply-add chains): {peak:.1f} GFLOP/s "
+      f"(min – max of 7: {peak_lo:.1f} – {peak_hi:.1f})")
 
-# %% [markdown]
-# For comparison, the CPU's own BLAS through numpy (on a GPU machine, compare
-# with the vendor's library instead):
-
-# %%
 n = 1024
 x32 = rng.standard_normal((n, n)).astype(np.float32)
-peak_host = 2 * n ** 3 / best_of(lambda: x32 @ x32) / 1e9
-print(f"numpy (host BLAS) sgemm n = {n}: {peak_host:.1f} GFLOP/s")
+host_blas = 2 * n ** 3 / best_of(lambda: x32 @ x32) / 1e9
+print(f"for reference, the host's BLAS (numpy sgemm n = {n}): {host_blas:.1f} GFLOP/s")
 
 # %% [markdown]
+# (If the host's BLAS beats the compute ceiling, the OpenCL compiler did not
+# use the widest vector instructions for `mad`; the host BLAS then shows what
+# the same silicon can do. Either is a *measured* roof; a datasheet peak is an
+# upper bound few kernels reach.)
+#
 # ## 3. The roofline
 #
 # A kernel with intensity $I$ cannot go faster than the memory can feed it,
@@ -131,66 +201,98 @@ print(f"numpy (host BLAS) sgemm n = {n}: {peak_host:.1f} GFLOP/s")
 # $$\text{attainable GFLOP/s} = \min(P,\ I \cdot B).$$
 #
 # On a log–log plot this is a sloped line (memory-bound) meeting a flat roof
-# (compute-bound) at the **ridge point** $I^* = P/B$. Kernels left of the
-# ridge are limited by bandwidth, kernels right of it by arithmetic.
+# (compute-bound) at the **ridge point** $I^* = P/B$. With two bandwidths
+# there are two slopes: data in cache, data in DRAM.
 #
-# We use the best GEMM speed we measured as $P$: an honest, *measured* roof
-# for oclla's kernels on this device. Then we place real kernels: the
-# rank-1 updates of the per-pivot LU (the trace records flops and bytes per
-# step) and the GEMMs.
+# **Predict first.** The per-pivot LU of Lesson 3 is a sequence of rank-1
+# updates of intensity about $1/4$ flop/byte (Exercise 2). A float32 matrix
+# of order 512 takes 1 MiB, one of order 1024 takes 4 MiB. Using the ceilings
+# just measured, predict the GFLOP/s of each (over device time), and write
+# them down before running the next cell:
 
 # %%
-m = 512
-lu_matrix = rng.standard_normal((m, m)).astype(np.float32)
-oclla.lu_factor(lu_matrix, method="pivot")
-with oclla.record() as rec:
-    oclla.lu_factor(lu_matrix, method="pivot")
-pivot_run = rec.runs[-1]
-rank1_flops = sum(s.flops for s in pivot_run.steps)
-rank1_bytes = sum(s.bytes for s in pivot_run.steps)
-rank1_gflops = rank1_flops / pivot_run.device_ns
-print(f"per-pivot LU n = {m}: intensity {rank1_flops / rank1_bytes:.3f} flop/byte, "
-      f"{rank1_gflops:.2f} GFLOP/s of device time")
-print(f"ridge point P/B = {peak_oclla / bandwidth:.2f} flop/byte "
-      f"(with the host BLAS as P: {peak_host / bandwidth:.2f})")
+predicted_pivot_gflops = {512: None, 1024: None}     # your predictions
+
+# %%
+def blocked_lu_bytes(n, nb):
+    """Bytes a blocked LU must move at least: each block step reads and writes its
+    trailing matrix once (and reads the panel and the block row that update it)."""
+    total = 0
+    for j in range(0, n, nb):
+        rest = n - j
+        total += 4 * (2 * rest * rest + 2 * rest * nb)
+    return total
+
+
+def lu_points(n, method, runs=5, **kw):
+    """Intensity, and median/min/max GFLOP/s over device time, of 5 recorded LUs."""
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    oclla.lu_factor(a, method=method, **kw)                       # warm-up
+    rates = []
+    for _ in range(runs):
+        with oclla.record() as rec:
+            oclla.lu_factor(a, method=method, **kw)
+        run = rec.runs[-1]
+        rates.append(run.flops / run.device_ns)
+    moved = sum(s.bytes for s in run.steps)            # the per-pivot trace counts bytes
+    if not moved:                                      # the blocked one does not: estimate
+        moved = blocked_lu_bytes(n, run.params["block"])
+    return run.flops / moved, median_spread(rates), run
+
+
+points = {}
+for n in (512, 1024):
+    points["per-pivot", n] = lu_points(n, "pivot")
+points["blocked", 1024] = lu_points(1024, "blocked")
+pivot_launches = len(points["per-pivot", 1024][2].kernels)
+print(f"{'LU':<10} {'n':>5} {'MiB':>5} {'flop/byte':>9} {'GFLOP/s median':>15} "
+      f"{'(min – max)':>16} {'ceiling here':>12}")
+for (kind, n), (intensity, (med, lo, hi), _) in points.items():
+    mib = n * n * 4 / 2 ** 20
+    bw = stream[min(sizes_mib, key=lambda s: abs(np.log(s / mib)))][0]   # nearest size
+    print(f"{kind:<10} {n:5d} {mib:5.0f} {intensity:9.3f} {med:15.2f}   "
+          f"({lo:5.2f} – {hi:5.2f}) {min(peak, intensity * bw):12.2f}")
+for n, guess in predicted_pivot_gflops.items():
+    if guess is not None:
+        print(f"per-pivot n = {n}: you predicted {guess}, measured "
+              f"{points['per-pivot', n][1][0]:.2f} GFLOP/s")
 
 # %%
 plt = pyplot()
 if plt is not None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     intensities = np.logspace(-2, 3, 200)
-    ax.loglog(intensities, np.minimum(peak_oclla, intensities * bandwidth), "k-",
-              label=f"roof: oclla gemm {peak_oclla:.0f} GFLOP/s, {bandwidth:.0f} GB/s")
-    ax.loglog(intensities, np.minimum(peak_host, intensities * bandwidth), "k:",
-              label=f"roof with host BLAS peak {peak_host:.0f} GFLOP/s")
-    ax.loglog([i for _, i, _ in gemm_points], [g for _, _, g in gemm_points], "o",
-              label="oclla gemm, n = 64 … 1024")
-    ax.loglog([rank1_flops / rank1_bytes], [rank1_gflops], "s",
-              label=f"per-pivot LU (rank-1 updates), n = {m}")
+    ax.loglog(intensities, np.minimum(peak, intensities * bw_cache), "k-",
+              label=f"cache {bw_cache:.0f} GB/s, compute {peak:.0f} GFLOP/s")
+    ax.loglog(intensities, np.minimum(peak, intensities * bw_dram), "k--",
+              label=f"DRAM {bw_dram:.0f} GB/s")
+    ax.axhline(host_blas, color="grey", lw=0.8, ls=":", label="host BLAS sgemm (reference)")
+    for (kind, n), (intensity, (med, lo, hi), _) in points.items():
+        ax.errorbar([intensity], [med], yerr=[[med - lo], [hi - med]], fmt="s" if
+                    kind == "per-pivot" else "o", capsize=3, label=f"{kind} LU, n = {n}")
     ax.set_xlabel("arithmetic intensity (flop/byte)")
-    ax.set_ylabel("GFLOP/s")
+    ax.set_ylabel("GFLOP/s (median of 5, bars: min – max)")
     ax.set_title(f"roofline of {oclla.device_info(queue).name}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     save(fig, "lesson05_roofline.png")
 
 # %% [markdown]
-# Read the plot from left to right:
+# Read the table and the plot against your prediction:
 #
-# * the rank-1 updates sit at a quarter flop per byte. Whatever the tuning,
-#   they can never rise above the memory slope $I \cdot B$ there; in fact they
-#   sit below it, because their short kernels also pay the launch costs of
-#   Lesson 3;
-# * the GEMM points lie far to the right: their intensity leaves room all the
-#   way up to the compute roof. How close a kernel comes depends on how well
-#   its tiles fit the device. (Their intensity here is the ideal one, each
-#   matrix moved once; a tiled kernel re-reads $A$ and $B$ once per tile, so
-#   its real intensity is lower, but still grows with the tile size.)
-# * the dotted roof uses the host's BLAS on the same CPU as $P$: the gap
-#   between the two roofs is what a carefully tuned library still gets out of
-#   the same silicon;
-# * on a CPU device the ridge point is low, so BLAS-2 and BLAS-3 kernels are
-#   not far apart. On a GPU, $P/B$ is typically 10 to 100 flop/byte: there a
-#   BLAS-2 algorithm leaves nearly all of the arithmetic unused.
+# * the per-pivot LU sits at about a quarter flop per byte. Its ceiling is the
+#   bandwidth *at its own size*: its matrix shrinks step by step and a 1 MiB
+#   or 4 MiB matrix stays in cache, so the DRAM slope is the wrong roof for
+#   it. Compare its measured GFLOP/s with the "ceiling here" column: the gap
+#   is what its short launches cost (Lesson 3);
+# * the blocked LU's intensity is far higher: `blocked_lu_bytes` counts one
+#   read and one write of the trailing matrix per block column, so the
+#   intensity is about $n_b/4$ flop/byte instead of $1/4$, because the GEMM
+#   reuses every number it loads $n_b$ times. It is no longer
+#   bound by the bandwidth; how close it gets to the compute ceiling depends
+#   on how well its tiles fit the device and on its panels (section 4);
+# * on a CPU device the ridge point $P/B$ is low, so BLAS-2 and BLAS-3 kernels
+#   are not far apart. On a GPU, $P/B$ is typically 10 to 100 flop/byte:
+#   there a BLAS-2 algorithm leaves nearly all of the arithmetic unused.
 #
 # ## 4. Blocked LU
 #
@@ -213,22 +315,23 @@ if plt is not None:
 
 # %%
 n = 1024
-big = rng.standard_normal((n, n)).astype(np.float32)
-oclla.lu_factor(big)
-with oclla.record() as rec:
-    oclla.lu_factor(big)
-blocked = rec.runs[-1]
+blocked = points["blocked", n][2]                  # the last recorded run of section 3
 print(f"blocked LU, n = {n}, block = {blocked.params['block']}: {len(blocked.kernels)} kernels "
-      f"(the per-pivot variant launches {2 * (n - 1)})")
+      f"(the per-pivot LU of section 3 launched {pivot_launches})")
 print(f"{'phase':<6} {'steps':>5} {'kernels':>7} {'flops':>8} {'device time':>11} {'GFLOP/s':>8}")
 for phase, (steps, kernels, ns, flops) in blocked.phase_totals().items():
     rate = f"{flops / ns:8.2f}" if flops else f"{'':8}"
     print(f"{phase:<6} {steps:5d} {kernels:7d} {flops / blocked.flops:8.1%} "
           f"{ns / blocked.device_ns:11.1%} {rate}")
 
+# %%
+totals = blocked.phase_totals()
+print(f"share of the flops in GEMM: {totals['gemm'][3] / blocked.flops:.1%}, "
+      f"of the device time: {totals['gemm'][2] / blocked.device_ns:.1%}")
+
 # %% [markdown]
-# Most of the flops are in the GEMM phase (about 90% for $n = 1024$ with
-# blocks of 64; Exercise 4 asks for another size), which runs at GEMM speed.
+# Most of the flops are in the GEMM phase (the share printed above;
+# Exercise 4 asks for another size), which runs at GEMM speed.
 # What is left costs more than its flops suggest: the panel, a narrow BLAS-2
 # factorization on the critical path, and `laswp`, pure data movement with no
 # flops at all. Fast libraries hide them behind the GEMM of the previous
@@ -243,6 +346,39 @@ for phase, (steps, kernels, ns, flops) in blocked.phase_totals().items():
 # the leaf's columns as it loads them while the other work-groups update the
 # rest, so the update costs no launch and hides behind the leaf.
 #
+# ### The block size is a trade-off
+#
+# Count the work for $n_b$: the panels do about $n^2 n_b/2$ flops, all
+# BLAS-2 and on the critical path; the trailing GEMMs do the rest, with inner
+# dimension $n_b$, so their intensity grows with $n_b$ (each loaded number is
+# reused about $n_b$ times). Small $n_b$: fast panels, but GEMMs that are
+# nearly rank-1 updates (we are back at Lesson 3). Large $n_b$: efficient
+# GEMMs, but more of the work in the slow panel and fewer, larger steps.
+# In the limit $n_b = n$ everything is one panel. Recursive LU splits the
+# panel itself in two halves the same way, down to a few columns, so that
+# even the panel's work is mostly GEMM. Measure the trade-off (device time,
+# median of 3):
+
+# %%
+print(f"{'block':>5} {'steps':>5} {'kernels':>7} {'panel share of time':>19} "
+      f"{'GFLOP/s':>8}")
+a = rng.standard_normal((1024, 1024)).astype(np.float32)
+for nb in (16, 32, 64, 128, 256):
+    oclla.lu_factor(a, block=nb)                  # warm-up (builds the kernels)
+    runs = []
+    for _ in range(3):
+        with oclla.record() as rec:
+            oclla.lu_factor(a, block=nb)
+        runs.append(rec.runs[-1])
+    run = sorted(runs, key=lambda r: r.device_ns)[1]
+    phases = run.phase_totals()
+    print(f"{nb:5d} {phases['panel'][0]:5d} {len(run.kernels):7d} "
+          f"{phases['panel'][2] / run.device_ns:19.1%} {run.flops / run.device_ns:8.2f}")
+
+# %% [markdown]
+# oclla's default block size is the one its tuning found best for the device;
+# the table shows how flat or steep the optimum is on yours.
+#
 # ## 5. The race: per-pivot, blocked, scipy
 #
 # GFLOP/s of an LU use the standard count $\tfrac23 n^3$ (LAPACK's exact
@@ -253,20 +389,40 @@ def lu_flops(n):
     return 2 * n ** 3 / 3 - n ** 2 / 2 - n / 6
 
 
-print(f"{'n':>5} {'per-pivot':>10} {'blocked':>10} {'scipy':>10}   GFLOP/s (blocked/scipy)")
-for n in (128, 256, 512, 1024):
+def median_wall(fn, runs=5):
+    """Median wall time of ``fn()`` over ``runs`` runs after a warm-up."""
+    fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+print(f"{'n':>5} {'per-pivot':>10} {'blocked':>10} {'scipy':>10}   GFLOP/s, median of 5 "
+      f"(blocked/per-pivot, blocked/scipy)")
+margins = {}
+for n in (256, 512, 1024):
     a = rng.standard_normal((n, n)).astype(np.float32)
-    t_pivot = best_of(lambda: oclla.lu_factor(a, method="pivot"), repeats=2)
-    t_blocked = best_of(lambda: oclla.lu_factor(a))
-    t_scipy = best_of(lambda: scipy.linalg.lu_factor(a))
+    t_pivot = median_wall(lambda: oclla.lu_factor(a, method="pivot"), runs=5 if n < 1024 else 3)
+    t_blocked = median_wall(lambda: oclla.lu_factor(a))
+    t_scipy = median_wall(lambda: scipy.linalg.lu_factor(a))
     rates = [lu_flops(n) / t / 1e9 for t in (t_pivot, t_blocked, t_scipy)]
+    margins[n] = rates[1] / rates[0]
     print(f"{n:5d} {rates[0]:10.2f} {rates[1]:10.2f} {rates[2]:10.2f}   "
-          f"({rates[1] / rates[2]:.2f})")
+          f"({margins[n]:.1f}, {rates[1] / rates[2]:.2f})")
+ordered = [margins[n] for n in sorted(margins)]
+print("blocked over per-pivot:", " -> ".join(f"{v:.1f}x" for v in ordered),
+      "(grows with n)" if all(b > a for a, b in zip(ordered, ordered[1:]))
+      else "(not monotonic in n on this run)")
 
 # %% [markdown]
 # These are wall times from the host, including copying the matrix to the
 # device and back, as a user would see them. Blocking beats the per-pivot
-# loop, and the margin grows with $n$. Against scipy the comparison is unfair
+# loop; whether the margin grows steadily with $n$ depends on the device and
+# on how busy it is (the last line says what this run shows: on a shared
+# CPU, caches and other programs make it jump). Against scipy the comparison is unfair
 # on purpose: here both run on the *same CPU*, LAPACK with hand-tuned assembly
 # kernels, oclla through a portable OpenCL compiler. On a GPU, which has far
 # more arithmetic than the host, the blocked variant is the one that can use

@@ -196,6 +196,10 @@ def test_lesson_is_a_percent_notebook_with_checked_exercises(path):
     for k in numbers:
         assert f"answer_{k} = None\ncheck_exercise_{k}(answer_{k})" in text
     assert sorted(_solutions(number)) == numbers
+    for cell in notebook.cells:            # prose that lost its "# %% [markdown]" marker
+        if cell.cell_type == "code":
+            assert not re.search(r"^# #+ ", cell.source, re.M), \
+                f"a markdown heading inside a code cell:\n{cell.source[:300]}"
 
 
 @pytest.mark.parametrize("number", NUMBERS)
