@@ -220,36 +220,52 @@ class Child:
     peak_mib: float
 
 
+LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+"""Runs the command and writes its exit status and peak RSS (KiB).  Measured from this small
+process: a child's peak RSS on Linux starts from its parent's at exec, and the test process
+is large."""
+
+
 def run_child(args, timeout: float = 120.0, cwd=None) -> Child:
     """Run ``args`` with the repository importable; killed after ``timeout`` seconds.
 
-    The peak resident memory is the child's own (from ``os.wait4``), so children of
-    other tests do not count.
+    The peak resident memory is the child's own (through :data:`LAUNCHER`), so neither
+    the test process nor other tests' children count.
     """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report")
         start = time.monotonic()
-        proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                env=CHILD_ENV, cwd=cwd or ROOT)
-        timer = threading.Timer(timeout, proc.kill)
+        proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, report, *map(str, args)],
+                                stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                env=CHILD_ENV, cwd=cwd or ROOT, start_new_session=True)
+        timer = threading.Timer(timeout, os.killpg, (proc.pid, 9))
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             timer.cancel()
         seconds = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        code, peak_kib = (open(report).read().split() if os.path.exists(report)
+                          else (-9, 0))
         out.seek(0)
         err.seek(0)
-        return Child(proc.returncode, out.read().decode(errors="replace"),
-                     err.read().decode(errors="replace"), seconds, usage.ru_maxrss / 1024)
+        return Child(int(code), out.read().decode(errors="replace"),
+                     err.read().decode(errors="replace"), seconds, int(peak_kib) / 1024)
 
 
 def python_child(code: str, *args, timeout: float = 120.0) -> Child:
-    return run_child([sys.executable, "-c", code, *map(str, args)], timeout)
+    return run_child([sys.executable, "-c", code, *args], timeout)
 
 
 def viewer_child(*args, timeout: float = 120.0) -> Child:
-    return run_child([sys.executable, "-m", "viewer", *map(str, args)], timeout)
+    return run_child([sys.executable, "-m", "viewer", *args], timeout)
 
 
 def one_line_error(child: Child) -> str:

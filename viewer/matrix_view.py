@@ -248,7 +248,7 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.swaps.setPath(_row_bands(ov.swapped_rows, rows, cols))
         self.unused.setPath(_unused_path(ov.storage, min(rows, cols)) if rows == cols
                             else QtGui.QPainterPath())
-        t = ov.finished if ov.storage == "lu" and rows == cols else 0
+        t = min(ov.finished, rows) if ov.storage == "lu" and rows == cols else 0
         self.boundary.setPath(_lu_boundary(t, rows))
         self.boundary.setVisible(t > 0)
         numbers = self.array is not None and max(rows, cols) <= self.numbers_max_n

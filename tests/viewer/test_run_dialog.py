@@ -14,7 +14,7 @@ from viewer.runner import RunRequest
 
 def fake_device(index, name, fp64=True):
     return DeviceInfo(index, name, "vendor", "platform", "1.0", "OpenCL C 1.2", "CPU", fp64,
-                      2, 256, (256, 256, 256), 65536, 1 << 30, 1 << 28, 1000)
+                      2, 256, (256, 256, 256), 65536, 1 << 30, 1 << 28, 1000, 4, 2)
 
 
 @pytest.fixture
