@@ -56,7 +56,16 @@ typedef float16 real16;
 #define VSTORE(w) VSTORE_(w)
 
 /* Row-major element index, in size_t: r * ld may exceed 2^31 (above).
- * Never negative where it is used. */
+ * Never negative where it is used.  INDEX64 = 0, which the host passes only
+ * where every operand has fewer than 2^31 elements (oclla/_programs.py
+ * index_width), keeps the product in int: cheaper on GPUs. */
+#ifndef INDEX64
+#define INDEX64 1
+#endif
+#if INDEX64
 #define AT(r, c, ld) ((size_t)(r) * (ld) + (c))
+#else
+#define AT(r, c, ld) ((r) * (ld) + (c))
+#endif
 
 #endif

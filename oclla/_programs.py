@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from contextvars import ContextVar
 
 import numpy as np
 import pyopencl as cl
@@ -92,6 +93,8 @@ def get_kernel(queue: cl.CommandQueue, source: str, name: str, dtype,
     cache = getattr(_thread_kernels, "cache", None)
     if cache is None:
         cache = _thread_kernels.cache = {}
+    if not _index64.get():
+        defines = {**defines, "INDEX64": 0}
     call = (queue.context, source, name, dtype, tuple(defines.items()))
     kernel = cache.get(call)
     if kernel is None:
@@ -105,6 +108,24 @@ def get_kernel(queue: cl.CommandQueue, source: str, name: str, dtype,
             kernel = cache[key] = cl.Kernel(_program(queue.context, source, options), name)
         cache[call] = kernel
     return kernel
+
+
+_index64: ContextVar = ContextVar("oclla_index64", default=1)
+
+
+@contextlib.contextmanager
+def index_width(elements: int):
+    """Within the block, kernels from :func:`get_kernel` form element indices in 32 bits
+    (``-DINDEX64=0``, kernels_cl/common.h) if every operand has fewer than 2³¹
+    elements (``elements``: the largest operand's count, offsets included), else in
+    64 bits as everywhere outside such a block.  A 64-bit product per address costs
+    the LU's panel and update kernels several per cent on a GPU at n = 16384; a
+    matrix of 2³¹ entries or more (n >= 46341) needs it."""
+    token = _index64.set(int(elements >= 2 ** 31))
+    try:
+        yield
+    finally:
+        _index64.reset(token)
 
 
 def round_up(value: int, multiple: int) -> int:

@@ -52,8 +52,8 @@ from scipy.linalg import LinAlgWarning
 from . import trace
 from ._device import device_info, resolve_queue
 from ._params import check, params
-from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, launch_queue,
-                        round_up, set_args)
+from ._programs import (copy, enqueue, get_kernel, index_width, int_arg, int_zeros, launch,
+                        launch_queue, round_up, set_args)
 from ._validate import (as_matrix, as_rhs, count_nonfinite, defers_finite_check, deliver,
                         dense, device_pivots, is_device_array, is_view, read_status,
                         read_status_with, rhs_work, status_flags, work_array)
@@ -825,7 +825,7 @@ def _factor_device(queue, a: cl_array.Array, method, variant, pivoting, block=No
     piv = cl_array.to_device(queue, np.arange(n, dtype=np.int32), async_=True)
     info = status_flags(queue, a, check_finite)
     no_pivot = pivoting == "none"
-    with launch_queue(queue) as loop_queue:
+    with launch_queue(queue) as loop_queue, index_width(a.size):
         if variant == "faithful":
             _factor_faithful(loop_queue, a, n)
         elif variant == "crout":

@@ -270,7 +270,7 @@ def tune_gemm(queue, dtype, quick: bool, log) -> dict | None:
     from .blas import gemm, view_of
     info = device_info(queue)
     itemsize = np.dtype(dtype).itemsize
-    native = _params._native_width(queue, itemsize)
+    native = _params._native_width(queue, device_info(queue), itemsize)
     n = GEMM_N["GPU" if info.kind == "GPU" else "CPU"]
     a = cl_array.to_device(queue, np.random.default_rng(1).standard_normal((n, n)).astype(dtype))
     c = cl_array.empty_like(a)
@@ -431,7 +431,7 @@ def tune_per_pivot(queue, dtype, family: str, quick: bool, log) -> dict | None:
     kind = "GPU" if info.kind == "GPU" else "CPU"
     n = PIVOT_N[kind]
     variant = PER_PIVOT_VARIANT[family]
-    native = _params._native_width(queue, np.dtype(dtype).itemsize)
+    native = _params._native_width(queue, device_info(queue), np.dtype(dtype).itemsize)
     a = cl_array.to_device(queue, np.random.default_rng(3).standard_normal((n, n)).astype(dtype))
     best, best_time = None, float("inf")
     for p in SPACE[family](kind, native, quick):

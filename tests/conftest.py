@@ -95,4 +95,7 @@ def buildable_width(queue, dtype, width: int) -> int:
 
 def buildable(queue, dtype, p: dict, key: str = "VW") -> dict:
     """The parameter set ``p`` with its vector width ``key`` narrowed by :func:`buildable_width`."""
-    return {**p, key: buildable_width(queue, dtype, p[key])} if key in p else p
+    if key not in p:
+        return p
+    width = buildable_width(queue, dtype, p[key])
+    return {**p, key: 1 if key == "LEAF_W" and width == 2 else width}   # no 2-wide leaves
