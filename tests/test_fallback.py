@@ -17,9 +17,11 @@ def verdicts(tmp_path, monkeypatch):
     """A fresh verdict file and fresh parameter caches (restored afterwards)."""
     path = tmp_path / "checked.json"
     monkeypatch.setenv("OCLLA_CHECKED_FILE", str(path))
+    monkeypatch.setenv("OCLLA_TUNED", "0")          # derived parameters on tuned devices too
     _params.reload()
     yield path
     monkeypatch.delenv("OCLLA_CHECKED_FILE")
+    monkeypatch.delenv("OCLLA_TUNED")
     _params.reload()
 
 

@@ -19,10 +19,17 @@ from oclla import _params, accuracy, rfp
 
 @pytest.fixture(scope="module")
 def profiled(request):
-    """The profile of the importing module, in force on the default queue."""
+    """The profile of the importing module, in force on the default queue.
+
+    The parameters derived for it are used as they are, without the self-checks
+    that would fall back to safer ones: a failure here is a failure of the derived
+    set, not hidden by a fallback (tests/test_fallback.py tests the fallback).
+    """
     name = request.module.PROFILE
-    previous = oclla.set_profile(name)
+    previous, checking = oclla.set_profile(name), _params.selfcheck[0]
+    _params.selfcheck[0] = False
     yield oclla.PROFILES[name]
+    _params.selfcheck[0] = checking
     oclla.set_profile(previous)
 
 
@@ -33,12 +40,12 @@ def pdtype(request, profiled, queue):
     return np.dtype(request.param)
 
 
-def _straddle(*blocks):
-    sizes = {1, 2, 17}
-    for b in blocks:
-        if 1 < b <= 300:
-            sizes.update({b - 1, b + 1})
-    return sorted(s for s in sizes if s <= 301)
+def _straddle(first, *others):
+    """1, 17, both sides of the first block size, just past the others (at most 301:
+    each order is its own set of kernel builds, the bulk of this module's time)."""
+    sizes = {1, 17} | ({first - 1, first + 1} if 1 < first <= 300 else set())
+    sizes |= {b + 1 for b in others if 1 < b <= 300}
+    return sorted(sizes)
 
 
 def _random(n, dtype, seed=0, m=None):
@@ -62,7 +69,7 @@ def test_device_reports_the_profile(profiled, queue):
 
 def test_blocked_lu(profiled, queue, pdtype):
     p = _params.params(queue, "lu", pdtype)
-    for n in _straddle(p["NB"], 2 * p["NB"], p["SMALL_N"]):
+    for n in _straddle(p["NB"], p["SMALL_N"]):
         a = _random(n, pdtype)
         lu, piv = oclla.lu_factor(a, queue=queue)
         assert accuracy.passes(accuracy.lu_backward_error(a, lu, piv)), n
@@ -75,7 +82,7 @@ def test_blocked_lu(profiled, queue, pdtype):
 @pytest.mark.parametrize("variant", ["faithful", "inplace", "crout", "window"])
 def test_per_pivot_lu(profiled, queue, pdtype, variant):
     w = _params.params(queue, "window", pdtype)["W"]
-    for n in _straddle(w, 64):
+    for n in _straddle(w, 64):   # one window, several
         a = _random(n, pdtype, seed=5)
         if variant == "faithful":       # the post's algorithm: no pivoting
             a += n * np.eye(n, dtype=pdtype)
@@ -93,8 +100,7 @@ def test_lu_three_factors(profiled, queue, pdtype):
 @pytest.mark.parametrize("method", ["blocked", "pivot"])
 def test_cholesky(profiled, queue, pdtype, method):
     p = _params.params(queue, "chol", pdtype)
-    small = min(p["SMALL_N"], 300)
-    for n in _straddle(p["LEAF"], p["NB"], small):
+    for n in _straddle(p["LEAF"], p["NB"] if p["NB"] < p["SMALL_N"] else 0):
         a = _spd(n, pdtype)
         for lower in (True, False):
             c = oclla.cholesky(a, lower=lower, method=method, queue=queue)
@@ -108,7 +114,7 @@ def test_blocked_cholesky_above_small_n(profiled, queue, pdtype):
     """The block-column path, which a GPU profile's SMALL_N keeps from small orders."""
     p = _params.params(queue, "chol", pdtype)
     with _params.trial(queue, "chol", pdtype, {**p, "SMALL_N": 0}):
-        for n in _straddle(p["NB"], p["LEAF"]):
+        for n in _straddle(p["NB"]):
             a = _spd(n, pdtype, seed=9)
             c = oclla.cholesky(a, lower=True, queue=queue)
             assert accuracy.passes(accuracy.cholesky_backward_error(a, c, True)), n
