@@ -66,28 +66,22 @@ class Profile:
         return f"{self.name} ({limits})"
 
 
-PROFILES = {
-    "amd-gcn": Profile("amd-gcn", kind="GPU", max_work_group_size=256,
-                       max_work_item_sizes=(256, 256, 256), local_mem_size=64 * KIB,
-                       native_width_float=1, native_width_double=1, fp64=True,
-                       max_alloc_size=4 * GIB, opencl_c_version="OpenCL C 1.2"),
-    "intel-xe": Profile("intel-xe", kind="GPU", max_work_group_size=512,
-                        max_work_item_sizes=(512, 512, 512), local_mem_size=64 * KIB,
-                        native_width_float=1, native_width_double=1, fp64=True,
-                        max_alloc_size=4 * GIB, opencl_c_version="OpenCL C 1.2"),
-    "intel-arc": Profile("intel-arc", kind="GPU", max_work_group_size=1024,
-                         max_work_item_sizes=(1024, 1024, 1024), local_mem_size=64 * KIB,
-                         native_width_float=1, native_width_double=1, fp64=False,
-                         max_alloc_size=4 * GIB, opencl_c_version="OpenCL C 1.2"),
-    "apple-arm": Profile("apple-arm", kind="GPU", max_work_group_size=256,
-                         max_work_item_sizes=(256, 256, 256), local_mem_size=32 * KIB,
-                         native_width_float=1, native_width_double=1, fp64=False,
-                         max_alloc_size=1 * GIB, opencl_c_version="OpenCL C 1.2"),
-    "minimal": Profile("minimal", kind="GPU", max_work_group_size=64,
-                       max_work_item_sizes=(64, 64, 64), local_mem_size=16 * KIB,
-                       native_width_float=1, native_width_double=1, fp64=False,
-                       max_alloc_size=128 * MIB, opencl_c_version="OpenCL C 1.2"),
-}
+def _gpu(name: str, work_group: int, local: int, fp64: bool, alloc: int) -> Profile:
+    """A GPU profile: work-groups (and work-item sizes) of ``work_group``, ``local`` bytes
+    of local memory, scalar native vectors, OpenCL C 1.2."""
+    return Profile(name, kind="GPU", max_work_group_size=work_group,
+                   max_work_item_sizes=(work_group,) * 3, local_mem_size=local,
+                   native_width_float=1, native_width_double=1, fp64=fp64,
+                   max_alloc_size=alloc, opencl_c_version="OpenCL C 1.2")
+
+
+PROFILES = {p.name: p for p in (
+    _gpu("amd-gcn", 256, 64 * KIB, True, 4 * GIB),
+    _gpu("intel-xe", 512, 64 * KIB, True, 4 * GIB),
+    _gpu("intel-arc", 1024, 64 * KIB, False, 4 * GIB),
+    _gpu("apple-arm", 256, 32 * KIB, False, 1 * GIB),
+    _gpu("minimal", 64, 16 * KIB, False, 128 * MIB),
+)}
 
 _INT_FIELDS = ("max_work_group_size", "local_mem_size", "native_width_float",
                "native_width_double", "max_alloc_size")

@@ -45,15 +45,20 @@ print("device:", oclla.device_info(queue).describe())
 rng = np.random.default_rng(0)
 
 
-def best_of(fn, repeats=3):
-    """Shortest wall time of ``fn()`` over a few runs (after one warm-up run)."""
+def wall_times(fn, runs):
+    """Wall times of ``runs`` calls of ``fn()``, after one warm-up call."""
     fn()
     times = []
-    for _ in range(repeats):
+    for _ in range(runs):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return min(times)
+    return times
+
+
+def best_of(fn, repeats=3):
+    """Shortest wall time of ``fn()`` over a few runs."""
+    return min(wall_times(fn, repeats))
 
 
 # %% [markdown]
@@ -391,13 +396,7 @@ def lu_flops(n):
 
 def median_wall(fn, runs=5):
     """Median wall time of ``fn()`` over ``runs`` runs after a warm-up."""
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
+    return float(np.median(wall_times(fn, runs)))
 
 
 print(f"{'n':>5} {'per-pivot':>10} {'blocked':>10} {'scipy':>10}   GFLOP/s, median of 5 "
