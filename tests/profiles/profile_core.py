@@ -26,11 +26,14 @@ def profiled(request):
     set, not hidden by a fallback (tests/test_fallback.py tests the fallback).
     """
     name = request.module.PROFILE
-    previous, checking = oclla.set_profile(name), _params.selfcheck[0]
+    checking = _params.selfcheck[0]
     _params.selfcheck[0] = False
-    yield oclla.PROFILES[name]
-    _params.selfcheck[0] = checking
-    oclla.set_profile(previous)
+    previous = oclla.set_profile(name)
+    try:
+        yield oclla.PROFILES[name]
+    finally:
+        oclla.set_profile(previous)
+        _params.selfcheck[0] = checking
 
 
 @pytest.fixture(params=["float32", "float64"])
