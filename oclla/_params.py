@@ -605,9 +605,14 @@ def _first_working(queue, info, family: str, dtype_name: str) -> dict:
                       f"{failures[-1]}")
 
 
+def changed_values(first: dict, used: dict) -> str:
+    """The values of ``used`` that differ from ``first``, as "KEY old -> new, ..."."""
+    return ", ".join(f"{k} {first.get(k)} -> {v}" for k, v in sorted(used.items())
+                     if first.get(k) != v)
+
+
 def _fallback_message(info, family: str, first: dict, used: dict, why: str) -> str:
-    changed = ", ".join(f"{k} {first.get(k)} -> {v}" for k, v in sorted(used.items())
-                        if first.get(k) != v)
+    changed = changed_values(first, used)
     lines = [line.strip() for line in why.strip().splitlines() if line.strip()] or ["unknown"]
     reason = next((line for line in lines[1:] if "error" in line.lower()), lines[0])
     return (f"oclla: on {info.name} (driver {info.driver_version}) the {family} kernels "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl.array as cl_array
 
-from . import accuracy
+from . import _trace_hooks, accuracy
 from ._params import params, trial
 
 #: The largest order a check factors: the checks stay tiny on any device.
@@ -261,11 +261,9 @@ def check_device(queue, dtypes=None) -> list:
             elif chosen == first or _params.is_stored(queue, family, dtype):
                 rows.append((family, dtype, "ok", ""))
             else:
-                rows.append((family, dtype, "fell back", ", ".join(
-                    f"{k} {first.get(k)} -> {v}" for k, v in sorted(chosen.items())
-                    if first.get(k) != v)))
+                rows.append((family, dtype, "fell back", _params.changed_values(first, chosen)))
         try:
-            with _params._trace_hooks.suspended():
+            with _trace_hooks.suspended():
                 _check_public_api(queue, np.dtype(dtype))
             rows.append(("public API", dtype, "ok", ""))
         except (CheckFailed, DeviceError, ArithmeticError, np.linalg.LinAlgError) as exc:
