@@ -93,15 +93,14 @@ def get_kernel(queue: cl.CommandQueue, source: str, name: str, dtype,
     cache = getattr(_thread_kernels, "cache", None)
     if cache is None:
         cache = _thread_kernels.cache = {}
-    if not _index64.get():
-        defines = {**defines, "INDEX64": 0}
-    call = (queue.context, source, name, dtype, tuple(defines.items()))
+    wide = _index64.get()
+    call = (queue.context, source, name, dtype, tuple(defines.items()), wide)
     kernel = cache.get(call)
     if kernel is None:
         if precision_of(dtype) == 64 and not device_info(queue).fp64:
             raise DeviceError(f"float64 needs cl_khr_fp64, which "
                               f"{device_info(queue).name} does not support; use float32")
-        options = build_options(dtype, defines)
+        options = build_options(dtype, defines if wide else {**defines, "INDEX64": 0})
         key = (queue.context, source, options, name)
         kernel = cache.get(key)
         if kernel is None:
