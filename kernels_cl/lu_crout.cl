@@ -5,7 +5,7 @@
  * above, piv[k] = row interchanged with row k (0-based).  info (one int, 0 on
  * entry) receives k+1 for the first exactly-zero pivot.
  *
- * The right-looking per-pivot LU (lu.cl) rewrites the whole active submatrix
+ * The right-looking per-pivot LU (lu_inplace.cl) rewrites the whole active submatrix
  * at every pivot: 2(n-k)² entries read and written.  This one leaves the
  * active submatrix alone and forms, at pivot k, only what pivot k+1 needs,
  * from the finished parts of L and U (c is column k before its scaling):

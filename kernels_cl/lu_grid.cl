@@ -2,7 +2,7 @@
  *
  * getrf_grid factors the m x w panel a[c0:n, c0:c0+w] (w <= CPI*WX) with
  * partial pivoting, interchanging rows inside the panel only (the caller
- * applies them to the other columns), as the per-column launches of lu.cl
+ * applies them to the other columns), as the per-column launches of lu_inplace.cl
  * do, but with one barrier across work-groups per column instead of one
  * launch.  The participating work-groups (grid.h) share the rows: each
  * takes the blocks of WY rows b = id, id + count, ... (b counted from row
@@ -30,7 +30,7 @@
  * column j of a register row reaches the other items through local memory.
  * NO_PIVOT = 1 takes the diagonal as pivot (teaching only).
  *
- * Arguments: piv and info as in lu.cl; syncs[2*slot], syncs[2*slot+1]: 0
+ * Arguments: piv and info as in lu_inplace.cl; syncs[2*slot], syncs[2*slot+1]: 0
  * before the launch (join state, barrier counter); cand_val, cand_row:
  * [2][groups] candidates; cand_copy: [2][groups][CPI*WX] their rows; diag:
  * [2][CPI*WX] the next diagonal row; groups: the work-groups launched.

@@ -1,7 +1,7 @@
 /* lu_rows.cl -- the blocked LU's register leaf (a file of its own: it is
  * built once per leaf shape, LW x ROWS).
  *
- * Same storage, piv and info conventions as lu.cl.  getf2_rows factors the
+ * Same storage, piv and info conventions as lu_inplace.cl.  getf2_rows factors the
  * m x w leaf a[c0:n, c0:c0+w] (w <= LW, m <= ROWS * WG) of a panel held in
  * the registers of one work-group for the whole factorization, and then
  * completes the panel's columns [p0, p1) (the caller passes an empty range to

@@ -57,16 +57,18 @@ Families and their keys
            FLAT_AHEAD: 1 to launch each leaf of the last panel of register leaves
            with the previous leaf's update (the leaf's work-group updates its own
            columns as it loads them, the launch's other work-groups the rest);
-           PANEL_COLUMNS: 1 to factor each panel by one multi-work-group
-           launch per column (the per-pivot kernels, with RB = PANEL_RB and WY =
-           PANEL_WY) instead of one-work-group leaves; PANEL_GRID: 1 to factor each
-           panel in one launch by the work-groups that run at once, a barrier across
-           them per column (it relies on every launched work-group making progress,
-           which OpenCL does not promise: only a tuned entry measured on the device
-           turns it on) (kernels_cl/lu_grid.cl; GRID_PER_CU work-groups of
-           GRID_WX x GRID_WY items per compute unit launched, each holding up to
-           GRID_RPI rows per item in registers); PANEL_SPLIT: with PANEL_GRID or
-           PANEL_COLUMNS, recurse (?getrf2) down to column blocks this wide (0: none);
+           PANEL: how a panel too tall for the register leaves is factored: "leaf"
+           (one-work-group leaves, getf2_leaf, recursively halved down to LEAF_W
+           columns), "columns" (one multi-work-group launch per column: the
+           per-pivot kernels of kernels_cl/lu_inplace.cl with RB = PANEL_RB and WY =
+           PANEL_WY) or "grid" (the whole panel in one launch by the work-groups
+           that run at once, a barrier across them per column: it relies on every
+           launched work-group making progress, which OpenCL does not promise, so
+           only a tuned entry measured on the device chooses it; kernels_cl/lu_grid.cl,
+           GRID_PER_CU work-groups of GRID_WX x GRID_WY items per compute unit
+           launched, each holding up to GRID_RPI rows per item in registers);
+           PANEL_SPLIT: with "columns" or "grid", recurse (?getrf2) down to column
+           blocks this wide (0: none);
            SMALL_N: below this order the blocked method factors the whole matrix with
            the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
            panel on a second queue while the trailing update runs
@@ -91,8 +93,7 @@ Families and their keys
 ``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
            vectors of VW adjacent columns; a work-group is WX x WY items and owns
            WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
-           stores; FUSED: 1 if the last work-group of a launch finishes the next
-           column, 0 for a separate one-work-group launch
+           stores (the last work-group of each launch finishes the next column)
 ``crout``  the left-looking per-pivot LU (kernels_cl/lu_crout.cl): WG: work-group size;
            row part: RJ items along a block's columns (WG/RJ share a column), MB rows
            of U per chunk; column part: CL items per row, RR rows per sub-group of CL
@@ -121,6 +122,8 @@ from ._device import DeviceError, device_info, get_queue, vector_width, vectors_
 FAMILIES = ("gemm", "gemm_thin", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot",
             "crout", "window")
 DATA_VERSION = 1
+#: The blocked LU's panel strategies (``lu`` PANEL; :class:`oclla.lu_blocked.Panels`).
+PANELS = ("leaf", "columns", "grid")
 _overrides: dict = {}
 
 
@@ -226,11 +229,11 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         widest = 8 if gpu else _native_width(queue, info, itemsize)
         leaf_w = next(w for w in (8, 4, 1) if w <= widest and vectors_build(queue, itemsize, w))
         return dict(NB=128 if gpu else 64, LEAF_W=leaf_w, LEAF_UNR=4 if gpu else 1,
-                    REG_SLOTS=0, PANEL_COLUMNS=int(gpu),
+                    REG_SLOTS=0, PANEL="columns" if gpu else "leaf",
                     PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
                     PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
                     SMALL_N=0 if gpu else 256, LOOKAHEAD=0 if gpu else 1,
-                    PANEL_SPLIT=0, PANEL_GRID=0, GRID_WX=gx, GRID_WY=gy,
+                    PANEL_SPLIT=0, GRID_WX=gx, GRID_WY=gy,
                     GRID_PER_CU=1, GRID_RPI=16 if gpu else 4, FLAT_N=0, LEAF_SCAN=32,
                     LEAF_WG=0, LEAF_STAGE=0, FLAT_AHEAD=0)
     if family == "chol":
@@ -246,11 +249,10 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
         return p
     if family == "pivot":
         if gpu:
-            return dict(VW=4, NV=1, WX=32, RB=64, UNR=4, FUSED=1,
+            return dict(VW=4, NV=1, WX=32, RB=64, UNR=4,
                         WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
         return dict(VW=_native_width(queue, info, itemsize), NV=4,
-                    WX=_pow2_at_most(min(2, info.max_work_group_size)), WY=1, RB=1024, UNR=1,
-                    FUSED=1)
+                    WX=_pow2_at_most(min(2, info.max_work_group_size)), WY=1, RB=1024, UNR=1)
     if family == "crout":
         wg = _pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64))
         lanes = min(32, max(1, wg // 2)) if gpu else max(1, wg // 16)
@@ -351,19 +353,19 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
             if p["PANEL_SPLIT"] < 0 or p["LEAF_UNR"] < 1 or not 0 <= p["REG_SLOTS"] <= 64:
                 return "PANEL_SPLIT >= 0, LEAF_UNR >= 1 and 0 <= REG_SLOTS <= 64"
             if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
-                    or p["LOOKAHEAD"] not in (0, 1) or p["PANEL_COLUMNS"] not in (0, 1)
+                    or p["LOOKAHEAD"] not in (0, 1) or p["PANEL"] not in PANELS
                     or p["FLAT_N"] < 0 or p["LEAF_SCAN"] not in (2, 4, 8, 16, 32)
                     or p["FLAT_AHEAD"] not in (0, 1)):
                 return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, FLAT_N >= 0, "
-                        "LOOKAHEAD, PANEL_COLUMNS and FLAT_AHEAD 0 or 1, "
+                        f"PANEL one of {PANELS}, LOOKAHEAD and FLAT_AHEAD 0 or 1, "
                         "LEAF_SCAN in 2, 4, 8, 16, 32")
             if any(v < 0 or v & (v - 1) for v in (p["LEAF_WG"], p["LEAF_STAGE"])):
                 return "LEAF_WG and LEAF_STAGE 0 or a power of two"
             gx, gy = p["GRID_WX"], p["GRID_WY"]
-            if (p["PANEL_GRID"] not in (0, 1) or not 1 <= p["GRID_PER_CU"] <= 8
+            if (not 1 <= p["GRID_PER_CU"] <= 8
                     or p["GRID_RPI"] not in (0, 1, 2, 4, 8, 16, 32) or min(gx, gy) < 1
                     or gx & (gx - 1) or gy & (gy - 1) or not _fits_wg(info, gx, gy)):
-                return ("PANEL_GRID 0 or 1, 1 <= GRID_PER_CU <= 8, GRID_RPI 0 or a power of "
+                return ("1 <= GRID_PER_CU <= 8, GRID_RPI 0 or a power of "
                         "two up to 32, GRID_WX x GRID_WY powers of two within the work-group "
                         "limits")
             return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
@@ -386,9 +388,8 @@ def check(family: str, p: dict, info, itemsize: int) -> str | None:
                 else "WG must be a power of two within the work-group limit"
         if family == "pivot":
             vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
-            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"], p["UNR"]) < 1 \
-                    or p["FUSED"] not in (0, 1):
-                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB, UNR >= 1; FUSED 0 or 1"
+            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"], p["UNR"]) < 1:
+                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB, UNR >= 1"
             if (wx * wy) & (wx * wy - 1):
                 return "WX * WY must be a power of two"
             return None if _fits_wg(info, wx, wy) else "work-group too large"

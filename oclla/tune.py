@@ -86,8 +86,7 @@ def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     """(family, key, values) searched in order by coordinate descent."""
     gpu = kind == "GPU"
     axes = [
-        ("lu", "PANEL_GRID", (0, 1)),
-        ("lu", "PANEL_COLUMNS", (0, 1)),
+        ("lu", "PANEL", ("leaf", "columns", "grid") if gpu else ("leaf", "columns")),
         ("lu", "REG_SLOTS", (0, 16, 32, 64) if gpu else (0, 16)),
         ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
         ("lu", "PANEL_SPLIT", (0, 32, 64, 128) if gpu else (0,)),
@@ -130,16 +129,16 @@ def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
         ("chol", "FUSE_LEAF", (0, 1)),
         ("chol", "WG", (128, 256, 512, 1024) if gpu else (256, 1024)),
     ]
-    return axes[:4] if quick else axes
+    return axes[:3] if quick else axes
 
 
 def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
     if kind == "GPU":
-        space = [dict(VW=vw, NV=1, WX=wx, WY=wy, RB=rb, UNR=unr, FUSED=1)
+        space = [dict(VW=vw, NV=1, WX=wx, WY=wy, RB=rb, UNR=unr)
                  for vw, unr, wx, wy, rb in itertools.product((1, 4), (1, 4), (32, 64), (8, 16),
                                                               (64, 256))]
     else:
-        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb, UNR=1, FUSED=1)
+        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb, UNR=1)
                  for vw, nv, wx, rb in itertools.product(sorted({max(1, native // 2), native}),
                                                          (2, 4, 8), (1, 2), (256, 1024))]
     return space[::2] if quick else space

@@ -18,48 +18,48 @@ from oclla.accuracy import lu_backward_error, passes
 from conftest import buildable, check_lu_sizes
 
 DTYPES = (np.float32, np.float64)
-PANEL_PIVOT_SET = dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4, FUSED=0)   # per-column panels
+PANEL_PIVOT_SET = dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4)   # per-column panels
 BLOCKED_SETS = [
-    dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
-    dict(NB=24, LEAF_W=8, PANEL_WG=1, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0),
-    dict(NB=16, LEAF_W=16, PANEL_WG=4, PANEL_COLUMNS=1, PANEL_RB=8, PANEL_WY=4, SMALL_N=0,
+    dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL="leaf", SMALL_N=0, LOOKAHEAD=1),
+    dict(NB=24, LEAF_W=8, PANEL_WG=1, PANEL="leaf", SMALL_N=0, LOOKAHEAD=0),
+    dict(NB=16, LEAF_W=16, PANEL_WG=4, PANEL="columns", PANEL_RB=8, PANEL_WY=4, SMALL_N=0,
          LOOKAHEAD=1),
-    dict(NB=40, LEAF_W=1, PANEL_WG=2, PANEL_COLUMNS=1, SMALL_N=50, LOOKAHEAD=0),
-    dict(NB=48, LEAF_W=8, PANEL_COLUMNS=1, PANEL_SPLIT=8, SMALL_N=0, LOOKAHEAD=1),
-    dict(NB=32, LEAF_W=8, PANEL_COLUMNS=1, PANEL_SPLIT=5, SMALL_N=0, LOOKAHEAD=0),
+    dict(NB=40, LEAF_W=1, PANEL_WG=2, PANEL="columns", SMALL_N=50, LOOKAHEAD=0),
+    dict(NB=48, LEAF_W=8, PANEL="columns", PANEL_SPLIT=8, SMALL_N=0, LOOKAHEAD=1),
+    dict(NB=32, LEAF_W=8, PANEL="columns", PANEL_SPLIT=5, SMALL_N=0, LOOKAHEAD=0),
     # register leaves where m x w fits, the other leaves or per-column launches elsewhere
-    dict(NB=32, LEAF_W=8, PANEL_WG=16, REG_SLOTS=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0),
-    dict(NB=64, LEAF_W=16, PANEL_WG=32, REG_SLOTS=16, PANEL_COLUMNS=1, PANEL_SPLIT=8,
+    dict(NB=32, LEAF_W=8, PANEL_WG=16, REG_SLOTS=8, PANEL="leaf", SMALL_N=0, LOOKAHEAD=0),
+    dict(NB=64, LEAF_W=16, PANEL_WG=32, REG_SLOTS=16, PANEL="columns", PANEL_SPLIT=8,
          SMALL_N=0, LOOKAHEAD=1),
-    dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=20, LOOKAHEAD=0),
+    dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64, PANEL="leaf", SMALL_N=20, LOOKAHEAD=0),
     # the trailing matrix as one panel of register leaves once its rows fit (FLAT_N),
     # after panels of one-work-group leaves or of per-column launches
-    dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1,
+    dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL="leaf", SMALL_N=0, LOOKAHEAD=1,
          FLAT_N=1000),
-    dict(NB=8, LEAF_W=4, PANEL_WG=8, REG_SLOTS=64, PANEL_COLUMNS=1, SMALL_N=0, LOOKAHEAD=0,
+    dict(NB=8, LEAF_W=4, PANEL_WG=8, REG_SLOTS=64, PANEL="columns", SMALL_N=0, LOOKAHEAD=0,
          FLAT_N=1000),
     # leaves of 4 items up to 32 as their rows need, moved 8 rows at a time at most; the
     # flat tail's leaves launched with the previous leaf's update
     dict(NB=16, LEAF_W=8, PANEL_WG=32, REG_SLOTS=32, LEAF_WG=4, LEAF_STAGE=8,
-         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=1000),
-    dict(NB=16, LEAF_W=4, PANEL_WG=8, REG_SLOTS=16, PANEL_COLUMNS=0, SMALL_N=0,
+         PANEL="leaf", SMALL_N=0, LOOKAHEAD=0, FLAT_N=1000),
+    dict(NB=16, LEAF_W=4, PANEL_WG=8, REG_SLOTS=16, PANEL="leaf", SMALL_N=0,
          LOOKAHEAD=0, FLAT_N=40, FLAT_AHEAD=1),
-    dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, LEAF_WG=8, PANEL_COLUMNS=0, SMALL_N=0,
+    dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, LEAF_WG=8, PANEL="leaf", SMALL_N=0,
          LOOKAHEAD=0, FLAT_N=1000, FLAT_AHEAD=1),
     # 256 items: their candidates folded to LEAF_SCAN, then scanned; 64 items: folded to
     # LEAF_SCAN² first
-    dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=4, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
-    dict(NB=32, LEAF_W=4, PANEL_WG=64, REG_SLOTS=16, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0,
+    dict(NB=32, LEAF_W=4, PANEL_WG=256, REG_SLOTS=4, PANEL="leaf", SMALL_N=0, LOOKAHEAD=1),
+    dict(NB=32, LEAF_W=4, PANEL_WG=64, REG_SLOTS=16, PANEL="leaf", SMALL_N=0, LOOKAHEAD=0,
          LEAF_SCAN=4),
     # a panel per launch across work-groups: rows in registers and in memory; all rows in
     # memory with more work-groups launched than run at once; registers only, recursive
     # halves of 8 columns, register leaves for the short panels
-    dict(NB=16, PANEL_GRID=1, GRID_WX=4, GRID_WY=2, GRID_RPI=2, PANEL_COLUMNS=0, SMALL_N=0,
+    dict(NB=16, PANEL="grid", GRID_WX=4, GRID_WY=2, GRID_RPI=2, SMALL_N=0,
          LOOKAHEAD=1),
-    dict(NB=24, PANEL_GRID=1, GRID_WX=8, GRID_WY=1, GRID_RPI=0, GRID_PER_CU=8,
-         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0),
-    dict(NB=48, PANEL_GRID=1, GRID_WX=16, GRID_WY=4, GRID_RPI=32, PANEL_SPLIT=8, LEAF_W=8,
-         PANEL_WG=16, REG_SLOTS=8, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=1),
+    dict(NB=24, PANEL="grid", GRID_WX=8, GRID_WY=1, GRID_RPI=0, GRID_PER_CU=8,
+         SMALL_N=0, LOOKAHEAD=0),
+    dict(NB=48, PANEL="grid", GRID_WX=16, GRID_WY=4, GRID_RPI=32, PANEL_SPLIT=8, LEAF_W=8,
+         PANEL_WG=16, REG_SLOTS=8, SMALL_N=0, LOOKAHEAD=1),
 ]
 GRID_SET = BLOCKED_SETS[-3]
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -99,7 +99,7 @@ def test_thin_updates_in_the_blocked_lu(queue, dtype):
 def test_register_leaves_factor_the_panels(queue, dtype, pivoting):
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
-    _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL_COLUMNS=0,
+    _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16, PANEL="leaf",
                                 SMALL_N=0, LOOKAHEAD=0))
     n = 29                               # at most 2 rows of 8 per item: 32 rows fit
     a = np.random.default_rng(4).standard_normal((n, n)).astype(dtype)
@@ -126,9 +126,9 @@ def test_panel_interchanges_repeated_and_inner_rows(queue, dtype, panel):
     if panel == "registers":
         p = dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16)    # m <= 32: the leaves fit
     else:
-        p = dict(NB=16, PANEL_GRID=1, GRID_WX=4, GRID_WY=2,
+        p = dict(NB=16, PANEL="grid", GRID_WX=4, GRID_WY=2,
                  GRID_RPI=4 if panel == "grid-registers" else 0)
-    _params.override("lu", dict(p, PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0))
+    _params.override("lu", dict(p, SMALL_N=0, LOOKAHEAD=0))
     n = 24
     a = 0.01 * np.random.default_rng(5).standard_normal((n, n))
     a[0, :2] = 1.0, 100.0
@@ -148,15 +148,15 @@ def test_grid_panels_one_launch_per_panel(queue, dtype, pivoting, monkeypatch):
     """Each panel is one getrf_grid launch; its participants all met at each column's barrier."""
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
-    from oclla.lu import _Panels
+    from oclla.lu_blocked import Panels
     launches = []
-    factor = _Panels._grid
+    factor = Panels._grid
 
     def grid(self, c0, w):
         factor(self, c0, w)
         launches.append((self._grid_buffers[0], c0, w, self.grid_groups))
 
-    monkeypatch.setattr(_Panels, "_grid", grid)
+    monkeypatch.setattr(Panels, "_grid", grid)
     _params.override("lu", dict(GRID_SET, GRID_PER_CU=3))
     n = 45
     a = np.random.default_rng(6).standard_normal((n, n)).astype(dtype)
@@ -197,24 +197,25 @@ def test_grid_shapes_that_cannot_run_are_refused(queue):
     info = oclla.device_info(queue)
     base = dict(_params.params(queue, "lu", np.float32))
     for bad in (dict(GRID_WX=3), dict(GRID_WY=0), dict(GRID_RPI=3), dict(GRID_PER_CU=0),
-                dict(PANEL_GRID=2), dict(GRID_WX=info.max_work_group_size, GRID_WY=2)):
+                dict(GRID_WX=info.max_work_group_size, GRID_WY=2)):
         assert "GRID" in _params.check("lu", dict(base, **bad), info, 4), bad
-    assert _params.check("lu", dict(base, PANEL_GRID=1), info, 4) is None
+    assert "PANEL" in _params.check("lu", dict(base, PANEL="rows"), info, 4)
+    assert _params.check("lu", dict(base, PANEL="grid"), info, 4) is None
 
 
 def test_register_leaf_needs_room(queue):
     """Rows per item (a power of two) for m rows of LEAF_W columns, or 0 where they
     would take more than REG_SLOTS registers or 16 rows per item."""
-    _params.override("lu", dict(LEAF_W=8, PANEL_WG=16, REG_SLOTS=32, PANEL_COLUMNS=0))
-    from oclla.lu import _Panels
-    panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
+    _params.override("lu", dict(LEAF_W=8, PANEL_WG=16, REG_SLOTS=32, PANEL="leaf"))
+    from oclla.lu_blocked import Panels
+    panels = Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
                      dtype=np.float32, no_pivot=False)
     assert [panels._reg_shape(m) for m in (1, 16, 17, 33, 64, 65)] == \
         [(16, 1), (16, 1), (16, 2), (16, 4), (16, 4), None]
-    _params.override("lu", dict(LEAF_W=4, PANEL_WG=2, REG_SLOTS=64, PANEL_COLUMNS=0))
+    _params.override("lu", dict(LEAF_W=4, PANEL_WG=2, REG_SLOTS=64, PANEL="leaf"))
     panels.p = _params.params(queue, "lu", np.float32)
     assert panels._reg_shape(32) == (2, 16) and panels._reg_shape(33) is None  # 16 rows at most
-    _params.override("lu", dict(LEAF_W=16, PANEL_WG=8, REG_SLOTS=0, PANEL_COLUMNS=0))
+    _params.override("lu", dict(LEAF_W=16, PANEL_WG=8, REG_SLOTS=0, PANEL="leaf"))
     panels.p = _params.params(queue, "lu", np.float32)
     assert panels._reg_shape(1) is None
 
@@ -223,9 +224,9 @@ def test_register_leaf_takes_the_fewest_items_that_hold_its_rows(queue):
     """From LEAF_WG items up to PANEL_WG, by powers of two: as few as hold the rows at
     REG_SLOTS / LEAF_W rows per item."""
     _params.override("lu", dict(LEAF_W=8, PANEL_WG=64, REG_SLOTS=32, LEAF_WG=4,
-                                PANEL_COLUMNS=0))
-    from oclla.lu import _Panels
-    panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
+                                PANEL="leaf"))
+    from oclla.lu_blocked import Panels
+    panels = Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
                      dtype=np.float32, no_pivot=False)
     assert [panels._reg_shape(m) for m in (1, 5, 16, 17, 33, 256, 257)] == \
         [(4, 1), (4, 2), (4, 4), (8, 4), (16, 4), (64, 4), None]
@@ -243,9 +244,9 @@ def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ah
     orders: LAPACK's pivots, small backward error; the input is left alone."""
     dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
     lw, wg, slots = shape
-    _params.override("lu", dict(NB=8, LEAF_W=lw, PANEL_WG=wg, REG_SLOTS=slots,
-                                PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat,
-                                LEAF_SCAN=scan, LEAF_WG=leaf_wg, FLAT_AHEAD=ahead))
+    _params.override("lu", buildable(queue, dtype, dict(
+        NB=8, LEAF_W=lw, PANEL_WG=wg, REG_SLOTS=slots, PANEL="leaf", SMALL_N=0, LOOKAHEAD=0,
+        FLAT_N=flat, LEAF_SCAN=scan, LEAF_WG=leaf_wg, FLAT_AHEAD=ahead), key="LEAF_W"))
     a = np.random.default_rng(seed).uniform(-1, 1, (n, n)).astype(dtype)
     before = a.copy()
     lu, piv = oclla.lu_factor(a, queue=queue)
@@ -274,7 +275,7 @@ def test_flat_tail_is_one_panel(queue, flat):
     last panel defers its interchanges: leaf and flat_update per leaf, then the U12
     blocks solved and the rows gathered once."""
     _, run = factor_recorded(queue, dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16,
-                                         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat),
+                                         PANEL="leaf", SMALL_N=0, LOOKAHEAD=0, FLAT_N=flat),
                              50, 8)
     panels = [s for s in run.steps if s.phase == "panel"]
     widths = [s.region[3] - s.region[2] for s in panels]
@@ -293,7 +294,7 @@ def test_flat_tail_look_ahead_in_one_launch(queue):
     work-groups): one launch per leaf, no flat_update, the same factors; where the
     update's tile does not fit the leaf's items, or the leaves are one column wide,
     the leaf and its update go apart."""
-    p = dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64, PANEL_COLUMNS=0, SMALL_N=0,
+    p = dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64, PANEL="leaf", SMALL_N=0,
              LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=1)
     _params.override("gemm_thin", dict(KERNEL="tiled", TILE_M=8, TILE_N=8, TILE_K=8,
                                        WPT_M=2, WPT_N=2, VEC=1, MAX_K=8))
@@ -323,7 +324,7 @@ def test_register_panels_before_the_last_take_their_other_columns_in_a_launch(qu
     forms U12 itself, across work-groups (``leaf_columns``) where they are more than
     the leaf's items."""
     _, run = factor_recorded(queue, dict(NB=16, LEAF_W=4, PANEL_WG=4, REG_SLOTS=64,
-                                         PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=0),
+                                         PANEL="leaf", SMALL_N=0, LOOKAHEAD=0, FLAT_N=0),
                              40, 9)
     first = [k.name for k in run.steps[0].kernels]
     assert first[:2] == ["getf2_rows", "leaf_columns"] and first[2].startswith("gemm")
@@ -333,9 +334,9 @@ def test_register_leaf_stage_fits_local_memory(queue):
     """The register leaf moves the most rows through local memory at once that fit
     beside its other arrays: a power of two from PANEL_WG / LEAF_W up to PANEL_WG, 0 if
     not even the fewest fit."""
-    _params.override("lu", dict(LEAF_W=16, PANEL_WG=64, REG_SLOTS=64, PANEL_COLUMNS=0))
-    from oclla.lu import _Panels
-    panels = _Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
+    _params.override("lu", dict(LEAF_W=16, PANEL_WG=64, REG_SLOTS=64, PANEL="leaf"))
+    from oclla.lu_blocked import Panels
+    panels = Panels(queue, None, 0, None, None, _params.params(queue, "lu", np.float32),
                      dtype=np.float32, no_pivot=False)
     fixed = (64 + 3 * 16 + 16 * 16) * 4 + (64 + 5 * 16 + 4) * 4   # candidates, rows, L11, ...
     panels.local_mem = fixed + 64 * (17 * 4 + 4)                    # a row: entries, its place
@@ -355,13 +356,13 @@ def test_register_leaf_stage_fits_local_memory(queue):
 def test_register_leaves_through_a_small_stage(queue, stage, monkeypatch):
     """Leaves moved through local memory fewer rows at a time than the work-group has
     items (a device with little local memory) factor the same."""
-    from oclla.lu import _Panels
-    monkeypatch.setattr(_Panels, "_stage_rows", lambda self, wg, tile=None: stage)
+    from oclla.lu_blocked import Panels
+    monkeypatch.setattr(Panels, "_stage_rows", lambda self, wg, tile=None: stage)
     n = 29
     a = np.random.default_rng(6).standard_normal((n, n)).astype(np.float32)
     for ahead in (0, 1):             # also the previous leaf's update through the stage
         _params.override("lu", dict(NB=16, LEAF_W=8, PANEL_WG=16, REG_SLOTS=16,
-                                    PANEL_COLUMNS=0, SMALL_N=0, LOOKAHEAD=0, FLAT_N=64,
+                                    PANEL="leaf", SMALL_N=0, LOOKAHEAD=0, FLAT_N=64,
                                     FLAT_AHEAD=ahead))
         with oclla.record() as rec:
             lu, piv = oclla.lu_factor(a, queue=queue)
@@ -373,7 +374,7 @@ def test_register_leaves_through_a_small_stage(queue, stage, monkeypatch):
 
 def test_register_leaves_wider_than_the_work_group(queue):
     """Rows j >= PANEL_WG of a leaf live in later slots of their work-items."""
-    _params.override("lu", dict(NB=32, LEAF_W=8, PANEL_WG=4, REG_SLOTS=16, PANEL_COLUMNS=0,
+    _params.override("lu", dict(NB=32, LEAF_W=8, PANEL_WG=4, REG_SLOTS=16, PANEL="leaf",
                                 SMALL_N=0, LOOKAHEAD=0))
     check_lu_sizes(queue, np.float32)
 
@@ -395,7 +396,7 @@ def test_small_path_is_one_launch(queue):
 
 
 def test_lookahead_recording_keeps_the_step_order(queue):
-    _params.override("lu", dict(NB=16, LOOKAHEAD=1, SMALL_N=0, PANEL_COLUMNS=0))
+    _params.override("lu", dict(NB=16, LOOKAHEAD=1, SMALL_N=0, PANEL="leaf"))
     n = 70
     a = np.random.default_rng(2).standard_normal((n, n)).astype(np.float32)
     with oclla.record(snapshots=True) as rec:

@@ -21,11 +21,11 @@ from conftest import buildable, check_lu_sizes
 
 DTYPES = (np.float32, np.float64)
 PIVOT_SETS = [
-    dict(VW=16, NV=4, WX=2, WY=1, RB=1024, UNR=1, FUSED=1),  # one row block, vectors (CPU)
-    dict(VW=4, NV=2, WX=2, WY=4, RB=16, UNR=3, FUSED=1),     # row blocks, rows shared
-    dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4, FUSED=0),      # GPU shape, ragged, unfused
-    dict(VW=4, NV=1, WX=8, WY=4, RB=5, UNR=2, FUSED=1),
-    dict(VW=1, NV=1, WX=32, WY=4, RB=9, UNR=2, FUSED=1),      # candidates folded, then scanned
+    dict(VW=16, NV=4, WX=2, WY=1, RB=1024, UNR=1),  # one row block, vectors (CPU)
+    dict(VW=4, NV=2, WX=2, WY=4, RB=16, UNR=3),     # row blocks, rows shared
+    dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4),      # GPU shape, ragged
+    dict(VW=4, NV=1, WX=8, WY=4, RB=5, UNR=2),
+    dict(VW=1, NV=1, WX=32, WY=4, RB=9, UNR=2),      # candidates folded, then scanned
 ]
 CROUT_SETS = [
     dict(WG=64, RJ=64, MB=1024, CL=4, RR=2, KC=4096),    # one chunk per product (CPU shape)

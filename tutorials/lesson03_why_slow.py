@@ -138,7 +138,7 @@ print(f"copied {copied / 1e6:.0f} MB in total, {2 * copied / (copy_ms * 1e-3) / 
 #   (the cell below prints the sizes and the entries per work-item);
 # * **pivot on the device**: while updating column $k+1$, the work-groups
 #   also search it for the largest $|a_{r,k+1}|$; the last work-group to
-#   finish (or, on some devices, a one-work-group `pivot_finish` launch)
+#   finish
 #   swaps the rows and divides the column by the pivot, so the host never
 #   waits between pivots. `pivot_first` does this for column 0.
 

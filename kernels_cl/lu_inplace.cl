@@ -1,4 +1,5 @@
-/* lu.cl -- LU with partial pivoting: the per-pivot kernels and the panel leaf.
+/* lu_inplace.cl -- the in-place per-pivot LU with partial pivoting (method="pivot",
+ * variant="inplace"), whose launches the blocked LU also uses for panels (PANEL="columns").
  *
  * A is n x n, row-major, leading dimension lda, overwritten by L (strictly
  * below the diagonal, unit diagonal implied) and U (on and above), as
@@ -6,7 +7,7 @@
  * the host fills piv with 0, 1, ..., n-1 first).  info (one int, 0 on entry)
  * receives k+1 for the first exactly-zero pivot.
  *
- * Per-pivot LU: pivot_first (argmax of column 0, interchange, scaling), then
+ * pivot_first (argmax of column 0, interchange, scaling), then
  * one launch of pivot_step per pivot k = 0 .. n-2.  Nothing is read back
  * between launches.  Launch k finds rows k and p = piv[k] interchanged and
  * column k scaled (the multipliers l_r), and
@@ -20,32 +21,20 @@
  *       +--+--------+--------+
  *
  * The work-groups of strip 0 also leave their rows' best candidate for
- * pivot k+1 in part_val/part_row.  With FUSED, the last work-group to finish
- * (an atomic counter, reset to 0 afterwards) reduces them, interchanges rows
- * k+1 and p' in columns [s0, s1) and scales column k+1: the precondition of
- * launch k+1; without, a one-work-group pivot_finish launch does that.
+ * pivot k+1 in part_val/part_row.  The last work-group to finish (an atomic
+ * counter, reset to 0 afterwards: no work-group waits for another) reduces
+ * them, interchanges rows k+1 and p' in columns [s0, s1) and scales column
+ * k+1: the precondition of launch k+1.
  * The per-pivot LU updates and swaps all columns (c_end = n, [0, n)); the
  * blocked LU's panel factorization uses the same launches on its columns.
  * Each work-item updates NV vectors of VW adjacent columns (vectors on CPUs,
  * VW = 1 with WX items along a row on GPUs).
- *
- * Panel leaf (blocked LU): getf2_leaf factors the m x w panel a[c0:n, c0:c0+w]
- * (w <= LEAF_W) in one work-group, column by column, swapping rows inside the
- * panel only (the caller applies the interchanges to the other columns with
- * laswp).  The pass that updates column j also finds the next pivot
- * candidate in column j+1, so a column costs one pass over the rows.
  *
  * WG (power of two) is the work-group size (WX * WY for pivot_step).
  * NO_PIVOT = 1 takes the diagonal as pivot (teaching only: unstable).
  */
 #include "common.h"
 
-#ifndef LEAF_W
-#define LEAF_W 1           /* getf2_leaf: widest leaf, the vector width of its rows (the
-                              blocked LU sets it; scalar otherwise, so that a program
-                              built for the per-pivot kernels uses no vectors it
-                              was not asked for) */
-#endif
 #ifndef VW
 #define VW 1               /* pivot_step: adjacent columns per work-item */
 #endif
@@ -63,13 +52,6 @@
 #endif
 #ifndef UNR
 #define UNR 4              /* pivot_step: rows a work-item loads before it stores */
-#endif
-#ifndef FUSED
-#define FUSED 1            /* pivot_step: 1 = its last work-group finishes the next column,
-                              0 = a pivot_finish launch after it does */
-#endif
-#ifndef LUNR
-#define LUNR 4             /* getf2_leaf: rows a work-item loads before it stores */
 #endif
 
 #include "pivoting.h"
@@ -163,9 +145,7 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
 {
     __local real vals[WG];
     __local int rows[WG];
-#if FUSED
     __local int flag;
-#endif
     const int lid = get_local_id(1) * WX + get_local_id(0);
     const int c0 = k + 1 + (get_group_id(0) * WX + get_local_id(0)) * CW;
     const int rb = get_group_id(1);
@@ -238,134 +218,10 @@ void pivot_step(__global real *a, const int lda, const int n, const int k, const
         part_row[rb] = cand;
     }
 
-#if FUSED
     /* the last work-group to finish chooses pivot k+1 and finishes its column */
     const int last = last_to_arrive(counter, get_num_groups(0) * get_num_groups(1), 1, lid,
                                     &flag);
     const int fin = last && k + 1 < c_end;
     finish_pivot(a, lda, n, k + 1, s0, s1, fin, fin ? get_num_groups(1) : 0, piv, info,
                  part_val, part_row, vals, rows, lid);
-#endif
-}
-
-/* Unfused: pivot k+1 chosen from the partials of the pivot_step before it. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void pivot_finish(__global real *a, const int lda, const int n, const int col,
-                  const int s0, const int s1, __global int *piv, __global int *info,
-                  __global real *part_val, __global int *part_row, const int parts)
-{
-    __local real vals[WG];
-    __local int rows[WG];
-    finish_pivot(a, lda, n, col, s0, s1, 1, parts, piv, info, part_val, part_row, vals, rows,
-                 get_local_id(0));
-}
-
-/* Panel leaf: the m x w panel a[c0:n, c0:c0+w] by one work-group, column
- * by column (w <= LEAF_W for a leaf of the blocked LU; any w when the whole
- * matrix is one panel: the LEAF_W-column chunk holding column j is updated
- * in registers, the columns right of it by a plain loop).
- * Item lid owns rows col+1+lid, +WG, +2WG, ... (neighbouring items,
- * neighbouring rows) and handles LUNR of them at once: all their loads are
- * issued before the first store.  Per column: the pivot row chosen by the
- * previous pass is interchanged with row col; every row below col gets its
- * multiplier and the rank-1 update of the columns right of col, and the same
- * pass finds the next column's pivot candidate.  Columns past w are never
- * touched. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void getf2_leaf(__global real *a, const int lda, const int n, const int c0, const int w,
-                __global int *piv, __global int *info)
-{
-    __local real vals[WG];
-    __local int rows[WG];
-    const int lid = get_local_id(0);
-    int p = wg_argmax_abs(a, lda, c0, c0, n, vals, rows);
-    for (int j = 0; j < w; j++) {
-        const int col = c0 + j;
-        barrier(CLK_GLOBAL_MEM_FENCE);               /* the last pass's stores are visible */
-        const real pivot = a[AT(p, col, lda)];
-        barrier(CLK_GLOBAL_MEM_FENCE);               /* all have read it before the swap */
-        for (int c = lid; c < w; c += WG) {
-            const real t = a[AT(p, c0 + c, lda)];
-            a[AT(p, c0 + c, lda)] = a[AT(col, c0 + c, lda)];
-            a[AT(col, c0 + c, lda)] = t;
-        }
-        if (lid == 0) {
-            piv[col] = p;
-            if (pivot == ZERO && *info == 0)
-                *info = col + 1;
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);               /* row col is the pivot row now */
-        const real inv = ONE / pivot;
-        real best = -ONE;
-        int best_row = col + 1;
-        const int cb = j - j % LEAF_W;               /* the chunk of LEAF_W columns holding j */
-        const int full = cb + LEAF_W <= w;           /* whole: vector loads and stores */
-        real uc[LEAF_W];
-        if (full)
-            VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, a + AT(col, c0 + cb, lda)), 0, uc);
-        else {
-            #pragma unroll
-            for (int c = 0; c < LEAF_W; c++)
-                uc[c] = (cb + c < w) ? a[AT(col, c0 + cb + c, lda)] : ZERO;
-        }
-        #pragma unroll
-        for (int c = 0; c < LEAF_W; c++)
-            uc[c] = (cb + c > j) ? uc[c] : ZERO;
-        for (int r0 = col + 1 + lid; r0 < n; r0 += WG * LUNR) {
-            real s[LUNR][LEAF_W];
-            #pragma unroll
-            for (int i = 0; i < LUNR; i++) {
-                const int r = min(r0 + i * WG, n - 1);   /* past the end: reload, no store */
-                if (full)
-                    VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, a + AT(r, c0 + cb, lda)), 0, s[i]);
-                else {
-                    #pragma unroll
-                    for (int c = 0; c < LEAF_W; c++)
-                        s[i][c] = (cb + c < w) ? a[AT(r, c0 + cb + c, lda)] : ZERO;
-                }
-            }
-            #pragma unroll
-            for (int i = 0; i < LUNR; i++) {
-                const int r = r0 + i * WG;
-                real x = ZERO;
-                #pragma unroll
-                for (int c = 0; c < LEAF_W; c++)
-                    x = (cb + c == j) ? s[i][c] : x;
-                const real l = pivot == ZERO ? x : multiplier(x, pivot, inv);
-                real next = -ONE;
-                #pragma unroll
-                for (int c = 0; c < LEAF_W; c++) {
-                    s[i][c] = (cb + c == j) ? l : s[i][c] - l * uc[c];
-                    next = (cb + c == j + 1) ? fabs(s[i][c]) : next;
-                }
-                if (r < n) {
-                    if (full)
-                        VSTORE(LEAF_W)(VLOAD(LEAF_W)(0, s[i]), 0, a + AT(r, c0 + cb, lda));
-                    else {
-                        #pragma unroll
-                        for (int c = 0; c < LEAF_W; c++)
-                            if (cb + c < w)
-                                a[AT(r, c0 + cb + c, lda)] = s[i][c];
-                    }
-                    /* the columns right of the chunk (the whole matrix as one panel) */
-                    __global real *row = a + AT(r, c0, lda);
-                    __global const real *prow = a + AT(col, c0, lda);
-                    for (int c = cb + LEAF_W; c < w; c++)
-                        row[c] -= l * prow[c];
-                    if (j + 1 == cb + LEAF_W && j + 1 < w)
-                        next = fabs(row[j + 1]);
-                    if (next > best) {
-                        best = next;
-                        best_row = r;
-                    }
-                }
-            }
-        }
-#if NO_PIVOT
-        p = col + 1;
-#else
-        real value;
-        p = wg_reduce_argmax(best, best_row, vals, rows, &value);
-#endif
-    }
 }

@@ -1,0 +1,441 @@
+"""The blocked LU (``method="blocked"``): right-looking, panel by panel, on the device.
+
+``factor_blocked`` factors the n x n dense device array ``a`` in place (L's
+multipliers below the diagonal, U on and above, 0-based interchanges in
+``piv``, LAPACK's ``info``): a panel of NB columns (:class:`Panels`), its row
+interchanges in the other columns (laswp), the TRSM of the block row and the
+GEMM of the trailing matrix (:mod:`oclla.blas`), with look-ahead on a second
+queue where the device's parameters ask for it.  The panel strategies, their
+kernels and the parameters that choose them are listed in :class:`Panels`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from . import trace
+from ._device import device_info
+from ._params import params
+from ._programs import copy, enqueue, get_kernel, int_arg, int_zeros, launch, round_up, set_args
+from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
+from .lu_pivot import PivotKernels, annotate_swaps
+
+class Panels:
+    """Factor panels A[c0:n, c0:c0+w] of the blocked LU: pivots into piv,
+    interchanges inside the panel only.
+
+    By the device's ``lu`` parameters, in this order of preference:
+
+    * register leaves (REG_SLOTS > 0) where the panel's m rows fit: left to
+      right, LEAF_W columns held in the registers of one work-group
+      (``getf2_rows``, kernels_cl/lu_rows.cl: whole rows per work-item, m <=
+      rows x items with rows x LEAF_W <= REG_SLOTS and the fewest items from
+      LEAF_WG up to PANEL_WG), which also
+      interchanges the panel's other columns and forms U12 (or, where they
+      are more than its items, ``leaf_columns`` across work-groups), then one
+      GEMM (rank LEAF_W) on the panel's columns right of the leaf: two or
+      three launches per leaf;
+    * else by the PANEL strategy, recursively (LAPACK ?getrf2: left half,
+      interchanges, TRSM, GEMM, right half): "grid", down to blocks of
+      PANEL_SPLIT columns (0: the whole panel), each factored in one launch by
+      the work-groups that run at once, with a barrier across them per column
+      (``getrf_grid``, kernels_cl/lu_grid.cl); "columns", down to the same
+      blocks, each with one multi-work-group launch per column (``columns``, a
+      :class:`oclla.lu_pivot.PivotKernels`, given where the matrix has more
+      than one panel); "leaf" (or "columns" without ``columns``), down to
+      one-work-group leaves up to LEAF_W wide (``getf2_leaf``,
+      kernels_cl/lu_leaf.cl), which also factor a whole matrix below SMALL_N
+      in one launch.
+    """
+
+    def __init__(self, queue, A: View, n: int, piv, info, p: dict, *, dtype, no_pivot: bool,
+                 columns=None):
+        self.queue, self.A, self.n, self.piv, self.info = queue, A, n, piv, info
+        self.p, self.dtype, self.no_pivot, self.columns = p, dtype, no_pivot, columns
+        info = device_info(queue)
+        self.local_mem = info.local_mem_size
+        self._kernels: dict = {}             # (name, define values) -> cl.Kernel
+        self.grid_groups = info.compute_units * p["GRID_PER_CU"]
+        self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
+        self._perm = None                    # a register leaf's row permutation
+        self.columns_wg = params(queue, "wg1d", dtype)["WG"]    # leaf_columns' work-groups
+
+    def fits(self, m: int) -> bool:
+        """Whether panels of m rows go to register leaves."""
+        return self._reg_shape(m) is not None
+
+    def _reg_shape(self, m: int) -> tuple[int, int] | None:
+        """(work-group size, rows per work-item) of the register leaf (LEAF_W wide) for
+        m rows, or None if they do not fit: the fewest items from LEAF_WG (0:
+        PANEL_WG) up to PANEL_WG, by powers of two, whose rows (a power of two, at
+        most 16) take at most REG_SLOTS registers (rows x LEAF_W), and local memory
+        for a stage of at least one row."""
+        most, lw = self.p["PANEL_WG"], self.p["LEAF_W"]
+        wg = min(self.p["LEAF_WG"] or most, most)
+        most_rows = min(16, self.p["REG_SLOTS"] // lw)
+        while wg < most and wg * most_rows < m:
+            wg *= 2
+        rows = 1
+        while rows * wg < m:
+            rows *= 2
+        fits = rows <= most_rows and self._stage_rows(wg) > 0
+        return (wg, rows) if fits else None
+
+    def _stage_rows(self, wg: int, tile: dict | None = None) -> int:
+        """Rows a register leaf of wg items moves through local memory at once
+        (kernels_cl/lu_rows.cl STAGE): the most, a power of two up to wg and
+        LEAF_STAGE (0: wg) and at least wg / LEAF_W (every item moves a whole part
+        of each chunk), that fit in local memory beside the leaf's other arrays; 0
+        if not even the fewest do.  With the previous leaf's update in `tile`
+        (PREV), the stage holds two chunks or one tile of that update, and U12."""
+        lw, size = self.p["LEAF_W"], np.dtype(self.dtype).itemsize
+        fixed = (wg + 3 * lw + lw * lw) * size + (wg + 5 * lw + 4) * 4
+        if tile is None:
+            def pool(rows):
+                return rows * (lw + 1)
+        else:
+            fixed += 3 * lw * lw * size
+            tile_pool = ((tile["TILE_M"] + lw) * (lw + 1) + 2 * lw * max(tile["TILE_N"], lw))
+
+            def pool(rows):
+                return max(2 * rows * (lw + 1), tile_pool)
+        fewest = max(1, wg // lw)
+        stage = max(min(self.p["LEAF_STAGE"] or wg, wg), fewest)
+        while stage >= fewest and fixed + stage * 4 + pool(stage) * size > self.local_mem:
+            stage //= 2
+        return stage if stage >= fewest else 0
+
+    def _kernel(self, source: str, name: str, **defines):
+        """The panel kernel ``name`` for its work-group size (WG in defines, else
+        PANEL_WG) and this panel's pivoting."""
+        key = (name, *defines.values())
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            defines.setdefault("WG", self.p["PANEL_WG"])
+            kernel = self._kernels[key] = get_kernel(
+                self.queue, source, name, self.dtype, NO_PIVOT=int(self.no_pivot), **defines)
+        return kernel
+
+    def _launch(self, source: str, name: str, c0: int, w: int, *extra, **defines) -> None:
+        kernel = self._kernel(source, name, **defines)
+        wg = defines.get("WG", self.p["PANEL_WG"])
+        enqueue(self.queue, kernel, (wg,), (wg,), self.A.buf, int_arg(self.A.ld),
+                int_arg(self.n), int_arg(c0), int_arg(w), *extra, self.piv.data,
+                self.info.data)
+
+    def _register_leaves(self, c0: int, w: int) -> None:
+        """The panel left to right in register leaves, each followed by the rank-lw
+        update of the panel's columns right of it.  The leaf itself applies its
+        interchanges to the panel's other columns and forms U12 where they are at
+        most its work-items (one per item), else ``leaf_columns`` does, one per item
+        of as many work-groups as they need."""
+        A, n, end, lw = self.A, self.n, c0 + w, self.p["LEAF_W"]
+        if self._perm is None:
+            self._perm = int_zeros(self.queue, 1 + 3 * lw)
+        c = c0
+        while c < end:
+            jb = min(lw, end - c)
+            wg, rows = self._reg_shape(n - c)
+            defines = dict(WG=wg, LW=lw, ROWS=rows, STAGE=self._stage_rows(wg),
+                           ARGMAX_SCAN=self.p["LEAF_SCAN"])
+            inline = w - jb <= wg
+            self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0 if inline else c),
+                         int_arg(end if inline else c), self._perm.data, **defines)
+            if not inline:
+                self._leaf_columns(c, jb, c0, end, defines)
+            if c + jb < end:
+                gemm(self.queue, n - c - jb, end - c - jb, jb, -1.0, A.at(c + jb, c),
+                     A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
+            c += jb
+
+    def _flat_leaf(self, shape: tuple[int, int], tile: dict | None = None):
+        """The flat tail's leaf kernel (getf2_rows, MAP = 1) of ``shape`` (work-group
+        size, rows per item: ``_reg_shape``), its work-group size and None; with
+        the update's `tile`, the one that also
+        applies the previous leaf's update (PREV = 1: its tile rows scaled so that
+        a tile takes the leaf's items) and that tile, or None where that tile or
+        its local memory does not fit the leaf, or the leaf is one column wide
+        (PoCL 3.1 crashes running that kernel with LW = 1 under its default
+        work-group method, loopvec)."""
+        wg, rows = shape
+        lw = self.p["LEAF_W"]
+        defines = dict(WG=wg, LW=lw, ROWS=rows, ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
+        if tile is not None:
+            if lw == 1:
+                return None
+            nx = tile["TILE_N"] // tile["WPT_N"]
+            if wg % nx:
+                return None
+            tile = dict(tile, TILE_M=wg // nx * tile["WPT_M"])
+            defines.update(PREV=1, **tile)
+        stage = self._stage_rows(wg, tile)
+        if not stage:
+            return None
+        return self._kernel("lu_rows.cl", "getf2_rows", STAGE=stage, **defines), wg, tile
+
+    def _flat_tail(self, c0: int) -> None:
+        """The trailing matrix A[c0:n, c0:n] as the last panel, its interchanges
+        deferred (kernels_cl/lu_flat.cl): register leaves (MAP = 1) that permute a
+        row map instead of rows and leave L11^-1, each followed by ``flat_update``
+        (A22 -= L21 U12, U12 = L11^-1 A12 formed per work-group); then
+        ``flat_solve`` (every leaf's U12 in place) and ``gather_rows`` (rows
+        c0..n-1, all columns, in their order, through a copy).  With FLAT_AHEAD,
+        each leaf but the first and the previous leaf's update are one launch
+        (lu_rows.cl PREV: the leaf's work-group applies the update to its own
+        columns as it loads them, the launch's other work-groups to the rest),
+        where the update's tile fits the leaf's work-group."""
+        queue, A, n, lw, dtype = self.queue, self.A, self.n, self.p["LEAF_W"], self.dtype
+        identity = np.arange(n, dtype=np.int32)                # both maps (flat_tail.h)
+        maps = cl_array.to_device(queue, np.concatenate([identity, identity]), async_=True)
+        linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
+        tile = flat_tile(queue, dtype, lw)
+        nx, ny = tile["TILE_N"] // tile["WPT_N"], tile["TILE_M"] // tile["WPT_M"]
+        flat = dict(LW=lw, **tile)
+        update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
+        buf, ld, mbuf, lbuf = A.buf, A.ld, maps.data, linv.data
+        leaf_kernels: dict = {}           # (shape, with the previous update) -> _flat_leaf
+
+        def leaf_for(c):
+            """The leaf at column c: (kernel, work-group size, tile) of _flat_leaf, with
+            the previous leaf's update where FLAT_AHEAD is on and its tile fits."""
+            shape, prev = self._reg_shape(n - c), bool(self.p["FLAT_AHEAD"]) and c > c0
+            key = (shape, prev)
+            if key not in leaf_kernels:
+                leaf_kernels[key] = (prev and self._flat_leaf(shape, tile)
+                                     or self._flat_leaf(shape))
+            return leaf_kernels[key]
+
+        for c in range(c0, n, lw):
+            jb = min(lw, n - c)
+            leaf, wg, fused = leaf_for(c)
+            groups = 1
+            if fused is not None:         # tiles of the previous leaf's update right of it
+                groups += (-(-(n - c - jb) // fused["TILE_N"])
+                           * -(-(n - c) // fused["TILE_M"]))
+            set_args(leaf, buf, ld, n, c, jb, mbuf, lbuf, self.piv.data, self.info.data)
+            launch(queue, leaf, (groups * wg,), (wg,))
+            if c + jb < n and leaf_for(c + jb)[2] is None:
+                set_args(update, buf, ld, n, c, jb, c + jb, n, mbuf, lbuf)
+                launch(queue, update, (-(-(n - c - jb) // tile["TILE_N"]) * nx,
+                                       -(-(n - c - jb) // tile["TILE_M"]) * ny), (nx, ny))
+        leaves = -(-(n - c0) // lw)
+        local = self.columns_wg
+        if leaves > 1:
+            solve = get_kernel(queue, "lu_flat.cl", "flat_solve", dtype, **flat)
+            enqueue(queue, solve, (round_up(n - c0 - lw, local), leaves - 1), (local, 1),
+                    A.buf, int_arg(A.ld), int_arg(n), int_arg(c0), maps.data)
+        if not self.no_pivot:
+            rows_below = n - c0
+            moved = cl_array.empty(queue, rows_below * A.ld, dtype)
+            gather = get_kernel(queue, "lu_flat.cl", "gather_rows", dtype, **flat)
+            enqueue(queue, gather, (round_up(A.ld, local), rows_below), (local, 1), A.buf,
+                    int_arg(A.ld), int_arg(c0), int_arg(n), int_arg(A.ld), maps.data,
+                    moved.data)
+            size = np.dtype(dtype).itemsize
+            copy(queue, A.buf, moved.data, byte_count=rows_below * A.ld * size,
+                 dest_offset=(A.off + c0 * A.ld) * size, label="gather_rows copy")
+
+    def _leaf_columns(self, c: int, jb: int, p0: int, p1: int, defines: dict) -> None:
+        """Columns [p0, p1) of the panel outside the leaf at column c (jb wide)."""
+        kernel = self._kernel("lu_rows.cl", "leaf_columns", **defines)
+        local = self.columns_wg
+        enqueue(self.queue, kernel, (round_up(p1 - p0 - jb, local),), (local,), self.A.buf,
+                int_arg(self.A.ld), int_arg(c), int_arg(jb), int_arg(p0), int_arg(p1),
+                self._perm.data)
+
+    def _grid(self, c0: int, w: int) -> None:
+        """The panel in one launch of getrf_grid (one barrier across work-groups per column)."""
+        wx, wy, groups = self.p["GRID_WX"], self.p["GRID_WY"], self.grid_groups
+        cpi = -(-w // wx)
+        blocks = -(-(self.n - c0) // wy)
+        bufs = self._grid_buffers
+        if bufs is None or bufs[3].size < 2 * groups * cpi * wx:
+            q, width = self.queue, cpi * wx
+            bufs = self._grid_buffers = (
+                int_zeros(q, 2 * self.n), cl_array.empty(q, 2 * groups, self.dtype),
+                cl_array.empty(q, 2 * groups, np.int32),
+                cl_array.empty(q, 2 * groups * width, self.dtype),
+                cl_array.empty(q, 2 * width, self.dtype))
+        need = -(-blocks // groups)                          # row blocks per work-group
+        rpi = 1 if need else 0
+        while rpi < need:
+            rpi *= 2
+        rpi = min(rpi, self.p["GRID_RPI"])
+        key = ("getrf_grid", wx, wy, cpi, rpi)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = get_kernel(
+                self.queue, "lu_grid.cl", "getrf_grid", self.dtype, WX=wx, WY=wy, CPI=cpi,
+                RPI=rpi, NO_PIVOT=int(self.no_pivot))
+        enqueue(self.queue, kernel, (groups * wx, wy), (wx, wy), self.A.buf, int_arg(self.A.ld),
+                int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
+                bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]))
+
+    def factor(self, c0: int, w: int, last: bool = False) -> bool:
+        """Factor the panel; True where its interchanges were also applied to every
+        other column of A (the ``last`` panel of the matrix in register leaves:
+        ``_flat_tail``)."""
+        n, p = self.n, self.p
+        if self.fits(n - c0):
+            if last:
+                self._flat_tail(c0)
+                return True
+            self._register_leaves(c0, w)
+            return False
+        strategy = p["PANEL"] if p["PANEL"] != "columns" or self.columns else "leaf"
+        if strategy != "leaf":
+            split = p["PANEL_SPLIT"]
+            if split == 0 or w <= split:
+                if strategy == "grid":
+                    self._grid(c0, w)
+                    return False
+                cols = self.columns
+                cols.first(c0, c0, c0 + w)
+                for k in range(c0, c0 + w - 1):
+                    cols.step(k, c0, c0 + w, c0, c0 + w)
+                cols.tail(max(c0, c0 + w - 2), c0 + w)
+                return False
+            unit = split
+        else:
+            if w <= p["LEAF_W"] or w == n:
+                self._launch("lu_leaf.cl", "getf2_leaf", c0, w, LEAF_W=p["LEAF_W"],
+                             LUNR=p["LEAF_UNR"])
+                return False
+            unit = p["LEAF_W"]
+        self._split(c0, w, max(unit, (w // 2) // unit * unit))
+        return False
+
+    def _split(self, c0: int, w: int, w1: int) -> None:
+        queue, A, n, dtype = self.queue, self.A, self.n, self.dtype
+        w2 = w - w1
+        self.factor(c0, w1)
+        if not self.no_pivot:
+            laswp(queue, A, c0 + w1, w2, self.piv.data, c0, c0 + w1, dtype=dtype)
+        trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
+             lower=True, unit=True, inverse=False)    # small triangle: one substitution launch
+        gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
+             A.at(c0 + w1, c0 + w1), dtype=dtype)
+        self.factor(c0 + w1, w2)
+        if not self.no_pivot:
+            laswp(queue, A, c0, w1, self.piv.data, c0 + w1, c0 + w, dtype=dtype)
+
+
+def flat_tile(queue, dtype, k: int) -> dict:
+    """flat_update's tile: the device's GEMM shape for inner dimension k where it is
+    tiled; else 16 x 16 by 2 x 2 items."""
+    shape = gemm_shape(queue, k, dtype)
+    if shape["KERNEL"] == "tiled":
+        return {key: shape[key] for key in ("TILE_M", "TILE_N", "WPT_M", "WPT_N")}
+    return dict(TILE_M=16, TILE_N=16, WPT_M=2, WPT_N=2)
+
+
+_side_queues: dict = {}
+
+
+def side_queue(queue):
+    """A second queue on the same device (look-ahead), profiling where ``queue`` does,
+    or None if unavailable."""
+    if queue not in _side_queues:
+        profiling = queue.properties & cl.command_queue_properties.PROFILING_ENABLE
+        try:
+            _side_queues[queue] = cl.CommandQueue(queue.context, queue.device,
+                                                  properties=profiling)
+        except cl.Error:
+            _side_queues[queue] = None
+    return _side_queues[queue]
+
+
+def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
+                    block: int | None = None) -> None:
+    """Right-looking blocked LU, panel by panel.
+
+    With look-ahead (the device's LOOKAHEAD parameter and a second queue),
+    the update of the next panel's columns and the next panel itself run on
+    ``queue`` while the rest of the trailing update (and the interchanges
+    left of the panel) run on the second queue; events order the two.
+    Below the device's SMALL_N the whole matrix is one panel factored by the
+    leaf kernel alone (one launch).  Once the trailing matrix's order is at most
+    FLAT_N and its rows fit the register leaves, it is one panel: leaf after leaf, each
+    followed by one rank-LEAF_W GEMM on the whole trailing matrix (fewer,
+    larger launches than panels of NB columns with their TRSM and interchanges).
+    """
+    dtype = a.dtype
+    p = params(queue, "lu", dtype)
+    small = block is None and n <= p["SMALL_N"]
+    nb = n if small else (block or p["NB"])   # small: one panel, one leaf launch
+    side = side_queue(queue) if p["LOOKAHEAD"] and n > 2 * nb else None
+    A = view_of(a)
+    panels = Panels(queue, A, n, piv, info, dict(p, REG_SLOTS=0, PANEL="leaf") if small else p,
+                    dtype=dtype, no_pivot=no_pivot)
+
+    def snapshot():
+        if side is not None:
+            side.finish()
+        return a.get()
+
+    def factor_panel(j, jb):
+        with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
+                        flops=(n - j) * jb * jb - jb ** 3 / 3.0):
+            return panels.factor(j, jb, last=j + jb == n)
+
+    def width(j):
+        """The panel at column j: the rest of the matrix once it is at most FLAT_N
+        columns and its rows go to register leaves, else NB columns."""
+        rest = n - j
+        flat = rest <= p["FLAT_N"] and block is None and not small and panels.fits(rest)
+        return rest if flat else min(nb, rest)
+
+    if p["PANEL"] == "columns" and not small and width(0) < n:   # panels before the flat tail
+        panels.columns = PivotKernels(queue, a, n, piv, info, no_pivot,
+                                      shape=dict(RB=p["PANEL_RB"], WY=p["PANEL_WY"]))
+
+    with trace.run("lu", "blocked", queue, (n, n), dtype, snapshot, block=nb, leaf=p["LEAF_W"],
+                   lookahead=int(side is not None),
+                   pivoting="none" if no_pivot else "partial") as run:
+        side_done = None                  # the second queue's work of the last iteration
+        j, jb = 0, width(0)
+        rows_done = factor_panel(j, jb)   # the panel's interchanges already in every column
+        while True:
+            j1, rest = j + jb, n - j - jb
+            next_jb = width(j1)
+            # columns [j1, j1+near) are updated on `queue`, the rest on `far`
+            far = side if side is not None and rest > next_jb else queue
+            near = next_jb if far is not queue else rest
+            if far is not queue:
+                panel_done = cl.enqueue_marker(queue)
+                cl.enqueue_barrier(far, wait_for=[panel_done])
+            if side_done is not None:
+                cl.enqueue_barrier(queue, wait_for=[side_done])
+                side_done = None
+            if not no_pivot and j + rest > 0 and not rows_done:
+                with trace.step("laswp", (j, n, 0, n)):
+                    if far is queue:
+                        laswp(queue, A, 0, j + rest, piv.data, j, j1, dtype=dtype,
+                              gap=(j, jb))
+                    else:
+                        laswp(queue, A, j1, near, piv.data, j, j1, dtype=dtype)
+                        laswp(far, A, 0, j + rest - near, piv.data, j, j1, dtype=dtype,
+                              gap=(j, jb + near))
+            if rest <= 0:
+                break
+            with trace.step("trsm", (j, j1, j1, n), flops=float(jb * jb * rest)):
+                trsm(queue, jb, near, A.at(j, j), A.at(j, j1), dtype=dtype, left=True,
+                     lower=True, unit=True)
+                if far is not queue:
+                    trsm(far, jb, rest - near, A.at(j, j), A.at(j, j1 + near), dtype=dtype,
+                         left=True, lower=True, unit=True)
+            with trace.step("gemm", (j1, n, j1, n), flops=2.0 * rest * rest * jb):
+                gemm(queue, rest, near, jb, -1.0, A.at(j1, j), A.at(j, j1), 1.0,
+                     A.at(j1, j1), dtype=dtype)
+                if far is not queue:
+                    gemm(far, rest, rest - near, jb, -1.0, A.at(j1, j), A.at(j, j1 + near),
+                         1.0, A.at(j1, j1 + near), dtype=dtype)
+                    side_done = cl.enqueue_marker(far)
+            rows_done = factor_panel(j1, next_jb)
+            j, jb = j1, next_jb
+        if side_done is not None:
+            cl.enqueue_barrier(queue, wait_for=[side_done])
+        if run is not None:
+            annotate_swaps(run, piv)
