@@ -308,7 +308,10 @@ def test_lu_of_a_transposed_device_array(queue, rng):
     a = rng.standard_normal((6, 6))
     factors = oclla.lu(cl_array.to_device(queue, a).T, queue=queue)
     for got, expected in zip(factors, oclla.lu(a.T.copy(), queue=queue)):
-        np.testing.assert_array_equal(got, expected)
+        assert isinstance(got, cl_array.Array)          # results stay on the device
+        np.testing.assert_array_equal(got.get(), expected)
+    pl, u = oclla.lu(cl_array.to_device(queue, a), permute_l=True, block=2, queue=queue)
+    np.testing.assert_allclose(pl.get() @ u.get(), a, atol=1e-12)
 
 
 def offset_view(queue, values, before=3):
