@@ -362,3 +362,124 @@ def rhs_work(queue, b_, n: int, overwrite_b: bool, *, original=None):
     shape = b_.shape
     x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
     return x2, (lambda: x2.get().reshape(shape))
+
+
+# ---- the prologues and epilogues every public factorization and solve share ---------------
+
+#: The ``method`` values of the factorizations: the blocked algorithm or the per-pivot loop.
+FACTOR_METHODS = ("blocked", "pivot")
+
+
+def check_method(method: str, methods: tuple = FACTOR_METHODS) -> str:
+    """``method`` if it is one of ``methods``, else ValueError naming them."""
+    if method not in methods:
+        raise ValueError(f"method must be one of {methods}, got {method!r}")
+    return method
+
+
+def unpack_pair(pair, what: str, producer: str) -> tuple:
+    """The two items of a factor pair such as ``(lu, piv)`` or ``(c, lower)``, or a
+    TypeError saying that ``what`` must be the pair ``producer`` returns."""
+    try:
+        first, second = pair
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be the pair returned by {producer}") from None
+    return first, second
+
+
+def factor_in_place(a, queue, factor, *, overwrite_a: bool, check_finite: bool,
+                    validate=as_matrix, deferrable: bool = True):
+    """Validate ``a``, factor it on the device and hand the result back as the caller gave it.
+
+    ``validate(a, queue, check_finite=...)`` returns the host array or dense
+    device array to factor (:func:`as_matrix` by default).  Where ``deferrable``
+    and the factorization works in a private copy of a device input, NaN/Inf
+    are not searched first: ``factor(work, True)`` counts them beside the
+    factorization (:func:`status_flags`).  ``factor(work, deferred)`` overwrites
+    the dense device array ``work`` with the factor; its return value comes
+    back as the pair's second item (None for an empty input, which is not
+    factored: an empty copy is returned).  The result is delivered by
+    :func:`deliver`: a device array for a device input (``a`` itself, or its
+    view with the result scattered into it, where ``overwrite_a`` allows), else
+    a numpy array.
+    """
+    deferred = deferrable and defers_finite_check(a, check_finite, overwrite_a)
+    validated = validate(a, queue, check_finite=check_finite and not deferred)
+    if validated.size == 0:
+        device = is_device_array(validated)
+        return (validated if device and overwrite_a else validated.copy()), None
+    work = work_array(queue, validated, overwrite_a, original=a)
+    extra = factor(work, deferred)
+    return deliver(work, a, validated, overwrite_a), extra
+
+
+def to_device(queue, a):
+    """A validated operand on the device: itself if it is there, else a copy."""
+    return a if is_device_array(a) else cl_array.to_device(queue, a)
+
+
+def solve_in_place(queue, b, n: int, dtype, solve, *, overwrite_b: bool, check_finite: bool):
+    """Validate the right-hand side ``b`` of n rows (:func:`as_rhs`), let ``solve(x2)``
+    overwrite the (n, nrhs) device array ``x2`` with X, and hand X back as b came
+    (:func:`rhs_work`: device for a device b, numpy of b's shape otherwise).
+    Nothing is solved for n = 0 or no columns."""
+    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite)
+    if n == 0 or b_.size == 0:
+        return b_.copy() if is_device_array(b_) else np.empty(b_.shape, dtype)
+    x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)
+    solve(x2)
+    return result()
+
+
+# ---- weights and shapes of A·D²·Aᵀ (assembly and weighted least squares) ---------------
+
+def _invalid_weights_on_device(queue, d2: cl_array.Array) -> bool:
+    count = int_zeros(queue)
+    kernel = get_kernel(queue, "ad2at.cl", "count_invalid_weights", d2.dtype)
+    enqueue(queue, kernel, (min(d2.size, 64 * 1024),), None, d2.data, np.int64(d2.size),
+            count.data)
+    return bool(count.get()[0])
+
+
+def validate_weights(d2, n: int, dtype, queue, *, check_finite: bool, name: str = "d2"):
+    """d2 as a 1-D array of n non-negative weights in ``dtype`` (host, or a dense device
+    array: a device view is gathered)."""
+    if is_device_array(d2):
+        if d2.context != queue.context:
+            raise ValueError(f"{name} lives on another OpenCL context than the queue")
+        if d2.dtype != dtype:
+            raise TypeError(f"device array {name} must have dtype {dtype}, got {d2.dtype}")
+        if d2.shape != (n,):
+            raise ValueError(f"{name} must have shape ({n},) to match a's {n} columns, "
+                             f"got {d2.shape}")
+        d2 = dense(queue, d2)
+        if n and _invalid_weights_on_device(queue, d2):
+            raise ValueError(f"{name} must be >= 0 (the diagonal of D², squared weights) "
+                             f"and not NaN")
+        if n and check_finite:
+            if device_has_nonfinite(queue, d2):
+                raise ValueError(f"{name} must not contain infs or NaNs")
+        return d2
+    arr = np.asarray(d2)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"{name} has dtype {arr.dtype}; weights must be real numbers")
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},) to match a's {n} columns, "
+                         f"got {arr.shape}")
+    arr64 = arr.astype(np.float64)
+    bad = np.flatnonzero(~(arr64 >= 0))
+    if bad.size:
+        raise ValueError(f"{name} must be >= 0 (the diagonal of D², squared weights) and "
+                         f"not NaN; {name}[{bad[0]}] = {arr64[bad[0]]}")
+    if check_finite and not np.isfinite(arr64).all():
+        raise ValueError(f"{name} must not contain infs or NaNs")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def check_shape(m: int, n: int) -> None:
+    """ValueError unless the m x n A of A·D²·Aᵀ has m <= n (else the product is singular)."""
+    if m > n:
+        raise ValueError(f"a is {m} x {n} with m > n: A·D²·Aᵀ ({m} x {m}) has rank at most "
+                         f"{n} < {m}, so it is singular and has no Cholesky factor; the rows "
+                         f"of a are the unknowns and need at least as many columns "
+                         f"(observations)")

@@ -36,10 +36,10 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import resolve_queue
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, int_zeros, round_up
-from ._validate import as_matrix, check_fits, dense, device_has_nonfinite, is_device_array
+from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._validate import (as_matrix, check_fits, check_method, check_shape,
+                        is_device_array, validate_weights)
 from .blas import View, gemm, view_of
-from .cholesky import check_method
 from .rfp import layout, packed_length, picture
 
 __all__ = ["assemble_ad2at", "ad2at_flops"]
@@ -48,57 +48,6 @@ __all__ = ["assemble_ad2at", "ad2at_flops"]
 def ad2at_flops(m: int, n: int) -> float:
     """Flops of one triangle of A·D²·Aᵀ: m·n scalings + m(m+1)·n for the products."""
     return float(m) * n + float(m) * (m + 1) * n
-
-
-def _invalid_weights_on_device(queue, d2: cl_array.Array) -> bool:
-    count = int_zeros(queue)
-    kernel = get_kernel(queue, "ad2at.cl", "count_invalid_weights", d2.dtype)
-    enqueue(queue, kernel, (min(d2.size, 64 * 1024),), None, d2.data, np.int64(d2.size),
-            count.data)
-    return bool(count.get()[0])
-
-
-def validate_weights(d2, n: int, dtype, queue, *, check_finite: bool, name: str = "d2"):
-    """d2 as a 1-D array of n non-negative weights in ``dtype`` (host, or a dense device
-    array: a device view is gathered)."""
-    if is_device_array(d2):
-        if d2.context != queue.context:
-            raise ValueError(f"{name} lives on another OpenCL context than the queue")
-        if d2.dtype != dtype:
-            raise TypeError(f"device array {name} must have dtype {dtype}, got {d2.dtype}")
-        if d2.shape != (n,):
-            raise ValueError(f"{name} must have shape ({n},) to match a's {n} columns, "
-                             f"got {d2.shape}")
-        d2 = dense(queue, d2)
-        if n and _invalid_weights_on_device(queue, d2):
-            raise ValueError(f"{name} must be >= 0 (the diagonal of D², squared weights) "
-                             f"and not NaN")
-        if n and check_finite:
-            if device_has_nonfinite(queue, d2):
-                raise ValueError(f"{name} must not contain infs or NaNs")
-        return d2
-    arr = np.asarray(d2)
-    if arr.dtype.kind not in "fiub":
-        raise TypeError(f"{name} has dtype {arr.dtype}; weights must be real numbers")
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise ValueError(f"{name} must have shape ({n},) to match a's {n} columns, "
-                         f"got {arr.shape}")
-    arr64 = arr.astype(np.float64)
-    bad = np.flatnonzero(~(arr64 >= 0))
-    if bad.size:
-        raise ValueError(f"{name} must be >= 0 (the diagonal of D², squared weights) and "
-                         f"not NaN; {name}[{bad[0]}] = {arr64[bad[0]]}")
-    if check_finite and not np.isfinite(arr64).all():
-        raise ValueError(f"{name} must not contain infs or NaNs")
-    return np.ascontiguousarray(arr, dtype=dtype)
-
-
-def check_shape(m: int, n: int) -> None:
-    if m > n:
-        raise ValueError(f"a is {m} x {n} with m > n: A·D²·Aᵀ ({m} x {m}) has rank at most "
-                         f"{n} < {m}, so it is singular and has no Cholesky factor; the rows "
-                         f"of a are the unknowns and need at least as many columns "
-                         f"(observations)")
 
 
 # ---- device algorithms ---------------------------------------------------------------------

@@ -51,11 +51,9 @@ from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
-from ._validate import (as_matrix, as_rhs, defers_finite_check, deliver, is_device_array,
-                        read_status, rhs_work, status_flags, work_array)
+from ._validate import (as_matrix, check_method, factor_in_place, read_status, solve_in_place,
+                        status_flags, to_device, unpack_pair)
 from .blas import View, syrk, tile_grid, tile_launch, trsm, view_of
-
-METHODS = ("blocked", "pivot")
 
 
 def cholesky_flops(n: int) -> float:
@@ -66,12 +64,6 @@ def cholesky_flops(n: int) -> float:
 def not_positive_definite(info: int) -> LinAlgError:
     """The error for LAPACK's ``info`` > 0."""
     return LinAlgError(f"leading minor of order {info} is not positive definite")
-
-
-def check_method(method: str) -> str:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    return method
 
 
 def block_size(queue, dtype, n: int) -> int:
@@ -353,17 +345,12 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
 def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=None):
     check_method(method)
     queue = resolve_queue(queue)
-    deferred = defers_finite_check(a, check_finite, overwrite_a)
-    a_ = as_matrix(a, queue, check_finite=check_finite and not deferred)
-    n = a_.shape[0]
-    device = is_device_array(a_)
-    if n == 0:
-        return a_ if (device and overwrite_a) else (a_.copy() if device else
-                                                    np.empty((0, 0), a_.dtype))
-    work = work_array(queue, a_, overwrite_a, original=a)
-    factor_device(queue, work, lower=bool(lower), method=method, block=block, clean=clean,
-                  check_finite=deferred)
-    return deliver(work, a, a_, overwrite_a)
+    factor, _ = factor_in_place(
+        a, queue, lambda work, deferred: factor_device(
+            queue, work, lower=bool(lower), method=method, block=block, clean=clean,
+            check_finite=deferred),
+        overwrite_a=overwrite_a, check_finite=check_finite)
+    return factor
 
 
 def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bool = False,
@@ -435,24 +422,17 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
       its gathered copy, X then scattered into the view's own entries and the
       view returned.
     """
-    try:
-        c, lower = c_and_lower
-    except (TypeError, ValueError):
-        raise TypeError("c_and_lower must be the (c, lower) pair returned by cho_factor") \
-            from None
+    c, lower = unpack_pair(c_and_lower, "c_and_lower", "cho_factor")
     queue = resolve_queue(queue)
     c_ = as_matrix(c, queue, name="c", check_finite=check_finite)
-    n = c_.shape[0]
-    dtype = c_.dtype
-    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite)
-    device_out = is_device_array(b_)
-    if n == 0 or b_.size == 0:
-        return b_.copy() if device_out else np.empty(b_.shape, dtype)
-    d_c = c_ if is_device_array(c_) else cl_array.to_device(queue, c_)
-    x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)
-    nrhs = x2.shape[1]
-    with trace.run("cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
-        with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
-            solve_factored(queue, view_of(d_c), n, view_of(x2), nrhs, lower=bool(lower),
-                           dtype=dtype)
-    return result()
+    n, dtype = c_.shape[0], c_.dtype
+
+    def solve(x2):
+        nrhs = x2.shape[1]
+        with trace.run("cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
+            with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
+                solve_factored(queue, view_of(to_device(queue, c_)), n, view_of(x2), nrhs,
+                               lower=bool(lower), dtype=dtype)
+
+    return solve_in_place(queue, b, n, dtype, solve, overwrite_b=overwrite_b,
+                          check_finite=check_finite)

@@ -35,14 +35,15 @@ from . import trace
 from .accuracy import permutation_from_piv, split_lu
 from ._device import resolve_queue
 from ._programs import index_width, int_zeros, launch_queue
-from ._validate import (as_matrix, as_rhs, count_nonfinite, defers_finite_check, deliver,
-                        dense, device_pivots, is_device_array, is_view, read_status,
-                        read_status_with, rhs_work, status_flags, work_array)
+from ._validate import (FACTOR_METHODS, as_matrix, as_rhs, check_method, count_nonfinite,
+                        dense, device_pivots, factor_in_place, is_device_array, is_view,
+                        read_status, read_status_with, rhs_work, status_flags, to_device,
+                        unpack_pair)
 from .blas import laswp, trsm, view_of
 from .lu_blocked import factor_blocked
 from .lu_pivot import factor_crout, factor_faithful, factor_inplace, factor_window
 
-METHODS = ("blocked", "pivot")
+METHODS = FACTOR_METHODS
 VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "crout", "window", "faithful")}
 
 
@@ -52,8 +53,7 @@ def lu_flops(n: int) -> float:
 
 
 def _resolve_options(method, variant, pivoting):
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    check_method(method)
     variant = variant or VARIANTS[method][0]
     if variant not in VARIANTS[method]:
         raise ValueError(f"method={method!r} has variants {VARIANTS[method]}, got {variant!r}")
@@ -122,7 +122,7 @@ def _report_info(info: int, n: int, pivoting: str) -> None:
         trace.fail_last_run(error)
         raise error
     warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.",
-                  LinAlgWarning, stacklevel=3)
+                  LinAlgWarning, stacklevel=5)     # the caller of lu_factor
 
 
 def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
@@ -156,19 +156,19 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     """
     method, variant, pivoting = _resolve_options(method, variant, pivoting)
     queue = resolve_queue(queue)
-    deferred = defers_finite_check(a, check_finite, overwrite_a)
-    a_ = as_matrix(a, queue, check_finite=check_finite and not deferred)
-    n = a_.shape[0]
-    device = is_device_array(a_)
-    if n == 0:
-        if device:
-            return (a_ if overwrite_a else a_.copy()), cl_array.empty(queue, 0, np.int32)
-        return np.empty((0, 0), a_.dtype), np.empty(0, np.int32)
-    work = work_array(queue, a_, overwrite_a, original=a)
-    piv, info = _factor_device(queue, work, method, variant, pivoting, block,
-                               check_finite=deferred)
-    _report_info(info, n, pivoting)
-    return deliver(work, a, a_, overwrite_a), (piv if device else piv.get())
+
+    def factor(work, deferred):
+        piv, info = _factor_device(queue, work, method, variant, pivoting, block,
+                                   check_finite=deferred)
+        _report_info(info, work.shape[0], pivoting)      # before anything is delivered
+        return piv
+
+    lu_, piv = factor_in_place(a, queue, factor, overwrite_a=overwrite_a,
+                               check_finite=check_finite)
+    if piv is None:                                      # n = 0
+        return lu_, (cl_array.empty(queue, 0, np.int32) if is_device_array(lu_)
+                     else np.empty(0, np.int32))
+    return lu_, (piv if is_device_array(lu_) else piv.get())
 
 
 PIV_RANGE = "piv entries must lie in [0, {n}) (0-based, as scipy)"
@@ -251,10 +251,7 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
     """
     if trans not in (0, 1, 2):
         raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
-    try:
-        lu_, piv = lu_and_piv
-    except (TypeError, ValueError):
-        raise TypeError("lu_and_piv must be the (lu, piv) pair returned by lu_factor") from None
+    lu_, piv = unpack_pair(lu_and_piv, "lu_and_piv", "lu_factor")
     queue = resolve_queue(queue)
     # NaN/Inf in device operands is counted beside the solve and read with X, unless
     # X goes into b itself: then before it, so that bad input never overwrites b
@@ -267,7 +264,7 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
     b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite and not defer_b)
     if n == 0 or b_.size == 0:
         return b_.copy() if is_device_array(b_) else np.empty(b_.shape, dtype)
-    d_lu = lu_ if is_device_array(lu_) else cl_array.to_device(queue, lu_)
+    d_lu = to_device(queue, lu_)
     flags = int_zeros(queue, 2)                      # [bad piv entries, NaN/Inf entries]
     d_piv = _device_piv(piv, n, queue, flags)
     x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)

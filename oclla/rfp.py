@@ -51,11 +51,10 @@ from . import trace
 from ._device import resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
-from ._validate import (as_matrix, as_rhs, checked_values, deliver, is_device_array, rhs_work,
-                        work_array)
+from ._validate import (as_matrix, check_method, checked_values, factor_in_place,
+                        is_device_array, solve_in_place, to_device, unpack_pair)
 from .blas import View, gemm, syrk, trsm, view_of
-from .cholesky import (block_size, check_method, factor_blocked, factor_pivot,
-                       not_positive_definite)
+from .cholesky import block_size, factor_blocked, factor_pivot, not_positive_definite
 
 __all__ = ["Layout", "layout", "packed_length", "pack", "unpack", "cholesky",
            "cho_solve", "picture"]
@@ -142,10 +141,6 @@ def _as_packed(arf, n: int, queue, *, check_finite: bool, name: str = "arf"):
     return checked_values(arr, queue, name=name, check_finite=check_finite)
 
 
-def _to_device(queue, x):
-    return x if is_device_array(x) else cl_array.to_device(queue, x)
-
-
 # ---- pack / unpack -------------------------------------------------------------------------
 
 def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
@@ -161,7 +156,7 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     dtype = a_.dtype
     if n == 0:
         return cl_array.empty(queue, 0, dtype) if is_device_array(a_) else np.empty(0, dtype)
-    da = _to_device(queue, a_)
+    da = to_device(queue, a_)
     arf = cl_array.empty(queue, packed_length(n), dtype)
     wg = params(queue, "wg1d", dtype)["WG"]
     kernel = get_kernel(queue, "rfp.cl", "pack", dtype, LOWER=int(lower))
@@ -185,7 +180,7 @@ def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=
     if n == 0:
         return cl_array.empty(queue, (0, 0), dtype) if is_device_array(arf_) \
             else np.empty((0, 0), dtype)
-    darf = _to_device(queue, arf_)
+    darf = to_device(queue, arf_)
     a = cl_array.empty(queue, (n, n), dtype)
     loc = params(queue, "local2d", dtype)
     kernel = get_kernel(queue, "rfp.cl", "unpack", dtype, LOWER=int(lower))
@@ -316,13 +311,12 @@ def cholesky(arf, n: int, *, lower: bool = True, method: str = "blocked",
     check_method(method)
     n = _check_order(n)
     queue = resolve_queue(queue)
-    arf_ = _as_packed(arf, n, queue, check_finite=check_finite)
-    device = is_device_array(arf_)
-    if n == 0:
-        return arf_ if (device and overwrite_a) else arf_.copy()
-    work = work_array(queue, arf_, overwrite_a, original=arf)
-    factor_packed(queue, work, n, lower=bool(lower), method=method, block=block)
-    return deliver(work, arf, arf_, overwrite_a)
+    factor, _ = factor_in_place(
+        arf, queue, lambda work, deferred: factor_packed(queue, work, n, lower=bool(lower),
+                                                         method=method, block=block),
+        overwrite_a=overwrite_a, check_finite=check_finite, deferrable=False,
+        validate=lambda x, q, check_finite: _as_packed(x, n, q, check_finite=check_finite))
+    return factor
 
 
 def solve_packed(queue, buf, off: int, lay: Layout, b: View, nrhs: int, *, dtype) -> None:
@@ -354,10 +348,7 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     (n,) or (n, k), host or device (any view), with the dtype rules and the
     ``overwrite_b`` permission of :func:`oclla.cho_solve`.
     """
-    try:
-        arf, lower = c_and_lower
-    except (TypeError, ValueError):
-        raise TypeError("c_and_lower must be the pair (arf, lower)") from None
+    arf, lower = unpack_pair(c_and_lower, "c_and_lower", "(rfp.cholesky(...), lower)")
     queue = resolve_queue(queue)
     b_arr = b if is_device_array(b) else np.asarray(b)
     if b_arr.ndim not in (1, 2):
@@ -365,16 +356,14 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     n = b_arr.shape[0]
     arf_ = _as_packed(arf, n, queue, check_finite=check_finite)
     dtype = arf_.dtype
-    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite)
-    device_out = is_device_array(b_)
-    if n == 0 or b_.size == 0:
-        return b_.copy() if device_out else np.empty(b_.shape, dtype)
-    darf = _to_device(queue, arf_)
-    x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)
-    nrhs = x2.shape[1]
-    lay = layout(n, bool(lower))
-    with trace.run("rfp_cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
-        with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
-            solve_packed(queue, darf.base_data, darf.offset // dtype.itemsize, lay,
-                         view_of(x2), nrhs, dtype=dtype)
-    return result()
+
+    def solve(x2):
+        nrhs = x2.shape[1]
+        darf = to_device(queue, arf_)
+        with trace.run("rfp_cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
+            with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
+                solve_packed(queue, darf.base_data, darf.offset // dtype.itemsize,
+                             layout(n, bool(lower)), view_of(x2), nrhs, dtype=dtype)
+
+    return solve_in_place(queue, b, n, dtype, solve, overwrite_b=overwrite_b,
+                          check_finite=check_finite)

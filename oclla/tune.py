@@ -56,6 +56,7 @@ import time
 import numpy as np
 
 from . import _params
+from ._bench import best_of
 from .accuracy import THRESHOLD, lu_backward_error, product_error
 
 GEMM_N = {"GPU": 4096, "CPU": 1024}
@@ -242,15 +243,11 @@ def check_chol(queue, dtype) -> str | None:
 # ---- timing ---------------------------------------------------------------------------
 
 def _best_time(queue, fn, repeat: int = 3) -> float:
-    fn()
-    queue.finish()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+    """:func:`oclla._bench.best_of` of ``fn`` with the queue drained after each run."""
+    def run():
         fn()
         queue.finish()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_of(run, repeat)
 
 
 def _safe(fn):

@@ -50,10 +50,11 @@ from scipy.linalg import LinAlgWarning
 
 from . import trace
 from ._device import device_info, resolve_queue
-from ._validate import NONFINITE, dense, is_device_array
-from .ad2at import assemble_device, check_shape, validate_weights
+from ._validate import (NONFINITE, check_method, check_shape, dense, is_device_array,
+                        validate_weights)
+from .ad2at import assemble_device
 from .blas import view_of
-from .cholesky import check_method, factor_device, solve_factored
+from .cholesky import factor_device, solve_factored
 from .rfp import factor_packed, layout, solve_packed
 
 __all__ = ["WLSResult", "wls_solve"]
