@@ -253,6 +253,12 @@ def checked_values(arr, queue, *, name: str, check_finite: bool):
     dtype = check_dtype(arr.dtype, name)
     check_fits(queue, int(np.prod(arr.shape)) * dtype.itemsize, name)
     check_fp64(queue, dtype)
+    return _finite_and_dense(arr, queue, check_finite=check_finite)
+
+
+def _finite_and_dense(arr, queue, *, check_finite: bool, dtype=None):
+    """A device ``arr`` gathered if it is a view (:func:`dense`), a host one C-contiguous
+    (in ``dtype`` if given); ValueError for NaN/Inf when ``check_finite``."""
     if is_device_array(arr):
         arr = dense(queue, arr)
         if check_finite and device_has_nonfinite(queue, arr):
@@ -260,7 +266,7 @@ def checked_values(arr, queue, *, name: str, check_finite: bool):
         return arr
     if check_finite and not np.isfinite(arr).all():
         raise ValueError(NONFINITE)
-    return np.ascontiguousarray(arr)
+    return np.ascontiguousarray(arr, dtype=dtype)
 
 
 def work_array(queue, validated, overwrite: bool, *, original=None) -> cl_array.Array:
@@ -333,14 +339,8 @@ def as_rhs(b, queue, n: int, dtype, *, name: str = "b", check_finite: bool = Tru
         raise ValueError(f"{name} must be 1-D or 2-D, got shape {arr.shape}")
     if arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} rows; the matrix is {n} x {n}")
-    if is_device_array(arr):
-        arr = dense(queue, arr)
-        if check_finite and device_has_nonfinite(queue, arr):
-            raise ValueError(NONFINITE)
-        return arr
-    if check_finite and not np.isfinite(arr).all():
-        raise ValueError(NONFINITE)
-    return np.ascontiguousarray(arr, dtype=dtype)
+    return _finite_and_dense(arr, queue, check_finite=check_finite,
+                             dtype=None if is_device_array(arr) else dtype)
 
 
 def rhs_work(queue, b_, n: int, overwrite_b: bool, *, original=None):
