@@ -10,6 +10,36 @@ The public API mirrors :mod:`scipy.linalg` where scipy has a name::
 Devices: :func:`get_queue`, :func:`devices`, device-limit profiles
 (:func:`set_profile`, :data:`PROFILES`, or ``OCLLA_PROFILE``); traces: :func:`record`,
 :func:`load_recording`; accuracy measures: :mod:`oclla.accuracy`.
+
+A tour of the source
+--------------------
+Where each algorithm lives (kernels_cl/README.md maps each paper to its module and kernels):
+
+* ``lu.py`` the LU API (``lu_factor``, ``lu_solve``, ``lu``); ``lu_pivot.py`` the per-pivot
+  teaching variants (the SYCL post's ``faithful`` port, ``inplace``, ``crout``, ``window``);
+  ``lu_blocked.py`` the blocked LU and its panel strategies.
+* ``cholesky.py`` full-storage Cholesky (per-pivot and blocked) and its solve; ``rfp.py``
+  LAPACK's rectangular full packed storage and the packed Cholesky; ``ad2at.py`` A·D²·Aᵀ;
+  ``wls.py`` weighted least squares with mixed-precision refinement.
+* ``blas.py`` the device-level GEMM/SYRK/TRSM/laswp that the factorizations share, on
+  ``View`` s (buffer, element offset, leading dimension; the queue first, as in BLAS).
+* ``_validate.py`` what every public function does with its arguments: validation, views
+  gathered and scattered, the factor/solve prologues (``factor_in_place``,
+  ``solve_in_place``).
+
+How a kernel is built and parameterised: a driver calls
+``_programs.get_kernel(queue, "file.cl", "name", dtype, **defines)``; the program is built
+once per context, source and ``-D`` options (``_programs``), with the tunables of a
+parameter family from ``_params.params(queue, family, dtype)``: a tuned entry
+(``data/tuned.json`` or the user's ``oclla tune`` file), else values derived from the
+device's limits (``_device.device_info``, narrowed by a ``_profiles`` profile), checked
+once by ``_selfcheck`` before first use, with safer fallbacks (``_params.ladder``).
+
+How a trace is recorded: every launch goes through ``_programs.enqueue``, which reports
+the kernel and its OpenCL profiling event to the recording open in this thread
+(``_trace_hooks``); the algorithms mark their steps with ``trace.run`` and ``trace.step``
+(phase, active region, pivot, flops); ``record()`` collects them and ``Recording.save``
+writes the file the viewer replays.
 """
 
 from . import accuracy, blas
