@@ -8,7 +8,8 @@ PoCL CPU, that device under every device-limit profile of
 :data:`oclla._profiles.PROFILES`, a large and a tiny GPU), :func:`snapshot`
 lists the rungs of :func:`oclla._params.ladder` and, for single-key
 perturbations of each rung (and of the tiled and direct ``gemm`` shapes),
-whether :func:`oclla._params.check` accepts them.  The device is simulated:
+whether :func:`oclla._params.check` accepts them; and the tuner's search spaces
+(:data:`oclla.tune.SPACE`) per device kind, native width and ``quick``.  The device is simulated:
 its limits come from :data:`DEVICES` and its vector-compile answers from
 :data:`VECTORS`, so the snapshot is the same on any machine.
 
@@ -17,6 +18,7 @@ its limits come from :data:`DEVICES` and its vector-compile answers from
 """
 
 import contextlib
+import itertools
 import json
 import os
 import sys
@@ -24,7 +26,7 @@ import sys
 import numpy as np
 import pytest
 
-from oclla import _params, _profiles
+from oclla import _params, _profiles, tune
 from oclla._device import DeviceInfo
 
 BASE = dict(index=0, name="cpu-haswell-Intel(R) Xeon(R) CPU", vendor="GenuineIntel",
@@ -92,6 +94,11 @@ def snapshot() -> dict:
                     out[f"{dev}/{dtype}/{family}"] = dict(
                         rungs=rungs,
                         checks=[_verdicts(family, b, info, itemsize) for b in bases])
+    for family, space in sorted(tune.SPACE.items()):
+        for kind, native, quick in itertools.product(("GPU", "CPU"), (1, 4, 8, 16),
+                                                     (False, True)):
+            args = (kind, quick) if family in ("lu", "chol") else (kind, native, quick)
+            out[f"tune/{family}/{kind}/{native}/{int(quick)}"] = space(*args)
     return out
 
 
