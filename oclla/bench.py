@@ -4,7 +4,8 @@ Usage::
 
     oclla bench [lu|gemm|syrk|getrf|potrf] [--sizes 512,1024] [--dtype float32,float64]
                 [--repeat 3] [--device SPEC] [--reference auto|cpu|cuda]
-                [--max-pivot-n 4096] [--json] [--plot FILE.png]
+                [--max-pivot-n 4096] [--json [FILE.json]] [--plot FILE.png]
+    oclla bench wls ...        (Jung & O'Leary's Tables 1 and 2: oclla bench wls --help)
 
 What each routine measures (LAPACK flop counts):
 
@@ -13,7 +14,7 @@ What each routine measures (LAPACK flop counts):
 ``getrf``  the blocked LU and the reference; 2n³/3
 ``gemm``   C = A·B, n x n; 2n³
 ``syrk``   one triangle of C = A·Aᵀ, n x n; n²(n+1)
-``potrf``  Cholesky (``oclla.cholesky`` when present); n³/3
+``potrf``  Cholesky (``oclla.cholesky``); n³/3
 
 The reference runs in the same process on the same inputs: cuBLAS/cuSOLVER
 through CuPy (``cupy.matmul``, ``cupy.cublas.syrk``,
@@ -24,6 +25,12 @@ stays on the device), so neither side pays host transfers; each timing ends
 when the device is idle.  The repetitions of all implementations are
 interleaved and the best time of each is kept, which keeps a shared or
 throttling machine from favouring whichever ran first.
+
+``--json`` alone prints the results as one JSON document on stdout instead of
+the table; ``--json FILE.json`` writes the document to the file and prints
+the table.  The document records the command line and the commit of the
+checkout it ran from (when there is one), so that ``benchmarks/table.py``
+can say what made each number.  Progress (one line per size) goes to stderr.
 """
 
 from __future__ import annotations
@@ -31,12 +38,18 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
+import subprocess
 import sys
 import time
 
 import numpy as np
 
 ROUTINES = ("lu", "gemm", "syrk", "getrf", "potrf")
+PLOT_TYPES = (".png", ".svg", ".pdf")
+ROUTINE_HELP = ("lu: every LU variant, per-pivot and blocked; getrf: the blocked LU; gemm: "
+                "C = A·B; syrk: one triangle of A·Aᵀ; potrf: Cholesky (default lu). "
+                "oclla bench wls reproduces Jung & O'Leary's tables (oclla bench wls --help)")
 
 # Vector (non-tensor-core) peaks in GFLOP/s of the SXM parts, by name substring.
 PEAKS = {
@@ -169,9 +182,7 @@ def _oclla_runs(routine: str, n: int, dtype, queue, max_pivot_n: int):
             return c
         runs["syrk"] = run_syrk
     if routine == "potrf":
-        cholesky = getattr(oclla, "cholesky", None)
-        if cholesky is not None:
-            runs["cholesky"] = lambda a: cholesky(a, lower=True, queue=queue)
+        runs["cholesky"] = lambda a: oclla.cholesky(a, lower=True, queue=queue)
     return runs
 
 
@@ -229,13 +240,16 @@ def measure(routine: str, n: int, dtype, *, queue, ref, repeat: int = 3,
 
 
 def _table(records: list[dict]) -> str:
+    """The records as a text table; the %peak column only where a peak is known."""
+    with_peak = any(r["percent_of_peak"] is not None for r in records)
     lines = [f"{'routine':8s} {'dtype':8s} {'n':>6s}  {'implementation':44s} {'ms':>10s} "
-             f"{'GFLOP/s':>10s} {'%peak':>6s} {'vs ref':>7s}"]
+             f"{'GFLOP/s':>10s}" + (f" {'%peak':>6s}" if with_peak else "") + f" {'vs ref':>7s}"]
     for r in records:
         pk = "" if r["percent_of_peak"] is None else f"{r['percent_of_peak']:.1f}"
         lines.append(f"{r['routine']:8s} {r['dtype']:8s} {r['n']:6d}  {r['impl'][:44]:44s} "
-                     f"{1e3 * r['seconds']:10.2f} {r['gflops']:10.1f} {pk:>6s} "
-                     f"{r['ratio_to_reference']:7.2f}")
+                     f"{1e3 * r['seconds']:10.2f} {r['gflops']:10.1f}"
+                     + (f" {pk:>6s}" if with_peak else "")
+                     + f" {r['ratio_to_reference']:7.2f}")
     return "\n".join(lines)
 
 
@@ -261,20 +275,45 @@ def _plot(records: list[dict], path: str) -> None:
     plt.close(fig)
 
 
-def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="oclla bench", description=__doc__.split("\n")[0])
-    ap.add_argument("routine", nargs="?", default="lu", choices=ROUTINES)
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``oclla bench``."""
+    ap = argparse.ArgumentParser(
+        prog="oclla bench",
+        description="GFLOP/s of oclla against the vendor or CPU reference, in the same run.")
+    ap.add_argument("--version", action="version", version=_version())
+    ap.add_argument("routine", nargs="?", default="lu", choices=ROUTINES, help=ROUTINE_HELP)
     ap.add_argument("--sizes", default="256,512,1024",
                     help="comma-separated orders n (default 256,512,1024)")
     ap.add_argument("--dtype", default="float32",
                     help="float32, float64 or both comma-separated (default float32)")
-    ap.add_argument("--repeat", type=int, default=3, help="timed runs per implementation")
-    ap.add_argument("--device", default=None, help="OpenCL device (index or name substring)")
-    ap.add_argument("--reference", default="auto", choices=("auto", "cpu", "cuda"))
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="timed runs per implementation, best kept (default 3)")
+    ap.add_argument("--device", default=None,
+                    help="OpenCL device, index or name substring (default: the selection "
+                         "order of oclla.get_queue)")
+    ap.add_argument("--reference", default="auto", choices=("auto", "cpu", "cuda"),
+                    help="cuda: cuBLAS/cuSOLVER through CuPy; cpu: NumPy/SciPy; auto: cuda "
+                         "when CuPy sees a CUDA device, else cpu (default auto)")
     ap.add_argument("--max-pivot-n", type=int, default=4096,
-                    help="largest n for the per-pivot LU variants (they take O(n) launches)")
-    ap.add_argument("--json", action="store_true", help="print the records as JSON")
-    ap.add_argument("--plot", metavar="FILE", help="write a GFLOP/s plot (PNG) to FILE")
+                    help="largest n for the per-pivot LU variants, which take O(n) launches "
+                         "(default 4096)")
+    ap.add_argument("--json", nargs="?", const="-", metavar="FILE.json",
+                    help="the results as JSON: alone, on stdout instead of the table; with "
+                         "a file, written there (default: the table only)")
+    ap.add_argument("--plot", metavar="FILE",
+                    help="write a GFLOP/s plot to FILE (" + ", ".join(PLOT_TYPES)
+                         + "; needs matplotlib: the plot extra)")
+    return ap
+
+
+def _version() -> str:
+    from .cli import version_text
+    return version_text("oclla bench")
+
+
+def parse_args(argv):
+    """The parsed arguments, checked (exit status 2 and one line for a bad one)."""
+    ap = parser()
     args = ap.parse_args(argv)
     try:
         args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -288,34 +327,86 @@ def parse_args(argv):
             ap.error(f"--dtype must be float32 and/or float64, got {d!r}")
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if args.max_pivot_n < 0:
+        ap.error("--max-pivot-n must not be negative")
+    if args.json not in (None, "-") and not args.json.endswith(".json"):
+        ap.error(f"--json takes a file ending in .json, got {args.json!r}")
+    if args.plot and os.path.splitext(args.plot)[1].lower() not in PLOT_TYPES:
+        ap.error(f"--plot {args.plot}: the file must end in one of {', '.join(PLOT_TYPES)}")
     return args
+
+
+def _check_environment(args) -> None:
+    """Everything that would otherwise fail after the measurements (CommandError)."""
+    from .cli import CommandError, check_writable
+    if args.reference == "cuda" and not _cuda_available():
+        raise CommandError("--reference cuda needs CuPy and a CUDA device; neither CuPy nor "
+                           "a device was found (use --reference cpu)")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path not in (None, "-"):
+            check_writable(path, option)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CommandError("--plot needs matplotlib: pip install \"oclla[plot]\" "
+                               "(from a checkout: pip install \".[plot]\")") from None
+
+
+def commit() -> str | None:
+    """The git commit of the checkout oclla runs from (None for an installed copy)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isdir(os.path.join(root, ".git")):
+        return None
+    try:
+        out = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def main(argv=None) -> int:
     """Entry point of ``oclla bench``; returns the process exit status."""
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    from .cli import report_errors
+    return report_errors("oclla bench", _run, args, argv)
+
+
+def _run(args, argv) -> int:
+    _check_environment(args)
     import oclla
     queue = oclla.get_queue(args.device)
     info = oclla.device_info(queue)
     ref = reference(args.reference)
     notes = []
-    if args.routine == "potrf" and not hasattr(oclla, "cholesky"):
-        notes.append("oclla.cholesky is not available in this version: potrf shows the "
-                     "reference only")
-    records = []
+    dtypes = []
     for dtype in args.dtypes:
         if dtype == "float64" and not info.fp64:
             notes.append(f"{info.name} has no float64: skipped")
-            continue
+        else:
+            dtypes.append(dtype)
+    records = []
+    total, done, start = len(dtypes) * len(args.sizes), 0, time.perf_counter()
+    for dtype in dtypes:
         for n in args.sizes:
             records.extend(measure(args.routine, n, np.dtype(dtype), queue=queue, ref=ref,
                                    repeat=args.repeat, max_pivot_n=args.max_pivot_n))
+            done += 1
+            print(f"oclla bench: {args.routine} {dtype} n={n} done ({done} of {total}, "
+                  f"{time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
     header = dict(device=info.name, driver=info.driver_version, platform=info.platform,
                   reference=ref.name, date=datetime.date.today().isoformat(),
-                  routine=args.routine, notes=notes)
-    if args.json:
-        print(json.dumps(dict(header, records=records), indent=1))
+                  routine=args.routine, command=" ".join(["oclla bench"] + argv),
+                  commit=commit(), notes=notes)
+    document = json.dumps(dict(header, records=records), indent=1)
+    if args.json == "-":
+        print(document)
     else:
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                fh.write(document + "\n")
         print(f"device: {info.name} ({info.platform}, driver {info.driver_version})")
         print(f"reference: {ref.name}; {header['date']}")
         print(_table(records))

@@ -16,8 +16,10 @@ steps.  Columns, for each m, ours beside the paper's:
 When CuPy sees a CUDA device, a line gives the float64 normal-equations solve
 on it (cuBLAS product, cuSOLVER Cholesky) in the same run.
 
-Run as ``python -m oclla.bench_wls --sizes 512,1024`` or through
-``benchmarks/wls_tables.py``; :func:`main` takes the argument list.
+Run as ``oclla bench wls --sizes 512,1024`` (or ``python -m oclla.bench_wls``,
+or through ``benchmarks/wls_tables.py``); :func:`main` takes the argument
+list.  ``--json`` follows ``oclla bench``: alone it prints the rows as JSON
+instead of the tables, with a file it writes them there.
 """
 
 from __future__ import annotations
@@ -151,27 +153,66 @@ def _sizes(text: str) -> list:
     return sizes
 
 
+def _tables(text: str) -> list:
+    try:
+        tables = sorted({int(t) for t in text.split(",") if t.strip()})
+    except ValueError:
+        tables = []
+    if not tables or not set(tables) <= {1, 2}:
+        raise argparse.ArgumentTypeError(f"--tables takes 1, 2 or 1,2, got {text!r}")
+    return tables
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="oclla bench wls", description=__doc__.split("\n")[0])
+    """The argument parser of ``oclla bench wls``."""
+    from .cli import version_text
+    p = argparse.ArgumentParser(
+        prog="oclla bench wls",
+        description="Jung & O'Leary's Tables 1 and 2: weighted least squares with "
+                    "mixed-precision refinement, ours beside the paper's.")
+    p.add_argument("--version", action="version", version=version_text("oclla bench wls"))
     p.add_argument("--sizes", type=_sizes, default=list(PAPER_SIZES),
-                   help="m values, comma separated (default: 512,1024,1536,2048)")
-    p.add_argument("--tables", type=str, default="1,2", help="which tables: 1, 2 or 1,2")
-    p.add_argument("--tol", type=float, default=1e-8)
-    p.add_argument("--max-iter", type=int, default=100)
-    p.add_argument("--packed", action="store_true", help="RFP storage on the device")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default=None, help="OpenCL device (index or name substring)")
-    p.add_argument("--no-cupy", action="store_true", help="skip the CuPy reference")
-    p.add_argument("--json", default=None, help="also write the rows to this JSON file")
+                   help="m values, comma separated; A is m x 2m (default 512,1024,1536,2048)")
+    p.add_argument("--tables", type=_tables, default=[1, 2],
+                   help="which tables: 1, 2 or 1,2 (default 1,2)")
+    p.add_argument("--tol", type=float, default=1e-8,
+                   help="stopping tolerance of the refinement (default 1e-8)")
+    p.add_argument("--max-iter", type=int, default=100,
+                   help="most refinement steps (default 100)")
+    p.add_argument("--packed", action="store_true",
+                   help="RFP (packed) storage on the device (default: full storage)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the problem generator (default 0)")
+    p.add_argument("--device", default=None,
+                   help="OpenCL device, index or name substring (default: the selection "
+                        "order of oclla.get_queue)")
+    p.add_argument("--no-cupy", action="store_true",
+                   help="skip the CuPy reference (default: run it when CuPy sees a CUDA "
+                        "device)")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE.json",
+                   help="the rows as JSON: alone, on stdout instead of the tables; with a "
+                        "file, written there (default: the tables only)")
     return p
 
 
 def main(argv=None) -> int:
     """Print Tables 1 and 2 (ours beside the paper's); return the exit status."""
-    args = parser().parse_args(argv)
-    tables = sorted({int(t) for t in args.tables.split(",") if t.strip()})
-    if not tables or not set(tables) <= {1, 2}:
-        parser().error("--tables takes 1, 2 or 1,2")
+    p = parser()
+    args = p.parse_args(argv)
+    if not 0 < args.tol < 1:
+        p.error(f"--tol must lie in (0, 1), got {args.tol}")
+    if args.max_iter < 0:
+        p.error(f"--max-iter must not be negative, got {args.max_iter}")
+    if args.json not in (None, "-") and not args.json.endswith(".json"):
+        p.error(f"--json takes a file ending in .json, got {args.json!r}")
+    from .cli import report_errors
+    return report_errors("oclla bench wls", _run, args)
+
+
+def _run(args) -> int:
+    from .cli import check_writable
+    if args.json not in (None, "-"):
+        check_writable(args.json, "--json")
     queue = get_queue(args.device)
     info = device_info(queue)
     cp = None if args.no_cupy else cupy_or_none()
@@ -181,17 +222,22 @@ def main(argv=None) -> int:
     wls_solve(*warm, packed=args.packed, queue=queue)
     cpu_solve(*warm)
     results = []
-    for table in tables:
+    for table in args.tables:
         rows = [run_row(m, table, queue=queue, seed=args.seed, tol=args.tol,
                         max_iter=args.max_iter, packed=args.packed, cp=cp)
                 for m in args.sizes]
         results.extend(rows)
-        print(format_table(table, rows, f"{info.name} ({info.platform})"
-                           + (", packed" if args.packed else "")))
-        print()
+        if args.json != "-":
+            print(format_table(table, rows, f"{info.name} ({info.platform})"
+                               + (", packed" if args.packed else "")))
+            print()
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"device": info.as_dict(), "rows": results}, fh, indent=1)
+        document = json.dumps({"device": info.as_dict(), "rows": results}, indent=1)
+        if args.json == "-":
+            print(document)
+        else:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                fh.write(document + "\n")
     return 0
 
 

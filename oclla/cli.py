@@ -4,11 +4,17 @@
 variant on the chosen device, prints where the time went (per phase, from
 the OpenCL profiling events), the backward error and GFLOP/s, and writes a
 recording that ``oclla-viewer --replay`` opens.
+
+Errors are one line on stderr: exit status 2 for a bad argument (as argparse
+does), 1 for a failure (no such device, a file that cannot be written, a
+missing optional package); every argument is checked before anything is
+measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -20,6 +26,8 @@ from ._device import DeviceError, build_hint, build_problem, devices, get_queue,
 from .lu import lu_factor, lu_flops
 from .trace import record
 
+DESCRIPTION = "Portable OpenCL linear algebra: devices, the demo, benchmarks and tuning."
+
 DEMO_VARIANTS = (
     ("faithful", dict(method="pivot", variant="faithful")),
     ("inplace", dict(method="pivot", variant="inplace")),
@@ -27,6 +35,47 @@ DEMO_VARIANTS = (
     ("window", dict(method="pivot", variant="window")),
     ("blocked", dict(method="blocked")),
 )
+DEMO_SUMMARY = (f"LU of one seeded matrix with each variant "
+                f"({', '.join(name for name, _ in DEMO_VARIANTS)}): time per phase, "
+                f"backward error, a recording for the viewer")
+
+
+class CommandError(Exception):
+    """A failure that the command reports as one line on stderr, with exit status 1."""
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (a device error may carry a build log)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def report_errors(prog: str, command, *args) -> int:
+    """Run ``command(*args)``; a :class:`CommandError`, :class:`DeviceError` or
+    :class:`OSError` becomes one line ``PROG: error: ...`` on stderr and exit status 1."""
+    try:
+        return command(*args)
+    except (CommandError, DeviceError, OSError) as exc:
+        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def check_writable(path: str, option: str) -> None:
+    """Raise :class:`CommandError` unless a file can be written at ``path`` (checked
+    before any work, so that a long run does not fail at its end)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CommandError(f"{option} {path}: is a directory")
+    if not os.path.isdir(folder):
+        raise CommandError(f"{option} {path}: no such directory {folder}")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path)
+                                          and not os.access(path, os.W_OK)):
+        raise CommandError(f"{option} {path}: not writable")
+
+
+def version_text(prog: str) -> str:
+    """``PROG VERSION`` for ``--version``."""
+    from . import __version__
+    return f"{prog} {__version__}"
 
 
 def _cmd_devices(args) -> int:
@@ -142,6 +191,7 @@ def _factor_timed(a, queue, options):
 
 
 def _cmd_demo(args) -> int:
+    check_writable(args.out, "--out")
     queue = get_queue(args.device)
     info = device_info(queue)
     dtype = np.dtype(args.dtype)
@@ -186,22 +236,32 @@ def _cmd_tune(argv) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="oclla", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="oclla", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=version_text("oclla"))
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("devices", help="list OpenCL devices and whether they compile kernels")
-    p.add_argument("--device", default=None, help="index or name substring to select")
+    p.add_argument("--device", default=None,
+                   help="index or name substring of the device to select (default: the "
+                        "selection order: OCLLA_DEVICE, PYOPENCL_CTX, first GPU, first CPU)")
     p.add_argument("--check", action="store_true",
                    help="build and run every kernel family on the selected device (or every "
                         "device with --all) and report ok / fell back / failed per family; "
                         "exit with status 1 if any failed or no device compiles kernels")
     p.add_argument("--all", action="store_true", help="with --check: every device listed")
-    p = sub.add_parser("demo", help="LU three ways on one seeded matrix, with timings")
+    p = sub.add_parser("demo", help=DEMO_SUMMARY, description=DEMO_SUMMARY)
     p.add_argument("--n", type=int, default=512, help="matrix order (default 512)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default=None, help="index or name substring (see oclla devices)")
-    p.add_argument("--out", default="oclla-demo.oclrec", help="recording file to write")
-    sub.add_parser("bench", help="GFLOP/s against the reference (oclla bench --help)",
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                   help="element type (default float32)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random matrix (default 0)")
+    p.add_argument("--device", default=None,
+                   help="index or name substring (see oclla devices; default: the selection "
+                        "order)")
+    p.add_argument("--out", default="oclla-demo.oclrec",
+                   help="recording file to write (default oclla-demo.oclrec)")
+    sub.add_parser("bench", help="GFLOP/s against the reference: lu, gemm, syrk, getrf, potrf; "
+                                 "wls for Jung & O'Leary's tables (oclla bench --help, "
+                                 "oclla bench wls --help)",
                    add_help=False)
     sub.add_parser("tune", help="search kernel parameters for this device (oclla tune --help)",
                    add_help=False)
@@ -218,13 +278,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo" and args.n < 1:
         parser.error("--n must be at least 1")
-    try:
-        if args.command == "devices":
-            return _cmd_devices(args)
-        return _cmd_demo(args)
-    except DeviceError as exc:
-        print(f"oclla: {exc}", file=sys.stderr)
-        return 1
+    if args.command == "devices":
+        return report_errors("oclla devices", _cmd_devices, args)
+    return report_errors("oclla demo", _cmd_demo, args)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,13 @@ every transpose and a triangle, against float64 products
 and pivots of a factorization against SciPy's.
 
 The result is stored per (device name, driver version, dtype) in the user's
-cache file (:func:`oclla._params.user_file`), where :func:`oclla._params.params`
-finds it; ``--ship`` writes it into the package's ``oclla/data/tuned.json``
-instead (for devices whose defaults ship with oclla).
+cache file (:func:`oclla._params.user_file`: ``OCLLA_TUNED_FILE`` if set, else
+``tuned.json`` in the platform's user cache directory), where
+:func:`oclla._params.params` finds it; ``--ship`` writes it into the package's
+``oclla/data/tuned.json`` instead (for devices whose defaults ship with
+oclla).  A run of some families keeps the others as stored or shipped for the
+device (:func:`store`).  ``OCLLA_TUNED=0`` makes oclla ignore every stored
+entry (parameters derived from the device's limits only).
 """
 
 from __future__ import annotations
@@ -452,7 +456,10 @@ def tune_per_pivot(queue, dtype, family: str, quick: bool, log) -> dict | None:
 def store(path: str, info, dtype_name: str, found: dict, measured: dict) -> None:
     """Store ``found`` for (device, driver, dtype) in the file at ``path``.
 
-    Families not in ``found`` keep what the file already holds for that entry.
+    An entry replaces every family for its device (:func:`oclla._params.stored` takes the
+    first entry that matches), so a partial run is merged per family: ``found`` over what
+    the file already holds for that entry, over what ships for the device
+    (:func:`shipped_params`).
     """
     entries = []
     if os.path.exists(path):
@@ -461,7 +468,9 @@ def store(path: str, info, dtype_name: str, found: dict, measured: dict) -> None
     same = [e for e in entries if (e.get("device"), e.get("driver"), e.get("dtype"))
             == (info.name, info.driver_version, dtype_name)]
     entries = [e for e in entries if e not in same]
-    merged = dict(same[0].get("params", {})) if same else {}
+    merged = {} if os.path.abspath(path) == shipped_file() else shipped_params(info,
+                                                                                  dtype_name)
+    merged.update(same[0].get("params", {}) if same else {})
     merged.update(found)
     entries.append(dict(device=info.name, driver=info.driver_version, dtype=dtype_name,
                         date=datetime.date.today().isoformat(), params=merged,
@@ -471,6 +480,20 @@ def store(path: str, info, dtype_name: str, found: dict, measured: dict) -> None
     with open(path, "w", encoding="utf-8") as f:
         json.dump(dict(version=_params.DATA_VERSION, entries=entries), f, indent=1)
         f.write("\n")
+
+
+def shipped_params(info, dtype_name: str) -> dict:
+    """The families shipped in ``oclla/data/tuned.json`` for this device and dtype (the
+    entry of its driver, else of any driver, as :func:`oclla._params.stored` looks them
+    up; {} if none)."""
+    with open(shipped_file(), encoding="utf-8") as f:
+        entries = _params.read_entries(f.read())
+    for need_driver in (True, False):
+        for e in entries:
+            if (e.get("device") == info.name and e.get("dtype") == dtype_name
+                    and (not need_driver or e.get("driver") == info.driver_version)):
+                return dict(e.get("params", {}))
+    return {}
 
 
 def shipped_file() -> str:
@@ -510,44 +533,86 @@ def tune(queue, dtype, families, quick: bool = False, log=print, save=None) -> d
     return found
 
 
+def metric_text(family: str, kind: str) -> str:
+    """:data:`METRIC` of ``family`` with the orders of a ``kind`` ("GPU"/"CPU") device."""
+    text = METRIC[family]
+    for name, sizes in (("GEMM_N", GEMM_N), ("LU_N", LU_N), ("PIVOT_N", PIVOT_N)):
+        text = text.replace(name, str(sizes["GPU" if kind == "GPU" else "CPU"]))
+    return text
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``oclla tune``."""
+    from .cli import version_text
+    ap = argparse.ArgumentParser(
+        prog="oclla tune",
+        description="Measure the best kernel parameters on this device and store them "
+                    "(each candidate checked against a reference before it is timed).")
+    ap.add_argument("--version", action="version", version=version_text("oclla tune"))
+    ap.add_argument("--device", default=None,
+                    help="OpenCL device, index or name substring (default: the selection "
+                         "order of oclla.get_queue)")
+    ap.add_argument("--dtype", default="float32",
+                    help="float32, float64 or both comma-separated (default float32)")
+    ap.add_argument("--families", default="gemm,lu,chol,pivot,crout,window",
+                    help="comma-separated subset of " + ", ".join(sorted(SPACE))
+                         + " (default: all); the families not searched keep the "
+                           "parameters stored or shipped for the device")
+    ap.add_argument("--quick", action="store_true",
+                    help="a thinner search (default: the full search space)")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--output", default=None, metavar="FILE",
+                       help="file to store into (default: the user cache, "
+                            "OCLLA_TUNED_FILE if set)")
+    where.add_argument("--ship", action="store_true",
+                       help="store into the package's oclla/data/tuned.json")
+    return ap
+
+
 def main(argv=None) -> int:
     """Entry point of ``oclla tune``; returns the process exit status."""
-    ap = argparse.ArgumentParser(prog="oclla tune", description=__doc__.split("\n")[0])
-    ap.add_argument("--device", default=None)
-    ap.add_argument("--dtype", default="float32", help="float32, float64 or both")
-    ap.add_argument("--families", default="gemm,lu,chol,pivot,crout,window",
-                    help="comma-separated subset of gemm, lu, chol, pivot, crout, window")
-    ap.add_argument("--quick", action="store_true", help="a thinner search")
-    ap.add_argument("--output", default=None, help="file to store into (default: user cache)")
-    ap.add_argument("--ship", action="store_true",
-                    help="store into the package's oclla/data/tuned.json")
+    ap = parser()
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     families = {f.strip() for f in args.families.split(",") if f.strip()}
     unknown = families - set(SPACE)
-    if unknown:
-        ap.error(f"unknown families: {', '.join(sorted(unknown))}")
+    if unknown or not families:
+        ap.error(f"unknown families: {', '.join(sorted(unknown)) or '(none given)'}; "
+                 f"choose from {', '.join(sorted(SPACE))}")
+    args.families = families
+    args.dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    if not args.dtypes or not set(args.dtypes) <= {"float32", "float64"}:
+        ap.error(f"--dtype must be float32 and/or float64, got {args.dtype!r}")
+    from .cli import report_errors
+    return report_errors("oclla tune", _run, args)
+
+
+def _run(args) -> int:
     from . import get_queue, device_info
+    from .cli import check_writable
+    path = shipped_file() if args.ship else (args.output or _params.user_file())
+    check_writable(path, "--output")
     queue = get_queue(args.device)
     info = device_info(queue)
-    path = shipped_file() if args.ship else (args.output or _params.user_file())
     print(f"tuning {info.name} (driver {info.driver_version}); search space and metric:")
-    for fam in sorted(families):
-        print(f"  {fam}: {METRIC[fam]}")
-    for dtype_name in (d.strip() for d in args.dtype.split(",") if d.strip()):
-        if dtype_name == "float64" and not info.fp64:
-            print(f"{info.name} has no float64: skipped")
-            continue
-        t0 = time.perf_counter()
+    for fam in sorted(args.families):
+        print(f"  {fam}: {metric_text(fam, info.kind)}")
+    try:
+        for dtype_name in args.dtypes:
+            if dtype_name == "float64" and not info.fp64:
+                print(f"{info.name} has no float64: skipped")
+                continue
+            t0 = time.perf_counter()
 
-        def save(found, dtype_name=dtype_name):
-            store(path, info, dtype_name, found,
-                  dict(seconds=round(time.perf_counter() - t0, 1)))
+            def save(found, dtype_name=dtype_name):
+                store(path, info, dtype_name, found,
+                      dict(seconds=round(time.perf_counter() - t0, 1)))
 
-        found = tune(queue, np.dtype(dtype_name), families, args.quick, save=save)
-        print(f"{dtype_name}: stored {json.dumps(found)} in {path}", flush=True)
-    for fam in _params.FAMILIES:
-        _params.override(fam, None)
-    _params.reload()
+            found = tune(queue, np.dtype(dtype_name), args.families, args.quick, save=save)
+            print(f"{dtype_name}: stored {json.dumps(found)} in {path}", flush=True)
+    finally:
+        for fam in _params.FAMILIES:
+            _params.override(fam, None)
+        _params.reload()
     return 0
 
 
