@@ -39,26 +39,34 @@ class CliError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from oclla.cli import version_text
     p = argparse.ArgumentParser(
         prog="oclla-viewer",
         description="Watch oclla's factorizations step by step and see where the time goes.",
         epilog="Without --export the window opens; with it the view is rendered headless.")
+    p.add_argument("--version", action="version", version=version_text("oclla-viewer"))
     src = p.add_argument_group("what to show")
     src.add_argument("--replay", metavar="FILE", help="open a saved recording")
     src.add_argument("--algorithm", choices=[a.key for a in registry.ALGORITHMS],
                      help="run this algorithm (needs an OpenCL device)")
-    src.add_argument("--variant", help="variant of the algorithm (default: its first)")
-    src.add_argument("--pivoting", choices=("partial", "none"))
-    src.add_argument("--block", type=int, metavar="NB", help="block size of a blocked variant")
+    src.add_argument("--variant",
+                     help="variant of the algorithm, as the API names it (LU: inplace, crout, "
+                          "window, faithful, blocked; default: its first)")
+    src.add_argument("--pivoting", choices=("partial", "none"),
+                     help="pivoting of an LU (default: the variant's, partial where it can)")
+    src.add_argument("--block", type=int, metavar="NB",
+                     help="block size of a blocked variant (default: the device's)")
     src.add_argument("--n", type=int, default=16, help="matrix order (default 16)")
-    src.add_argument("--dtype", choices=DTYPES, default="float64")
+    src.add_argument("--dtype", choices=DTYPES, default="float64",
+                     help="element type (default float64)")
     src.add_argument("--family", choices=matrices.GENERATED,
                      help="matrix family (default: what suits the algorithm)")
     src.add_argument("--cond", type=float, default=1e3, metavar="KAPPA",
                      help="condition number for --family cond (default 1e3)")
     src.add_argument("--matrix", metavar="FILE", help="a .npy or .mtx matrix instead of --family")
-    src.add_argument("--seed", type=int, default=0)
-    src.add_argument("--device", help="OpenCL device index or name substring")
+    src.add_argument("--seed", type=int, default=0, help="seed of the matrix (default 0)")
+    src.add_argument("--device", help="OpenCL device index or name substring (default: "
+                                      "oclla's selection order)")
     src.add_argument("--no-warmup", action="store_true",
                      help="record the very first call (kernel builds included) instead of "
                           "running once untimed first")
@@ -83,11 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--steps", metavar="A-B", help="step range of an animation (default all)")
     out.add_argument("--view", choices=VIEW_NAMES, default="window",
                      help="what to render (default: the whole window)")
-    out.add_argument("--size", default="1280x820", metavar="WxH", help="window size in pixels")
-    out.add_argument("--theme", choices=("light", "dark"), default="light")
+    out.add_argument("--size", default="1280x820", metavar="WxH",
+                     help="window size in pixels (default 1280x820)")
+    out.add_argument("--theme", choices=("light", "dark"), default="light",
+                     help="theme of a headless render (default light)")
     out.add_argument("--presentation", action="store_true",
                      help="large fonts and high contrast")
-    out.add_argument("--fps", type=float, default=4.0, help="animation frames per second")
+    out.add_argument("--fps", type=float, default=4.0,
+                     help="animation frames per second, in (0, 60] (default 4)")
     return p
 
 
@@ -96,6 +107,9 @@ def _parse_range(text: str, last: int) -> tuple[int, int]:
         a, b = (int(x) for x in text.split("-"))
     except ValueError:
         raise CliError(f"--steps wants A-B (two step numbers), got {text!r}", 2) from None
+    if a > b:
+        raise CliError(f"--steps {text}: the first step is after the last (write A-B "
+                       f"with A <= B)", 2)
     if not 0 <= a <= b <= last:
         raise CliError(f"--steps {text} is outside the run's steps 0-{last}", 2)
     return a, b
@@ -117,7 +131,7 @@ def request_from_args(args, variant: str | None = None,
     """The RunRequest the arguments describe (CliError for a bad combination)."""
     try:
         spec = registry.algorithm(args.algorithm)
-        v = spec.variant(variant or args.variant or spec.variants[0].key)
+        v = spec.variant(_variant_key(spec, variant or args.variant or spec.variants[0].key))
     except KeyError as exc:
         raise CliError(str(exc.args[0]), 2) from None
     if spec.missing():
@@ -140,7 +154,24 @@ def request_from_args(args, variant: str | None = None,
     return req
 
 
+def _variant_key(spec, name: str) -> str:
+    """The registry key of variant ``name``, which may also be spelled as the API's
+    ``variant=`` argument (``--variant inplace`` for the LU's per-pivot loop in place)."""
+    if any(v.key == name for v in spec.variants):
+        return name
+    for v in spec.variants:
+        if v.kwargs.get("variant") == name:
+            return v.key
+    return name
+
+
 def _check_args(args, parser) -> None:
+    if args.cond < 1 or args.cond != args.cond or args.cond == float("inf"):
+        parser.error(f"--cond is a condition number: finite and at least 1, got {args.cond:g}")
+    if not 0 < args.fps <= 60:
+        parser.error(f"--fps must lie in (0, 60], got {args.fps:g}")
+    if args.block is not None and args.block < 1:
+        parser.error(f"--block must be at least 1, got {args.block}")
     if args.export and not (args.replay or args.algorithm):
         parser.error("--export needs something to show: --replay FILE or --algorithm NAME")
     if args.replay and args.algorithm:
@@ -262,13 +293,27 @@ def _populate(window, args, headless: bool) -> None:
     window.model.set_sync(args.sync)
 
 
+def _check_qt() -> None:
+    """CliError naming the extra to install when the Qt packages are missing."""
+    try:
+        import PySide6  # noqa: F401
+        import pyqtgraph  # noqa: F401
+    except ImportError as exc:
+        raise CliError(f"the viewer needs PySide6 and pyqtgraph ({exc}): pip install "
+                       f"\"oclla[viewer]\" (from a checkout: pip install \".[viewer]\")") \
+            from None
+
+
 def main(argv=None) -> int:
+    """Entry point of ``oclla-viewer``; returns the exit status (0, 1 a failure, 2 bad
+    arguments)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     headless = bool(args.export)
     try:
         _check_args(args, parser)
         size = _size(args.size)
+        _check_qt()
         app, created = _qt_app(headless)
         from PySide6 import QtCore
         from .settings import Settings
