@@ -1,0 +1,285 @@
+"""Rank-k update and downdate of a Cholesky factor: the factor of A ± V·Vᵀ from that of A.
+
+Given R with A = Rᵀ·R (``lower=False``, scipy's default; ``lower=True``:
+A = L·Lᵀ, L = Rᵀ) and V (n × k), :func:`cholesky_update` forms R̃ with
+R̃ᵀ·R̃ = A + σ·V·Vᵀ in O(k·n²) operations instead of refactoring A ± V·Vᵀ
+in O(n³), following Walder's gpucholmod (Algorithm 1, the hyperbolic
+method).  Row i of R and column p of V are rotated together::
+
+    Compute:  w = √(R(i,i)² + σ·V(i,p)²),  c = w/R(i,i),  s = V(i,p)/R(i,i),  R(i,i) = w
+    Apply:    R(i,j) = (R(i,j) + σ·s·V(j,p))/c,  V(j,p) = c·V(j,p) − s·R(i,j)   (j > i)
+
+an ordinary rotation for σ = +1 and a hyperbolic one for σ = −1, in the
+"mixed" form in which the new R(i,j) forms the new V(j,p) (the paper's
+Apply).  The k columns of V are rotated in one sweep over the rows; the
+result equals k rank-1 modifications in turn.
+
+Methods
+-------
+``method="pivot"`` (teaching)
+    Two launches per row i, each a trace step: ``compute`` (one work-item:
+    the k rotations of row i) and ``apply`` (one work-item per column j > i:
+    R(i,j) and V(j,:) rotated by them).  The rows go one after the other and
+    each launch rotates the rest of its row at once: Algorithm 1's
+    CholeskyModifyB loop order, the one that gives a launch per row work for
+    n − i work-items; each work-item itself follows CholeskyModifyA's
+    pattern, V(j,:) read before and written after its loop over p.
+``method="blocked"`` (default)
+    The paper's panelling (its Section 4): per panel of :data:`PANEL` rows
+    one work-group forms the panel's rotations and applies them inside the
+    panel's diagonal triangle (``panel`` step), then one work-item per
+    trailing column applies all the panel's rotations to its PANEL entries
+    of R and its row of V, both held in registers, the rotations staged in
+    local memory :data:`KB` columns of V at a time (``apply`` step,
+    CholeskyModifyA's order).  2·⌈n/PANEL⌉ launches.
+
+    The sweep was chosen over the blocked formulation that accumulates a
+    panel's rotations into a (PANEL + k)² matrix and applies it to the
+    trailing part with one GEMM: that product costs 2·(PANEL + k)² flops per
+    trailing column against the sweep's 6·PANEL·k (2.7× more at PANEL = 32,
+    k = 16; 9× at k = 1), and it multiplies by the accumulated hyperbolic
+    transformation, whose norm grows near the positive definite boundary,
+    giving up the mixed form's stability in downdates.
+
+Downdates (σ = −1) exist only while A − V·Vᵀ stays positive definite.
+Compute then needs R(i,i)² − V(i,p)² > 0; where it is not (or R(i,i) = 0)
+the modified matrix's leading minor of order i + 1 is not positive definite
+and :class:`numpy.linalg.LinAlgError` names that order, as LAPACK's ``info``
+would for ``potrf`` of A − V·Vᵀ.  Hyperbolic downdating is forward stable
+only relative to the conditioning of the downdated matrix: its error grows
+like ‖A‖/λ_min(A − V·Vᵀ), so near the boundary it loses the digits that
+refactoring A − V·Vᵀ would lose too, and a little more.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl.array as cl_array
+from numpy.linalg import LinAlgError
+
+from . import trace
+from ._device import resolve_queue
+from ._params import params
+from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_device_array,
+                        read_status, status_flags, to_device)
+from .cholesky import _full_region
+
+#: Rows of R per panel of ``method="blocked"``.  apply_panel keeps PANEL
+#: entries of R per work-item in registers and stages PANEL x KB rotations
+#: (three reals each) in local memory: 12 KiB in float64 at 32 x 16, within
+#: OpenCL 1.2's minimum of 32 KiB.  Launches number 2·n/PANEL; wider panels
+#: move more of the work into the one work-group of factor_panel.
+PANEL = 32
+
+#: Columns of V that apply_panel holds in registers at once (the paper's
+#: ElementsPerThread, 16 there too); fewer when k is smaller (the next power
+#: of two above k), so that a rank-1 update does no work on padding.
+KB = 16
+
+def update_flops(n: int, k: int) -> float:
+    """Flops of a rank-k modification of an order-n factor: 6 per Apply
+    (k·n(n−1)/2 of them) and per Compute (k·n): 3k·n² + 3k·n."""
+    return 3.0 * k * n * (n + 1)
+
+
+def _failure(info: int, sign: int) -> LinAlgError:
+    if sign < 0:
+        return LinAlgError(f"downdated matrix is not positive definite: leading minor of "
+                           f"order {info}")
+    return LinAlgError(f"the factor has a zero diagonal entry at order {info}: it is not "
+                       f"the Cholesky factor of a positive definite matrix")
+
+
+def _group_width(k: int) -> int:
+    """apply_panel's KB for k columns: the next power of two >= k, at most :data:`KB`."""
+    width = 1
+    while width < min(k, KB):
+        width *= 2
+    return width
+
+
+# ---- device algorithms: enqueue only, never wait -------------------------------------
+
+def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
+                 packed: bool, sign: int, info, region) -> None:
+    """Per row: ``compute`` then ``apply`` (two launches, two trace steps)."""
+    k = v.shape[1]
+    dtype = v.dtype
+    wg = params(queue, "wg1d", dtype)["WG"]
+    opts = dict(LOWER=int(lower), PACKED=int(packed), SIGN=sign)
+    compute = get_kernel(queue, "update.cl", "compute_row", dtype, **opts)
+    apply = get_kernel(queue, "update.cl", "apply_row", dtype, **opts)
+    recording = trace.recording()
+    none = ((0, 0, 0, 0), {})
+    common = (buf, np.int64(off), int_arg(ld), int_arg(n))
+    item = dtype.itemsize
+    for i in range(n):
+        reg, extra = region(i, i + 1, i, i + 1) if recording else none
+        pivot = (reg[0], reg[2])
+        with trace.step("compute", reg, pivot=pivot, flops=6.0 * k,
+                        nbytes=(2 + 3 * k) * item, v_rows=(i, i + 1), **extra):
+            enqueue(queue, compute, (1,), None, *common, int_arg(i), v.data, int_arg(k),
+                    rot.data, info.data)
+        t = n - i - 1
+        if t == 0:
+            break
+        reg, extra = region(i + 1, n, i, i + 1) if recording else none
+        with trace.step("apply", reg, pivot=pivot, flops=6.0 * k * t,
+                        nbytes=(2 * t + 4 * k * t + 2 * k) * item, **extra):
+            enqueue(queue, apply, (round_up(t, wg),), (wg,), *common, int_arg(i), v.data,
+                    int_arg(k), rot.data, info.data)
+
+
+def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
+                   packed: bool, sign: int, info, region) -> None:
+    """Per panel of :data:`PANEL` rows: ``panel`` then ``apply`` (two launches)."""
+    k = v.shape[1]
+    dtype = v.dtype
+    wg = params(queue, "wg1d", dtype)["WG"]
+    opts = dict(LOWER=int(lower), PACKED=int(packed), SIGN=sign, WG=wg)
+    panel = get_kernel(queue, "update.cl", "factor_panel", dtype, **opts)
+    apply = get_kernel(queue, "update.cl", "apply_panel", dtype, PANEL=PANEL,
+                       KB=_group_width(k), **opts)
+    recording = trace.recording()
+    none = ((0, 0, 0, 0), {})
+    common = (buf, np.int64(off), int_arg(ld), int_arg(n))
+    item = dtype.itemsize
+    for i0 in range(0, n, PANEL):
+        nb = min(PANEL, n - i0)
+        tri = nb * (nb - 1) // 2
+        reg, extra = region(i0, i0 + nb, i0, i0 + nb) if recording else none
+        with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=6.0 * k * (tri + nb),
+                        nbytes=(2 * (tri + nb) + 4 * k * nb) * item, v_rows=(i0, i0 + nb),
+                        **extra):
+            enqueue(queue, panel, (wg,), (wg,), *common, int_arg(i0), int_arg(nb), v.data,
+                    int_arg(k), rot.data, info.data)
+        t = n - i0 - nb
+        if t == 0:
+            break
+        reg, extra = region(i0 + nb, n, i0, i0 + nb) if recording else none
+        with trace.step("apply", reg, flops=6.0 * k * nb * t,
+                        nbytes=(2 * nb * t + 2 * k * t + 2 * k * nb) * item, **extra):
+            enqueue(queue, apply, (round_up(t, wg),), (wg,), *common, int_arg(i0),
+                    int_arg(nb), v.data, int_arg(k), rot.data, info.data)
+
+
+def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, lower: bool,
+                  sign: int, method: str, info, packed: bool = False, region=None) -> None:
+    """Rotate the factor at ``buf[off:]`` (leading dimension ``ld``, or an RFP array of
+    order n with ``packed``) by the dense (n, k) device array ``v``, which is consumed
+    (overwritten).  A failing row sets ``info`` to its order (1-based).  ``region``
+    maps a region of the logical lower factor to the recorded (region, extra info)."""
+    rot = cl_array.empty(queue, 2 * v.size, v.dtype)
+    algorithm = update_pivot if method == "pivot" else update_blocked
+    with launch_queue(queue) as loop_queue:
+        algorithm(loop_queue, buf, off, ld, n, v, rot, lower=lower, packed=packed,
+                  sign=sign, info=info, region=region or _full_region(lower))
+
+
+def check_sign(sign) -> int:
+    """``sign`` as +1 or -1 (ValueError for anything else)."""
+    if isinstance(sign, bool) or sign not in (1, -1):
+        raise ValueError(f"sign must be +1 (update) or -1 (downdate), got {sign!r}")
+    return int(sign)
+
+
+def rotations_input(v, queue, n: int, dtype, *, check_finite: bool) -> cl_array.Array:
+    """V validated as a right-hand side of n rows (the dtype rules of
+    :func:`oclla.cho_solve`'s b), as a private dense (n, k) device array."""
+    v_ = as_rhs(v, queue, n, dtype, name="v", check_finite=check_finite)
+    work = v_.copy() if v_ is v and is_device_array(v) else to_device(queue, v_)
+    return work.reshape(n, -1) if work.ndim == 1 else work
+
+
+def run(queue, work: cl_array.Array, n: int, v: cl_array.Array, *, lower: bool, sign: int,
+        method: str, deferred: bool, snapshot, name: str, packed: bool = False,
+        region=None, ld: int | None = None) -> None:
+    """The modification of the device factor ``work`` by the private ``v``, recorded as
+    one run; raises for NaN/Inf in ``work`` (``deferred``) or a failing row."""
+    flags = status_flags(queue, work, deferred)
+    k = v.shape[1]
+    with trace.run(name, method, queue, (n, k), work.dtype, snapshot, lower=lower,
+                   sign=sign, rank=k, **(dict(packed=True) if packed else {})):
+        if k:
+            modify_device(queue, work.base_data, work.offset // work.dtype.itemsize,
+                          n if ld is None else ld, n, v, lower=lower, sign=sign,
+                          method=method, info=flags, packed=packed, region=region)
+        code = read_status(flags)
+        if code:
+            raise _failure(code, sign)
+
+
+# ---- public API ---------------------------------------------------------------------------
+
+def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bool = False,
+                    check_finite: bool = True, method: str = "blocked", queue=None):
+    """The Cholesky factor of A + sign·V·Vᵀ from the factor of A.
+
+    Parameters
+    ----------
+    c : (n, n) array_like or pyopencl array (any view), float32/float64
+        The factor of A as :func:`oclla.cholesky` or :func:`oclla.cho_factor`
+        return it: upper R with A = Rᵀ·R (``lower=False``), or lower L with
+        A = L·Lᵀ.  Only that triangle is read (as :func:`oclla.cho_solve`).
+    v : (n,) or (n, k) array_like or pyopencl array (any view)
+        The columns of V.  A host v is converted to c's dtype where that is
+        exact (numpy's "safe" rule: bool, integers that fit, float32 into
+        float64); otherwise a TypeError names the ``astype`` to use.  A device
+        v must have c's dtype.  Never written.
+    sign : +1 (update, A + V·Vᵀ, the default) or -1 (downdate, A − V·Vᵀ)
+    lower : the layout of ``c``; the result keeps it
+    overwrite_c : allow the result to be written into ``c`` (a permission, as
+        in scipy): a C-contiguous device ``c`` is modified in place, a device
+        view in its gathered copy, then scattered into the view's own
+        entries; a writable C-ordered numpy ``c`` of the working dtype gets
+        the result copied in
+    check_finite : reject NaN/Inf anywhere in ``c`` or ``v`` (ValueError)
+    method : "blocked" (default) or "pivot" (per row, recorded step by step)
+
+    Returns
+    -------
+    (n, n) array: the modified factor in the triangle ``lower`` names; the
+    other triangle is c's, unchanged (zero for :func:`oclla.cholesky`'s
+    output).  A device array for a device ``c``.  For k = 0 (or n = 0) a copy
+    of ``c`` (``c`` itself where ``overwrite_c`` allows).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "downdated matrix is not positive definite: leading minor of order j"
+        when A − V·Vᵀ is not positive definite (j as ``potrf``'s info), or
+        for a factor with a zero diagonal entry.  The caller's ``c`` is then
+        unchanged, except a C-contiguous device ``c`` with
+        ``overwrite_c=True``, which is modified in place: its leading j − 1
+        rows of R (columns of L) hold those of the downdated factor, the rest
+        of its triangle is partly rotated (neither A's factor nor any other);
+        keep a copy of it to recover.
+    ValueError, TypeError
+        Shapes, dtypes, NaN/Inf, ``sign`` or ``method`` out of range.
+    """
+    return _modify_full(c, v, sign=sign, lower=lower, overwrite_c=overwrite_c,
+                        check_finite=check_finite, method=method, queue=queue)
+
+
+def _modify_full(c, v, *, sign, lower, overwrite_c, check_finite, method, queue):
+    check_method(method)
+    sign = check_sign(sign)
+    lower = bool(lower)
+    queue = resolve_queue(queue)
+    operands = {}
+
+    def validate(a, q, check_finite):
+        c_ = as_matrix(a, q, name="c", check_finite=check_finite)
+        operands["v"] = rotations_input(v, q, c_.shape[0], c_.dtype,
+                                        check_finite=check_finite)
+        return c_
+
+    def modify(work, deferred):
+        run(queue, work, work.shape[0], operands["v"], lower=lower, sign=sign,
+            method=method, deferred=deferred, snapshot=work.get, name="cholesky_update")
+
+    result, _ = factor_in_place(c, queue, modify, overwrite_a=overwrite_c,
+                                check_finite=check_finite, validate=validate)
+    return result
+
