@@ -200,8 +200,10 @@ def select_device(device=None) -> cl.Device:
         return device
     if not cl_devices:
         hint = nvidia_icd_hint()
-        raise DeviceError("no OpenCL device found. Install PoCL with "
-                          "`pip install oclla[pocl]`" + (f"\n{hint}" if hint else ""))
+        raise DeviceError("no OpenCL device found. Install a CPU device: "
+                          "pip install pocl-binary-distribution (what the pocl extra "
+                          "installs), or your distribution's PoCL (Debian/Ubuntu: apt-get "
+                          "install pocl-opencl-icd)" + (f"\n{hint}" if hint else ""))
     if device is not None:
         return _match(device, cl_devices)
     env = os.environ.get("OCLLA_DEVICE")
@@ -413,6 +415,35 @@ def nvidia_icd_hint() -> str | None:
     if not present:
         return None
     return ("NVIDIA's OpenCL driver (libnvidia-opencl.so.1) is installed but not registered "
-            "with the ICD loader. Fix for this shell:\n"
-            "  mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd "
-            "&& export OCL_ICD_VENDORS=/tmp/icd")
+            "with the ICD loader. Fix for this shell (the devices registered now stay):\n"
+            "  " + nvidia_icd_command())
+
+
+def _icd_folders() -> list:
+    """Folders whose ``*.icd`` files the ICD loader reads now and would stop reading under
+    another ``OCL_ICD_VENDORS``: that variable's folder, else the system's.  (pyopencl's
+    wheel finds its own PoCL whatever the variable says.)"""
+    env = os.environ.get("OCL_ICD_VENDORS")
+    folder = env if env and os.path.isdir(env) else "/etc/OpenCL/vendors"
+    return [folder] if glob.glob(os.path.join(folder, "*.icd")) else []
+
+
+def nvidia_icd_command() -> str:
+    """One shell line that registers NVIDIA's library beside the ICDs registered now
+    (``OCL_ICD_VENDORS`` replaces the loader's search path, so they are written along,
+    each naming its library by an absolute path where it lies beside its ``.icd``)."""
+    parts = ["mkdir -p /tmp/icd"]
+    for folder in _icd_folders():
+        for icd in sorted(glob.glob(os.path.join(folder, "*.icd"))):
+            try:
+                with open(icd, encoding="utf-8") as fh:
+                    library = fh.read().strip()
+            except OSError:
+                continue
+            beside = os.path.join(folder, library)
+            if library and not os.path.isabs(library) and os.path.exists(beside):
+                library = beside
+            if library:
+                parts.append(f"echo {library} >/tmp/icd/{os.path.basename(icd)}")
+    parts += ["echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd", "export OCL_ICD_VENDORS=/tmp/icd"]
+    return " && ".join(parts)
