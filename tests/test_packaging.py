@@ -53,3 +53,37 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     error = float(result.stdout.split("error")[1].split()[0])
     assert error < 30
     assert int(result.stdout.split("kernels")[1].split()[0]) >= 6
+
+
+def _project() -> dict:
+    import tomllib
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        return tomllib.load(fh)["project"]
+
+
+def test_metadata_names_license_authors_and_the_pythons_tested():
+    project = _project()
+    assert project["license"] == "MIT"                      # an SPDX expression
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert project["license-files"] == ["LICENSE"]
+    assert project["authors"] == [{"name": "oclla developers"}]
+    lowest = project["requires-python"].removeprefix(">=")
+    claimed = [c.rsplit(":: ", 1)[1] for c in project["classifiers"]
+               if c.startswith("Programming Language :: Python :: 3.")]
+    assert claimed and claimed[0] == lowest                  # the lowest claimed is listed
+    # the interpreter these tests run on is one of those claimed (CI runs each present)
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in claimed
+
+
+def test_extras_named_by_messages_exist():
+    """The extras that error messages tell a user to install are the ones that hold the
+    package they need."""
+    extras = _project()["optional-dependencies"]
+    assert any(d.startswith("matplotlib") for d in extras["plot"])
+    assert any(d.startswith("PySide6") for d in extras["viewer"])
+    assert any(d.startswith("pyqtgraph") for d in extras["viewer"])
+    assert any(d.startswith("pocl-binary-distribution") for d in extras["pocl"])
+    bench_source = (ROOT / "oclla" / "bench.py").read_text()
+    assert 'oclla[plot]' in bench_source and '.[plot]' in bench_source
+    assert 'oclla[viewer]' in (ROOT / "viewer" / "app.py").read_text()
+    assert "pip install pocl-binary-distribution" in (ROOT / "oclla" / "_device.py").read_text()
