@@ -49,6 +49,7 @@ from .lu import lu, lu_factor, lu_solve
 from . import rfp
 from .ad2at import assemble_ad2at
 from .cholesky import cho_factor, cho_solve, cholesky
+from .inverse import cho_inverse, cho_logdet, inv_spd, trtri
 from .update import cholesky_update
 from .wls import WLSResult, wls_solve
 from .trace import Recording, RecordingError, load_recording, record
@@ -61,4 +62,5 @@ __all__ = [
     "lu_factor", "lu_solve", "record", "set_profile",
     "WLSResult", "assemble_ad2at", "cho_factor", "cho_solve", "cholesky", "rfp", "wls_solve",
     "cholesky_update",
+    "cho_inverse", "cho_logdet", "inv_spd", "trtri",
 ]
