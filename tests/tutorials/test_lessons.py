@@ -1,8 +1,11 @@
-"""The tutorials: every lesson runs as a plain script, every exercise checker works.
+"""The tutorials: every lesson runs as a plain script and as a notebook, every checker works.
 
 * Each ``tutorials/lessonNN_*.py`` runs in a subprocess (offscreen Qt, Agg
   plots, output in a temporary folder) and must exit 0 with every exercise
-  reported as not answered yet.
+  reported as not answered yet and every figure it names written to a file.
+* Each lesson also runs as a Jupyter notebook (jupytext conversion, executed
+  by nbclient in a fresh ipykernel started in ``tutorials/``), with the same
+  checks; skipped where nbclient or ipykernel is not installed.
 * Each ``check_exercise_N`` accepts the teacher's solution
   (``tutorials/solutions/lessonNN.py``), rejects a typical wrong answer and
   the placeholder ``None``.
@@ -161,6 +164,32 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=path)
 
 
+def _lesson_env(out: Path) -> dict:
+    """The environment a lesson runs in: headless Qt and plots, files written to ``out``."""
+    return dict(_env(), QT_QPA_PLATFORM="offscreen", MPLBACKEND="Agg",
+                OCLLA_TUTORIAL_OUT=str(out))
+
+
+def _figure_names(path: Path) -> list[str]:
+    """The figure files a lesson writes: its ``save(fig, NAME)`` plots when matplotlib is
+    installed, its ``output_dir() / NAME`` images when the viewer is."""
+    text = path.read_text(encoding="utf-8")
+    names = []
+    if importlib.util.find_spec("matplotlib"):
+        names += re.findall(r'save\(fig, "([^"]+)"\)', text)
+    if importlib.util.find_spec("viewer"):
+        names += re.findall(r'output_dir\(\) / "([^"]+\.(?:png|svg|gif))"', text)
+    return names
+
+
+def _assert_lesson_output(path: Path, out: Path, stdout: str) -> None:
+    """Every exercise left unanswered was reported so; every figure was written to ``out``."""
+    for k in checkers(_checker_module(int(path.name[6:8]))):
+        assert f"Exercise {k}: not answered yet" in stdout
+    for name in _figure_names(path):
+        assert (out / name).stat().st_size > 0, f"{path.name} wrote no {name}"
+
+
 def _solutions(number: int):
     path = TUTORIALS / "solutions" / f"lesson{number:02d}.py"
     spec = importlib.util.spec_from_file_location(f"solutions_lesson{number:02d}", path)
@@ -231,16 +260,33 @@ def test_a_crashing_answer_is_reported_not_raised(capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
 def test_lesson_runs_as_a_script(path, tmp_path):
-    number = int(path.name[6:8])
-    module = _checker_module(number)
-    env = dict(_env(), QT_QPA_PLATFORM="offscreen", MPLBACKEND="Agg",
-               OCLLA_TUTORIAL_OUT=str(tmp_path))
-    done = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=LESSON_TIMEOUT_S)
+    _checker_module(int(path.name[6:8]))
+    done = subprocess.run([sys.executable, str(path)], cwd=tmp_path,
+                          env=_lesson_env(tmp_path), capture_output=True, text=True,
+                          timeout=LESSON_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for k in checkers(module):
-        assert f"Exercise {k}: not answered yet" in done.stdout
     assert "Traceback" not in done.stderr
+    _assert_lesson_output(path, tmp_path, done.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_runs_as_a_notebook(path, tmp_path, monkeypatch):
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    _checker_module(int(path.name[6:8]))
+    for key, value in _lesson_env(tmp_path).items():     # the kernel inherits these
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    notebook = jupytext.read(path)
+    nbclient.NotebookClient(notebook, timeout=LESSON_TIMEOUT_S, kernel_name="python3",
+                            resources={"metadata": {"path": str(TUTORIALS)}}).execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code"
+               for o in cell.get("outputs", ())]
+    assert not [o for o in outputs if o.output_type == "error"]
+    stdout = "".join(o.get("text", "") for o in outputs
+                     if o.output_type == "stream" and o.name == "stdout")
+    _assert_lesson_output(path, tmp_path, stdout)
 
 
 @pytest.mark.slow
