@@ -367,3 +367,28 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
 
     return solve_in_place(queue, b, n, dtype, solve, overwrite_b=overwrite_b,
                           check_finite=check_finite)
+
+
+def cholesky_update(arf, n: int, v, *, sign: int = 1, lower: bool = True,
+                    overwrite_c: bool = False, check_finite: bool = True,
+                    method: str = "blocked", queue=None):
+    """The packed factor of A + sign·V·Vᵀ from the packed factor ``arf`` of A.
+
+    :func:`oclla.cholesky_update` on an RFP factor (as :func:`cholesky` and
+    ``?pftrf`` return it, layout ``lower``): the same rotations run directly
+    on the packed array through ``rfp.h``'s index maps, so the result has the
+    same layout and is usable by :func:`cho_solve` and ``?pftrs``.  ``v`` is
+    (n,) or (n, k); ``sign``, ``overwrite_c``, ``check_finite``, ``method``,
+    the dtype rules and the errors are those of :func:`oclla.cholesky_update`
+    (with ``overwrite_c`` a failed downdate leaves a contiguous device
+    ``arf`` partly rotated).  Packed runs are recorded in the picture's
+    coordinates, as :func:`cholesky`'s.
+    """
+    from .update import modify
+    n = _check_order(n)
+    return modify(arf, v, validate=lambda a, q, check_finite: _as_packed(
+        a, n, q, check_finite=check_finite), order=lambda _: n, sign=sign, lower=lower,
+        overwrite_c=overwrite_c, check_finite=check_finite, method=method, queue=queue,
+        name="rfp_cholesky_update", packed=True,
+        region=lambda order: _logical_regions(order, bool(lower)),
+        snapshot=lambda work: picture(work.get(), n))

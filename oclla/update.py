@@ -192,22 +192,51 @@ def rotations_input(v, queue, n: int, dtype, *, check_finite: bool) -> cl_array.
     return work.reshape(n, -1) if work.ndim == 1 else work
 
 
-def run(queue, work: cl_array.Array, n: int, v: cl_array.Array, *, lower: bool, sign: int,
-        method: str, deferred: bool, snapshot, name: str, packed: bool = False,
-        region=None, ld: int | None = None) -> None:
-    """The modification of the device factor ``work`` by the private ``v``, recorded as
-    one run; raises for NaN/Inf in ``work`` (``deferred``) or a failing row."""
-    flags = status_flags(queue, work, deferred)
-    k = v.shape[1]
-    with trace.run(name, method, queue, (n, k), work.dtype, snapshot, lower=lower,
-                   sign=sign, rank=k, **(dict(packed=True) if packed else {})):
-        if k:
-            modify_device(queue, work.base_data, work.offset // work.dtype.itemsize,
-                          n if ld is None else ld, n, v, lower=lower, sign=sign,
-                          method=method, info=flags, packed=packed, region=region)
-        code = read_status(flags)
-        if code:
-            raise _failure(code, sign)
+def modify(c, v, *, validate, order, sign, lower, overwrite_c: bool, check_finite: bool,
+           method: str, queue, name: str, packed: bool = False, region=None,
+           snapshot=None):
+    """The prologue, run and epilogue that :func:`cholesky_update` and
+    :func:`oclla.rfp.cholesky_update` share.
+
+    ``validate(c, queue, check_finite=...)`` returns the factor operand (host, or a
+    dense device array); ``order(validated)`` its order n.  V is validated against
+    it (:func:`rotations_input`), the factor modified in a device work array
+    (:func:`oclla._validate.factor_in_place`: a copy unless ``overwrite_c``) and
+    handed back as ``c`` came.  ``snapshot(work)`` makes a recording's picture of the
+    work array (default: ``work.get()``); ``region(n)``, if given, the region map of
+    :func:`modify_device` for order n.
+    """
+    check_method(method)
+    sign = check_sign(sign)
+    lower = bool(lower)
+    queue = resolve_queue(queue)
+    operands = {}
+
+    def validated(a, q, check_finite: bool):     # check_finite is False where deferred
+        c_ = validate(a, q, check_finite=check_finite)
+        operands["n"] = n = order(c_)
+        operands["v"] = rotations_input(v, q, n, c_.dtype, check_finite=check_v)
+        return c_
+
+    def run(work, deferred: bool):
+        n, v_ = operands["n"], operands["v"]
+        flags = status_flags(queue, work, deferred)
+        k = v_.shape[1]
+        picture = (lambda: snapshot(work)) if snapshot else work.get
+        with trace.run(name, method, queue, (n, k), work.dtype, picture, lower=lower,
+                       sign=sign, rank=k, **(dict(packed=True) if packed else {})):
+            if k:
+                modify_device(queue, work.base_data, work.offset // work.dtype.itemsize, n,
+                              n, v_, lower=lower, sign=sign, method=method, info=flags,
+                              packed=packed, region=region and region(n))
+            code = read_status(flags)
+            if code:
+                raise _failure(code, sign)
+
+    check_v = check_finite
+    result, _ = factor_in_place(c, queue, run, overwrite_a=overwrite_c,
+                                check_finite=check_finite, validate=validated)
+    return result
 
 
 # ---- public API ---------------------------------------------------------------------------
@@ -258,28 +287,12 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
     ValueError, TypeError
         Shapes, dtypes, NaN/Inf, ``sign`` or ``method`` out of range.
     """
-    return _modify_full(c, v, sign=sign, lower=lower, overwrite_c=overwrite_c,
-                        check_finite=check_finite, method=method, queue=queue)
+    return modify(c, v, validate=lambda a, q, check_finite: as_matrix(
+        a, q, name="c", check_finite=check_finite), order=_order, sign=sign, lower=lower,
+        overwrite_c=overwrite_c, check_finite=check_finite, method=method, queue=queue,
+        name="cholesky_update")
 
 
-def _modify_full(c, v, *, sign, lower, overwrite_c, check_finite, method, queue):
-    check_method(method)
-    sign = check_sign(sign)
-    lower = bool(lower)
-    queue = resolve_queue(queue)
-    operands = {}
-
-    def validate(a, q, check_finite):
-        c_ = as_matrix(a, q, name="c", check_finite=check_finite)
-        operands["v"] = rotations_input(v, q, c_.shape[0], c_.dtype,
-                                        check_finite=check_finite)
-        return c_
-
-    def modify(work, deferred):
-        run(queue, work, work.shape[0], operands["v"], lower=lower, sign=sign,
-            method=method, deferred=deferred, snapshot=work.get, name="cholesky_update")
-
-    result, _ = factor_in_place(c, queue, modify, overwrite_a=overwrite_c,
-                                check_finite=check_finite, validate=validate)
-    return result
+def _order(c) -> int:
+    return c.shape[0]
 
