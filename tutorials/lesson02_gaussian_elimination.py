@@ -217,8 +217,10 @@ print("with partial pivoting: lu =", lu_swap.tolist(), " piv =", piv_swap)
 # ## Exercises
 #
 # **Exercise 1.** Do the first elimination step (column 0) of the post's $A$
-# by hand, or with numpy. Give the $4 \times 4$ matrix $U$ after that step,
-# as the post's algorithm has it (zeros below the pivot, not the multipliers).
+# *with partial pivoting*, by hand or with numpy: choose the pivot row,
+# interchange it with row 0, then eliminate. Give the $4 \times 4$ matrix $U$
+# after that step (zeros below the pivot, not the multipliers). Section 3
+# printed this step *without* pivoting; the checker knows that one too.
 
 # %%
 answer_1 = None

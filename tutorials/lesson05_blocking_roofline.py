@@ -210,7 +210,7 @@ print(f"for reference, the host's BLAS (numpy sgemm n = {n}): {host_blas:.1f} GF
 # there are two slopes: data in cache, data in DRAM.
 #
 # **Predict first.** The per-pivot LU of Lesson 3 is a sequence of rank-1
-# updates of intensity about $1/4$ flop/byte (Exercise 2). A float32 matrix
+# updates of intensity about $1/4$ flop/byte (section 1). A float32 matrix
 # of order 512 takes 1 MiB, one of order 1024 takes 4 MiB. Using the ceilings
 # just measured, predict the GFLOP/s of each (over device time), and write
 # them down before running the next cell:
@@ -453,18 +453,20 @@ else:
 # %% [markdown]
 # ## Exercises
 #
-# **Exercise 1.** What is the arithmetic intensity (flop/byte) of a float32
-# product $C = AB$ of $512 \times 512$ matrices, counting each of $A$ and $B$
-# read once and $C$ written once?
+# **Exercise 1.** The blocked LU's trailing update
+# $S = A_{22} - L_{21}U_{12}$, in float32, with $A_{22}$ of order $m = 1024$
+# and $n_b = 64$: what is its arithmetic intensity (flop/byte), counting
+# $A_{22}$ read once and $S$ written once (over it), $L_{21}$ and $U_{12}$ read
+# once? (Section 3 said "about $n_b/4$"; give the exact value.)
 
 # %%
 answer_1 = None
 check_exercise_1(answer_1)
 
 # %% [markdown]
-# **Exercise 2.** What is the arithmetic intensity of the float32 rank-1
-# update $a_{ij} \leftarrow a_{ij} - \ell_i u_j$, per entry of $A$ (one read,
-# one write; ignore the vectors)?
+# **Exercise 2.** The per-pivot LU in *float64*: what is the arithmetic
+# intensity of its rank-1 update $a_{ij} \leftarrow a_{ij} - \ell_i u_j$, per
+# entry of $A$ (one read, one write; ignore the vectors)?
 
 # %%
 answer_2 = None

@@ -103,7 +103,11 @@ WRONG = {
     (1, 2): [9],                                       # 3 x 3: forgot c == col
     (1, 3): [_no_bounds_check_axpy()],                 # writes past n
     (1, 4): [lambda ev: (ev.profile.end - ev.profile.queued) / 1e3],   # includes waiting
-    (2, 1): [[[2, 4, 3, 5], [-2, 1, 1, 18], [3, -4, -7, -6], [2, 1, -8, 4]]],  # multipliers
+    (2, 1): [[[2, 4, 3, 5], [0, 1, 1, 18], [0, -4, -7, -6], [0, 1, -8, 4]],  # no pivoting
+             [[6, 8, 2, 9], [-2 / 3, -5 / 3, -11 / 3, 14], [1 / 3, 4 / 3, 7 / 3, 2],
+              [2 / 3, 11 / 3, -10 / 3, 8]],                                   # multipliers
+             [[6, 8, 2, 9], [0, -5 / 3, -11 / 3, 14], [0, 0, 0, 0],
+              [0, 11 / 3, -10 / 3, 8]]],                                      # lost a row
     (2, 2): [lambda lu, piv: float(np.prod(np.diag(lu))),                 # forgot the sign
              lambda lu, piv: float(np.linalg.det(lu)),                    # det of the packing
              1272],                                                       # a number
@@ -120,8 +124,11 @@ WRONG = {
     (4, 2): [20, 2 ** 19, 2 ** 60],                    # n, the order 20, 2^n
     (4, 3): [[[1e-3, 1.0, 1.0], [1.0, 1.0, 1.0], [0.0, 1.0, 2.0]]],   # pivot not small enough
     (4, 4): [1e4 * 2.0 ** -52, 2.0 ** -23, 1e8 * 2.0 ** -23, 3],   # ε64; no κ; κ²; digits
-    (5, 1): [2 * 512 / 3],                             # counted numbers, not bytes
-    (5, 2): [2 / 4],                                   # counted the read only
+    (5, 1): [1024 / 6,                                 # a square product's n/6
+             64 / 4,                                   # the large-m limit
+             2 * 1024 ** 2 * 64 / (4 * (1024 ** 2 + 2 * 1024 * 64))],  # S not written
+    (5, 2): [2 / 8,                                    # float32
+             1 / 16],                                  # one flop per entry
     (5, 3): [lambda i, p, b: max(p, i * b)],
     (5, 4): [0.5],
     (6, 1): [36],                                      # the t x t box

@@ -33,18 +33,24 @@ def _eliminate(a, columns):
     return u
 
 
-@exercise(1, correct="Rows 1..3 lost their first entry; the multipliers -2, 3, 2 went to L.")
+@exercise(1, correct="Row 2 (|6| is the largest) became the pivot row; the multipliers "
+                     "-2/3, 1/3, 2/3 went to L, all of size at most 1.")
 def check_exercise_1(answer):
-    """U after eliminating column 0 of the post's A."""
+    """U after the first step of partial pivoting on the post's A (rows 0 and 2 swapped)."""
     u = _matrix(answer, (4, 4), "U")
-    expected = _eliminate(POST_A, 1)
-    if np.allclose(u[1:, 0], POST_A[1:, 0] / POST_A[0, 0]):
+    pivot_row = int(np.argmax(np.abs(POST_A[:, 0])))
+    swapped = POST_A[[pivot_row, 1, 0, 3]]
+    expected = _eliminate(swapped, 1)
+    if np.allclose(u, _eliminate(POST_A, 1)):
+        raise Wrong("that is the step without pivoting (section 3). Which row has the "
+                    "largest |a[r, 0]|? Interchange it with row 0 first.")
+    if np.allclose(u[1:, 0], swapped[1:, 0] / swapped[0, 0]):
         raise Wrong("column 0 below the pivot holds the multipliers: that is L's job, "
                     "U has zeros there.")
     if not np.allclose(u, expected):
         bad = np.argwhere(~np.isclose(u, expected))[0]
-        raise Wrong(f"entry {tuple(int(i) for i in bad)} is off. Row r becomes "
-                    f"row r - (a[r,0] / a[0,0]) * row 0.")
+        raise Wrong(f"entry {tuple(int(i) for i in bad)} is off. Interchange rows 0 and "
+                    f"{pivot_row}, then row r becomes row r - (a[r,0] / a[0,0]) * row 0.")
 
 
 def _det_cases():

@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
-from . import callable_, close, exercise
+from . import Wrong, callable_, close, exercise, number
 
 
-@exercise(1, correct="2n³ flops over 3·4n² bytes = n/6 ≈ 85 flop/byte.")
+@exercise(1, correct="2m²n_b flops over 4(2m² + 2m·n_b) bytes = m·n_b/(4(m + n_b)) ≈ 15.1 "
+                     "flop/byte: close to n_b/4 because m is much larger than n_b.")
 def check_exercise_1(answer):
-    """2n³ / (12 n²) for n = 512."""
-    n = 512
-    close(answer, 2 * n ** 3 / (3 * 4 * n ** 2), rtol=1e-3, what="the intensity",
-          hint="Flops: 2n³ (a multiply and an add per term). Bytes: three n x n float32 "
-               "matrices.")
+    """2 m² nb / (4 (2m² + 2 m nb)) for m = 1024, nb = 64."""
+    m, nb = 1024, 64
+    value = number(answer, "the intensity")
+    expected = 2 * m * m * nb / (4 * (2 * m * m + 2 * m * nb))
+    if abs(value - nb / 4) <= 1e-3 * nb / 4:
+        raise Wrong("n_b/4 is the limit for m much larger than n_b; count the bytes of "
+                    "L21 and U12 too.")
+    close(value, expected, rtol=1e-3, what="the intensity",
+          hint="Flops: 2·m·m·n_b (a multiply and an add per term). Bytes: A22 read and "
+               "written (2m² floats), L21 (m x n_b) and U12 (n_b x m) read, 4 bytes each.")
 
 
-@exercise(2, correct="2 flops for 8 bytes: a quarter flop per byte, whatever n.")
+@exercise(2, correct="2 flops for 16 bytes: an eighth of a flop per byte, whatever n; float64 "
+                     "halves the intensity of every kernel.")
 def check_exercise_2(answer):
-    """2 / 8."""
-    close(answer, 2 / 8, rtol=1e-6, what="the intensity",
-          hint="A multiply and a subtract per entry; a 4-byte read and a 4-byte write.")
+    """2 / 16."""
+    close(answer, 2 / 16, rtol=1e-6, what="the intensity",
+          hint="A multiply and a subtract per entry; a read and a write of 8 bytes each.")
 
 
 @exercise(3, correct="min(P, I·B): the memory slope meets the compute roof at I = P/B.")

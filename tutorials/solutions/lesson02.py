@@ -5,11 +5,12 @@ Run ``python tutorials/solutions/lesson02.py`` to see every checker accept them.
 
 import numpy as np
 
-# Exercise 1: multipliers -2, 3, 2; row r <- row r - l_r0 * row 0.
-answer_1 = [[2, 4, 3, 5],
-            [0, 1, 1, 18],
-            [0, -4, -7, -6],
-            [0, 1, -8, 4]]
+# Exercise 1: partial pivoting picks row 2 (|6| is the largest in column 0) and swaps it
+# with row 0; the multipliers are -4/6, 2/6, 4/6 and row r <- row r - l_r0 * row 0.
+answer_1 = [[6, 8, 2, 9],
+            [0, -7 + 16 / 3, -5 + 4 / 3, 8 + 6],
+            [0, 4 - 8 / 3, 3 - 2 / 3, 5 - 3],
+            [0, 9 - 16 / 3, -2 - 4 / 3, 14 - 6]]
 
 # Exercise 2: det(P A) = det(L) det(U) = prod(diag(U)), and det(P) = (-1)^(interchanges):
 # piv[k] != k means row k was interchanged with a later row. For the post's A

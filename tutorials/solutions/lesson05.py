@@ -7,11 +7,12 @@ import numpy as np
 
 import oclla
 
-# Exercise 1: 2n³ flops over 3 n² floats of 4 bytes: n/6.
-answer_1 = 2 * 512 ** 3 / (3 * 4 * 512 ** 2)
+# Exercise 1: 2 m² nb flops; A22 read and written, L21 and U12 read: 4 (2m² + 2 m nb) bytes.
+# m nb / (4 (m + nb)) = 1024 * 64 / (4 * 1088), about 15.06 (n_b/4 = 16 as m grows).
+answer_1 = 2 * 1024 ** 2 * 64 / (4 * (2 * 1024 ** 2 + 2 * 1024 * 64))
 
-# Exercise 2: multiply + subtract per entry, 4 bytes read + 4 bytes written.
-answer_2 = 2 / 8
+# Exercise 2: multiply + subtract per entry, 8 bytes read + 8 bytes written.
+answer_2 = 2 / 16
 
 
 # Exercise 3: the roofline.
