@@ -392,3 +392,76 @@ def cholesky_update(arf, n: int, v, *, sign: int = 1, lower: bool = True,
         name="rfp_cholesky_update", packed=True,
         region=lambda order: _logical_regions(order, bool(lower)),
         snapshot=lambda work: picture(work.get(), n))
+
+
+# ---- inverse and log-determinant from the packed factor ------------------------------------
+
+__all__ += ["cho_inverse", "cho_logdet"]
+
+
+def order_of(length: int) -> int:
+    """The order n of an RFP array of ``length`` = n(n+1)/2 entries (ValueError if none)."""
+    n = int(np.sqrt(2.0 * length))          # n² <= 2·length < (n+1)²; the loops fix rounding
+    while n > 0 and packed_length(n) > length:
+        n -= 1
+    while packed_length(n + 1) <= length:
+        n += 1
+    if packed_length(n) != length:
+        raise ValueError(f"a packed array of length {length} is no triangle: n(n+1)/2 is "
+                         f"{packed_length(n)} for n = {n} and {packed_length(n + 1)} for "
+                         f"n = {n + 1}")
+    return n
+
+
+def _packed_factor(c_and_lower, queue, check_finite: bool):
+    """``(arf, n, lower)`` from a packed factor pair, n from the array's length."""
+    arf, lower = unpack_pair(c_and_lower, "c_and_lower", "(rfp.cholesky(...), lower)")
+    arr = arf if is_device_array(arf) else np.asarray(arf)
+    if arr.ndim != 1:
+        raise ValueError(f"arf must be 1-D (a packed array), got shape {arr.shape}")
+    n = order_of(arr.shape[0])
+    return _as_packed(arf, n, queue, check_finite=check_finite), n, bool(lower)
+
+
+def cho_inverse(c_and_lower, *, check_finite: bool = True, method: str = "blocked",
+                queue=None):
+    """A⁻¹ from ``(arf, lower)``, ``arf`` the packed factor of :func:`cholesky`.
+
+    n comes from the length n(n+1)/2 of ``arf`` (host or device, any 1-D view).
+    The result is A⁻¹'s triangle packed in the same layout, identical to
+    ``scipy.linalg.lapack.?pftri(n, arf, uplo=...)``'s; a device array for a
+    device ``arf``.  The factor is unpacked on the device, inverted by
+    :func:`oclla.cho_inverse` (``method`` as there) and packed again.  Raises
+    :class:`numpy.linalg.LinAlgError` "singular matrix: diagonal entry k is zero".
+    """
+    from .inverse import cho_inverse as full_inverse
+    queue = resolve_queue(queue)
+    arf_, n, lower = _packed_factor(c_and_lower, queue, check_finite)
+    if n == 0:
+        return arf_.copy()
+    full = unpack(to_device(queue, arf_), n, lower=lower, check_finite=False, queue=queue)
+    inverse = full_inverse((full, lower), full=False, overwrite_c=True, check_finite=False,
+                           method=method, queue=queue)
+    packed = pack(inverse, lower=lower, check_finite=False, queue=queue)
+    return packed if is_device_array(arf_) else packed.get()
+
+
+def cho_logdet(c_and_lower, *, check_finite: bool = True, queue=None) -> float:
+    """log det A = 2 Σ log|cᵢᵢ| from ``(arf, lower)``, the packed factor of A.
+
+    As :func:`oclla.cho_logdet`: summed on the device (a device ``arf`` read in
+    place through ``rfp.h``'s index maps; a host one sends only its diagonal),
+    compensated, a Python float.  n comes from the length of ``arf``.
+    """
+    from .inverse import logdet_device
+    queue = resolve_queue(queue)
+    arf_, n, lower = _packed_factor(c_and_lower, queue, check_finite)
+    dtype = arf_.dtype
+    if n == 0:
+        return 0.0
+    if is_device_array(arf_):
+        return logdet_device(queue, arf_.base_data, arf_.offset // dtype.itemsize, n, n,
+                             dtype=dtype, packed=True, lower=lower)
+    diagonal = arf_[_offsets(np.arange(n), np.arange(n), n, lower)]
+    return logdet_device(queue, cl_array.to_device(queue, diagonal).data, 0, n, 0,
+                         dtype=dtype)
