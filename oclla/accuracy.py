@@ -144,3 +144,79 @@ def product_error(c, a, b, *, alpha: float = 1.0, beta: float = 0.0, c0=None) ->
     if c64.size == 0:
         return 0.0
     return _ratio(_inf_norm(c64 - exact), k * _inf_norm(scale) * eps(np.asarray(c).dtype))
+
+
+def inverse_error(a, a_inv) -> float:
+    """‖A·X − I‖∞ / (n ‖A‖∞ ‖X‖∞ ε) for a computed inverse X of A, ε of X's dtype.
+
+    LAPACK's ``?pot03``/``?get03`` measure: a backward-stable inverse makes it
+    O(1) whatever the condition number, since ‖A·X − I‖ ≲ n ε ‖A‖ ‖X‖.
+    """
+    a64 = np.asarray(a, dtype=np.float64)
+    n = a64.shape[0]
+    if n == 0:
+        return 0.0
+    x64 = np.asarray(a_inv, dtype=np.float64)
+    residual = a64 @ x64 - np.eye(n)
+    return _ratio(_inf_norm(residual),
+                  n * _inf_norm(a64) * _inf_norm(x64) * eps(np.asarray(a_inv).dtype))
+
+
+def kahan_sum(values) -> float:
+    """Σ values in float64 with Kahan's compensation (the host reference for reductions)."""
+    total = 0.0
+    carry = 0.0
+    for x in np.asarray(values, dtype=np.float64).ravel():
+        y = float(x) - carry
+        t = total + y
+        carry = (t - total) - y
+        total = t
+    return total
+
+
+def logdet_reference(c) -> float:
+    """log det A = 2 Σ log|cᵢᵢ| from a Cholesky factor ``c``, by :func:`kahan_sum` in float64."""
+    return 2.0 * kahan_sum(np.log(np.abs(np.diagonal(np.asarray(c, dtype=np.float64)))))
+
+
+def _householder(a: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """H·A·H for H = I − t·u·uᵀ, t = 2/(uᵀu), as Macindoe (2013) Algorithm 3 forms it:
+    v = A·u, s = t²·(uᵀv)/2, w = t·v − s·u, A − u·wᵀ − w·uᵀ (the thesis's last line
+    prints A − uᵀw + u·wᵀ, a typo: this form is H·A·H)."""
+    v = a @ u
+    t = 2.0 / (u @ u)
+    s = t * t * (u @ v) / 2.0
+    w = t * v - s * u
+    return a - np.outer(u, w) - np.outer(w, u)
+
+
+def spd_with_condition(n: int, cond: float, *, reflections: int | None = 1, rng=None,
+                       dtype=np.float64) -> np.ndarray:
+    """A random symmetric positive definite n x n matrix with 2-norm condition number ``cond``.
+
+    Macindoe (2013) Algorithm 3: the eigenvalues are drawn from U[1, cond]
+    with 1 and ``cond`` each present (so κ₂ = cond exactly, up to rounding),
+    then the diagonal matrix is turned by ``reflections`` random Householder
+    reflections H = I − 2uuᵀ/(uᵀu), u ~ U(0, 1)ⁿ (the thesis uses one; a
+    single reflection with positive u leaves the matrix close to diagonal).
+    ``reflections=None`` uses a Haar-distributed orthogonal Q instead (QR of a
+    Gaussian matrix, signs fixed), A = Q·diag·Qᵀ: the harder test.  Built in
+    float64, symmetrized, then converted to ``dtype``.
+    """
+    if cond < 1 or not np.isfinite(cond):
+        raise ValueError(f"cond must be a finite number >= 1, got {cond}")
+    if n == 1 and cond != 1:
+        raise ValueError("a 1 x 1 matrix has condition number 1")
+    rng = np.random.default_rng(rng)
+    d = rng.uniform(1.0, cond, n)
+    if n:
+        d[:2] = (1.0, cond)[:n]
+        d = rng.permutation(d)
+    if reflections is None:
+        q, r = np.linalg.qr(rng.standard_normal((n, n)))
+        a = (q * np.sign(np.diagonal(r))) * d @ (q * np.sign(np.diagonal(r))).T
+    else:
+        a = np.diag(d)
+        for _ in range(reflections if n else 0):
+            a = _householder(a, rng.uniform(0.0, 1.0, n))
+    return ((a + a.T) / 2.0).astype(dtype)
