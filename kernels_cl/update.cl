@@ -1,11 +1,12 @@
 /* update.cl -- rank-k modification of a Cholesky factor: from R with
- * A = R^T R, the factor of A + SIGN V V^T (V n x k) in O(k n^2), by ordinary
- * (SIGN = +1, update) or hyperbolic (SIGN = -1, downdate) rotations.
+ * A = R^T R, the factor of A + sign V V^T (V n x k) in O(k n^2), by ordinary
+ * (sign = +1, update) or hyperbolic (sign = -1, downdate) rotations.  sign is
+ * an argument (one program serves both; it costs a multiplication).
  * Walder, "Rank k Cholesky up/down-dating on the GPU" (2010), Algorithm 1:
  *
- *   Compute(i, p):  w = sqrt(R(i,i)^2 + SIGN V(i,p)^2),
+ *   Compute(i, p):  w = sqrt(R(i,i)^2 + sign V(i,p)^2),
  *                   c = w / R(i,i),  s = V(i,p) / R(i,i),  R(i,i) = w
- *   Apply(i, p, j): R(i,j) = (R(i,j) + SIGN s V(j,p)) / c      (j > i)
+ *   Apply(i, p, j): R(i,j) = (R(i,j) + sign s V(j,p)) / c      (j > i)
  *                   V(j,p) = c V(j,p) - s R(i,j)               (the new R(i,j))
  *
  * Rotation (i, p) touches row i of R and column p of V only, so rotations of
@@ -36,16 +37,13 @@
  *     for j in T is rotated by apply_panel.          at a time, R(i0:i0+nb, j) in
  *                                                    registers across them
  *
- * info (one int, 0 on entry): Compute that finds R(i,i)^2 + SIGN V(i,p)^2
+ * info (one int, 0 on entry): Compute that finds R(i,i)^2 + sign V(i,p)^2
  * not > 0 (or NaN), or R(i,i) = 0, stores i + 1, the order of the leading
  * minor that is not positive definite; every later kernel returns at once.
  */
 #include "common.h"
 #include "triangle.h"
 
-#ifndef SIGN
-#define SIGN 1             /* +1: update A + V V^T, -1: downdate A - V V^T */
-#endif
 #ifndef WG
 #define WG 64              /* work-group size of factor_panel and apply_panel */
 #endif
@@ -65,21 +63,23 @@
  * positive definite.  The radicand of a downdate is formed as
  * (|r| - |v|)(|r| + |v|), which keeps its leading digits near cancellation. */
 inline int compute_rotations(__global real *a, const int ld, const int n, const int i,
-                             __global const real *v, const int k, __global real2 *rot)
+                             __global const real *v, const int k, __global real2 *rot,
+                             const int sign)
 {
     real r = R(i, i);
     if (r == ZERO)
         return 0;
     for (int p = 0; p < k; p++) {
         const real x = VAT(i, p);
-#if SIGN > 0
-        const real w = hypot(r, x);
-#else
-        const real w2 = (fabs(r) - fabs(x)) * (fabs(r) + fabs(x));
-        if (!(w2 > ZERO))                /* also true for NaN */
-            return 0;
-        const real w = sqrt(w2);
-#endif
+        real w;
+        if (sign > 0) {
+            w = hypot(r, x);
+        } else {
+            const real w2 = (fabs(r) - fabs(x)) * (fabs(r) + fabs(x));
+            if (!(w2 > ZERO))            /* also true for NaN */
+                return 0;
+            w = sqrt(w2);
+        }
         ROT(i, p) = (real2)(w / r, x / r);
         r = w;
     }
@@ -90,13 +90,13 @@ inline int compute_rotations(__global real *a, const int ld, const int n, const 
 /* Apply for row i to column j > i, p = 0 .. k-1, V(j, :) in global memory. */
 inline void rotate_column(__global real *a, const int ld, const int n, const int i,
                           const int j, __global real *v, const int k,
-                          __global const real2 *rot)
+                          __global const real2 *rot, const int sign)
 {
     real r = R(i, j);
     for (int p = 0; p < k; p++) {
         const real2 cs = ROT(i, p);
         const real x = VAT(j, p);
-        r = (r + SIGN * cs.y * x) / cs.x;
+        r = (r + sign * cs.y * x) / cs.x;
         VAT(j, p) = cs.x * x - cs.y * r;
     }
     R(i, j) = r;
@@ -104,24 +104,25 @@ inline void rotate_column(__global real *a, const int ld, const int n, const int
 
 __kernel void compute_row(__global real *a, const long off, const int ld, const int n,
                           const int i, __global const real *v, const int k,
-                          __global real2 *rot, __global int *info)
+                          __global real2 *rot, const int sign, __global int *info)
 {
     a += off;
     if (*info)
         return;
-    if (!compute_rotations(a, ld, n, i, v, k, rot))
+    if (!compute_rotations(a, ld, n, i, v, k, rot, sign))
         *info = i + 1;
 }
 
 __kernel void apply_row(__global real *a, const long off, const int ld, const int n,
                         const int i, __global real *v, const int k,
-                        __global const real2 *rot, __global const int *info)
+                        __global const real2 *rot, const int sign,
+                        __global const int *info)
 {
     a += off;
     const int j = i + 1 + get_global_id(0);
     if (j >= n || *info)
         return;
-    rotate_column(a, ld, n, i, j, v, k, rot);
+    rotate_column(a, ld, n, i, j, v, k, rot, sign);
 }
 
 /* Rows i0 .. i0+nb-1 within the panel's triangle: item 0 computes a row's
@@ -130,7 +131,7 @@ __kernel void apply_row(__global real *a, const long off, const int ld, const in
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void factor_panel(__global real *a, const long off, const int ld, const int n,
                   const int i0, const int nb, __global real *v, const int k,
-                  __global real2 *rot, __global int *info)
+                  __global real2 *rot, const int sign, __global int *info)
 {
     __local int failed;
     a += off;
@@ -141,7 +142,7 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
     if (failed)
         return;
     for (int i = i0; i < i0 + nb; i++) {
-        if (lid == 0 && !compute_rotations(a, ld, n, i, v, k, rot)) {
+        if (lid == 0 && !compute_rotations(a, ld, n, i, v, k, rot, sign)) {
             failed = 1;
             *info = i + 1;
         }
@@ -149,23 +150,23 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
         if (failed)
             return;
         for (int j = i + 1 + lid; j < i0 + nb; j += WG)
-            rotate_column(a, ld, n, i, j, v, k, rot);
+            rotate_column(a, ld, n, i, j, v, k, rot, sign);
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
 
 /* Column j = i0 + nb + global id of the trailing part: R(i0 .. i0+nb-1, j) in
  * registers for the whole launch; per group of KB columns of V, the group's
- * rotations are staged in local memory (c, 1/c, s; rows past nb and columns
- * past k are identities) and V(j, q .. q+KB-1) in registers.  Order: columns
+ * rotations are staged in local memory (c, 1/c, s, sign s; rows past nb and
+ * columns past k are identities) and V(j, q .. q+KB-1) in registers.  Order: columns
  * of V in groups, then rows, then the group's columns -- per row p increases,
  * per column of V i increases (the header). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void apply_panel(__global real *a, const long off, const int ld, const int n,
                  const int i0, const int nb, __global real *v, const int k,
-                 __global const real2 *rot, __global const int *info)
+                 __global const real2 *rot, const int sign, __global const int *info)
 {
-    __local real lc[PANEL * KB], lic[PANEL * KB], ls[PANEL * KB];
+    __local real lc[PANEL * KB], lic[PANEL * KB], ls[PANEL * KB], lss[PANEL * KB];
     a += off;
     if (*info)                          /* uniform: nothing here writes info */
         return;
@@ -182,6 +183,7 @@ void apply_panel(__global real *a, const long off, const int ld, const int n,
             lc[e] = cs.x;
             lic[e] = ONE / cs.x;
             ls[e] = cs.y;
+            lss[e] = sign * cs.y;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int p = 0; p < KB; p++)
@@ -190,7 +192,7 @@ void apply_panel(__global real *a, const long off, const int ld, const int n,
             real t = x[r];
             for (int p = 0; p < KB; p++) {
                 const int e = r * KB + p;
-                t = (t + SIGN * ls[e] * y[p]) * lic[e];
+                t = (t + lss[e] * y[p]) * lic[e];
                 y[p] = lc[e] * y[p] - ls[e] * t;
             }
             x[r] = t;

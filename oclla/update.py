@@ -45,10 +45,13 @@ Downdates (σ = −1) exist only while A − V·Vᵀ stays positive definite.
 Compute then needs R(i,i)² − V(i,p)² > 0; where it is not (or R(i,i) = 0)
 the modified matrix's leading minor of order i + 1 is not positive definite
 and :class:`numpy.linalg.LinAlgError` names that order, as LAPACK's ``info``
-would for ``potrf`` of A − V·Vᵀ.  Hyperbolic downdating is forward stable
-only relative to the conditioning of the downdated matrix: its error grows
-like ‖A‖/λ_min(A − V·Vᵀ), so near the boundary it loses the digits that
-refactoring A − V·Vᵀ would lose too, and a little more.
+would for ``potrf`` of A − V·Vᵀ.  Hyperbolic downdating is stable relative
+to the input: R̃ᵀ·R̃ = A + ΔA − (V + ΔV)(V + ΔV)ᵀ with ‖ΔA‖ of order n‖A‖ε.
+Where the downdate removes most of A (‖A‖ ≫ ‖A − V·Vᵀ‖, near the positive
+definite boundary) the backward error in units of n‖Ã‖ε therefore grows like
+‖A‖/‖Ã‖: forming A − V·Vᵀ in the working precision to refactor it cancels
+the same digits, and the downdate loses a few times more
+(``tests/test_update.py`` measures both).
 """
 
 from __future__ import annotations
@@ -99,6 +102,13 @@ def _group_width(k: int) -> int:
     return width
 
 
+def _options(wg: int, k: int, lower: bool, packed: bool) -> dict:
+    """The defines of update.cl: one program per layout and group width serves both
+    methods (each program is one build, several seconds on some CPU runtimes)."""
+    return dict(LOWER=int(lower), PACKED=int(packed), WG=wg, PANEL=PANEL,
+                KB=_group_width(k))
+
+
 # ---- device algorithms: enqueue only, never wait -------------------------------------
 
 def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
@@ -107,7 +117,7 @@ def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
     k = v.shape[1]
     dtype = v.dtype
     wg = params(queue, "wg1d", dtype)["WG"]
-    opts = dict(LOWER=int(lower), PACKED=int(packed), SIGN=sign)
+    opts = _options(wg, k, lower, packed)
     compute = get_kernel(queue, "update.cl", "compute_row", dtype, **opts)
     apply = get_kernel(queue, "update.cl", "apply_row", dtype, **opts)
     recording = trace.recording()
@@ -120,7 +130,7 @@ def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
         with trace.step("compute", reg, pivot=pivot, flops=6.0 * k,
                         nbytes=(2 + 3 * k) * item, v_rows=(i, i + 1), **extra):
             enqueue(queue, compute, (1,), None, *common, int_arg(i), v.data, int_arg(k),
-                    rot.data, info.data)
+                    rot.data, int_arg(sign), info.data)
         t = n - i - 1
         if t == 0:
             break
@@ -128,7 +138,7 @@ def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
         with trace.step("apply", reg, pivot=pivot, flops=6.0 * k * t,
                         nbytes=(2 * t + 4 * k * t + 2 * k) * item, **extra):
             enqueue(queue, apply, (round_up(t, wg),), (wg,), *common, int_arg(i), v.data,
-                    int_arg(k), rot.data, info.data)
+                    int_arg(k), rot.data, int_arg(sign), info.data)
 
 
 def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
@@ -137,10 +147,9 @@ def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool
     k = v.shape[1]
     dtype = v.dtype
     wg = params(queue, "wg1d", dtype)["WG"]
-    opts = dict(LOWER=int(lower), PACKED=int(packed), SIGN=sign, WG=wg)
+    opts = _options(wg, k, lower, packed)
     panel = get_kernel(queue, "update.cl", "factor_panel", dtype, **opts)
-    apply = get_kernel(queue, "update.cl", "apply_panel", dtype, PANEL=PANEL,
-                       KB=_group_width(k), **opts)
+    apply = get_kernel(queue, "update.cl", "apply_panel", dtype, **opts)
     recording = trace.recording()
     none = ((0, 0, 0, 0), {})
     common = (buf, np.int64(off), int_arg(ld), int_arg(n))
@@ -153,7 +162,7 @@ def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool
                         nbytes=(2 * (tri + nb) + 4 * k * nb) * item, v_rows=(i0, i0 + nb),
                         **extra):
             enqueue(queue, panel, (wg,), (wg,), *common, int_arg(i0), int_arg(nb), v.data,
-                    int_arg(k), rot.data, info.data)
+                    int_arg(k), rot.data, int_arg(sign), info.data)
         t = n - i0 - nb
         if t == 0:
             break
@@ -161,7 +170,7 @@ def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool
         with trace.step("apply", reg, flops=6.0 * k * nb * t,
                         nbytes=(2 * nb * t + 2 * k * t + 2 * k * nb) * item, **extra):
             enqueue(queue, apply, (round_up(t, wg),), (wg,), *common, int_arg(i0),
-                    int_arg(nb), v.data, int_arg(k), rot.data, info.data)
+                    int_arg(nb), v.data, int_arg(k), rot.data, int_arg(sign), info.data)
 
 
 def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, lower: bool,
@@ -280,10 +289,12 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         when A − V·Vᵀ is not positive definite (j as ``potrf``'s info), or
         for a factor with a zero diagonal entry.  The caller's ``c`` is then
         unchanged, except a C-contiguous device ``c`` with
-        ``overwrite_c=True``, which is modified in place: its leading j − 1
-        rows of R (columns of L) hold those of the downdated factor, the rest
-        of its triangle is partly rotated (neither A's factor nor any other);
-        keep a copy of it to recover.
+        ``overwrite_c=True``, which is modified in place and left partly
+        rotated: the rows of R (columns of L) before the failing row
+        (``method="pivot"``) or before the panel of :data:`PANEL` rows that
+        holds it (``"blocked"``) are those of the downdated matrix's partial
+        factor, the rest is neither A's factor nor any other; keep a copy to
+        recover.
     ValueError, TypeError
         Shapes, dtypes, NaN/Inf, ``sign`` or ``method`` out of range.
     """

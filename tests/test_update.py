@@ -1,0 +1,290 @@
+"""cholesky_update and rfp.cholesky_update: the factor of A ± V·Vᵀ from the factor of A.
+
+Accuracy the LAPACK way (‖Ã − R̃ᵀR̃‖ / (n‖Ã‖ε) < 30, ``oclla.accuracy``) and
+against scipy's factor of Ã, sizes straddling the panel width, both methods,
+both layouts, both signs; the near-boundary loss of hyperbolic downdates
+measured; failing downdates name the order and leave the factor alone;
+device views; every bad input; update-then-downdate as a property.
+"""
+
+import numpy as np
+import pyopencl.array as cl_array
+import pytest
+import scipy.linalg as sl
+from hypothesis import given, settings, strategies as st
+from numpy.linalg import LinAlgError
+
+import oclla
+from oclla import accuracy, rfp, update
+
+from conftest import spd
+from test_views import assert_same, device_view, layouts
+
+METHODS = ["blocked", "pivot"]
+P = update.PANEL
+SIZES = (1, 2, P - 1, P, P + 1, 2 * P + 3)       # straddle the panel width; odd and even
+
+
+def problem(n, k, sign, dtype, seed=0, scale=0.5):
+    """(Ã, c, V): an SPD A (condition below ~10) and V (n x k) seeded; for a downdate
+    A is Ã + V·Vᵀ, so that Ã stays as well conditioned.  c is scipy's upper factor
+    of A in ``dtype`` (float64 values of Ã)."""
+    rng = np.random.default_rng(seed + 100 * n + k)
+    base = spd(n, np.float64, seed)
+    v = (scale * rng.standard_normal((n, k))).astype(dtype)
+    v64 = v.astype(np.float64)
+    a = base + v64 @ v64.T if sign < 0 else base
+    return a + sign * v64 @ v64.T, sl.cholesky(a).astype(dtype), v
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_accuracy_against_scipy(queue, dtype, method):
+    for n in SIZES:
+        for k in (1, 3, 20):
+            for sign in (1, -1):
+                at, c, v = problem(n, k, sign, dtype)
+                ref = sl.cholesky(at)
+                for lower in (False, True):
+                    factor = c.T.copy() if lower else c
+                    r = oclla.cholesky_update(factor, v, sign=sign, lower=lower,
+                                              method=method, queue=queue)
+                    assert r.dtype == dtype and r.shape == (n, n)
+                    err = accuracy.cholesky_backward_error(at, r, lower)
+                    what = f"n={n} k={k} sign={sign} lower={lower}"
+                    assert accuracy.passes(err), f"{what}: backward error {err:.3g}"
+                    # the other triangle is the input's (zero here); the triangle scipy's
+                    got = np.triu(r) if not lower else np.tril(r).T
+                    assert not np.any(np.tril(r, -1) if not lower else np.triu(r, 1)), what
+                    forward = np.abs(got - ref).max() / (n * np.abs(ref).max() *
+                                                         accuracy.eps(dtype))
+                    assert forward < accuracy.THRESHOLD, f"{what}: forward {forward:.3g}"
+
+
+def test_methods_agree_and_other_triangle_kept(queue, dtype):
+    """cho_factor's other triangle (the input's values) comes back unchanged."""
+    n, k = 2 * P + 5, 4
+    at, _, v = problem(n, k, 1, dtype)
+    a = spd(n, dtype)
+    for lower in (False, True):
+        c, _ = oclla.cho_factor(a, lower=lower, queue=queue)
+        rs = [oclla.cholesky_update(c, v, lower=lower, method=m, queue=queue) for m in METHODS]
+        other = (lambda x: np.tril(x, -1)) if not lower else (lambda x: np.triu(x, 1))
+        for r in rs:
+            np.testing.assert_array_equal(other(r), other(c))
+            assert accuracy.passes(accuracy.cholesky_backward_error(
+                a.astype(np.float64) + v.astype(np.float64) @ v.T.astype(np.float64), r,
+                lower))
+        np.testing.assert_allclose(rs[0], rs[1], rtol=0, atol=64 * n * accuracy.eps(dtype) *
+                                   np.abs(rs[1]).max())
+
+
+def test_one_dimensional_v_and_exact_conversions(queue):
+    _, c, v = problem(40, 1, 1, np.float64)
+    np.testing.assert_array_equal(oclla.cholesky_update(c, v[:, 0], queue=queue),
+                                  oclla.cholesky_update(c, v, queue=queue))
+    small = (np.arange(40) % 3).astype(np.int16)              # exact in float32
+    c32 = c.astype(np.float32)
+    r = oclla.cholesky_update(c32, small, queue=queue)
+    assert r.dtype == np.float32
+    np.testing.assert_array_equal(r, oclla.cholesky_update(c32, small.astype(np.float32),
+                                                           queue=queue))
+    with pytest.raises(TypeError, match="int64"):            # not exact in float32
+        oclla.cholesky_update(c32, small.astype(np.int64), queue=queue)
+
+
+def test_rank_zero_and_empty_return_copies(queue, dtype):
+    _, c, _ = problem(20, 1, 1, dtype)
+    for method in METHODS:
+        r = oclla.cholesky_update(c, np.zeros((20, 0), dtype), method=method, queue=queue)
+        assert r is not c
+        np.testing.assert_array_equal(r, c)
+    d = cl_array.to_device(queue, c)
+    r = oclla.cholesky_update(d, np.zeros((20, 0), dtype), queue=queue)
+    assert isinstance(r, cl_array.Array) and r is not d
+    np.testing.assert_array_equal(r.get(), c)
+    assert oclla.cholesky_update(d, np.zeros((20, 0), dtype), overwrite_c=True,
+                                 queue=queue) is d
+    empty = oclla.cholesky_update(np.zeros((0, 0), dtype), np.zeros(0, dtype), queue=queue)
+    assert empty.shape == (0, 0) and empty.dtype == dtype
+    assert rfp.cholesky_update(np.zeros(0, dtype), 0, np.zeros(0, dtype),
+                               queue=queue).shape == (0,)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_failing_downdate_names_the_order_and_keeps_the_factor(queue, dtype, method):
+    n, order = 2 * P + 7, P + 3                 # fails in the second panel
+    a = spd(n, np.float64)
+    c = sl.cholesky(a).astype(dtype)
+    v = np.zeros((n, 3), dtype)
+    v[order - 1, 1] = 3 * np.sqrt(a[order - 1, order - 1])    # a_jj - v_j^2 < 0
+    v[: order - 1, 0] = 0.1
+    with pytest.raises(LinAlgError, match=f"{order}-th leading minor"):
+        sl.cholesky(a - v.astype(np.float64) @ v.T.astype(np.float64))
+    message = f"downdated matrix is not positive definite: leading minor of order {order}$"
+    before = c.copy()
+    with pytest.raises(LinAlgError, match=message):
+        oclla.cholesky_update(c, v, sign=-1, method=method, queue=queue)
+    np.testing.assert_array_equal(c, before)
+    d = cl_array.to_device(queue, c)
+    with pytest.raises(LinAlgError, match=message):
+        oclla.cholesky_update(d, v, sign=-1, lower=False, method=method, queue=queue)
+    np.testing.assert_array_equal(d.get(), before)
+    parent = cl_array.to_device(queue, np.pad(c, 1))
+    view = parent[1:-1, 1:-1]
+    with pytest.raises(LinAlgError, match=message):
+        oclla.cholesky_update(view, v, sign=-1, overwrite_c=True, method=method, queue=queue)
+    np.testing.assert_array_equal(parent.get(), np.pad(before, 1))
+    arf = rfp.pack(c.T.copy(), lower=True)
+    with pytest.raises(LinAlgError, match=message):
+        rfp.cholesky_update(arf, n, v, sign=-1, method=method, queue=queue)
+
+
+def test_zero_diagonal_is_refused(queue):
+    c = np.triu(np.ones((5, 5)))
+    c[2, 2] = 0.0
+    with pytest.raises(LinAlgError, match="zero diagonal entry at order 3"):
+        oclla.cholesky_update(c, np.ones(5), queue=queue)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_downdate_near_the_boundary_loses_what_refactoring_loses(queue, dtype, method):
+    """Removing most of A (‖A‖/‖Ã‖ ≈ 5·10⁵): in units of n‖A‖ε the downdate's
+    backward error is within the threshold; in units of n‖Ã‖ε it exceeds it,
+    as refactoring A − V·Vᵀ formed in the working precision does, by a few times
+    more than that refactorization (the known loss of hyperbolic downdates)."""
+    n, k = 60, 4
+    rng = np.random.default_rng(3)
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    at = (q * np.r_[1e-2, np.linspace(1, 2, n - 1)]) @ q.T
+    v = (100 * rng.standard_normal((n, k))).astype(dtype)
+    a = at + v.astype(np.float64) @ v.T.astype(np.float64)
+    r = oclla.cholesky_update(sl.cholesky(a).astype(dtype), v, sign=-1, method=method,
+                              queue=queue)
+    norm_a, norm_at = (np.abs(m).sum(axis=1).max() for m in (a, at))
+    assert norm_a / norm_at > 1e5
+    err = accuracy.cholesky_backward_error(at, r, False)         # units of n‖Ã‖ε
+    assert accuracy.passes(err * norm_at / norm_a)               # units of n‖A‖ε
+    assert not accuracy.passes(err)
+    formed = a.astype(dtype) - v @ v.T
+    refactored = accuracy.cholesky_backward_error(at, sl.cholesky(formed), False)
+    assert not accuracy.passes(refactored)
+    assert err < 20 * refactored
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_rfp_update_matches_full_storage(queue, dtype, lower):
+    for n in (1, 6, 7, P + 1):
+        at, c, v = problem(n, 3, -1, dtype)
+        full = c.T.copy() if lower else c
+        for method in METHODS:
+            r = rfp.cholesky_update(rfp.pack(full, lower=lower), n, v, sign=-1, lower=lower,
+                                    method=method, queue=queue)
+            ref = oclla.cholesky_update(full, v, sign=-1, lower=lower, method=method,
+                                        queue=queue)
+            np.testing.assert_array_equal(r, rfp.pack(ref, lower=lower))
+            b = np.ones(n, dtype)
+            x = rfp.cho_solve((r, lower), b, queue=queue)
+            assert accuracy.passes(accuracy.solve_backward_error(at, x, b))
+
+
+def test_pivot_steps_are_recorded_per_row(queue):
+    n, k = 9, 2
+    _, c, v = problem(n, k, 1, np.float64)
+    with oclla.record(snapshots=True) as rec:
+        r = oclla.cholesky_update(c, v, method="pivot", queue=queue)
+    steps = rec.steps
+    assert [s.phase for s in steps] == ["compute", "apply"] * (n - 1) + ["compute"]
+    assert steps[2].region == (1, 2, 1, 2) and steps[3].region == (1, 2, 2, n)
+    assert steps[2].info["v_rows"] == (1, 2)
+    assert sum(s.flops for s in steps) == update.update_flops(n, k)
+    np.testing.assert_array_equal(rec.runs[-1].snapshot_at(len(steps) - 1), r)
+
+
+def test_blocked_steps_are_recorded_per_panel(queue):
+    n, k = 2 * P + 1, 3
+    _, c, v = problem(n, k, 1, np.float32)
+    with oclla.record() as rec:
+        oclla.cholesky_update(c.T.copy(), v, lower=True, queue=queue)
+    steps = rec.steps
+    assert [s.phase for s in steps] == ["panel", "apply"] * 2 + ["panel"]
+    assert steps[1].region == (P, n, 0, P)                      # below the panel in L
+    assert steps[4].region == (2 * P, n, 2 * P, n)
+    assert sum(s.flops for s in steps) == update.update_flops(n, k)
+    assert [len(s.kernels) for s in steps] == [1] * 5
+
+
+# ---- device views ------------------------------------------------------------------------
+
+@settings(max_examples=12, deadline=None)
+@given(data=st.data(), n=st.integers(1, 40), k=st.integers(0, 3), lower=st.booleans(),
+       overwrite=st.booleans(), method=st.sampled_from(METHODS))
+def test_views(queue, data, n, k, lower, overwrite, method):
+    dtype = np.float32
+    c, _ = oclla.cho_factor(spd(n, dtype), lower=lower, queue=queue)
+    v = np.random.default_rng(n).standard_normal((n, k) if k else n).astype(dtype)
+    c_v = device_view(queue, data.draw(layouts((n, n))), c)
+    v_v = device_view(queue, data.draw(layouts(v.shape)), v)
+    r = oclla.cholesky_update(c_v.view, v_v.view, lower=lower, overwrite_c=overwrite,
+                              method=method, queue=queue)
+    ref = oclla.cholesky_update(c, v, lower=lower, method=method, queue=queue)
+    assert_same(r, ref)
+    assert (r is c_v.view) == overwrite
+    c_v.check(written=ref if overwrite else None)
+    v_v.check()
+
+
+# ---- bad input ---------------------------------------------------------------------------
+
+def test_bad_input(queue):
+    c = np.eye(4)
+    v = np.ones(4)
+    call = oclla.cholesky_update
+    cases = [
+        (ValueError, "square", lambda: call(np.ones((4, 3)), v)),
+        (ValueError, "2-D", lambda: call(np.ones(4), v)),
+        (ValueError, "2-D", lambda: call(np.ones((2, 2, 2)), v)),
+        (ValueError, "3 rows", lambda: call(c, np.ones(3))),
+        (ValueError, "1-D or 2-D", lambda: call(c, np.ones((4, 1, 1)))),
+        (TypeError, "int64", lambda: call(np.eye(4, dtype=np.int64), v)),
+        (TypeError, "complex", lambda: call(c.astype(complex), v)),
+        (TypeError, r"astype\(numpy.float32\)", lambda: call(c.astype(np.float32), v)),
+        (TypeError, "complex", lambda: call(c, v.astype(complex))),
+        (ValueError, "infs or NaNs", lambda: call(np.where(c == 0, np.nan, c), v)),
+        (ValueError, "infs or NaNs", lambda: call(c, np.r_[1, 1, np.inf, 1])),
+        (ValueError, "sign", lambda: call(c, v, sign=0)),
+        (ValueError, "sign", lambda: call(c, v, sign=2)),
+        (ValueError, "sign", lambda: call(c, v, sign=True)),
+        (ValueError, "method", lambda: call(c, v, method="givens")),
+        (TypeError, "float64", lambda: call(cl_array.to_device(queue, c),
+                                             cl_array.to_device(queue, v.astype(np.float32)))),
+        (ValueError, "infs or NaNs", lambda: call(
+            cl_array.to_device(queue, c), cl_array.to_device(queue, np.r_[np.nan, 1, 1, 1]))),
+        (ValueError, "infs or NaNs", lambda: call(
+            cl_array.to_device(queue, np.where(c == 0, np.inf, c)), v)),
+        (ValueError, "length", lambda: rfp.cholesky_update(np.ones(5), 4, v)),
+        (ValueError, "n must be >= 0", lambda: rfp.cholesky_update(np.ones(1), -1, v)),
+        (TypeError, "integer", lambda: rfp.cholesky_update(np.ones(1), 1.0, v)),
+    ]
+    for error, match, bad in cases:
+        with pytest.raises(error, match=match):
+            bad()
+    # check_finite=False lets NaN through without an error (the result is garbage)
+    call(c, np.r_[np.nan, 1, 1, 1], check_finite=False)
+
+
+# ---- property ----------------------------------------------------------------------------
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 2 * P + 2), k=st.integers(0, 5), lower=st.booleans(),
+       method=st.sampled_from(METHODS), seed=st.integers(0, 2 ** 16),
+       double=st.booleans())
+def test_update_then_downdate_returns_the_factor(queue, n, k, lower, method, seed, double):
+    dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
+    a = spd(n, np.float64, seed)
+    c = sl.cholesky(a, lower=lower).astype(dtype)
+    # ‖V·Vᵀ‖ about ‖A‖: the round trip stays well conditioned
+    v = (np.random.default_rng(seed).standard_normal((n, k)) / np.sqrt(n)).astype(dtype)
+    up = oclla.cholesky_update(c, v, lower=lower, method=method, queue=queue)
+    back = oclla.cholesky_update(up, v, sign=-1, lower=lower, method=method, queue=queue)
+    err = accuracy.cholesky_backward_error(a, back, lower)
+    assert accuracy.passes(err), f"backward error {err:.3g}"
