@@ -1,4 +1,4 @@
-"""LU factorization with partial pivoting: the public API.
+"""LU factorization with partial pivoting: the public API (``lu_factor``, ``lu_solve``, ``lu``).
 
 ``lu_factor(a)`` returns ``(lu, piv)`` exactly as :func:`scipy.linalg.lu_factor`:
 ``lu`` holds U on and above the diagonal and the multipliers of the unit
@@ -130,29 +130,90 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
               check_finite: bool = True, block: int | None = None, queue=None):
     """LU factorization P·A = L·U of a square matrix, on the OpenCL device.
 
+    The result has :func:`scipy.linalg.lu_factor`'s layout: ``lu`` holds U on
+    and above the diagonal and the multipliers of the unit lower triangular L
+    below it; ``piv[i] = j`` (0-based) means that row i was interchanged with
+    row j, in the order i = 0, 1, ..., n − 1.  With partial pivoting each
+    multiplier satisfies |l_ij| ≤ 1.  Costs 2n³/3 flops (:func:`lu_flops`).
+
     Parameters
     ----------
-    a : (n, n) array_like of float32/float64, or a pyopencl array (any view:
-        offset, strides, transpose; a view is gathered into a dense work array)
-    method : "blocked" (default) or "pivot"; see the module docstring
-    variant : for ``method="pivot"``: "inplace" (default), "crout", "window" or "faithful"
-    pivoting : "partial" (default; "none" for the faithful variant) or "none"
-    overwrite_a : allow the result to be written into ``a`` (a permission, as in
-        scipy).  A C-contiguous device ``a`` is factored in place; a device view
-        is factored in its gathered copy and the result scattered into the
-        view's own entries (nothing else of its buffer is written), and the
-        view is returned.
-    check_finite : reject NaN/Inf in ``a`` (ValueError)
-    block : panel width of the blocked method (default: from the device)
+    a : (n, n) array_like of float32 or float64, or pyopencl.array.Array
+        The matrix.  A device array may be any view (offset, strides,
+        transpose); a view is gathered into a dense work array.
+    method : {"blocked", "pivot"}, default "blocked"
+        ``"blocked"``: the right-looking blocked LU (panels factored on the
+        device, row interchanges, TRSM and a GEMM update of the trailing
+        matrix; block sizes from the device).  ``"pivot"``: one host-loop
+        iteration per pivot, the teaching variants.
+    variant : {"inplace", "crout", "window", "faithful"}, optional
+        For ``method="pivot"``: ``"inplace"`` (default; right-looking: pivot k
+        updates the whole active submatrix), ``"crout"`` (left-looking: pivot
+        k forms row k of U and column k of L from the finished factors),
+        ``"window"`` (Crout order inside windows of pivots, one GEMM update
+        per window) or ``"faithful"`` (the SYCL blog post's algorithm as
+        written: no pivoting, a U→A copy each step).  ``"blocked"`` is the
+        only variant of ``method="blocked"``.
+    pivoting : {"partial", "none"}, optional
+        Default ``"partial"`` (``"none"`` for the faithful variant, which
+        pivots never).  ``"none"`` is for teaching: elimination with the
+        diagonal as pivot is unstable and stops at a zero pivot.
+    overwrite_a : bool, default False
+        Allow the result to be written into ``a`` (a permission, as in
+        scipy).  A numpy ``a`` is never written.  A C-contiguous device ``a``
+        is factored in place; a device view is factored in its gathered copy
+        and the result scattered into the view's own entries (nothing else of
+        its buffer is written), and the view is returned.
+    check_finite : bool, default True
+        Reject NaN or Inf in ``a`` (ValueError).  For a device ``a`` the
+        entries are counted on the device beside the factorization.
+    block : int, optional
+        Panel width of the blocked method (default: from the device's
+        parameters).
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of
+        the default device, :func:`oclla.get_queue`).
 
     Returns
     -------
-    lu : (n, n) array, U on and above the diagonal, L's multipliers below
-    piv : (n,) int32, 0-based row interchanges
-        Device arrays when ``a`` is a device array.
+    lu : (n, n) ndarray or pyopencl.array.Array
+        U on and above the diagonal, L's multipliers below it; the dtype of
+        ``a``.  A device array when ``a`` is one.
+    piv : (n,) ndarray or pyopencl.array.Array of int32
+        The 0-based row interchanges.
 
-    An exactly singular matrix gives a :class:`scipy.linalg.LinAlgWarning`
-    naming the zero diagonal entry, as scipy does.
+    Raises
+    ------
+    ValueError
+        ``a`` is not square, holds NaN/Inf (with ``check_finite``), or an
+        option is unknown (``method``, ``variant``, ``pivoting``, a faithful
+        variant with partial pivoting).
+    TypeError
+        ``a`` is not float32/float64 (integers are refused: oclla does not
+        guess the working precision).
+    numpy.linalg.LinAlgError
+        With ``pivoting="none"``, a zero pivot before the last column.
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, an allocation the device
+        cannot make, or kernels that fail to build with every parameter set.
+
+    Warns
+    -----
+    scipy.linalg.LinAlgWarning
+        An exactly singular U: the warning names the zero diagonal entry (as
+        scipy does); the factors are returned.
+
+    See Also
+    --------
+    lu_solve : solve with the factors.
+    lu : P, L and U as separate matrices.
+
+    Examples
+    --------
+    >>> a = np.random.default_rng(0).standard_normal((100, 100)).astype(np.float32)
+    >>> lu, piv = oclla.lu_factor(a)
+    >>> oclla.accuracy.lu_backward_error(a, lu, piv) < 30
+    True
     """
     method, variant, pivoting = _resolve_options(method, variant, pivoting)
     queue = resolve_queue(queue)
@@ -217,37 +278,59 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
              check_finite: bool = True, queue=None):
     """Solve A·x = b (trans=0) or Aᵀ·x = b (trans=1 or 2) from ``lu_factor``'s output.
 
-    ``lu`` and ``piv`` may be host arrays or device arrays (any view), ``b`` is
-    (n,) or (n, k), host or device (any view); the interchanges, both
-    triangular solves and their GEMM updates run on the device.  The result
-    has b's shape and the factor's dtype, a device array for a device b.
+    The row interchanges, both triangular solves and their GEMM updates run
+    on the device (2n²k flops for k right-hand sides).
 
-    Decisions where oclla differs from or sharpens scipy:
+    Parameters
+    ----------
+    lu_and_piv : tuple (lu, piv)
+        The output of :func:`lu_factor`: host or device arrays (any view).
+    b : (n,) or (n, k) array_like, or pyopencl.array.Array
+        The right-hand side(s).  The factor's dtype is the working precision:
+        a host ``b`` is converted to it only where numpy's "safe" rule says
+        the conversion is exact (bool, integers that fit, float32 for a
+        float64 factor); a float64 ``b`` with a float32 factor is refused
+        (scipy would return float64, a float32 solve would round ``b``: the
+        caller chooses with ``b.astype(...)``).  A device ``b`` must have the
+        factor's dtype.
+    trans : {0, 1, 2}, default 0
+        0 solves A·x = b; 1 and 2 solve Aᵀ·x = b (real matrices).
+    overwrite_b : bool, default False
+        A permission, as in scipy: a numpy ``b`` is never written; a
+        C-contiguous device ``b`` is solved in place; a device view is solved
+        in its gathered copy and x scattered into the view's own entries
+        (nothing else of its buffer), and the view is returned.
+    check_finite : bool, default True
+        Reject NaN/Inf in ``lu`` and ``b`` (ValueError).  Device operands are
+        counted on the device beside the solve and read with the solution,
+        except when ``b`` itself is overwritten: then before the solve.
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of
+        the default device, :func:`oclla.get_queue`).
 
-    * dtype of b: the factor's dtype is the working precision (the reason
-      integer matrices are refused: oclla does not guess it).  A host b is
-      converted to it when numpy's "safe" rule says the conversion is exact
-      (bool, integers that fit, float32 for a float64 factor); anything else
-      is a TypeError naming ``b.astype(...)``.  In particular a float64 b
-      with a float32 factor is refused: scipy would return float64, while a
-      float32 solve silently rounds b and returns float32 -- neither is what
-      the caller asked for, so the caller chooses.  A device b must have the
-      factor's dtype.
-    * ``overwrite_b`` is a permission, as in scipy: a numpy b is never
-      written; a C-contiguous device b is solved in place; a device view is
-      solved in its gathered copy and X scattered into the view's own
-      entries (nothing else of its buffer), and the view is returned.
-    * A device ``piv`` is checked on the device beside the solve (an entry
-      outside [0, n), e.g. 1-based pivots, raises the ValueError a numpy piv
-      gets): the flag is read in the same wait as the solution, or, for a
-      device b, in one read at the end.  The solve itself never addresses a
-      row outside the matrix; after that ValueError a C-contiguous device b
-      given with ``overwrite_b`` holds garbage (a view of b is never written
-      then).
-    * ``check_finite`` counts NaN/Inf in a device ``lu`` and b on the device,
-      read with the same flags, except when b itself is overwritten (a
-      C-contiguous device b with ``overwrite_b``): then they are checked
-      before the solve.
+    Returns
+    -------
+    x : ndarray or pyopencl.array.Array
+        The solution, of ``b``'s shape and the factor's dtype; a device array
+        for a device ``b``.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match, ``trans`` not 0, 1 or 2, NaN/Inf with
+        ``check_finite``, or a ``piv`` entry outside [0, n) (e.g. 1-based
+        pivots; a device ``piv`` is checked on the device, and the solve
+        never addresses a row outside the matrix, but after this error a
+        C-contiguous device ``b`` given with ``overwrite_b`` holds garbage).
+    TypeError
+        A ``b`` whose dtype does not convert exactly to the factor's, or a
+        ``piv`` that does not hold integers.
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble.
+
+    See Also
+    --------
+    lu_factor : the factorization.
     """
     if trans not in (0, 1, 2):
         raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
@@ -287,8 +370,34 @@ def lu(a, *, permute_l: bool = False, method: str = "blocked", variant: str | No
 
     The factorization runs on the device (:func:`lu_factor`, same options);
     splitting the packed result into L and U and forming P are host
-    bookkeeping (no arithmetic).  For a device ``a`` the results are device
-    arrays on its queue, as every oclla function returns them.
+    bookkeeping (no arithmetic).
+
+    Parameters
+    ----------
+    a : (n, n) array_like of float32 or float64, or pyopencl.array.Array
+        The matrix (a device array may be any view).
+    permute_l : bool, default False
+        Return (P·L, U) instead of (P, L, U).
+    method, variant, pivoting, overwrite_a, check_finite, block
+        As for :func:`lu_factor`.
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of
+        the default device, :func:`oclla.get_queue`).
+
+    Returns
+    -------
+    p : (n, n) ndarray or pyopencl.array.Array
+        The permutation matrix (not returned with ``permute_l``).
+    l : (n, n) ndarray or pyopencl.array.Array
+        Unit lower triangular L (P·L with ``permute_l``).
+    u : (n, n) ndarray or pyopencl.array.Array
+        Upper triangular U.  All device arrays on ``queue`` for a device
+        ``a``, as every oclla function returns them.
+
+    Raises
+    ------
+    ValueError, TypeError, numpy.linalg.LinAlgError, oclla.DeviceError
+        As :func:`lu_factor` raises them.
     """
     queue = resolve_queue(queue)
     device = is_device_array(a)
