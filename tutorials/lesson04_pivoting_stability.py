@@ -24,7 +24,9 @@
 #   factors are from being exact factors of the input.
 #
 # Then we compare float32 with float64 and separate the two things people
-# mix up most often: an unstable *algorithm* and an ill-conditioned *problem*.
+# mix up most often: an unstable *algorithm* and an ill-conditioned *problem*;
+# and we look at the last step of every solve, the triangular solves, where a
+# device's parallel algorithm gives up some of substitution's stability.
 #
 # This lesson uses float64 on the device; PoCL and most GPUs support it
 # (`oclla.devices()` shows `fp64=yes`).
@@ -69,6 +71,35 @@ for pivoting in ("none", "partial"):
 # With partial pivoting the rows are swapped first: the multiplier is
 # $\delta$ and every number stays of size 1. Without it, $x_0 = 0$ instead of
 # 1: not a rounding error in the last digit, a completely wrong answer.
+#
+# **Predict first.** How wrong is it for a pivot that is small but not that
+# small? Follow the rounding: without pivoting, $x_1$ comes out with a
+# relative error of at most about $\varepsilon$, and then
+# $x_0 = (1 - x_1)/\delta$. For $\delta = 10^{-10}$ in float64, predict the
+# relative error of $x$ and write it down before running the cell (the table
+# also shows other $\delta$):
+
+# %%
+predicted_error = None            # your guess for δ = 1e-10
+
+# %%
+print(f"{'δ':>7} {'relative error of x, no pivoting':>33} {'partial pivoting':>17}")
+for d in (1e-4, 1e-6, 1e-8, 1e-10, 1e-12, 1e-14):
+    a_d = np.array([[d, 1.0], [1.0, 1.0]])
+    x_exact = np.array([1 / (1 - d), (1 - 2 * d) / (1 - d)])   # solved by hand
+    errors = []
+    for pivoting in ("none", "partial"):
+        x = oclla.lu_solve(oclla.lu_factor(a_d, method="pivot", pivoting=pivoting), b)
+        errors.append(np.abs(x - x_exact).max() / np.abs(x_exact).max())
+    print(f"{d:7.0e} {errors[0]:33.1e} {errors[1]:17.1e}")
+print(f"you predicted {predicted_error} for δ = 1e-10")
+
+# %% [markdown]
+# Dividing by $\delta$ multiplies the rounding error of $x_1$ by $1/\delta$:
+# the error grows like $\varepsilon/\delta$ (less when the rounding happens to
+# be small, so the table sits at or below $\varepsilon/\delta \approx 2\cdot
+# 10^{-16}/\delta$). With partial pivoting it stays at the level of
+# $\varepsilon$ for every $\delta$.
 #
 # ## 2. Measuring it: growth factor and backward error
 #
@@ -160,16 +191,18 @@ for n in (10, 20, 40):
     lu, piv = oclla.lu_factor(W)
     rhs = W @ np.random.default_rng(0).standard_normal(n)
     x = oclla.lu_solve((lu, piv), rhs)
+    x_lapack = np.linalg.solve(W, rhs)
     print(f"n = {n:2d}: ρ = {accuracy.growth_factor(W, lu):9.3g}   "
           f"factorization η = {accuracy.lu_backward_error(W, lu, piv):6.3g} nε   "
-          f"solve backward error {accuracy.solve_backward_error(W, x, rhs):9.3g} nε")
+          f"solve backward error {accuracy.solve_backward_error(W, x, rhs):9.3g} nε "
+          f"(LAPACK's: {accuracy.solve_backward_error(W, x_lapack, rhs):9.3g} nε)")
 
 # %% [markdown]
 # Read the factorization column: its backward error is zero. Every entry of
 # $L$ and $U$ is an integer, computed exactly, however large the growth. The
 # huge last column of $U$ wrecks the triangular solves instead (the *solve*
-# backward error). LAPACK behaves the same (`np.linalg.solve` gives the same
-# error).
+# backward error). LAPACK behaves the same (its solve error is printed beside
+# oclla's).
 #
 # Is this only a curiosity? For random matrices, yes (next cell). But real
 # problems have met it: Wright (1993) found matrices from multiple shooting
@@ -316,6 +349,77 @@ for kappa in (1e3, 1e7):
 # With the estimate, every solve can report a guaranteed error bound at
 # $O(n^2)$ extra cost: that is what LAPACK's expert drivers (`?gesvx`, their
 # `ferr`) do.
+#
+# ## 5. Triangular solves on the device, and their stability
+#
+# Every solve above ends with two triangular solves. On the host they are
+# **substitution**, one unknown after the other (back substitution for $U$):
+#
+# $$x_i = \Big(b_i - \sum_{j > i} u_{ij} x_j\Big) \Big/ u_{ii},
+#   \qquad i = n-1, \dots, 0 .$$
+#
+# Substitution is backward stable in the strongest sense: the computed
+# $\hat x$ solves $(U + \Delta U)\hat x = b$ with
+# $|\Delta u_{ij}| \le n\varepsilon\,|u_{ij}|$ entry by entry, however
+# ill-conditioned $U$ is (Higham, *Accuracy and Stability*, Thm. 8.5). But it
+# is as sequential as the pivots of Lesson 3: unknown $i$ needs all the
+# unknowns after it.
+#
+# A device wants matrix products instead. oclla's `lu_solve` (like MAGMA's
+# `trsm`) cuts $U$ into diagonal blocks $U_{jj}$ of order $n_b$, **inverts
+# the diagonal blocks** in one parallel launch (`trtri_blocks`), and then
+# works block row by block row with matrix products,
+# $x_j = U_{jj}^{-1}\big(b_j - \sum_{k > j} U_{jk} x_k\big)$: a handful of
+# launches instead of $n$ dependent steps. Multiplying by a computed inverse
+# is not substitution, though: its backward error grows with
+# $\kappa(U_{jj})$ (Du Croz and Higham, 1992). A triangular matrix can be
+# its own LU factor, so `lu_solve((T, range(n)), b)` solves with an upper
+# triangular $T$ alone. We measure the **componentwise backward error** (the
+# smallest relative change of each entry of $T$ and $b$ that makes $\hat x$
+# exact, Oettli and Prager),
+#
+# $$\omega = \max_i \frac{|b - T\hat x|_i}{(|T|\,|\hat x| + |b|)_i},$$
+#
+# in units of $\varepsilon$, for random upper triangular matrices, whose
+# condition number grows like $2^n$ (Viswanath and Trefethen, 1998), against
+# LAPACK's substitution (`scipy.linalg.solve_triangular`):
+
+# %%
+import scipy.linalg
+
+
+def componentwise_backward_error(t, x, rhs):
+    """Oettli-Prager: max_i |rhs - t x|_i / (|t| |x| + |rhs|)_i, in units of ε (float64)."""
+    residual = np.abs(rhs - t @ x)
+    return (residual / (np.abs(t) @ np.abs(x) + np.abs(rhs))).max() / accuracy.eps(np.float64)
+
+
+print(f"{'n':>4} {'κ₁(T)':>9} {'ω device (ε)':>13} {'ω substitution (ε)':>19}   device kernels")
+for n_t in (8, 16, 24, 32, 48):
+    T = np.triu(np.random.default_rng(n_t).standard_normal((n_t, n_t)))
+    rhs = T @ np.ones(n_t)
+    with oclla.record() as rec:
+        x_device = oclla.lu_solve((T, np.arange(n_t)), rhs)
+    x_host = scipy.linalg.solve_triangular(T, rhs)
+    names = [k.name for k in rec.runs[-1].kernels]
+    print(f"{n_t:4d} {np.linalg.cond(T, 1):9.1e} "
+          f"{componentwise_backward_error(T, x_device, rhs):13.2g} "
+          f"{componentwise_backward_error(T, x_host, rhs):19.2g}   "
+          + ", ".join(f"{name} x{names.count(name)}" for name in sorted(set(names))))
+
+# %% [markdown]
+# Apart from the one `laswp` (the row interchanges, none here), the kernels
+# come in pairs: one solve with $L$ (the identity here), one with $T$.
+# Substitution's $\omega$ stays of order 1 whatever $\kappa(T)$; the block
+# inverses' grows with the condition number of the diagonal blocks (at these
+# sizes the matrix is a single block or a few). This is a trade of stability for
+# parallelism, and it is why it matters which triangular matrices reach the
+# solver: the factors of a pivoted LU or of a Cholesky factorization usually
+# have well-conditioned diagonal blocks (the small solve errors of section 4
+# say so for those matrices), while an arbitrary ill-conditioned triangular
+# matrix does not. Where it matters, solve by substitution, or repair the
+# solution with a step of iterative refinement (Lesson 7), which needs only a
+# residual in higher precision.
 #
 # ## Exercises
 #
