@@ -28,12 +28,57 @@ _log = logging.getLogger("oclla")
 
 
 class DeviceError(RuntimeError):
-    """Device trouble: none found, no fp64, allocation too large, build failure."""
+    """Device trouble: raised by every oclla function that meets it.
+
+    Raised when no OpenCL device is found or none matches the selection, for
+    float64 on a device without ``cl_khr_fp64``, for an allocation larger
+    than the device allows, and when a kernel family fails to build or run
+    with every parameter set (the message then carries the build log).  A
+    subclass of :class:`RuntimeError`.
+    """
 
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """What oclla needs to know about one OpenCL device."""
+    """What oclla needs to know about one OpenCL device (:func:`devices`,
+    :func:`device_info`).
+
+    Under a device-limit profile (:func:`oclla.set_profile`) the limits are
+    the profile's, not the device's own.
+
+    Attributes
+    ----------
+    index : int
+        Position in :func:`devices` (the index ``OCLLA_DEVICE`` takes); -1 for
+        a device outside that list.
+    name, vendor, platform : str
+        As the driver reports them (``CL_DEVICE_NAME``, ``CL_DEVICE_VENDOR``,
+        the platform's name).
+    driver_version : str
+        ``CL_DRIVER_VERSION`` (tuned entries are stored per driver).
+    opencl_c_version : str
+        ``CL_DEVICE_OPENCL_C_VERSION``.
+    kind : str
+        "GPU", "CPU", "ACCELERATOR" or "OTHER".
+    fp64 : bool
+        Whether the device reports ``cl_khr_fp64`` (float64 needs it).
+    compute_units : int
+        ``CL_DEVICE_MAX_COMPUTE_UNITS``.
+    max_work_group_size : int
+        Work-items per work-group, at most.
+    max_work_item_sizes : tuple of int
+        Work-items per work-group along each dimension, at most.
+    local_mem_size, global_mem_size, max_alloc_size : int
+        Bytes of local memory per work-group, of global memory, and of the
+        largest single allocation (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``).
+    max_clock_mhz : int
+        ``CL_DEVICE_MAX_CLOCK_FREQUENCY``, MHz.
+    native_width_float, native_width_double : int
+        ``CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT`` / ``_DOUBLE`` as reported
+        (the widths oclla builds with are those the device really compiles).
+    profile : str or None
+        The device-limit profile imposed, if any.
+    """
 
     index: int
     name: str
@@ -126,7 +171,24 @@ def _probe(index: int, dev: cl.Device) -> DeviceInfo:
 
 
 def devices() -> list[DeviceInfo]:
-    """List every OpenCL device visible to this process with its capabilities."""
+    """Every OpenCL device visible to this process, with the capabilities oclla uses.
+
+    Parameters
+    ----------
+    None
+
+    Returns
+    -------
+    list of DeviceInfo
+        In the order of the platforms and their devices, which is the order
+        of the indices ``OCLLA_DEVICE`` and ``device=`` take (empty when
+        OpenCL sees no device).
+
+    Raises
+    ------
+    Nothing
+        A platform that cannot list its devices is skipped.
+    """
     return [_probe(i, d) for i, d in enumerate(_all_cl_devices())]
 
 
@@ -227,7 +289,35 @@ def _pyopencl_ctx_device() -> cl.Device:
 
 
 def get_queue(device=None) -> cl.CommandQueue:
-    """Return the process-wide profiling queue for the selected device."""
+    """The process-wide profiling queue of a device, made on first use and cached.
+
+    Selection order: the ``device`` argument, the ``OCLLA_DEVICE``
+    environment variable, pyopencl's ``PYOPENCL_CTX``, the first GPU that
+    compiles kernels, the first CPU that does (PoCL, the embedded default).
+    Every public function takes this queue as ``queue=``.
+
+    Parameters
+    ----------
+    device : int, str, pyopencl.Device or pyopencl.CommandQueue, optional
+        An index into :func:`devices`, a case-insensitive substring of a
+        device's or its platform's name (``"nvidia"``, ``"pthread"``), a
+        device, or a queue (returned as it is).
+
+    Returns
+    -------
+    pyopencl.CommandQueue
+        An in-order queue with profiling enabled, on a context of that device
+        alone; the same object for every call with the same device.
+
+    Raises
+    ------
+    oclla.DeviceError
+        No OpenCL device at all (the message says how to install PoCL), an
+        index out of range, a name that matches no device, a bad
+        ``PYOPENCL_CTX``, or no device that can compile kernels.
+    TypeError
+        ``device`` of another type.
+    """
     if isinstance(device, cl.CommandQueue):
         return device
     dev = select_device(device)
@@ -242,7 +332,22 @@ def get_queue(device=None) -> cl.CommandQueue:
 
 
 def device_info(queue_or_device) -> DeviceInfo:
-    """Capabilities of the device behind a queue (memoized)."""
+    """The capabilities of the device behind a queue (memoized per device).
+
+    Parameters
+    ----------
+    queue_or_device : pyopencl.CommandQueue or pyopencl.Device
+
+    Returns
+    -------
+    DeviceInfo
+        With the device-limit profile in force imposed.
+
+    Raises
+    ------
+    pyopencl.Error
+        The driver cannot be queried for the device.
+    """
     dev = queue_or_device.device if isinstance(queue_or_device, cl.CommandQueue) \
         else queue_or_device
     with _lock:
