@@ -7,6 +7,7 @@ before the first step and position p > 0 the matrix after step p − 1
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 
@@ -28,8 +29,23 @@ def viewable_runs(recording) -> list:
 
     Kernels enqueued outside any algorithm call land in a run named "other"
     ("unknown" in older files), bookkeeping rather than something to watch.
+    A failed run ends at its failing step (:func:`until_failure`).
     """
-    return [r for r in recording.runs if r.steps and r.algorithm not in ("other", "unknown")]
+    return [until_failure(r) for r in recording.runs
+            if r.steps and r.algorithm not in ("other", "unknown")]
+
+
+def until_failure(run):
+    """A failed run cut after the step where it broke (:func:`failed_position`).
+
+    Steps recorded after a failed pivot work on meaningless numbers; the copy
+    keeps the recording's arrays and drops those steps (and their kernels).
+    A finished run is returned as it is.
+    """
+    failed = failed_position(run)
+    if failed is None or failed >= len(run.steps):
+        return run
+    return dataclasses.replace(run, steps=run.steps[:failed], result=None)
 
 
 def default_run(runs: list) -> int:
@@ -274,6 +290,17 @@ def pivot_value(run, position: int):
     return float(m[r, c]), (r, c)
 
 
+def smallest_pivot(run) -> float | None:
+    """min |pivot| over the run's steps; for a finished LU also the last diagonal entry of
+    U, which no step pivots on.  None when no step has a pivot or values are missing."""
+    values = [abs(pv[0]) for p in range(1, n_positions(run))
+              if (pv := pivot_value(run, p)) is not None]
+    last = final_array(run)
+    if registry.display(run.algorithm).storage == "lu" and not run.error and is_square(last):
+        values.append(abs(float(last[-1, -1])))
+    return min(values) if values else None
+
+
 def growth_by_position(run) -> np.ndarray | None:
     """Wilkinson's growth factor after each position: max |a_ij^(k)| / max |a_ij|.
 
@@ -391,14 +418,22 @@ def markers(run) -> list:
     return out
 
 
+def bad_pivot(run, value: float) -> bool:
+    """A pivot the algorithm cannot go on with: zero or not finite, and for an
+    algorithm that needs positive pivots (Cholesky) also negative."""
+    if value == 0.0 or not np.isfinite(value):
+        return True
+    return registry.display(run.algorithm).positive_pivots and value < 0.0
+
+
 def failed_position(run) -> int | None:
-    """Where a failed run broke: the first step whose pivot came out zero or not finite,
+    """Where a failed run broke: the first position whose pivot is bad (:func:`bad_pivot`),
     else its last step.  None for a run that finished."""
     if not run.error or not run.steps:
         return None
     for p in range(1, n_positions(run)):
         pv = pivot_value(run, p)
-        if pv is not None and (pv[0] == 0.0 or not np.isfinite(pv[0])):
+        if pv is not None and bad_pivot(run, pv[0]):
             return p
     return len(run.steps)
 

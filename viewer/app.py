@@ -96,7 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--theme", choices=("light", "dark"), default="light",
                      help="theme of a headless render (default light)")
     out.add_argument("--presentation", action="store_true",
-                     help="large fonts and high contrast")
+                     help="the matrix fills the window: large numbers, high contrast")
+    out.add_argument("--decimals", type=int, metavar="D",
+                     help="digits after the point of the numbers in cells (default 2)")
+    out.add_argument("--substeps", action="store_true",
+                     help="LU sub-steps (search, swap, multipliers, update) with L, U and P")
+    out.add_argument("--sub", type=int, metavar="K",
+                     help="with --substeps: show sub-step K of --step (0 = the pivot search)")
     out.add_argument("--fps", type=float, default=4.0,
                      help="animation frames per second, in (0, 60] (default 4)")
     return p
@@ -183,6 +189,8 @@ def _check_args(args, parser) -> None:
                          f"use one of {', '.join(EXPORT_TYPES)}")
     if args.compare_variant and not args.algorithm:
         parser.error("--compare-variant needs --algorithm")
+    if args.sub is not None and not args.substeps:
+        parser.error("--sub needs --substeps")
     if args.replay and not os.path.exists(args.replay):
         raise CliError(f"--replay {args.replay}: no such file")
 
@@ -240,6 +248,12 @@ def _export(window, args) -> None:
     if args.step is not None and not 0 <= args.step <= last:
         raise CliError(f"--step {args.step} is outside the run's steps 0-{last}", 2)
     m.go_to(last if args.step is None else args.step)
+    if args.sub is not None:
+        frames = m.frames(m.position)
+        if not 0 <= args.sub < len(frames):
+            raise CliError(f"--sub {args.sub}: step {m.position} has "
+                           f"{len(frames)} sub-step(s)", 2)
+        m.go_to(m.position, sub=args.sub)
     window.focus_view(args.view)
     try:
         if ext in (".png", ".svg"):
@@ -324,6 +338,8 @@ def main(argv=None) -> int:
                                  QtCore.QSettings.Format.IniFormat)
             q.setValue("view/theme", args.theme)
             settings = Settings(q)
+            if args.decimals is not None:
+                settings.decimals = args.decimals
         else:
             settings = Settings()
         window = MainWindow(settings)
@@ -331,6 +347,8 @@ def main(argv=None) -> int:
             window.resize(*size)
             if args.presentation:
                 window.model.set_presentation(True)
+            if args.substeps:
+                window.model.set_substeps(True)
             window.show()
             _populate(window, args, headless)
             if headless:

@@ -7,7 +7,7 @@ import html
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from . import analysis
+from . import analysis, registry
 from . import theme as themes
 
 KERNEL_COLUMNS = ("kernel", "launch µs", "device µs", "global", "local")
@@ -31,7 +31,7 @@ def step_summary(run, position: int) -> str:
     times = analysis.step_times_ns(run)
     done = float(times[:position].sum())
     total = float(times.sum())
-    lines = [f"<b>{html.escape(run.algorithm)} {html.escape(run.variant)}</b> · "
+    lines = [f"<b>{html.escape(registry.run_title(run))}</b> · "
              f"{'×'.join(map(str, run.shape))} {html.escape(run.dtype)}"]
     if step is None:
         lines.append("the matrix before the first step")
@@ -40,7 +40,8 @@ def step_summary(run, position: int) -> str:
         packed = analysis.is_packed(analysis.matrix_at(run, position))
         where = "in " + step.info["matrix"] if "matrix" in step.info else (
             "of the RFP buffer" if packed else "")
-        lines.append(f"phase <b>{html.escape(step.phase)}</b> · rows {r0}:{r1}, "
+        lines.append(f"phase <b>{html.escape(registry.phase_name(step.phase))}</b> · "
+                     f"rows {r0}:{r1}, "
                      f"cols {c0}:{c1} {where}".rstrip())
         if "logical_region" in step.info:
             q0, q1, p0, p1 = step.info["logical_region"]
@@ -111,42 +112,69 @@ class DetailsPanel(QtWidgets.QWidget):
                       "×".join(map(str, k.local_size or ())))
             for col, v in enumerate(values):
                 item = QtWidgets.QTableWidgetItem(v)
+                item.setToolTip(v)
                 if col == 0:
                     item.setForeground(QtGui.QColor(themes.kernel_color(k.name)))
                 self.table.setItem(row, col, item)
+        self.table.resizeColumnToContents(0)        # kernel names in full
         self.table.clearSelection()
         if selected in self._rows:
             self.table.selectRow(self._rows.index(selected))
 
-    def show_legend(self, run) -> None:
-        phases = list(dict.fromkeys(s.phase for s in run.steps))
-        names = list(dict.fromkeys(k.name for k in run.kernels))
-        swatch = "<span style='color:{c}'>■</span> {t}"
-        parts = ["<b>phases</b> " + " ".join(swatch.format(c=themes.phase_color(p),
-                                                         t=html.escape(p)) for p in phases),
-                 "<b>kernels</b> " + " ".join(swatch.format(c=themes.kernel_color(k),
-                                                          t=html.escape(k)) for k in names),
-                 "<b>overlays</b> " + " ".join(swatch.format(c=c, t=t.replace("_", " "))
-                                               for t, c in themes.OVERLAYS.items()
-                                               if t != "twin")
-                 + " " + swatch.format(c=themes.NON_FINITE, t="Inf or NaN"),
-                 "the black staircase parts L (below) from U and the trailing matrix"]
-        self.legend.setText("<br>".join(parts))
+    def show_legend(self, run, theme=themes.LIGHT) -> None:
+        """The colours this run uses: its phases, its kernels, the outlines that its
+        algorithm draws, and what the lines and grey cells mean in this theme."""
+        self.legend.setText(legend_html(run, theme))
 
     def _row_clicked(self, row: int, _col: int) -> None:
         if 0 <= row < len(self._rows):
             self.kernel_selected.emit(self._rows[row])
 
 
+OVERLAY_WORDS = {"active": "active submatrix", "pivot": "pivot", "multipliers": "multipliers",
+                 "swap": "swapped rows", "kernel": "selected kernel's step"}
+
+
+def legend_html(run, theme) -> str:
+    """Rich text legend of ``run`` in ``theme`` (see :meth:`DetailsPanel.show_legend`)."""
+    disp = registry.display(run.algorithm)
+    phases = list(dict.fromkeys(s.phase for s in run.steps))
+    names = list(dict.fromkeys(k.name for k in run.kernels))
+    swatch = "<span style='color:{c}'>■</span>&nbsp;{t}"
+    outlines = ["active", "pivot", "kernel"]
+    if disp.storage in ("lu", "triangle", "lower", "upper"):
+        outlines.insert(2, "multipliers")
+    if any(s.info.get("swaps") for s in run.steps):
+        outlines.insert(2, "swap")
+    parts = ["<b>phases</b> " + " ".join(swatch.format(c=themes.phase_color(p),
+                                                     t=html.escape(registry.phase_name(p)))
+                                         for p in phases),
+             "<b>kernels</b> " + " ".join(swatch.format(c=themes.kernel_color(k),
+                                                      t=html.escape(k)) for k in names),
+             "<b>outlines</b> " + " ".join(swatch.format(c=themes.OVERLAYS[k],
+                                                       t=OVERLAY_WORDS[k]) for k in outlines)
+             + " " + swatch.format(c=themes.NON_FINITE, t="Inf&nbsp;or&nbsp;NaN")]
+    line = "white" if theme.boundary.upper() == "#FFFFFF" else "black"
+    if disp.storage == "lu":
+        parts.append(f"the {line} staircase parts L (below) from U and the matrix still to "
+                     f"factor")
+    elif disp.storage in ("triangle", "lower", "upper"):
+        parts.append("the grey triangle is never read: the algorithm works in one triangle")
+    return "<br>".join(parts)
+
+
 def status_text(model) -> str:
     """The status bar: step k/N, phase, pivot, growth, backward error, device, seed."""
     run = model.run
     if run is None:
-        return "no recording: Run ▸ New run… or File ▸ Open…"
+        return "nothing loaded: pick a first run, Run ▸ New run… or File ▸ Open…"
     position, last = model.position, model.last_position
     parts = [f"step {position}/{last}"]
     step = model.step
-    parts.append(f"phase {step.phase}" if step is not None else "initial matrix")
+    parts.append(f"phase {registry.phase_name(step.phase)}" if step is not None
+                 else "initial matrix")
+    if model.frame is not None:
+        parts.append(f"sub-step {model.frame.name}")
     pv = analysis.pivot_value(run, position)
     if pv is not None:
         parts.append(f"pivot {pv[0]:.4g} at ({pv[1][0]}, {pv[1][1]})")

@@ -76,10 +76,33 @@ def mp4_encoder() -> str | None:
     return None
 
 
-def save_animation(render, positions, path, fps: float = 4.0) -> int:
+LAST_FRAME_HOLD = 3.0
+"""An animation rests on its last frame this many seconds before it loops."""
+
+
+def gif_frames(frames, keep_colors=()) -> list:
+    """RGB frames as palette images sharing one palette that holds ``keep_colors`` exactly
+    (so an outline keeps its colour: a per-frame palette merges similar oranges)."""
+    from PIL import Image
+    keep = [QtGui.QColor(c).getRgb()[:3] for c in dict.fromkeys(keep_colors)]
+    sample = np.concatenate([f[::2, ::2] for f in frames], axis=0)
+    base = Image.fromarray(sample).quantize(colors=256 - len(keep),
+                                            method=Image.Quantize.MEDIANCUT)
+    palette = base.getpalette()[:3 * (256 - len(keep))]
+    for rgb in keep:
+        palette += list(rgb)
+    ref = Image.new("P", (1, 1))
+    ref.putpalette(palette + [0] * (768 - len(palette)))
+    return [Image.fromarray(f).quantize(palette=ref, dither=Image.Dither.NONE)
+            for f in frames]
+
+
+def save_animation(render, positions, path, fps: float = 4.0, keep_colors=()) -> int:
     """Render each position with ``render(position) -> QImage`` and write an animation.
 
-    Returns the number of frames written (one per position).
+    Returns the number of frames written (one per position).  A GIF shares one
+    palette that holds ``keep_colors`` exactly and rests :data:`LAST_FRAME_HOLD`
+    seconds on its last frame.
     """
     ext = _ext(path)
     path = os.fspath(path)
@@ -94,10 +117,11 @@ def save_animation(render, positions, path, fps: float = 4.0) -> int:
     if not frames:
         raise ExportError("no steps to export")
     if ext == ".gif":
-        from PIL import Image
-        images = [Image.fromarray(f) for f in frames]
+        images = gif_frames(frames, keep_colors)
+        durations = [int(round(1000 / fps))] * len(images)
+        durations[-1] = max(durations[-1], int(LAST_FRAME_HOLD * 1000))
         images[0].save(path, save_all=True, append_images=images[1:], loop=0,
-                       duration=int(round(1000 / fps)), optimize=False, disposal=1)
+                       duration=durations, optimize=False, disposal=1)
         return len(frames)
     import imageio.v3 as iio
     h, w = (frames[0].shape[0] // 2) * 2, (frames[0].shape[1] // 2) * 2   # yuv420 wants even

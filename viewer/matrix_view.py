@@ -26,6 +26,47 @@ STAIRCASE_MAX_N = 1024
 SAFE_RANGE = (1e-100, 1e100)
 """Colour ranges within this are drawn in the values' own units, others rescaled."""
 
+DECIMALS = 2
+"""Default digits after the point of the numbers in cells (a setting)."""
+
+FIXED_MAX = 1e4
+"""Numbers at least this large, or nonzero but too small for the decimals, are written
+as a power of ten ("3e-09") instead of in fixed point."""
+
+MIN_TEXT_PX = 7
+"""Below this font size (pixels) the cells carry no numbers."""
+
+CELL_FILL = 0.86
+"""The widest number takes at most this fraction of a cell's width."""
+
+
+def cell_text(value: float, decimals: int = DECIMALS) -> str:
+    """A cell's number: fixed point with ``decimals`` digits (``-0.45``), a power of ten for
+    the very large and the nonzero too small to show (``3e-09``), ``inf``/``nan``."""
+    if not np.isfinite(value):
+        return "nan" if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    magnitude = abs(value)
+    if magnitude >= FIXED_MAX or (0 < magnitude < 0.5 * 10.0 ** -decimals):
+        return f"{value:.0e}".replace("e+0", "e").replace("e-0", "e-").replace("e+", "e")
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def text_pixels(texts, cell: float, cap: float | None) -> int:
+    """Font pixel size for ``texts`` in a square cell of ``cell`` pixels: as large as the
+    cell allows (the widest text within :data:`CELL_FILL` of its width, at most 0.42 of
+    its height), no larger than ``cap`` (None: no limit); 0 when below :data:`MIN_TEXT_PX`."""
+    ref = QtGui.QFont()
+    ref.setPixelSize(100)
+    metrics = QtGui.QFontMetricsF(ref)
+    widest = max((metrics.horizontalAdvance(t) for t in texts), default=0.0)
+    size = 0.42 * cell
+    if widest > 0:
+        size = min(size, CELL_FILL * cell * 100.0 / widest)
+    if cap is not None:
+        size = min(size, cap)
+    return int(size) if size >= MIN_TEXT_PX else 0
+
 
 def _pen(color: str, width: float, style=QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
     pen = QtGui.QPen(QtGui.QColor(color))
@@ -65,6 +106,8 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.theme = themes.LIGHT
         self.colormap_name = themes.COLORMAPS[0]
         self.numbers_max_n = NUMBERS_MAX_N
+        self.decimals = DECIMALS
+        self.text_px = 0                          # font size of the numbers now (0: none)
         self.array: np.ndarray | None = None      # None: no values (regions only)
         self.blank: np.ndarray | None = None      # cells outside a packed triangle
         self.shape: tuple | None = None           # (rows, cols) shown, None: nothing
@@ -89,6 +132,7 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.colorbar = pg.ColorBarItem(values=(-1, 1), interactive=False, colorMapMenu=False,
                                         width=18)
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        self.colorbar.axis.enableAutoSIPrefix(False)     # "1e+08", never an unnamed scale
         self.unused = QtWidgets.QGraphicsPathItem()
         self.unused.setZValue(6)
         self.boundary = QtWidgets.QGraphicsPathItem()
@@ -133,6 +177,7 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.colorbar.axis.setPen(fg)
         self.colorbar.axis.setTextPen(fg)
         self.colorbar.axis.setTickFont(font)
+        self.colorbar.axis.setWidth(int(QtGui.QFontMetrics(font).horizontalAdvance("-8e+08")) + 12)
         cmap = pg.colormap.get(self.colormap_name)
         self.colorbar.setColorMap(cmap)
         w = theme.pen_scale
@@ -140,15 +185,10 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.pivot.setPen(_pen(themes.OVERLAYS["pivot"], 3 * w))
         self.kernel.setPen(_pen(themes.OVERLAYS["kernel"], 2 * w, QtCore.Qt.PenStyle.DashLine))
         self.twin.setPen(_pen(themes.OVERLAYS["twin"], 3 * w))
-        mult = QtGui.QColor(themes.OVERLAYS["multipliers"])
-        self.multipliers.setPen(_pen(themes.OVERLAYS["multipliers"], 2 * w,
-                                     QtCore.Qt.PenStyle.DotLine))
-        mult.setAlpha(60)
-        self.multipliers.setBrush(mult)
-        swap = QtGui.QColor(themes.OVERLAYS["swap"])
-        swap.setAlpha(70)
-        self.swaps.setPen(_pen(themes.OVERLAYS["swap"], 1.5 * w))
-        self.swaps.setBrush(swap)
+        self.multipliers.setPen(_pen(themes.OVERLAYS["multipliers"], 3 * w,
+                                     QtCore.Qt.PenStyle.DashLine))
+        self.swaps.setPen(_pen(themes.OVERLAYS["swap"], 3 * w))
+        self.swaps.setBrush(QtCore.Qt.BrushStyle.NoBrush)
         self.boundary.setPen(_pen(theme.boundary, 1.5 * w))
         self.unused.setPen(QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
         self.unused.setBrush(_rgba(theme.unused))
@@ -284,19 +324,19 @@ class MatrixView(pg.GraphicsLayoutWidget):
                 item.setPos(k % cols + 0.5, k // cols + 0.5)
             else:
                 item.setVisible(False)
-        cell = self._cell_pixels()
-        font = QtGui.QFont()
-        font.setPixelSize(int(min(max(cell * 0.26, 7), 22 * self.theme.font_scale)))
-        fmt = "{:.3g}" if cell >= 44 else "{:.2g}"
         blank = self.blank.ravel() if self.blank is not None and self.blank.shape == a.shape \
             else np.zeros(a.size, dtype=bool)
-        for item, v, empty in zip(self.numbers[:rows * cols], a.ravel(), blank):
-            item.setVisible(True)
+        texts = ["" if empty else cell_text(v, self.decimals) for v, empty in zip(a.ravel(), blank)]
+        cap = None if self.theme.name == "presentation" else 26 * self.theme.font_scale
+        self.text_px = text_pixels(texts, self._cell_pixels(), cap)
+        font = QtGui.QFont()
+        font.setPixelSize(max(self.text_px, 1))
+        for item, v, text in zip(self.numbers[:rows * cols], a.ravel(), texts):
+            item.setVisible(self.text_px > 0)
             item.setFont(font)
-            if empty:
-                item.setText("")
+            item.setText(text)
+            if not text:
                 continue
-            item.setText(fmt.format(v))
             item.setColor("#FFFFFF" if not np.isfinite(v) or abs(v) > 0.55 * self.vmax
                           else "#000000")
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import analysis
+from . import analysis, lu_steps
 
-CHANGES = ("recording", "position", "kernel", "playback", "compare", "presentation")
+CHANGES = ("recording", "position", "kernel", "playback", "compare", "presentation",
+           "substeps", "look")
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 """Playback speeds in steps per second."""
@@ -43,6 +44,8 @@ class ViewerModel:
         self.compare_position = 0
         self.sync = "column"
         self.presentation = False
+        self.substeps = False            # step through LU sub-steps (search, swap, ...)
+        self.sub: int | None = None      # index into frames(position); None: the recorded one
         self._cache: dict = {}
         self._finished_cache: dict = {}
 
@@ -74,8 +77,11 @@ class ViewerModel:
         """The step just performed (None at position 0 or with nothing loaded)."""
         return analysis.step_at(self.run, self.position) if self.run is not None else None
 
-    def set_recording(self, recording, path=None, position: int = 0) -> None:
-        """Show ``recording``; ValueError (state unchanged) if it has nothing to show."""
+    def set_recording(self, recording, path=None, position: int | None = None) -> None:
+        """Show ``recording``; ValueError (state unchanged) if it has nothing to show.
+
+        Without ``position`` a failed run opens where it failed, others at the start.
+        """
         runs = analysis.viewable_runs(recording)
         if not runs:
             raise ValueError("the recording has no algorithm steps to show")
@@ -85,6 +91,9 @@ class ViewerModel:
         self.playing = False
         self.selected_kernel = None
         self.compare_run = None
+        self.sub = None
+        if position is None:
+            position = analysis.failed_position(self.run) or 0
         self.position = self._clamp(position)
         self._sync_compare()
         self._emit("recording", "position", "kernel", "playback", "compare")
@@ -95,6 +104,7 @@ class ViewerModel:
             raise IndexError(f"run {index} out of range (the recording has {len(self.runs)})")
         self.run_index = index
         self.selected_kernel = None
+        self.sub = None
         self.position = self._clamp(self.position)
         self._sync_compare()
         self._emit("recording", "position", "kernel", "compare")
@@ -110,9 +120,15 @@ class ViewerModel:
     def _clamp(self, position: int) -> int:
         return min(max(int(position), 0), self.last_position)
 
-    def go_to(self, position: int, *, keep_kernel: bool = False) -> None:
+    def go_to(self, position: int, *, keep_kernel: bool = False, sub: int | None = None) -> None:
+        """Show ``position`` (its sub-step ``sub`` when given, else the recorded matrix)."""
         position = self._clamp(position)
         changes = []
+        if sub is not None and not 0 <= sub < len(self.frames(position)) - 1:
+            sub = None
+        if sub != self.sub:
+            self.sub = sub
+            changes.append("position")
         if position != self.position:
             self.position = position
             self._sync_compare()
@@ -120,14 +136,52 @@ class ViewerModel:
         if not keep_kernel and self.selected_kernel is not None:
             self.selected_kernel = None
             changes.append("kernel")
-        if self.playing and self.position >= self.last_position:
+        if self.playing and self.position >= self.last_position and self.sub is None:
             self.playing = False
             changes.append("playback")
         if changes:
             self._emit(*changes)
 
     def step_by(self, delta: int) -> None:
-        self.go_to(self.position + delta)
+        """Move ``delta`` steps; one step at a time walks through sub-steps when they are on."""
+        if self.substeps and abs(delta) == 1:
+            self._fine_step(delta)
+        else:
+            self.go_to(self.position + delta)
+
+    def _fine_step(self, delta: int) -> None:
+        p, sub = self.position, self.sub
+        if delta > 0:
+            if sub is not None:
+                self.go_to(p, keep_kernel=True, sub=sub + 1)     # the last sub: recorded
+            elif self.frames(p + 1) and p + 1 <= self.last_position:
+                self.go_to(p + 1, sub=0)
+            else:
+                self.go_to(p + 1)
+        elif sub is not None:
+            self.go_to(p - 1 if sub == 0 else p, sub=None if sub == 0 else sub - 1)
+        elif len(self.frames(p)) > 1:
+            self.go_to(p, sub=len(self.frames(p)) - 2)
+        else:
+            self.go_to(p - 1)
+
+    # ---- sub-steps ----
+    def frames(self, position: int) -> list:
+        """The sub-steps of ``position`` (:func:`viewer.lu_steps.substeps`; [] for none)."""
+        if self.run is None or not 0 < position <= self.last_position:
+            return []
+        return self.cached(("frames", position), lambda: lu_steps.substeps(self.run, position))
+
+    @property
+    def frame(self):
+        """The sub-step shown (None: the recorded matrix of the position)."""
+        return self.frames(self.position)[self.sub] if self.sub is not None else None
+
+    def set_substeps(self, on: bool) -> None:
+        """Step through sub-steps (LU: search, swap, multipliers, update) or whole steps."""
+        self.substeps = bool(on)
+        self.sub = None
+        self._emit("position", "substeps")
 
     def first(self) -> None:
         self.go_to(0)
@@ -160,7 +214,7 @@ class ViewerModel:
     def tick(self) -> None:
         """One playback step (the window's timer calls this)."""
         if self.playing:
-            self.go_to(self.position + 1)
+            self.step_by(1)
 
     @property
     def speed(self) -> float:

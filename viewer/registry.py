@@ -199,13 +199,29 @@ class Display:
     finished: Callable = _pivot_finished  # step -> columns final after it
     growth: bool = False                  # the growth factor means something
     backward_error: str | None = None     # "lu" or "cholesky"
+    positive_pivots: bool = False         # a pivot <= 0 is a failure (Cholesky)
+    title: str = ""                       # how people name it ("" : the trace name)
+    variants: dict = field(default_factory=dict)   # trace variant -> how people name it
 
+
+_CHOLESKY_VARIANTS = {"pivot": "per pivot", "blocked": "blocked"}
 
 DISPLAYS: dict = {
-    "lu": Display("lu", _panel_finished, growth=True, backward_error="lu"),
-    "cholesky": Display("triangle", _panel_finished, backward_error="cholesky"),
-    "rfp_cholesky": Display("triangle", backward_error="cholesky"),
-    "ad2at": Display("triangle"),
+    "lu": Display("lu", _panel_finished, growth=True, backward_error="lu", title="LU",
+                  variants={"inplace": "per pivot, in place", "crout": "per pivot, Crout order",
+                            "window": "per pivot, delayed updates",
+                            "faithful": "per pivot, as in the SYCL post",
+                            "blocked": "blocked", "pick": "pivots picked by hand"}),
+    "cholesky": Display("triangle", _panel_finished, backward_error="cholesky",
+                        positive_pivots=True, title="Cholesky", variants=_CHOLESKY_VARIANTS),
+    "rfp_cholesky": Display("triangle", backward_error="cholesky", positive_pivots=True,
+                            title="Cholesky, packed (RFP) storage",
+                            variants=_CHOLESKY_VARIANTS),
+    "ad2at": Display("triangle", title="AD²Aᵀ assembly",
+                     variants={"pivot": "per column", "blocked": "blocked"}),
+    "rfp_pack": Display(title="packing into RFP storage"),
+    "lu_solve": Display(title="LU solve"),
+    "cho_solve": Display(title="Cholesky solve"),
 }
 """Trace algorithm name -> Display; ``"triangle"`` reads the side from the run."""
 
@@ -215,3 +231,57 @@ DEFAULT_DISPLAY = Display()
 def display(algorithm_name: str) -> Display:
     """The Display of a trace algorithm name (the default for unknown names)."""
     return DISPLAYS.get(algorithm_name, DEFAULT_DISPLAY)
+
+
+PIVOTING_NAMES = {"partial": "partial pivoting", "none": "no pivoting",
+                  "complete": "complete pivoting", "diagonal": "diagonal pivots",
+                  "click": "pivots picked by hand"}
+
+
+def run_title(run) -> str:
+    """How people name a run: "LU, per pivot, in place, partial pivoting"."""
+    disp = display(run.algorithm)
+    parts = [disp.title or run.algorithm.replace("_", " ")]
+    variant = disp.variants.get(run.variant, run.variant.replace("_", " "))
+    if variant:
+        parts.append(variant)
+    pivoting = run.params.get("pivoting")
+    if pivoting:
+        parts.append(PIVOTING_NAMES.get(str(pivoting), f"pivoting {pivoting}"))
+    return ", ".join(parts)
+
+
+def run_attributes(run) -> dict:
+    """What tells two runs apart, as words: algorithm, variant, pivoting, block, dtype,
+    order, device, matrix."""
+    disp = display(run.algorithm)
+    out = {"algorithm": disp.title or run.algorithm.replace("_", " "),
+           "variant": disp.variants.get(run.variant, run.variant.replace("_", " "))}
+    if run.params.get("pivoting"):
+        p = str(run.params["pivoting"])
+        out["pivoting"] = PIVOTING_NAMES.get(p, f"pivoting {p}")
+    if run.params.get("block"):
+        out["block"] = f"block {run.params['block']}"
+    out["dtype"] = str(run.dtype)
+    out["order"] = f"n = {run.shape[0]}" if run.shape else ""
+    out["device"] = run.device or ""
+    src = run.metrics.get("source") if isinstance(run.metrics, dict) else None
+    if isinstance(src, dict):
+        out["matrix"] = " ".join(str(src[k]) for k in ("family", "seed", "file") if k in src)
+    return out
+
+
+def difference_titles(a, b) -> tuple[str, str]:
+    """Titles of two compared runs that name what differs ("partial pivoting" against
+    "no pivoting"); the full titles when nothing recorded differs."""
+    ta, tb = run_attributes(a), run_attributes(b)
+    keys = [k for k in dict.fromkeys([*ta, *tb]) if ta.get(k, "") != tb.get(k, "")]
+    if not keys:
+        return run_title(a), run_title(b) + " (again)"
+    return (", ".join(ta.get(k) or f"no {k}" for k in keys),
+            ", ".join(tb.get(k) or f"no {k}" for k in keys))
+
+
+def phase_name(phase: str) -> str:
+    """A phase as words ("outer_product" -> "outer product")."""
+    return phase.replace("_", " ")

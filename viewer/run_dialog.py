@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 from PySide6 import QtWidgets
 
 import oclla
@@ -29,9 +30,12 @@ class RunDialog(QtWidgets.QDialog):
     """Collects a :class:`RunRequest`; :meth:`request` builds it after ``accept``."""
 
     def __init__(self, parent=None, initial: RunRequest | None = None,
-                 device_lister=oclla.devices):
+                 device_lister=oclla.devices, title: str = "New run", same_matrix=None):
+        """``same_matrix``: the matrix of the run to compare with; a check box (on by
+        default) then runs on it."""
         super().__init__(parent)
-        self.setWindowTitle("New run")
+        self.setWindowTitle(title)
+        self._same_matrix = None if same_matrix is None else np.asarray(same_matrix)
         self._file_matrix = None
         self._file_name = ""
         form = QtWidgets.QFormLayout()
@@ -69,6 +73,10 @@ class RunDialog(QtWidgets.QDialog):
         self.typed.setMaximumHeight(90)
         self.file_button = QtWidgets.QPushButton("Choose .npy or .mtx file…")
         self.file_button.clicked.connect(self._choose_file)
+        self.typed.textChanged.connect(self._typed_changed)
+        self.same = QtWidgets.QCheckBox("same matrix as A")
+        self.same.setChecked(self._same_matrix is not None)
+        self.same.toggled.connect(self._family_changed)
         self.snapshots = QtWidgets.QCheckBox("keep the matrix after every step (step views)")
         self.warmup = QtWidgets.QCheckBox("run once untimed first (kernel builds, warm-up)")
         self.error = QtWidgets.QLabel("")
@@ -78,7 +86,7 @@ class RunDialog(QtWidgets.QDialog):
                               ("Pivoting", self.pivoting), ("Block size", self.block),
                               ("Order n", self.n), ("dtype", self.dtype),
                               ("Device", self.device), ("", self.device_note),
-                              ("Matrix", self.family), ("Seed", self.seed),
+                              ("", self.same), ("Matrix", self.family), ("Seed", self.seed),
                               ("Condition number", self.kappa), ("Values", self.typed),
                               ("File", self.file_button), ("", self.snapshots),
                               ("", self.warmup)):
@@ -99,6 +107,7 @@ class RunDialog(QtWidgets.QDialog):
         self.n.valueChanged.connect(self._size_changed)
         self._list_devices(device_lister)
         self.set_request(initial or RunRequest())
+        self._show_row(self.same, self._same_matrix is not None)
 
     # ---- filling ----
     def _list_devices(self, lister) -> None:
@@ -132,6 +141,9 @@ class RunDialog(QtWidgets.QDialog):
         self.seed.setValue(int(req.seed))
         self.warmup.setChecked(req.warmup)
         self.kappa.setValue(float(req.kappa))
+        if req.family == "typed" and req.matrix is not None:
+            self.typed.setPlainText("\n".join(" ".join(f"{v:.17g}" for v in row)
+                                              for row in np.asarray(req.matrix)))
         self._family_changed()
         self._size_changed()
 
@@ -163,15 +175,35 @@ class RunDialog(QtWidgets.QDialog):
         self.pivoting.setEnabled(len(v.pivoting) > 1)
         self.block.setEnabled(v.blocked)
 
+    @property
+    def same_matrix(self) -> bool:
+        """The run will use the compared run's matrix."""
+        return self._same_matrix is not None and self.same.isChecked()
+
     def _family_changed(self) -> None:
         fam = self.family.currentData()
-        self._show_row(self.seed, fam in ("random", "spd", "cond", "diagdom"))
-        self._show_row(self.kappa, fam == "cond")
-        self._show_row(self.typed, fam == "typed")
-        self._show_row(self.file_button, fam == "file")
-        self.n.setEnabled(fam in ("random", "spd", "cond", "diagdom"))
-        if fam == "sycl4":
+        own = not self.same_matrix
+        self._show_row(self.family, own)
+        self._show_row(self.seed, own and fam in ("random", "spd", "cond", "diagdom"))
+        self._show_row(self.kappa, own and fam == "cond")
+        self._show_row(self.typed, own and fam == "typed")
+        self._show_row(self.file_button, own and fam == "file")
+        self.n.setEnabled(own and fam in ("random", "spd", "cond", "diagdom"))
+        if not own:
+            self.n.setValue(self._same_matrix.shape[0])
+        elif fam == "sycl4":
             self.n.setValue(4)
+        elif fam == "typed":
+            self._typed_changed()
+
+    def _typed_changed(self) -> None:
+        """"Order n" follows the typed matrix (while it parses)."""
+        if self.family.currentData() != "typed" or self.same_matrix:
+            return
+        try:
+            self.n.setValue(matrices.parse_matrix(self.typed.toPlainText()).shape[0])
+        except matrices.MatrixError:
+            pass
 
     def _show_row(self, widget, visible: bool) -> None:
         self._form.setRowVisible(widget, visible)
@@ -208,7 +240,10 @@ class RunDialog(QtWidgets.QDialog):
         fam = self.family.currentData()
         v = self._spec().variant(self.variant.currentData())
         matrix = None
-        if fam == "typed":
+        source = self._file_name if fam == "file" else ""
+        if self.same_matrix:
+            fam, matrix, source = "typed", self._same_matrix, "same matrix as A"
+        elif fam == "typed":
             matrix = matrices.parse_matrix(self.typed.toPlainText())
         elif fam == "file":
             if self._file_matrix is None:
@@ -221,7 +256,7 @@ class RunDialog(QtWidgets.QDialog):
             kappa=self.kappa.value(),
             pivoting=self.pivoting.currentText() if v.pivoting else None,
             block=self.block.value() or None, device=self.device.currentData(),
-            matrix=matrix, source_name=self._file_name if fam == "file" else "",
+            matrix=matrix, source_name=source,
             snapshots=self.snapshots.isChecked(), warmup=self.warmup.isChecked())
         build_matrix(req)          # surfaces a bad family/size before the run starts
         return req

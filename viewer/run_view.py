@@ -12,16 +12,45 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from . import analysis, packed
+from . import analysis, lu_steps, packed, registry
+from .factors_view import FactorsPanel
 from .matrix_view import MatrixView
 
 
-def position_title(run, position: int, label: str = "") -> str:
+def position_title(run, position: int, name: str = "", frame=None) -> str:
+    """"LU, per pivot, in place · step 3/7 · elimination · swap", and where a run failed,
+    the failing pivot's value."""
     step = analysis.step_at(run, position)
     last = analysis.n_positions(run) - 1
-    what = f"step {position}/{last}" + (f" · {step.phase}" if step is not None else " · start")
-    head = f"{run.algorithm} {run.variant}".strip()
-    return f"{label}{head} · {what}"
+    what = f"step {position}/{last} · " + (registry.phase_name(step.phase)
+                                           if step is not None else "start")
+    if frame is not None:
+        what += f" · {frame.name}"
+    head = name or registry.run_title(run)
+    text = f"{head} · {what}"
+    if run.error and position == analysis.failed_position(run):
+        pv = analysis.pivot_value(run, position)
+        if pv is not None:
+            text += f" · FAILED: pivot {pv[0]:.3g} at {pv[1]}"
+    return text
+
+
+def run_summary(run) -> str:
+    """One line of what a comparison asks: growth, smallest pivot, backward error."""
+    parts = []
+    growth = analysis.growth_by_position(run)
+    if growth is not None:
+        parts.append(f"growth {growth[-1]:.3g}")
+    small = analysis.smallest_pivot(run)
+    if small is not None:
+        parts.append(f"smallest |pivot| {small:.3g}")
+    err = analysis.backward_error(run)
+    if err is not None:
+        parts.append(f"backward error {err:.3g} nε" if np.isfinite(err) else
+                     "backward error ∞")
+    if run.error:
+        parts.append("failed")
+    return " · ".join(parts)
 
 
 class RunView(QtWidgets.QWidget):
@@ -30,6 +59,7 @@ class RunView(QtWidgets.QWidget):
     def __init__(self, label: str = "", parent=None):
         super().__init__(parent)
         self.label = label
+        self.name = ""                   # the run's title ("" : its usual name)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         maps = QtWidgets.QHBoxLayout()
@@ -39,11 +69,22 @@ class RunView(QtWidgets.QWidget):
         self.buffer.show_colorbar(False)
         maps.addWidget(self.matrix, 3)
         maps.addWidget(self.buffer, 2)
-        layout.addLayout(maps, 1)
+        layout.addLayout(maps, 3)
         self.formula = QtWidgets.QLabel("")
         self.formula.setVisible(False)
         self.formula.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.formula)
+        self.caption = QtWidgets.QLabel("")          # the sub-step's formula
+        self.caption.setWordWrap(True)
+        self.caption.setVisible(False)
+        layout.addWidget(self.caption)
+        self.summary = QtWidgets.QLabel("")          # growth, smallest pivot, backward error
+        self.summary.setVisible(False)
+        layout.addWidget(self.summary)
+        self.factors = FactorsPanel()
+        self.factors.setVisible(False)
+        layout.addWidget(self.factors, 2)
+        self.show_factors = False
         self.layout_rfp: packed.Layout | None = None
         self.transposed = False
         self.matrix.hovered.connect(self._hover_full)
@@ -53,15 +94,38 @@ class RunView(QtWidgets.QWidget):
     def is_packed(self) -> bool:
         return self.layout_rfp is not None
 
-    def apply_theme(self, theme, colormap_name=None, numbers_max_n=None) -> None:
+    def apply_theme(self, theme, colormap_name=None, numbers_max_n=None,
+                    decimals=None) -> None:
         for m in (self.matrix, self.buffer):
             if numbers_max_n is not None:
                 m.numbers_max_n = numbers_max_n
+            if decimals is not None:
+                m.decimals = decimals
             m.apply_theme(theme, colormap_name)
+        self.factors.apply_theme(theme, colormap_name, numbers_max_n, decimals)
 
-    def show_run(self, run, position: int, vmax: float, kernel_region=None) -> None:
+    def show_run(self, run, position: int, vmax: float, kernel_region=None, frame=None,
+                 summary: bool = False) -> None:
+        """Draw ``run`` at ``position`` (its sub-step ``frame`` when given); ``summary``
+        adds the line of growth, smallest pivot and backward error under the map."""
+        self.summary.setVisible(summary)
+        if summary:
+            self.summary.setText(self.label + run_summary(run))
+        self.caption.setVisible(frame is not None)
+        self.caption.setText(frame.formula if frame is not None else "")
+        self._show_factors(run, position, vmax, frame)
+        title = position_title(run, position, self.label + self.name, frame)
+        if frame is not None:
+            self.layout_rfp = None
+            self.buffer.setVisible(False)
+            self.formula.setVisible(False)
+            self.matrix.show_matrix(frame.matrix, vmax,
+                                    lu_steps.frame_overlays(run, position, frame), title)
+            self.matrix.set_mask(None)
+            self.matrix.set_twin(None)
+            self.matrix.set_kernel_region(kernel_region)
+            return
         array = analysis.matrix_at(run, position)
-        title = position_title(run, position, self.label)
         ov = analysis.overlays(run, position)
         self.layout_rfp = analysis.packed_layout(run, array)
         self.buffer.setVisible(self.is_packed)
@@ -99,6 +163,18 @@ class RunView(QtWidgets.QWidget):
         self.buffer.set_mask(buf_mask)
         if not self.formula.text():
             self.formula.setText("hover an entry to see where it is stored")
+
+    def _show_factors(self, run, position: int, vmax: float, frame) -> None:
+        factors = None
+        if self.show_factors and analysis.order(run) <= self.matrix.numbers_max_n:
+            if frame is not None:
+                factors = lu_steps.factors(run, frame.matrix, frame.finished, frame.perm,
+                                           frame.check)
+            else:
+                factors = lu_steps.factors_at(run, position)
+        self.factors.setVisible(factors is not None)
+        if factors is not None:
+            self.factors.show_factors(factors, vmax)
 
     # ---- hover twins ----
     def _hover_full(self, i: int, j: int) -> None:

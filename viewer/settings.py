@@ -1,6 +1,6 @@
 """What the viewer remembers between sessions (QSettings, organisation "oclla").
 
-Window layout, theme, font scale, colour map, numbers in cells, the last
+Window layout, theme, font scale, colour map, numbers in cells and their decimals, the last
 run's choices (device included) and the recent recordings.  Values are read
 back with their type and a default, so a damaged or foreign settings file
 never stops the viewer.
@@ -19,6 +19,8 @@ ORGANIZATION = "oclla"
 APPLICATION = "oclla-viewer"
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
+DECIMALS = 2
+MAX_DECIMALS = 6
 
 
 class Settings:
@@ -70,6 +72,15 @@ class Settings:
     @numbers.setter
     def numbers(self, value: bool) -> None:
         self.q.setValue("view/numbers", bool(value))
+
+    @property
+    def decimals(self) -> int:
+        """Digits after the point of the numbers in cells (0 to :data:`MAX_DECIMALS`)."""
+        return min(max(self._get("view/decimals", DECIMALS, int), 0), MAX_DECIMALS)
+
+    @decimals.setter
+    def decimals(self, value: int) -> None:
+        self.q.setValue("view/decimals", min(max(int(value), 0), MAX_DECIMALS))
 
     # ---- window ----
     def save_window(self, geometry: QtCore.QByteArray, state: QtCore.QByteArray) -> None:

@@ -31,14 +31,19 @@ OVERLAYS = {
     "multipliers": "#8E24AA",  # the L column(s) computed by the step
     "swap": "#00B8D4",         # rows interchanged by the step
     "twin": "#FF1744",         # the packed view's hovered entry and its twin
-    "kernel": "#FF6D00",       # the selected kernel in the timeline
+    "kernel": "#2962FF",       # the step of the kernel selected in the timeline
 }
 
 NON_FINITE = "#FF00FF"
 """Cells holding Inf or NaN (in a packed view: inside the stored triangle); no colour map
 offered here uses it."""
 
-MARKERS = {"swap": OVERLAYS["swap"], "slow": "#FF6D00", "fail": "#D50000"}
+MARKERS = {"swap": OVERLAYS["swap"], "slow": "#9E9E9E", "fail": "#D50000"}
+"""Scrub bar ticks: swaps in the upper half, slow kernels (grey, so that they never hide a
+swap) in the lower half, a failed pivot across."""
+
+KEEP_COLORS = (*OVERLAYS.values(), *MARKERS.values(), NON_FINITE, "#000000", "#FFFFFF")
+"""Colours an exported GIF keeps exactly."""
 
 COLORMAPS = ("CET-D1A", "CET-D1", "CET-D3", "CET-D4", "CET-D9")
 """Diverging colour maps offered for the heat map (zero in the middle)."""

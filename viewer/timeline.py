@@ -17,7 +17,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from . import analysis
+from . import analysis, registry
 from . import theme as themes
 
 FADED_ALPHA = 110
@@ -27,6 +27,26 @@ def _brush(color: str, alpha: int = 255) -> QtGui.QBrush:
     c = QtGui.QColor(color)
     c.setAlpha(alpha)
     return QtGui.QBrush(c)
+
+
+def time_unit(largest_ns: float) -> tuple[str, float]:
+    """("ns" | "µs" | "ms", ns per unit) so that the largest time reads between 1 and 1000."""
+    if largest_ns < 1e3:
+        return "ns", 1.0
+    if largest_ns < 1e6:
+        return "µs", 1e3
+    return "ms", 1e6
+
+
+def integer_tick(count: int) -> int:
+    """A whole-step tick spacing (1, 2, 5, 10, 20, ...) giving at most about 10 ticks."""
+    step = 1
+    while count / step > 10:
+        for factor in (2, 2.5, 2):
+            step = int(step * factor)
+            if count / step <= 10:
+                break
+    return max(step, 1)
 
 
 class _Lanes:
@@ -122,8 +142,9 @@ class TimelineView(QtWidgets.QWidget):
         self.steps_plot.setMouseEnabled(x=True, y=False)
         self.steps_plot.setMenuEnabled(False)
         self.steps_plot.setLabel("bottom", "step")
-        self.steps_plot.setLabel("left", "µs per step")
-        self.steps_plot.getAxis("left").setWidth(70)
+        for name in ("left", "bottom"):       # units named in the label, never a "(×0.001)"
+            self.steps_plot.getAxis(name).enableAutoSIPrefix(False)
+        self.steps_plot.getAxis("left").setWidth(80)
         split.addWidget(self.kernels_plot)
         split.addWidget(self.steps_plot)
         self.lanes = [_Lanes(self.kernels_plot, 0.0), _Lanes(self.kernels_plot, 2.5)]
@@ -183,20 +204,27 @@ class TimelineView(QtWidgets.QWidget):
                 item.setData([], [])
             return
         x = np.arange(1, len(run.steps) + 1)
-        y = analysis.step_times_ns(run) / 1e3
+        times = [analysis.step_times_ns(r) for r in self.runs if r is not None and r.steps]
+        unit, scale = time_unit(max(float(t.max()) for t in times if t.size))
+        self.steps_plot.setLabel("left", f"{unit} / step")
+        y = analysis.step_times_ns(run) / scale
         self.curve.setData(x, y)
         self.scatter.setData(x, y, brush=[_brush(themes.phase_color(s.phase))
                                           for s in run.steps])
         self.legend.clear()
         if other is not None and other.steps:
             self.compare_curve.setData(np.arange(1, len(other.steps) + 1),
-                                       analysis.step_times_ns(other) / 1e3)
-            self.legend.addItem(self.curve, f"A: {run.algorithm} {run.variant}")
-            self.legend.addItem(self.compare_curve, f"B: {other.algorithm} {other.variant}")
+                                       analysis.step_times_ns(other) / scale)
+            names = registry.difference_titles(run, other)
+            self.legend.addItem(self.curve, f"A: {names[0]}")
+            self.legend.addItem(self.compare_curve, f"B: {names[1]}")
         else:
             self.compare_curve.setData([], [])
         self.legend.setVisible(other is not None)
-        self.steps_plot.setXRange(0, len(run.steps) + 1, padding=0.02)
+        last = max(len(run.steps), len(other.steps) if other is not None else 0)
+        self.steps_plot.setXRange(0, last + 1, padding=0.02)
+        every = integer_tick(last)
+        self.steps_plot.getAxis("bottom").setTickSpacing(every, every)
 
     def set_position(self, position: int, lit: list, selected, compare_position=None) -> None:
         """Light the current step's kernels (``lit``), outline ``selected``."""

@@ -59,10 +59,13 @@ class ScrubBar(QtWidgets.QWidget):
         p.setPen(QtGui.QPen(self.track, 3))
         p.drawLine(QtCore.QPointF(self._x(0), mid),
                    QtCore.QPointF(self._x(max(self.n_positions - 1, 0)), mid))
-        for pos, kind in self.markers:
+        spans = {"swap": (2, mid), "slow": (mid, h - 2), "fail": (2, h - 2)}
+        for kind in ("slow", "swap", "fail"):          # a failed pivot drawn last, on top
             p.setPen(QtGui.QPen(QtGui.QColor(themes.MARKERS[kind]), 3 if kind == "fail" else 2))
-            top = 2 if kind != "swap" else mid - 2
-            p.drawLine(QtCore.QPointF(self._x(pos), top), QtCore.QPointF(self._x(pos), h - 2))
+            top, bottom = spans[kind]
+            for pos in (q for q, k in self.markers if k == kind):
+                p.drawLine(QtCore.QPointF(self._x(pos), top),
+                           QtCore.QPointF(self._x(pos), bottom))
         if self.n_positions:
             p.setPen(QtCore.Qt.PenStyle.NoPen)
             p.setBrush(self.accent)
@@ -99,11 +102,32 @@ class TransportBar(QtWidgets.QWidget):
             self.buttons.append(button)
         self.scrub = ScrubBar()
         layout.addWidget(self.scrub, 1)
+        self.legend = QtWidgets.QLabel("")
+        self.legend.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        self.legend.setMinimumWidth(1)          # gives way first in a narrow window
+        layout.addWidget(self.legend)
         self.counter = QtWidgets.QLabel("–")
         self.counter.setMinimumWidth(90)
         self.speed = QtWidgets.QLabel("")
         layout.addWidget(self.counter)
         layout.addWidget(self.speed)
+
+    def set_markers(self, n_positions: int, markers: list) -> None:
+        """Ticks on the scrub bar, and a legend of the kinds present."""
+        self.scrub.set_run(n_positions, markers)
+        kinds = [k for k in MARKER_LABELS if any(m[1] == k for m in markers)]
+        self.legend.setText(" ".join(f"<span style='color:{themes.MARKERS[k]}'>▮</span>"
+                                     f"&nbsp;{MARKER_LABELS[k]}" for k in kinds))
+
+    def apply_theme(self, theme) -> None:
+        """High-contrast buttons in presentation mode (light buttons on black)."""
+        if theme.name == "presentation":
+            self.setStyleSheet("QToolButton { background: #FFFFFF; color: #000000; "
+                               "border: 2px solid #FFFFFF; border-radius: 4px; "
+                               "min-width: 44px; min-height: 44px; } "
+                               f"QLabel {{ color: {theme.foreground}; }}")
+        else:
+            self.setStyleSheet("")
 
     def update_state(self, position: int, n_positions: int, speed: float) -> None:
         self.scrub.set_position(position)

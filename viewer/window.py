@@ -19,7 +19,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 import oclla
 
 from . import actions as actions_mod
-from . import analysis, export, model as model_mod
+from . import analysis, export, first_runs, registry, model as model_mod
 from . import theme as themes
 from .details import DetailsPanel, status_text
 from .matrix_view import NUMBERS_MAX_N
@@ -29,6 +29,7 @@ from .runner import RunRequest
 from .settings import Settings
 from .timeline import TimelineView
 from .transport import TransportBar
+from .welcome import WelcomePage
 from .worker import RunThread
 
 RECORDING_FILTER = "oclla recordings (*.oclrec *.npz);;All files (*)"
@@ -100,13 +101,22 @@ class MainWindow(QtWidgets.QMainWindow):
         self.transport.layout().insertWidget(0, self.run_choice)
         self.transport.scrub.position_requested.connect(self.model.go_to)
 
+        self.welcome = WelcomePage(first_runs.FIRST_RUNS)
+        self.welcome.chosen.connect(self.start_first_run)
+        self.welcome.open_requested.connect(self.do_open)
+        self.pages = QtWidgets.QStackedWidget()
+        self.pages.addWidget(self.welcome)
+        self.pages.addWidget(self.views)
+        self.pages.setMinimumSize(200, 150)     # the welcome page never widens the window
         central = QtWidgets.QWidget()
         layout = QtWidgets.QVBoxLayout(central)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.message)
-        layout.addWidget(self.views, 1)
+        layout.addWidget(self.pages, 1)
         layout.addWidget(self.transport)
         self.setCentralWidget(central)
+        self._queued: list = []            # (request, purpose) to run after the current one
+        self._docks_before: dict = {}      # dock -> visible, while presenting
 
         self.timeline = TimelineView()
         self.timeline.kernel_clicked.connect(self.model.select_kernel)
@@ -213,8 +223,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setFont(font)
         numbers = matrix_numbers(self.settings.numbers)
         for view in (self.main_view, self.compare_view):
-            view.apply_theme(theme, self.settings.colormap, numbers)
+            view.apply_theme(theme, self.settings.colormap, numbers, self.settings.decimals)
         self.timeline.apply_theme(theme)
+        self.transport.apply_theme(theme)
+        self.welcome.apply_theme(theme)
+        if self.model.run is not None:
+            self.details.show_legend(self.model.run, theme)
         self._on_model({"position"})
 
     def _scheme_changed(self, _scheme) -> None:
@@ -245,21 +259,28 @@ class MainWindow(QtWidgets.QMainWindow):
             self.actions["play"].setIcon(self.style().standardIcon(icon))
         if "presentation" in changes:
             self.actions["presentation"].setChecked(m.presentation)
+            self._present(m.presentation)
             self.apply_look()
             return
+        if "substeps" in changes:
+            self.actions["substeps"].setChecked(m.substeps)
+            self.main_view.show_factors = m.substeps
         if "recording" in changes:
             self._show_recording()
         if "compare" in changes:
             self.compare_view.setVisible(m.compare_run is not None)
             self.timeline.set_runs(run, m.compare_run)
-        if run is not None and changes & {"recording", "position", "kernel", "compare"}:
-            vmax = m.cached("vmax", lambda: analysis.value_range(run))
+            self._name_views()
+        self.pages.setCurrentWidget(self.views if run is not None else self.welcome)
+        if run is not None and changes & {"recording", "position", "kernel", "compare",
+                                          "substeps"}:
+            comparing = m.compare_run is not None
+            vmax = self.colour_range()
             region = m.highlighted_region if m.selected_kernel is not None else None
-            self.main_view.show_run(run, m.position, vmax, region)
-            if m.compare_run is not None:
-                other = m.compare_run
-                self.compare_view.show_run(other, m.compare_position,
-                                           analysis.value_range(other))
+            self.main_view.show_run(run, m.position, vmax, region, m.frame, summary=comparing)
+            if comparing:
+                self.compare_view.show_run(m.compare_run, m.compare_position, vmax,
+                                           summary=True)
             self.timeline.set_position(m.position, m.step_kernels, m.selected_kernel,
                                        m.compare_position if m.compare_run is not None
                                        else None)
@@ -267,20 +288,52 @@ class MainWindow(QtWidgets.QMainWindow):
         self.transport.update_state(m.position, m.n_positions, m.speed)
         self.status.setText(status_text(m))
 
+    def colour_range(self) -> float:
+        """Half-width of the colour scale: one scale for both sides of a comparison."""
+        m = self.model
+        vmax = m.cached("vmax", lambda: analysis.value_range(m.run))
+        if m.compare_run is not None:
+            vmax = max(vmax, analysis.value_range(m.compare_run))
+        return vmax
+
+    def _name_views(self) -> None:
+        """A comparison's titles name what differs ("A: partial pivoting")."""
+        m = self.model
+        if m.compare_run is None or m.run is None:
+            self.main_view.label, self.main_view.name = "", ""
+            return
+        self.main_view.label = "A: "
+        self.main_view.name, self.compare_view.name = registry.difference_titles(
+            m.run, m.compare_run)
+
+    def _present(self, on: bool) -> None:
+        """Presentation: the matrix gets the screen (no menus, no side panels); leaving it
+        brings back the panels that were open."""
+        docks = (self.timeline_dock, self.details_dock)
+        if on:
+            self._docks_before = {d: d.isVisible() for d in docks}
+            for d in docks:
+                d.hide()
+        else:
+            for d in docks:
+                d.setVisible(self._docks_before.get(d, True))
+        self.menuBar().setVisible(not on)
+
     def _show_recording(self) -> None:
         m = self.model
         self.run_choice.blockSignals(True)
         self.run_choice.clear()
         for r in m.runs:
-            self.run_choice.addItem(f"{r.algorithm} {r.variant} {'×'.join(map(str, r.shape))} "
+            self.run_choice.addItem(f"{registry.run_title(r)} · {'×'.join(map(str, r.shape))} "
                                     f"{r.dtype}")
         self.run_choice.setCurrentIndex(m.run_index)
         self.run_choice.setVisible(len(m.runs) > 1)
         self.run_choice.blockSignals(False)
         run = m.run
-        self.transport.scrub.set_run(m.n_positions, analysis.markers(run))
+        self.transport.set_markers(m.n_positions, analysis.markers(run))
         self.timeline.set_runs(run, m.compare_run)
-        self.details.show_legend(run)
+        self.details.show_legend(run, self.current_theme())
+        self._name_views()
         name = os.path.basename(m.path) if m.path else "new run"
         self.setWindowTitle(f"oclla viewer · {name}")
 
@@ -377,7 +430,8 @@ class MainWindow(QtWidgets.QMainWindow):
         try:
             return export.save_animation(lambda p: self.render_position(p, view),
                                          range(first, last + 1), path,
-                                         fps=max(self.model.speed, 1.0))
+                                         fps=max(self.model.speed, 1.0),
+                                         keep_colors=themes.KEEP_COLORS)
         finally:
             self.model.go_to(keep)
 
@@ -434,10 +488,27 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         self._run_dialog("compare")
 
+    def run_dialog(self, purpose: str) -> RunDialog:
+        """The Run dialog for a new run ("main") or for side B of a comparison ("compare",
+        by default on the same matrix as A)."""
+        if purpose == "compare":
+            initial = self.model.run.initial
+            same = initial if analysis.is_square(initial) else None
+            return RunDialog(self, self.last_request, self.device_lister,
+                             title="Compare with a new run (B)", same_matrix=same)
+        return RunDialog(self, self.last_request, self.device_lister)
+
     def _run_dialog(self, purpose: str) -> None:
-        dialog = RunDialog(self, self.last_request, self.device_lister)
+        dialog = self.run_dialog(purpose)
         if dialog.exec() == QtWidgets.QDialog.DialogCode.Accepted:
             self.start_run(dialog.request(), purpose)
+
+    def start_first_run(self, index: int) -> None:
+        """One of the welcome page's first runs (:data:`viewer.first_runs.FIRST_RUNS`)."""
+        first = first_runs.FIRST_RUNS[index]
+        self.model.set_substeps(first.substeps)
+        self._queued = [(r, "compare") for r in first.requests[1:]]
+        self.start_run(first.requests[0], "main")
 
     def start_run(self, request: RunRequest, purpose: str = "main") -> None:
         """Run ``request`` in a worker thread; the result opens (or is compared) when done."""
@@ -496,13 +567,18 @@ class MainWindow(QtWidgets.QMainWindow):
         self.actions["cancel_run"].setEnabled(False)
         for name in ("new_run", "compare_run"):
             self.actions[name].setEnabled(True)
+        if self._queued and self.model.run is not None:
+            request, purpose = self._queued.pop(0)
+            self.start_run(request, purpose)
+        else:
+            self._queued = []
 
     def wait_for_run(self, timeout_ms: int = 120_000) -> None:
         """Block until the current run's thread has finished and its result is shown."""
-        if self.thread is not None:
+        while self.thread is not None:
             self.thread.wait(timeout_ms)
-        QtWidgets.QApplication.processEvents()
-        QtWidgets.QApplication.processEvents()
+            QtWidgets.QApplication.processEvents()
+            QtWidgets.QApplication.processEvents()
 
     # ---- comparison ----
     def do_compare_file(self) -> None:
@@ -524,6 +600,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def do_compare_other(self) -> None:
         m = self.model
+        if m.run is None:
+            self.show_message("Nothing to compare yet: make a run or open a recording first.",
+                              "info")
+            return
         if len(m.runs) < 2:
             self.show_message("This recording has one run; use Compare with a new run.", "info")
             return
@@ -584,6 +664,17 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def do_numbers(self, on: bool) -> None:
         self.settings.numbers = on
+        self.apply_look()
+
+    def do_substeps(self, on: bool) -> None:
+        self.model.set_substeps(on)
+
+    def do_more_decimals(self) -> None:
+        self.settings.decimals = self.settings.decimals + 1
+        self.apply_look()
+
+    def do_fewer_decimals(self) -> None:
+        self.settings.decimals = self.settings.decimals - 1
         self.apply_look()
 
     def do_font_bigger(self) -> None:

@@ -92,7 +92,7 @@ def test_mp4_is_written_or_refused_clearly(qapp, tmp_path, recordings, capsys):
     (["--algorithm", "lu", "--n", "4", "--step", "9", "--export", "x.png"], 2,
      "--step 9 is outside the run's steps 0-3"),
     (["--algorithm", "lu", "--n", "4", "--steps", "3-1", "--export", "x.gif"], 2,
-     "--steps 3-1 is outside"),
+     "--steps 3-1: the first step is after the last"),
     (["--algorithm", "lu", "--size", "10x10", "--export", "x.png"], 2, "--size wants WxH"),
 ])
 def test_bad_arguments_fail_with_a_message(qapp, tmp_path, capsys, args, code, message):
