@@ -41,7 +41,13 @@ FORMAT_VERSION = 1
 
 
 class RecordingError(ValueError):
-    """A recording file that cannot be read (corrupt, truncated, too new)."""
+    """A recording file that cannot be read: raised by :func:`load_recording`.
+
+    For a file that is not a regular file, not a recording, truncated or
+    corrupt, of a newer format version, with metadata of the wrong types or
+    out of range, or with arrays beyond the size limits.  A subclass of
+    :class:`ValueError`.
+    """
 
 
 @dataclass
@@ -142,7 +148,45 @@ class Run:
 
 
 class Recording:
-    """Runs captured by :func:`record`, or loaded by :func:`load_recording`."""
+    """Runs captured by :func:`record`, or loaded by :func:`load_recording`.
+
+    Use it as a context manager (``with oclla.record() as rec:``): every oclla
+    call made in this thread inside the block adds a :class:`Run` to
+    ``rec.runs``; the profiling times are read when the block ends.
+
+    Parameters
+    ----------
+    snapshots : bool, default False
+        Keep a host copy of the matrix after every step (see :func:`record`
+        for what that costs).
+
+    Attributes
+    ----------
+    runs : list of Run
+        One per algorithm call, in call order.  A run has the algorithm,
+        variant, order, dtype and device, its ``steps`` (each with phase,
+        pivot, active region ``(row0, row1, col0, col1)``, flops, bytes and
+        the :class:`KernelRecord` of each OpenCL command with its profiling
+        times in ns), and, with snapshots, ``initial``, ``snapshots`` and
+        ``result``.
+    snapshots : bool
+        Whether snapshots are taken.
+
+    Methods
+    -------
+    save(path)
+        Write one portable ``.npz`` file (arrays and JSON metadata) that
+        :func:`load_recording` and the viewer read, with no OpenCL needed.
+    to_chrome_trace(path=None)
+        Chrome/Perfetto trace JSON of every kernel (a dict; written to
+        ``path`` when given).
+
+    Raises
+    ------
+    RuntimeError
+        On entering a block while another recorder is open in this thread,
+        or one already open in another thread.
+    """
 
     def __init__(self, snapshots: bool = False):
         self.snapshots = snapshots
@@ -291,12 +335,33 @@ class Recording:
 
 
 def record(snapshots: bool = False) -> Recording:
-    """Start recording: ``with oclla.record(snapshots=False) as rec: ...``.
+    """A recorder of every oclla call in its block: ``with oclla.record() as rec: ...``.
 
     A recorder belongs to the thread (or asyncio task) that opened it: calls
     made in other threads are not captured, threads started inside the block
     do not inherit it, and each thread may record its own run at the same
-    time.  Blocks cannot be nested within one thread.
+    time.  Blocks cannot be nested within one thread.  Without a recorder the
+    algorithms pay nothing: no synchronisation, no host copies.
+
+    Parameters
+    ----------
+    snapshots : bool, default False
+        Keep a host copy of the matrix after every step.  Each copy waits for
+        the device and transfers the whole matrix: n² entries per step, so
+        about n³ entries for an LU of order n (1 GiB of float64 at n = 512,
+        where the viewer stops taking them); for teaching sizes only.
+        Without snapshots a recording holds the steps and kernel times only.
+
+    Returns
+    -------
+    Recording
+        Not yet open: enter it with ``with``.
+
+    Raises
+    ------
+    RuntimeError
+        When the block is entered while another recorder is open in this
+        thread (raised by ``with``, not by this call).
     """
     return Recording(snapshots=snapshots)
 
@@ -472,16 +537,32 @@ def _open_regular(name: str, max_bytes: int):
 
 
 def load_recording(path, *, max_bytes: int = MAX_RECORDING_BYTES) -> Recording:
-    """Read a file written by :meth:`Recording.save`.
+    """Read a file written by :meth:`Recording.save` (no OpenCL needed).
 
-    Raises :class:`RecordingError` for anything that is not a sound
-    recording: not a regular file, not a recording, truncated or corrupt, a
-    newer format version, metadata of the wrong types or out of range
-    (counts, indices, regions beyond :data:`MAX_ORDER`), or arrays beyond
-    the limits (an array above :data:`MAX_SNAPSHOT_ORDER` squared entries,
-    more than ``max_bytes`` uncompressed in all; sizes are taken from the
-    zip directory and the .npy headers before anything is decompressed).
-    What loads is consistent, so a viewer can show it without further checks.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The recording (``.oclrec``, an npz file with JSON metadata).
+    max_bytes : int, default MAX_RECORDING_BYTES (256 MiB)
+        The most uncompressed array data to accept, in bytes.
+
+    Returns
+    -------
+    Recording
+        Its runs, steps, kernel times and snapshots.  What loads is
+        consistent, so a viewer can show it without further checks.
+
+    Raises
+    ------
+    RecordingError
+        For anything that is not a sound recording: not a regular file, not
+        a recording, truncated or corrupt, a newer format version, metadata
+        of the wrong types or out of range (counts, indices, regions beyond
+        :data:`MAX_ORDER`), or arrays beyond the limits (an array above
+        :data:`MAX_SNAPSHOT_ORDER` squared entries, more than ``max_bytes``
+        uncompressed in all; sizes are taken from the zip directory and the
+        .npy headers before anything is decompressed), and a file that
+        cannot be opened (no such file, no permission).
     """
     name = os.fspath(path)
     with _open_regular(name, max_bytes) as fh:
