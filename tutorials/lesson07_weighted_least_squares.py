@@ -188,10 +188,27 @@ def paper_problem(m, table, seed=0):
 
 
 m = 512
-rows = {}
+problems = {}
 for table in (1, 2):
     a, d2, b = paper_problem(m, table)
     c64 = (a * d2) @ a.T
+    problems[table] = (a, d2, b, c64)
+    print(f"Table {table}: κ(C) = {np.linalg.cond(c64):.1e}, "
+          f"κ(C)·ε32 = {np.linalg.cond(c64) * EPS32:.1e}")
+
+# %% [markdown]
+# **Predict first.** From these condition numbers and section 3 (the
+# contraction factor $\rho$ is at most about $\kappa(C)\,\varepsilon_{32}$, the
+# float32 solution starts with an error $e_0$ of about the same size, and the
+# step rule), how many refinement steps will each table take to reach
+# $10^{-8}$? Write your guesses down, then run the solve:
+
+# %%
+predicted_steps = {1: None, 2: None}      # your guesses
+
+# %%
+rows = {}
+for table, (a, d2, b, c64) in problems.items():
     x_cpu = scipy.linalg.cho_solve(scipy.linalg.cho_factor(c64), a @ (d2 * b))
     result = oclla.wls_solve(a, d2, b, tol=1e-8, max_iter=100)
 
@@ -230,7 +247,8 @@ for table, row in rows.items():
     predicted = (1 + int(np.ceil(np.log(1e-8 / row["err_x0"]) / np.log(rho)))
                  if 0 < rho < 1 else None)
     print(f"Table {table}: κ(C)·ε32 = {row['kappa'] * EPS32:8.1e}   measured ρ ≈ "
-          f"{rho:8.1e}   steps: {row['iterations']} (rule: {predicted})")
+          f"{rho:8.1e}   steps: {row['iterations']} (rule: {predicted}; "
+          f"you predicted {predicted_steps[table]})")
     print("   history:", " ".join(f"{v:.1e}" for v in h))
 
 # %% [markdown]
