@@ -46,7 +46,34 @@ GIB = 1024 * MIB
 
 @dataclass(frozen=True)
 class Profile:
-    """Limits imposed on every device; ``None`` keeps the device's own value."""
+    """Limits imposed on every device; ``None`` keeps the device's own value.
+
+    A profile makes the parameter choice see a smaller device than the real
+    one (never a larger one: each limit is the smaller of the profile's and
+    the device's), to run the code paths of hardware one does not have.
+    :data:`PROFILES` holds the named ones; ``OCLLA_PROFILE`` or
+    :func:`set_profile` imposes one.
+
+    Attributes
+    ----------
+    name : str, default "custom"
+    kind : {"GPU", "CPU"} or None
+        The device kind the code paths are chosen for.
+    max_work_group_size : int or None
+        Work-items per work-group.
+    max_work_item_sizes : tuple of int or None
+        Work-items per work-group along each dimension.
+    local_mem_size : int or None
+        Bytes of local memory per work-group.
+    native_width_float, native_width_double : int or None
+        Vector widths the kernels may use.
+    fp64 : bool or None
+        Whether float64 is available.
+    max_alloc_size : int or None
+        Bytes of the largest single allocation.
+    opencl_c_version : str or None
+        The OpenCL C version reported, e.g. "OpenCL C 1.2".
+    """
 
     name: str = "custom"
     kind: str | None = None                  # "GPU" or "CPU": which code paths are chosen
@@ -142,12 +169,34 @@ def current() -> Profile | None:
 
 
 def set_profile(profile) -> Profile | None:
-    """Impose a device-limit profile on every device from now on and return the previous one.
+    """Impose a device-limit profile on every device from now on.
 
-    ``profile``: a name from :data:`PROFILES`, a :class:`Profile`, the
-    environment form as a string, or ``None`` for the devices' own limits.
     Cached device information and kernel parameters are forgotten; kernels
-    already built stay cached under their own build options.
+    already built stay cached under their own build options.  Tuned entries
+    are not used under a profile.
+
+    Parameters
+    ----------
+    profile : str, Profile or None
+        A name from :data:`PROFILES` (``"amd-gcn"``, ``"intel-xe"``,
+        ``"intel-arc"``, ``"apple-arm"``, ``"minimal"``), the environment
+        form (``"amd-gcn,local_mem_size=32768"``), a :class:`Profile`, or
+        ``None`` for the devices' own limits.
+
+    Returns
+    -------
+    Profile or None
+        The profile in force before.
+
+    Raises
+    ------
+    ValueError
+        An unknown profile name or limit, or a malformed value.
+    TypeError
+        ``profile`` of another type.
+    oclla.DeviceError
+        ``OCLLA_PROFILE`` is malformed (read the first time a profile is
+        needed).
     """
     if isinstance(profile, str):
         profile = parse(profile)
