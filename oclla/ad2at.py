@@ -158,13 +158,22 @@ def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
     symmetric : full storage only: fill the other triangle too
     method : "blocked" (default) or "pivot" (the paper's Algorithm 3)
     check_finite : reject NaN/Inf in ``a`` and ``d2`` (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
 
     Returns
     -------
     (m, m) array, or (m(m+1)/2,) RFP array; a device array when ``a`` is one.
 
-    Raises ``ValueError`` for negative or NaN weights, for shape mismatches
-    and for m > n (A·D²·Aᵀ would be singular).
+    Raises
+    ------
+    ValueError : negative or NaN weights, shape mismatches, m > n (A·D²·Aᵀ would
+        be singular), NaN/Inf with ``check_finite``, an unknown ``method``
+    TypeError : a dtype other than float32/float64, or a device d2 of another
+        dtype than a's
+    oclla.DeviceError : float64 on a device without ``cl_khr_fp64``, or device
+        trouble
     """
     check_method(method)
     if symmetric and packed:

@@ -74,9 +74,9 @@ class WLSResult:
     residuals : ‖r^k‖₂ / ‖x^(k+1)‖₂ after each step (the paper's stopping
         quantity; it scales with d2, so oclla stops on ``corrections``)
     residual_norms : ‖r^k‖₂ after each step
-    converged : whether refinement met its stopping test (module docstring):
-        the last correction is <= tol, or the corrections stalled with the
-        residual at float64 rounding level
+    converged : whether refinement met its stopping test: the last correction
+        ‖dx‖₂/‖x‖₂ is <= tol, or the corrections stopped shrinking (one not
+        below half the one before) with the residual at float64 rounding level
     dtype : dtype of the device factorization (float32, or float64 after fallback)
     fallback : why float64 was used, or None
     timings : seconds: "assembly" (transfer of A, d2 and the kernels),
@@ -180,10 +180,18 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
         Each may be a pyopencl array (any view); the refinement needs them
         on the host in float64, so device arrays are read back.
     refine : run the float64 iterative refinement (else return x0)
-    tol : stop when the correction ‖dx‖₂/‖x‖₂ <= tol (see the module docstring)
+    tol : stop when the correction ‖dx‖₂/‖x‖₂ <= tol, or when a correction is not
+        below half the one before (converged if the residual is then at float64
+        rounding level; otherwise float64 takes over, or refinement gives up).
+        Unlike the paper's ‖r‖/‖x‖ test, this one does not change when the
+        weights are scaled.
     max_iter : at most this many refinement steps
     packed : assemble and factor in RFP storage (half the device memory)
     method : "blocked" (default) or "pivot" for assembly and factorization
+    check_finite : reject NaN/Inf in ``a``, ``d2`` and ``b`` (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`).
 
     Returns
     -------
@@ -194,6 +202,8 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
     ValueError : shapes, m > n, negative/NaN weights, NaN/Inf data, bad tol/max_iter
     numpy.linalg.LinAlgError : C not positive definite even in float64, or
         float32 breakdown on a device without fp64
+    oclla.DeviceError : device trouble (allocation too large, kernels that fail
+        to build with every parameter set)
     """
     check_method(method)
     if not tol >= 0:

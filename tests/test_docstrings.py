@@ -1,0 +1,78 @@
+"""Every public name has a numpydoc docstring that a reader of ``help()`` can use: functions
+say their parameters (each one, ``queue`` included), what they return and what they raise;
+classes their attributes or parameters; exceptions when they are raised; and no docstring
+sends the reader to a module docstring that ``help()`` on the function cannot reach."""
+
+import inspect
+import re
+
+import pytest
+
+import oclla
+from oclla import rfp
+
+SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}$", re.M)
+
+
+def sections(doc: str) -> dict:
+    """{heading: body} of a numpydoc docstring."""
+    found = {}
+    marks = list(SECTION.finditer(doc))
+    for mark, following in zip(marks, marks[1:] + [None]):
+        found[mark.group(1)] = doc[mark.end():following.start() if following else len(doc)]
+    return found
+
+
+def documented_parameters(body: str) -> set:
+    """Names documented in a Parameters section (``a : type`` or ``a, b`` lines)."""
+    names = set()
+    for line in body.splitlines():
+        if line and not line[0].isspace():
+            head = line.split(" : ")[0]
+            names.update(n.strip() for n in head.split(","))
+    return names
+
+
+def public_objects():
+    for name in oclla.__all__:
+        obj = getattr(oclla, name)
+        if not inspect.ismodule(obj) and (inspect.isfunction(obj) or inspect.isclass(obj)):
+            yield f"oclla.{name}", obj
+    for name in rfp.__all__:
+        obj = getattr(rfp, name)
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            yield f"oclla.rfp.{name}", obj
+
+
+PUBLIC = dict(public_objects())
+
+
+def test_the_public_names_are_found():
+    assert {"oclla.lu_factor", "oclla.get_queue", "oclla.Recording", "oclla.rfp.pack"} \
+        <= set(PUBLIC)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_numpydoc_sections(name):
+    obj = PUBLIC[name]
+    doc = inspect.getdoc(obj) or ""
+    assert "module docstring" not in doc, f"{name} points at a module docstring"
+    found = sections(doc)
+    if inspect.isclass(obj) and issubclass(obj, BaseException):
+        assert "raised" in doc.lower(), f"{name}: say when it is raised"
+        return
+    if inspect.isclass(obj):
+        assert {"Attributes", "Parameters"} & set(found), f"{name}: no Attributes/Parameters"
+        return
+    missing = {"Parameters", "Returns", "Raises"} - set(found)
+    assert not missing, f"{name}: no {', '.join(sorted(missing))} section"
+    wanted = {p for p in inspect.signature(obj).parameters if p not in ("self",)}
+    undocumented = wanted - documented_parameters(found["Parameters"])
+    assert not undocumented, f"{name}: parameters not documented: {sorted(undocumented)}"
+
+
+def test_helpers_of_the_test():
+    doc = "Summary.\n\nParameters\n----------\na, b : int\n    x\nqueue : q\n\nReturns\n-------\nr"
+    found = sections(doc)
+    assert set(found) == {"Parameters", "Returns"}
+    assert documented_parameters(found["Parameters"]) == {"a", "b", "queue"}
