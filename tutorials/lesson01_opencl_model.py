@@ -204,6 +204,13 @@ print("L @ U == A:", np.array_equal(L @ U, A))
 # $\text{end} - \text{start}$ is the device time. The gap from `queued` to
 # `start` is time spent before running: driver work, and waiting behind the
 # commands ahead in the queue.
+#
+# **Predict first.** From the first `queued` to the last `end`, what fraction
+# of the time did the device spend running our six commands (the sum of
+# their $\text{end} - \text{start}$)? Write down a guess between 0 and 1:
+
+# %%
+predicted_busy_fraction = None    # your guess
 
 # %%
 t0 = events[0][1].profile.queued
@@ -213,10 +220,14 @@ for name, ev in events:
     p = ev.profile
     print(f"{name:<10} {(p.queued - t0) / 1e3:8.1f} {(p.submit - t0) / 1e3:8.1f} "
           f"{(p.start - t0) / 1e3:8.1f} {(p.end - t0) / 1e3:8.1f}")
+busy = sum(ev.profile.end - ev.profile.start for _, ev in events)
+span = max(ev.profile.end for _, ev in events) - t0
+print(f"device busy {busy / 1e3:.1f} µs of {span / 1e3:.1f} µs: {busy / span:.1%} "
+      f"(you predicted {predicted_busy_fraction})")
 
 # %% [markdown]
-# For a $4\times 4$ matrix the device work takes a few microseconds at most;
-# most of the time goes into launching. The very first launch usually waits
+# For a $4\times 4$ matrix the device work is tiny (the busy fraction
+# above); the rest of the time goes into launching. The very first launch usually waits
 # longest: some drivers (PoCL among them) finish compiling a kernel for its
 # work-group size only when it is first launched. Lesson 3 measures launch
 # costs properly as $n$ grows.

@@ -114,11 +114,19 @@ print("L =\n", L_host, "\nU =\n", U_host)
 # into $A$. With `oclla.record(snapshots=True)` we keep the matrix after
 # every step. oclla shows it *packed*: the finished multipliers of $L$ below
 # the diagonal, the current $U$ everywhere else.
+#
+# **Predict first.** How many steps will the trace of this $4 \times 4$ run
+# list, and how many snapshots after the input? (Think of what must happen
+# before the first pivot and after the last.)
+
+# %%
+predicted_steps = None          # your guess
 
 # %%
 with oclla.record(snapshots=True) as rec:
     lu, piv = oclla.lu_factor(A, method="pivot", variant="faithful")
 run = rec.runs[-1]
+print(f"{len(run.steps)} steps (you predicted {predicted_steps})")
 print("before any step:\n", run.snapshot_at(-1))
 for step in run.steps:
     where = f"pivot column {step.pivot[1]}" if step.pivot else "no pivot"

@@ -216,6 +216,27 @@ if timings is not None:
 # it too: time per step, GFLOP/s per phase, where the launches wait. The
 # exercises ask for two such functions.
 #
+# **Predict first.** In the pack's `lu16_inplace` (a per-pivot LU of order
+# 16), is the typical kernel's device time longer or shorter than the time it
+# waited between being queued and starting? By what factor?
+
+# %%
+predicted_wait_over_run = None     # your guess: median wait / median device time
+
+# %%
+lu16 = oclla.load_recording(pack["lu16_inplace"]).runs[-1]
+wait = np.median([k.start - k.queued for k in lu16.kernels])
+ran = np.median([k.duration_ns for k in lu16.kernels])
+print(f"{len(lu16.kernels)} kernels: median wait {wait / 1e3:.1f} µs, median device time "
+      f"{ran / 1e3:.1f} µs, ratio {wait / ran:.3g} (you predicted {predicted_wait_over_run})")
+
+# %% [markdown]
+# A ratio above 1 means the kernels waited longer than they ran: the host
+# enqueued ahead and each waited behind the ones before it (Lesson 3's trap),
+# so `start - queued` says little about the cost of one launch. The recording
+# keeps the numbers, so the same question can be asked of a GPU run replayed
+# on a laptop.
+#
 # A checklist for a lecture:
 #
 # * make the pack the day before, on the device you want to talk about;
