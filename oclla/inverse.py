@@ -398,7 +398,14 @@ def trtri(t, *, lower: bool = False, unit_diagonal: bool = False, overwrite_t: b
     overwrite_t : allow the result to be written into ``t`` (a permission, as in
         :func:`oclla.cholesky`)
     check_finite : reject NaN/Inf anywhere in ``t`` (ValueError)
-    method : "blocked" (default) or "steps"; see the module docstring
+    method : "blocked" (default) or "steps"
+        "blocked": recursive halving on the shared BLAS-3 layer (diagonal blocks
+        inverted in one launch, off-diagonal blocks by triangular
+        multiplications); "steps": LAPACK's block loop, one trace step per
+        operation (for the viewer)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
 
     Returns
     -------
@@ -410,6 +417,12 @@ def trtri(t, *, lower: bool = False, unit_diagonal: bool = False, overwrite_t: b
     ------
     numpy.linalg.LinAlgError
         "singular matrix: diagonal entry k is zero" (LAPACK's info k).
+    ValueError
+        ``t`` not square, NaN/Inf with ``check_finite``, an unknown ``method``
+    TypeError
+        a dtype other than float32/float64
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     check_method(method, INVERSE_METHODS)
     queue = resolve_queue(queue)
@@ -433,12 +446,24 @@ def cho_inverse(c_and_lower, *, full: bool = True, overwrite_c: bool = False,
     full : fill both triangles of the symmetric A⁻¹ (default); ``False`` returns
         only the factor's triangle, the other one zero (``?potri``'s result)
     overwrite_c, check_finite, method : as :func:`trtri`
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
 
     Returns
     -------
     (n, n) array A⁻¹ = U⁻¹U⁻ᵀ (upper factor) or L⁻ᵀL⁻¹; a device array when
-    ``c`` is one.  Raises :class:`numpy.linalg.LinAlgError` "singular matrix:
-    diagonal entry k is zero" for a zero on the factor's diagonal.
+    ``c`` is one.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "singular matrix: diagonal entry k is zero" for a zero on the factor's
+        diagonal (before anything is written)
+    ValueError, TypeError
+        as :func:`trtri`, and a ``c_and_lower`` that is not a ``(c, lower)`` pair
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     c, lower = unpack_pair(c_and_lower, "c_and_lower", "cho_factor")
     check_method(method, INVERSE_METHODS)
@@ -453,11 +478,31 @@ def cho_inverse(c_and_lower, *, full: bool = True, overwrite_c: bool = False,
 def cho_logdet(c_and_lower, *, check_finite: bool = True, queue=None) -> float:
     """log det A = 2 Σ log|cᵢᵢ| from the Cholesky factor of A, summed on the device.
 
-    ``c_and_lower`` as for :func:`cho_inverse` (only c's diagonal is used; a
-    host c sends only its diagonal to the device).  The sum is accumulated in
-    float64 where the device supports it, else in float32, with compensation
-    in both cases, and stays finite where det A itself over- or underflows.
-    Returns a Python float; −inf for a zero on the diagonal (singular A).
+    The sum is accumulated in float64 where the device supports it, else in
+    float32, with compensation in both cases, and stays finite where det A
+    itself over- or underflows.
+
+    Parameters
+    ----------
+    c_and_lower : ``(c, lower)`` as for :func:`cho_inverse` (only c's diagonal
+        is used; a host c sends only its diagonal to the device)
+    check_finite : reject NaN/Inf in ``c`` (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    float
+        log det A; −inf for a zero on the diagonal (singular A).
+
+    Raises
+    ------
+    ValueError, TypeError
+        a ``c`` that is not square or not float32/float64, NaN/Inf with
+        ``check_finite``, a ``c_and_lower`` that is not a pair
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     c, _ = unpack_pair(c_and_lower, "c_and_lower", "cho_factor")
     queue = resolve_queue(queue)
@@ -476,10 +521,31 @@ def inv_spd(a, *, lower: bool = False, overwrite_a: bool = False, check_finite: 
             queue=None):
     """A⁻¹ of a symmetric positive definite A: blocked Cholesky, then :func:`cho_inverse`.
 
-    Only the triangle of ``a`` named by ``lower`` is read.  Returns the full
-    symmetric inverse (a device array for a device ``a``).  Raises
-    :class:`numpy.linalg.LinAlgError` "leading minor of order k is not positive
-    definite" as :func:`oclla.cholesky`.
+    Parameters
+    ----------
+    a : (n, n) array_like of float32/float64, or a pyopencl array (any view);
+        only the triangle named by ``lower`` is read
+    lower : read the lower triangle (default: the upper, as scipy)
+    overwrite_a : allow the result to be written into ``a`` (a permission)
+    check_finite : reject NaN/Inf in ``a`` (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    (n, n) array
+        The full symmetric inverse (a device array for a device ``a``).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "leading minor of order k is not positive definite", as
+        :func:`oclla.cholesky`
+    ValueError, TypeError
+        as :func:`oclla.cholesky`
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     queue = resolve_queue(queue)
 
