@@ -24,6 +24,7 @@ ACTIONS = (
     ("compare_run", "Run", "Compare with a new run…", ("Ctrl+Shift+N",), False),
     ("compare_file", "Run", "Compare with a recording…", (), False),
     ("compare_other", "Run", "Compare with the next run of this recording", (), False),
+    ("pick_pivots", "Run", "Pick the pivots yourself (LU)", ("Ctrl+P",), False),
     ("compare_stop", "Run", "Stop comparing", (), False),
     ("sync_step", "Run", "Sync comparison by step number (not finished columns)", (), True),
     ("play", "Playback", "Play / pause", ("Space",), False),

@@ -24,15 +24,17 @@ SLOW_MIN_NS = 5_000
 """... and at least this long (a 2 µs kernel twice as slow as usual is noise)."""
 
 
-def viewable_runs(recording) -> list:
-    """Runs worth showing: named algorithm calls with at least one step.
+def viewable_runs(recording, with_start: bool = False) -> list:
+    """Runs worth showing: named algorithm calls with at least one step (``with_start``:
+    or with no step yet but their starting matrix, as a pick-the-pivot elimination).
 
     Kernels enqueued outside any algorithm call land in a run named "other"
     ("unknown" in older files), bookkeeping rather than something to watch.
     A failed run ends at its failing step (:func:`until_failure`).
     """
     return [until_failure(r) for r in recording.runs
-            if r.steps and r.algorithm not in ("other", "unknown")]
+            if (r.steps or (with_start and r.initial is not None))
+            and r.algorithm not in ("other", "unknown")]
 
 
 def until_failure(run):

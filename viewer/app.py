@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--replay", metavar="FILE", help="open a saved recording")
     src.add_argument("--algorithm", choices=[a.key for a in registry.ALGORITHMS],
                      help="run this algorithm (needs an OpenCL device)")
+    src.add_argument("--pick", choices=("click", "partial", "complete", "diagonal"),
+                     help="eliminate with pivots picked by clicks (or by this rule) on the "
+                          "--matrix, or on --family/--n/--seed (needs an OpenCL device)")
     src.add_argument("--variant",
                      help="variant of the algorithm, as the API names it (LU: inplace, crout, "
                           "window, faithful, blocked; default: its first)")
@@ -178,10 +181,14 @@ def _check_args(args, parser) -> None:
         parser.error(f"--fps must lie in (0, 60], got {args.fps:g}")
     if args.block is not None and args.block < 1:
         parser.error(f"--block must be at least 1, got {args.block}")
-    if args.export and not (args.replay or args.algorithm):
-        parser.error("--export needs something to show: --replay FILE or --algorithm NAME")
+    if args.export and not (args.replay or args.algorithm or args.pick):
+        parser.error("--export needs something to show: --replay FILE, --algorithm NAME "
+                     "or --pick RULE")
     if args.replay and args.algorithm:
         parser.error("give either --replay or --algorithm, not both")
+    if args.pick and (args.replay or (args.algorithm and args.algorithm != "lu")):
+        parser.error("--pick eliminates a matrix (LU): give --matrix or --family, "
+                     "not --replay or another --algorithm")
     if args.export:
         ext = os.path.splitext(args.export)[1].lower()
         if ext not in EXPORT_TYPES:
@@ -274,10 +281,29 @@ def _export(window, args) -> None:
     print(f"wrote {args.export}")
 
 
+def _pick(window, args) -> None:
+    """--pick: the pick-the-pivot elimination; a rule picks every pivot at once."""
+    from .runner import build_matrix
+    args.algorithm = args.algorithm or "lu"
+    req = request_from_args(args)
+    try:
+        a = build_matrix(req)
+    except matrices.MatrixError as exc:
+        raise CliError(str(exc)) from None
+    window.start_picking(a, args.pick)
+    if window.game is None:
+        raise CliError(window.message.text())
+    if args.pick != "click":
+        window.game.finish()
+        window.start_picking_view()
+
+
 def _populate(window, args, headless: bool) -> None:
     if args.replay:
         if not window.open_recording(args.replay):
             raise CliError(window.message.text())
+    elif args.pick:
+        _pick(window, args)
     elif args.algorithm:
         req = request_from_args(args)
         if headless:

@@ -77,12 +77,14 @@ class ViewerModel:
         """The step just performed (None at position 0 or with nothing loaded)."""
         return analysis.step_at(self.run, self.position) if self.run is not None else None
 
-    def set_recording(self, recording, path=None, position: int | None = None) -> None:
+    def set_recording(self, recording, path=None, position: int | None = None,
+                      with_start: bool = False) -> None:
         """Show ``recording``; ValueError (state unchanged) if it has nothing to show.
 
         Without ``position`` a failed run opens where it failed, others at the start.
+        ``with_start`` also shows a run with no step yet (its starting matrix).
         """
-        runs = analysis.viewable_runs(recording)
+        runs = analysis.viewable_runs(recording, with_start)
         if not runs:
             raise ValueError("the recording has no algorithm steps to show")
         self.recording, self.path, self.runs = recording, path, runs

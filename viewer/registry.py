@@ -211,7 +211,7 @@ DISPLAYS: dict = {
                   variants={"inplace": "per pivot, in place", "crout": "per pivot, Crout order",
                             "window": "per pivot, delayed updates",
                             "faithful": "per pivot, as in the SYCL post",
-                            "blocked": "blocked", "pick": "pivots picked by hand"}),
+                            "blocked": "blocked", "pick": "pivots picked step by step"}),
     "cholesky": Display("triangle", _panel_finished, backward_error="cholesky",
                         positive_pivots=True, title="Cholesky", variants=_CHOLESKY_VARIANTS),
     "rfp_cholesky": Display("triangle", backward_error="cholesky", positive_pivots=True,
@@ -235,7 +235,7 @@ def display(algorithm_name: str) -> Display:
 
 PIVOTING_NAMES = {"partial": "partial pivoting", "none": "no pivoting",
                   "complete": "complete pivoting", "diagonal": "diagonal pivots",
-                  "click": "pivots picked by hand"}
+                  "click": "by clicking"}
 
 
 def run_title(run) -> str:

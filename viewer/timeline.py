@@ -141,7 +141,7 @@ class TimelineView(QtWidgets.QWidget):
         self.steps_plot = pg.PlotWidget()
         self.steps_plot.setMouseEnabled(x=True, y=False)
         self.steps_plot.setMenuEnabled(False)
-        self.steps_plot.setLabel("bottom", "step")
+        self.steps_plot.setLabel("bottom", "step (device time of each step)")
         for name in ("left", "bottom"):       # units named in the label, never a "(×0.001)"
             self.steps_plot.getAxis(name).enableAutoSIPrefix(False)
         self.steps_plot.getAxis("left").setWidth(80)
@@ -206,7 +206,7 @@ class TimelineView(QtWidgets.QWidget):
         x = np.arange(1, len(run.steps) + 1)
         times = [analysis.step_times_ns(r) for r in self.runs if r is not None and r.steps]
         unit, scale = time_unit(max(float(t.max()) for t in times if t.size))
-        self.steps_plot.setLabel("left", f"{unit} / step")
+        self.steps_plot.setLabel("left", unit)
         y = analysis.step_times_ns(run) / scale
         self.curve.setData(x, y)
         self.scatter.setData(x, y, brush=[_brush(themes.phase_color(s.phase))

@@ -22,6 +22,8 @@ from . import actions as actions_mod
 from . import analysis, export, first_runs, registry, model as model_mod
 from . import theme as themes
 from .details import DetailsPanel, status_text
+from .pick_bar import PickBar
+from .pick_pivot import PickError, PivotGame
 from .matrix_view import NUMBERS_MAX_N
 from .run_dialog import RunDialog
 from .run_view import RunView
@@ -111,7 +113,14 @@ class MainWindow(QtWidgets.QMainWindow):
         central = QtWidgets.QWidget()
         layout = QtWidgets.QVBoxLayout(central)
         layout.setContentsMargins(4, 4, 4, 4)
+        self.pick_bar = PickBar()
+        self.pick_bar.rule_requested.connect(self.pick_by_rule)
+        self.pick_bar.undo_requested.connect(self.undo_pick)
+        self.pick_bar.stop_requested.connect(self.stop_picking)
+        self.main_view.matrix.clicked.connect(self._cell_clicked)
+        self.game: PivotGame | None = None
         layout.addWidget(self.message)
+        layout.addWidget(self.pick_bar)
         layout.addWidget(self.pages, 1)
         layout.addWidget(self.transport)
         self.setCentralWidget(central)
@@ -330,6 +339,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_choice.setVisible(len(m.runs) > 1)
         self.run_choice.blockSignals(False)
         run = m.run
+        if self.game is not None and run is not self.game.run:
+            self.stop_picking()          # another recording replaced the game
         self.transport.set_markers(m.n_positions, analysis.markers(run))
         self.timeline.set_runs(run, m.compare_run)
         self.details.show_legend(run, self.current_theme())
@@ -579,6 +590,60 @@ class MainWindow(QtWidgets.QMainWindow):
             self.thread.wait(timeout_ms)
             QtWidgets.QApplication.processEvents()
             QtWidgets.QApplication.processEvents()
+
+    # ---- picking the pivots ----
+    def do_pick_pivots(self) -> None:
+        """Pick the pivots of an LU of the shown matrix (or the welcome page's 5 × 5)."""
+        run = self.model.run
+        a = run.initial if run is not None and analysis.is_square(run.initial) \
+            else first_runs.TINY_PIVOT
+        self.start_picking(a)
+
+    def start_picking(self, a, rule: str = "click") -> None:
+        """Start eliminating ``a`` with pivots picked by clicks or by the bar's rules."""
+        try:
+            self.game = PivotGame(a, rule)
+        except (PickError, oclla.DeviceError, ValueError) as exc:
+            self.show_message(f"Cannot pick pivots: {exc}")
+            return
+        self._show_game()
+
+    def pick(self, row: int, col: int) -> None:
+        """Take (row, col) of the shown matrix as the next pivot."""
+        if self.game is None:
+            return
+        try:
+            self.game.pick(row, col)
+        except PickError as exc:
+            self.show_message(str(exc), "info")
+            return
+        self._show_game()
+
+    def pick_by_rule(self, rule: str) -> None:
+        if self.game is not None and not self.game.done:
+            self.pick(*self.game.suggestion(rule))
+
+    def undo_pick(self) -> None:
+        if self.game is not None:
+            self.game.undo()
+            self._show_game()
+
+    def stop_picking(self) -> None:
+        self.game = None
+        self.pick_bar.hide()
+
+    def start_picking_view(self) -> None:
+        """Show the game as it is now (after picks made through :attr:`game`)."""
+        self._show_game()
+
+    def _show_game(self) -> None:
+        self.model.set_recording(self.game.recording(), position=self.game.k, with_start=True)
+        self.pick_bar.show_game(self.game)
+        self.message.hide()
+
+    def _cell_clicked(self, row: int, col: int) -> None:
+        if self.game is not None:
+            self.pick(row, col)
 
     # ---- comparison ----
     def do_compare_file(self) -> None:
