@@ -67,6 +67,20 @@ class Layout(NamedTuple):
     :class:`oclla.blas.View` ``View(buf, X, lda)`` it is the transpose of the
     Fortran block.  T1 has order ``n1``, T2 order ``n2``, S is n2 x n1
     ('L') or n1 x n2 ('U').
+
+    Attributes
+    ----------
+    n : int
+        The order of the matrix.
+    lower : bool
+        Which triangle is packed ('L' when True, 'U' otherwise).
+    lda : int
+        The Fortran leading dimension of the packed array: n + 1 for even n,
+        n for odd n.
+    n1, n2 : int
+        The orders of the triangles T1 and T2 (n1 + n2 = n).
+    t1, s, t2 : int
+        Element offsets of the blocks T1, S and T2 in the packed array.
     """
 
     n: int
@@ -80,12 +94,46 @@ class Layout(NamedTuple):
 
 
 def packed_length(n: int) -> int:
-    """Number of reals in the RFP array of an n x n triangle: n(n+1)/2."""
+    """Number of reals in the RFP array of an n x n triangle: n(n+1)/2.
+
+    Parameters
+    ----------
+    n : int
+        The order (n >= 0).
+
+    Returns
+    -------
+    int
+        n(n+1)/2.
+
+    Raises
+    ------
+    TypeError
+        A non-integer ``n`` (from the arithmetic).
+    """
     return n * (n + 1) // 2
 
 
 def layout(n: int, lower: bool = True) -> Layout:
-    """The RFP block layout of order n (as ``?pftrf`` splits it)."""
+    """The RFP block layout of order n (as ``?pftrf`` splits it, TRANSR='N').
+
+    Parameters
+    ----------
+    n : int
+        The order (n >= 0).
+    lower : bool, default True
+        The 'L' layout (else 'U').
+
+    Returns
+    -------
+    Layout
+        The blocks' orders and offsets (see :class:`Layout`).
+
+    Raises
+    ------
+    TypeError
+        A non-integer ``n`` (from the arithmetic).
+    """
     even = n % 2 == 0
     lda = n + 1 if even else n
     if lower:
@@ -112,7 +160,26 @@ def _offsets(r, c, n: int, lower: bool):
 
 
 def picture(arf, n: int) -> np.ndarray:
-    """The packed array as its LDA x NC Fortran matrix (LAPACK's and the paper's picture)."""
+    """The packed array as its LDA x NC Fortran matrix (LAPACK's and the paper's picture).
+
+    Parameters
+    ----------
+    arf : (n(n+1)/2,) array_like
+        A packed array on the host.
+    n : int
+        Its order.
+
+    Returns
+    -------
+    (lda, (n + 1) // 2) ndarray
+        A view of ``arf``: column j holds Fortran column j of the packed
+        matrix (lda = n + 1 for even n, n for odd n).
+
+    Raises
+    ------
+    ValueError
+        ``arf`` does not have n(n+1)/2 entries.
+    """
     lda = n + 1 - n % 2
     return np.asarray(arf).reshape((n + 1) // 2, lda).T
 
@@ -147,8 +214,31 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     """The RFP array of the lower (or upper) triangle of the n x n matrix ``a``.
 
     Identical to ``scipy.linalg.lapack.?trttf(a, uplo='L' or 'U')[0]``.  Only
-    that triangle is read.  Returns a 1-D array of n(n+1)/2 (a new device
-    array when ``a`` is one; a device view is gathered first).
+    that triangle is read; the copy runs on the device.
+
+    Parameters
+    ----------
+    a : (n, n) array_like of float32/float64, or a pyopencl array (any view)
+    lower : pack the lower triangle (default) or the upper
+    check_finite : reject NaN/Inf in that triangle (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    (n(n+1)/2,) array
+        A new device array when ``a`` is one (a device view is gathered
+        first), else a numpy array.
+
+    Raises
+    ------
+    ValueError
+        ``a`` not square, NaN/Inf with ``check_finite``
+    TypeError
+        a dtype other than float32/float64
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     queue = resolve_queue(queue)
     a_ = as_matrix(a, queue, check_finite=check_finite)
@@ -171,7 +261,34 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
 def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=None):
     """The n x n matrix whose lower (or upper) triangle ``arf`` packs; the rest is 0.
 
-    Identical to ``scipy.linalg.lapack.?tfttr(n, arf, uplo=...)[0]``.
+    Identical to ``scipy.linalg.lapack.?tfttr(n, arf, uplo=...)[0]``; the
+    copy runs on the device.
+
+    Parameters
+    ----------
+    arf : (n(n+1)/2,) array_like of float32/float64, or a pyopencl array (any
+        1-D view)
+    n : the order
+    lower : ``arf`` packs the lower triangle (default) or the upper
+    check_finite : reject NaN/Inf in ``arf`` (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    (n, n) array
+        The triangle, the other one zero; a device array for a device ``arf``.
+
+    Raises
+    ------
+    ValueError
+        ``arf`` not 1-D or not n(n+1)/2 long, n < 0, NaN/Inf with
+        ``check_finite``
+    TypeError
+        a non-integer ``n``, a dtype other than float32/float64
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     n = _check_order(n)
     queue = resolve_queue(queue)
@@ -300,13 +417,29 @@ def cholesky(arf, n: int, *, lower: bool = True, method: str = "blocked",
     overwrite_a : allow the result to be written into ``arf`` (a permission): a
         contiguous device ``arf`` is factored in place, a device view in its
         gathered copy, then scattered into the view's own entries
+    check_finite : reject NaN/Inf in ``arf`` (ValueError)
+    block : block width of the blocked method (default: the device's)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
 
     Returns
     -------
     The packed factor, identical in layout to ``scipy.linalg.lapack.?pftrf``
-    (usable by ``?pftrs`` and :func:`cho_solve`); a device array for a device
-    input.  Raises :class:`numpy.linalg.LinAlgError` "leading minor of order k
-    is not positive definite".
+    (usable by LAPACK's packed solve ``?pftrs`` and :func:`cho_solve`); a
+    device array for a device input.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "leading minor of order k is not positive definite"
+    ValueError
+        ``arf`` not 1-D or not n(n+1)/2 long, NaN/Inf with ``check_finite``,
+        an unknown ``method``
+    TypeError
+        a non-integer ``n``, a dtype other than float32/float64
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     check_method(method)
     n = _check_order(n)
@@ -347,6 +480,31 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     Same result as ``scipy.linalg.lapack.?pftrs(n, arf, b, uplo=...)``; b is
     (n,) or (n, k), host or device (any view), with the dtype rules and the
     ``overwrite_b`` permission of :func:`oclla.cho_solve`.
+
+    Parameters
+    ----------
+    c_and_lower : ``(arf, lower)``: the packed factor and its layout
+    b : (n,) or (n, k) right-hand side(s), host or device (any view)
+    overwrite_b : allow the solution to be written into ``b`` (a permission)
+    check_finite : reject NaN/Inf in ``arf`` and ``b`` (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    x : array of b's shape and the factor's dtype
+        A device array for a device ``b``.
+
+    Raises
+    ------
+    ValueError
+        ``arf``'s length not n(n+1)/2 for n = b's rows, NaN/Inf with
+        ``check_finite``, a ``c_and_lower`` that is not a pair
+    TypeError
+        a ``b`` whose dtype does not convert exactly to the factor's
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     arf, lower = unpack_pair(c_and_lower, "c_and_lower", "(rfp.cholesky(...), lower)")
     queue = resolve_queue(queue)
@@ -431,8 +589,31 @@ def cho_inverse(c_and_lower, *, check_finite: bool = True, method: str = "blocke
     The result is A⁻¹'s triangle packed in the same layout, identical to
     ``scipy.linalg.lapack.?pftri(n, arf, uplo=...)``'s; a device array for a
     device ``arf``.  The factor is unpacked on the device, inverted by
-    :func:`oclla.cho_inverse` (``method`` as there) and packed again.  Raises
-    :class:`numpy.linalg.LinAlgError` "singular matrix: diagonal entry k is zero".
+    :func:`oclla.cho_inverse` (``method`` as there) and packed again.
+
+    Parameters
+    ----------
+    c_and_lower : ``(arf, lower)``: the packed factor and its layout
+    check_finite : reject NaN/Inf in ``arf`` (ValueError)
+    method : "blocked" (default) or "steps", as :func:`oclla.trtri`
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    (n(n+1)/2,) array
+        A⁻¹'s triangle in the factor's packed layout.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "singular matrix: diagonal entry k is zero"
+    ValueError
+        a length that is no n(n+1)/2, NaN/Inf with ``check_finite``, a
+        ``c_and_lower`` that is not a pair
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     from .inverse import cho_inverse as full_inverse
     queue = resolve_queue(queue)
@@ -451,7 +632,28 @@ def cho_logdet(c_and_lower, *, check_finite: bool = True, queue=None) -> float:
 
     As :func:`oclla.cho_logdet`: summed on the device (a device ``arf`` read in
     place through ``rfp.h``'s index maps; a host one sends only its diagonal),
-    compensated, a Python float.  n comes from the length of ``arf``.
+    compensated.  n comes from the length of ``arf``.
+
+    Parameters
+    ----------
+    c_and_lower : ``(arf, lower)``: the packed factor and its layout
+    check_finite : reject NaN/Inf in ``arf`` (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    float
+        log det A; −inf for a zero on the diagonal.
+
+    Raises
+    ------
+    ValueError
+        a length that is no n(n+1)/2, NaN/Inf with ``check_finite``, a
+        ``c_and_lower`` that is not a pair
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     from .inverse import logdet_device
     queue = resolve_queue(queue)
