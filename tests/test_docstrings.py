@@ -76,3 +76,18 @@ def test_helpers_of_the_test():
     found = sections(doc)
     assert set(found) == {"Parameters", "Returns"}
     assert documented_parameters(found["Parameters"]) == {"a", "b", "queue"}
+
+
+def test_the_api_reference_is_current():
+    """docs/api.md is what ``python docs/make_api.py`` makes from these docstrings."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "docs" / "make_api.py"
+    spec = importlib.util.spec_from_file_location("make_api", path)
+    make_api = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_api)
+    text = make_api.render()
+    for name in PUBLIC:
+        assert f"### `{name}`" in text
+    assert Path(make_api.OUT).read_text(encoding="utf-8") == text, \
+        "docs/api.md is out of date: run python docs/make_api.py"
