@@ -37,7 +37,7 @@ import numpy as np
 import oclla
 from oclla import accuracy
 from _checks.lesson04 import (check_exercise_1, check_exercise_2, check_exercise_3,
-                              check_exercise_4)
+                              check_exercise_4, check_exercise_5)
 from _figures import output_dir, viewer_export
 
 # %% [markdown]
@@ -459,3 +459,18 @@ check_exercise_3(answer_3)
 # %%
 answer_4 = None
 check_exercise_4(answer_4)
+
+# %% [markdown]
+# **Exercise 5.** Pick the pivots yourself. Wilkinson's matrix of order 8
+# grows by $2^7 = 128$ under partial pivoting. Give a list of 7 picks
+# `(row, col)`, one per step, each in the trailing matrix (rows and columns
+# $k \dots 7$ at step $k$; the pick's row and column are interchanged with
+# row and column $k$), for which the growth factor is at most 2. Try picks
+# with the viewer's pivot game: `viewer.pick_pivot.play(wilkinson(8), picks)`
+# eliminates with your picks on the device and returns `.growth` (and
+# `.growth_by_step`, `.states`); `oclla-viewer --pick` plays the same game
+# with the mouse.
+
+# %%
+answer_5 = None
+check_exercise_5(answer_5)

@@ -124,6 +124,11 @@ WRONG = {
     (4, 2): [20, 2 ** 19, 2 ** 60],                    # n, the order 20, 2^n
     (4, 3): [[[1e-3, 1.0, 1.0], [1.0, 1.0, 1.0], [0.0, 1.0, 2.0]]],   # pivot not small enough
     (4, 4): [1e4 * 2.0 ** -52, 2.0 ** -23, 1e8 * 2.0 ** -23, 3],   # ε64; no κ; κ²; digits
+    (4, 5): [[(k, k) for k in range(7)],                 # partial pivoting's picks: 128
+             [(0, 7)] + [(k, k) for k in range(1, 7)],   # one good pick is not enough
+             [(0, 0), (0, 7)] + [(k, 7) for k in range(2, 7)],   # row 0 is finished
+             [(0, 0), (1, 7)],                            # too few picks
+             "complete"],                                 # a rule, not picks
     (5, 1): [1024 / 6,                                 # a square product's n/6
              64 / 4,                                   # the large-m limit
              2 * 1024 ** 2 * 64 / (4 * (1024 ** 2 + 2 * 1024 * 64))],  # S not written

@@ -65,3 +65,35 @@ def check_exercise_4(answer):
     """kappa * eps32 for kappa = 1e4, to within a factor 3 (an estimate)."""
     magnitude(answer, 1e4 * accuracy.eps(np.float32), factor=3.0, what="the estimate",
               hint="Multiply κ by ε of float32 (2^-23 ≈ 1.2e-7), not of float64.")
+
+
+def _wilkinson(n: int) -> np.ndarray:
+    w = np.eye(n) - np.tril(np.ones((n, n)), -1)
+    w[:, -1] = 1.0
+    return w
+
+
+@exercise(5, correct="Complete pivoting's choice, or any other that keeps every entry at "
+                     "most twice its start: the exponential growth was a choice of pivots.")
+def check_exercise_5(answer):
+    """Picks (row, col) for wilkinson(8) whose growth factor is at most 2."""
+    try:
+        from viewer.pick_pivot import PickError, play
+    except ImportError:
+        raise Wrong("this exercise needs the viewer (`pip install oclla[viewer]`).") from None
+    if isinstance(answer, str):
+        raise Wrong("give the picks themselves, a list of (row, col) pairs, not a rule's name.")
+    try:
+        picks = [(int(r), int(c)) for r, c in answer]
+    except (TypeError, ValueError) as exc:
+        raise Wrong(f"give a list of (row, col) pairs ({exc}).") from None
+    n = 8
+    if len(picks) != n - 1:
+        raise Wrong(f"an elimination of order {n} takes {n - 1} picks, got {len(picks)}.")
+    try:
+        growth = play(_wilkinson(n), picks).growth
+    except PickError as exc:
+        raise Wrong(f"that pick cannot be taken: {exc}.") from None
+    if not growth <= 2 * (1 + 1e-12):
+        raise Wrong(f"the growth factor is {growth:.3g}. Look at the last column: which "
+                    f"entries could be pivots without doubling it?")

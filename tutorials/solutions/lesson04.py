@@ -22,6 +22,24 @@ answer_3 = [[1e-20, 1.0, 1.0],
 # accepted too).
 answer_4 = 1e4 * 2.0 ** -23
 
+
+# Exercise 5: let complete pivoting pick (the largest entry of the trailing matrix; after
+# the first step that is in the last column), read its picks step by step.
+def _complete_pivoting_picks(n=8):
+    import numpy as np
+    from viewer.pick_pivot import PivotGame
+
+    w = np.eye(n) - np.tril(np.ones((n, n)), -1)
+    w[:, -1] = 1.0
+    game, picks = PivotGame(w, "complete"), []
+    while not game.done:
+        picks.append(game.suggestion())
+        game.pick(*picks[-1])
+    return picks              # [(0, 0), (1, 7), (2, 7), ...]: growth 2
+
+
+answer_5 = _complete_pivoting_picks()
+
 if __name__ == "__main__":
     import _run
     _run.check_all(__file__)
