@@ -20,9 +20,11 @@
  *         +--+--+--+--+
  *
  * Global loads are VEC_A / VEC_B wide along the operand's contiguous
- * dimension when the host says the operand is aligned for it (offset and
- * leading dimension multiples of the width); slabs that cross the matrix
- * edge fall back to guarded scalar loads, so any M, N, K work.  The caller
+ * dimension where the operand is aligned for it: its address and leading
+ * dimension multiples of the width, tested once per launch (a uniform
+ * branch), so one program serves every offset and leading dimension.  An
+ * unaligned operand, and slabs that cross the matrix edge, take guarded
+ * scalar loads, so any M, N, K, offset and leading dimension work.  The caller
  * provides the local buffers: As of GEMM_AS_SIZE reals aligned for LVM-wide
  * vectors, Bs of GEMM_BS_SIZE reals aligned for LVN-wide ones.
  */
@@ -58,11 +60,15 @@
 #define WPT_N 4            /* columns of C per work-item */
 #endif
 #ifndef VEC_A
-#define VEC_A 1            /* width of global loads of A (1, 2, 4) */
+#define VEC_A 1            /* width of global loads of an aligned A (1, 2, 4) */
 #endif
 #ifndef VEC_B
-#define VEC_B 1            /* width of global loads of B (1, 2, 4) */
+#define VEC_B 1            /* width of global loads of an aligned B (1, 2, 4) */
 #endif
+
+/* May X (leading dimension ldx) be read VECW elements at a time? */
+#define VEC_ALIGNED(X, ldx, VECW) \
+    ((ldx) % (VECW) == 0 && (size_t)(X) % ((VECW) * sizeof(real)) == 0)
 
 /* Copy the components of a W-wide vector v into the array a at offset o. */
 #define UNPACK1(v, a, o) (a)[o] = (v);
@@ -181,7 +187,9 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
 
     real ra[A_PER], rb[B_PER];
     const int slabs = (K + TILE_K - 1) / TILE_K;
-    const int full_m = row0 + TILE_M <= M, full_n = col0 + TILE_N <= N;
+    /* full tiles of an aligned operand take its vector loads */
+    const int full_m = row0 + TILE_M <= M && VEC_ALIGNED(A, lda, VEC_A);
+    const int full_n = col0 + TILE_N <= N && VEC_ALIGNED(B, ldb, VEC_B);
     if (slabs > 0) {
         const int full_k = TILE_K <= K;
         FETCH_SLAB(ra, A, lda, row0, M, 0, TILE_M, VEC_A, A_PER, !TRANS_A, full_m && full_k)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from contextvars import ContextVar
+from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -27,6 +29,31 @@ _log = logging.getLogger("oclla")
 _build_lock = threading.Lock()
 _programs: dict = {}              # (ctx, source, options) -> cl.Program
 _thread_kernels = threading.local()
+_built: list = []                 # (source, options, seconds) of each build, in order
+
+
+class Build(NamedTuple):
+    """One program build of this process: the source file, its options, the seconds it
+    took (compiling, or loading pyopencl's cached binary)."""
+
+    source: str
+    options: tuple
+    seconds: float
+
+
+def builds() -> list:
+    """Every program built in this process so far, in order (a list of :class:`Build`)."""
+    return list(_built)
+
+
+def build_count() -> int:
+    """How many programs this process has built (each (context, source, options) once)."""
+    return len(_built)
+
+
+def build_seconds() -> float:
+    """Seconds this process has spent building programs."""
+    return sum(b.seconds for b in _built)
 
 
 def precision_of(dtype) -> int:
@@ -49,12 +76,15 @@ def _program(ctx: cl.Context, source: str, options: tuple) -> cl.Program:
         prg = _programs.get(key)
         if prg is None:
             text = kernels_cl.read_source(source)
+            start = time.perf_counter()
             try:
                 with quiet_compiler():
                     prg = cl.Program(ctx, text).build(options=list(options))
             except (cl.RuntimeError, cl.LogicError) as exc:
                 raise DeviceError(f"building kernels_cl/{source} with "
                                   f"{' '.join(options)} failed:\n{exc}") from exc
+            finally:
+                _built.append(Build(source, options, time.perf_counter() - start))
             _check_build_log(prg, source, options)
             _programs[key] = prg
     return prg

@@ -43,24 +43,27 @@ def view_of(array: cl_array.Array) -> View:
     return View(array.base_data, array.offset // array.dtype.itemsize, array.shape[1])
 
 
-def _vector_width(widest: int, view: View, contiguous_extent: int, per_item: int) -> int:
-    """Widest global load (4, 2 or 1 elements) the tiled kernel may use for an operand."""
+def _vector_width(widest: int, contiguous_extent: int, per_item: int) -> int:
+    """Widest global load (4, 2 or 1 elements) the tiled kernel may use for an operand:
+    at most ``widest`` and a divisor of the slab's contiguous extent and of each item's
+    share.  Whether an operand's offset and leading dimension allow it is tested by the
+    kernel itself (gemm_tile.h), so the program does not depend on them."""
     for w in (4, 2, 1):
-        if (w <= widest and view.off % w == 0 and view.ld % w == 0
-                and contiguous_extent % w == 0 and per_item % w == 0):
+        if w <= widest and contiguous_extent % w == 0 and per_item % w == 0:
             return w
     return 1
 
 
-def tile_launch(p: dict, m: int, n: int, a: View, b: View, trans_a: bool, trans_b: bool,
+def tile_launch(p: dict, m: int, n: int, trans_a: bool, trans_b: bool,
                 tri: int) -> tuple[dict, tuple, tuple]:
     """``(defines, global size, local size)`` of a launch of gemm_tile (gemm_tile.h) over
     the m x n C of op(A)·op(B) with the tiled gemm parameters ``p``; ``tri`` is
-    TRIANGLE (0 all, 1 lower, 2 upper)."""
+    TRIANGLE (0 all, 1 lower, 2 upper).  The defines depend on ``p``, the transposes and
+    the triangle alone: never on the sizes or on where the operands lie."""
     tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
     threads = (tm // wm) * (tn // wn)
-    vec_a = _vector_width(p["VEC"], a, tm if trans_a else tk, tm * tk // threads)
-    vec_b = _vector_width(p["VEC"], b, tk if trans_b else tn, tn * tk // threads)
+    vec_a = _vector_width(p["VEC"], tm if trans_a else tk, tm * tk // threads)
+    vec_b = _vector_width(p["VEC"], tk if trans_b else tn, tn * tk // threads)
     defines = dict(TRANS_A=int(trans_a), TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm,
                    TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
     return defines, tile_grid(p, m, n), (tn // wn, tm // wm)
@@ -72,7 +75,7 @@ def tile_grid(p: dict, m: int, n: int) -> tuple:
 
 
 def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
-    defines, gsize, lsize = tile_launch(p, m, n, a, b, trans_a, trans_b, tri)
+    defines, gsize, lsize = tile_launch(p, m, n, trans_a, trans_b, tri)
     kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
     return enqueue(queue, kernel, gsize, lsize, int_arg(m), int_arg(n),
                   int_arg(k), real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),

@@ -146,9 +146,10 @@ class _Leaf(NamedTuple):
     wg: int                    # the leaf's work-group size
     apply_wg: int              # apply_inverse's work-group size
     apply_rows: int            # rows of the panel per apply_inverse work-group
-    fused: bool                # the trailing update also factors the next leaf (syrk_leaf)
+    fused: object              # syrk_leaf: the trailing update that also factors the next
+                               # leaf, or None
+    fused_local: tuple         # its work-group shape
     gemm: dict                 # the device's gemm parameters (the fused update's tiles)
-    fused_kernels: dict        # (panel offset % 4, its ld % 4) -> (syrk_leaf, local size)
 
 
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
@@ -171,8 +172,15 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
         apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype,
                            APPLY_ROWS=apply_rows, **opts)
     gemm = params(queue, "gemm", dtype)
-    fused = invert and chol_fused_leaf(p, gemm)
-    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"], apply_rows, fused, gemm, {})
+    fused, fused_local = None, ()
+    if invert and chol_fused_leaf(p, gemm):
+        # one program for every order: the tiles' vector loads test the panel's
+        # alignment at run time (gemm_tile.h)
+        defines, _, fused_local = tile_launch(gemm, 0, 0, not lower, lower, 1 if lower else 2)
+        fused = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
+                           LOWER=int(lower), **defines)
+    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"], apply_rows, fused,
+                 fused_local, gemm)
 
 
 def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, leaf: _Leaf,
@@ -182,20 +190,9 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, lea
     factor the next diagonal block, A22's leading min(jb, rest) block, writing its
     L⁻ᵀ to ``inverse``; a failing pivot at order k of it sets ``info`` to ``base + k``."""
     nb = min(jb, rest)
-    # the kernel's options depend on the panel's alignment alone (vector loads): one
-    # lookup per alignment and factorization (this runs once per block column)
-    key = (panel.off % 4, panel.ld % 4)
-    launch = leaf.fused_kernels.get(key)
-    if launch is None:
-        defines, _, lsize = tile_launch(leaf.gemm, rest, rest, panel, panel, not lower, lower,
-                                        1 if lower else 2)
-        launch = leaf.fused_kernels[key] = (get_kernel(
-            queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=leaf.order, LOWER=int(lower),
-            **defines), lsize)
-    kernel, lsize = launch
     c = a.at(jb, jb)
-    enqueue(queue, kernel, tile_grid(leaf.gemm, rest, rest), lsize, int_arg(rest),
-            int_arg(jb), panel.buf, np.int64(panel.off), int_arg(panel.ld), c.buf,
+    enqueue(queue, leaf.fused, tile_grid(leaf.gemm, rest, rest), leaf.fused_local,
+            int_arg(rest), int_arg(jb), panel.buf, np.int64(panel.off), int_arg(panel.ld), c.buf,
             np.int64(c.off), int_arg(c.ld), int_arg(nb), int_arg(base), info.data,
             inverse.data, int_arg(leaf.order))
 
@@ -252,7 +249,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         jb = min(nb, n - j)
         rest = n - j - jb
         diag = a.at(j, j)
-        if j == 0 or not leaf.fused:   # else the previous update factored this block
+        if j == 0 or leaf.fused is None:   # else the previous update factored this block
             reg, extra = region(j, j + jb, j, j + jb)
             with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
                             **extra):
@@ -277,7 +274,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                 panel = _solve_panel(queue, diag, jb, rest, lower=lower, dtype=dtype)
         reg, extra = region(j + jb, n, j + jb, n)
         flops = float(rest * (rest + 1) * jb)
-        if leaf.fused:
+        if leaf.fused is not None:
             nxt = min(jb, rest)
             leaf_reg, _ = region(j + jb, j + jb + nxt, j + jb, j + jb + nxt)
             with trace.step("syrk", reg, pivot=(leaf_reg[0], leaf_reg[2]),
