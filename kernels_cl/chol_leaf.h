@@ -10,10 +10,9 @@
  * >= LEAF items (items past LEAF only load, store and meet the barriers):
  * item i keeps row i of the block in registers, x[j] = a_ij (its
  * entries j > i are carried along and never stored).  The block is padded to
- * order LEAF with the identity, so every item takes all LEAF column steps
- * with literal indices and no barrier sits in a branch.  Column step k, one
- * barrier: a_kk and the column a_jk (j > k) come from the local buffer their
- * owners wrote in step k-1, then
+ * order LEAF with the identity.  Column step k (k < nb, one barrier each; the
+ * same k in every item, so the barrier is met by all): a_kk and the column
+ * a_jk (j > k) come from the local buffer their owners wrote in step k-1, then
  *     s = a_ik / a_kk,   a_ij -= s a_jk  (k < j),   L(i,k) = a_ik / sqrt(a_kk),
  * and each item writes its new a_i,k+1 into the other buffer as soon as it
  * has it.  For a block of order 64 that is 64 short steps of two warps' worth
@@ -22,6 +21,13 @@
  * W = L^-1 by forward substitution, reading L from local memory (no barrier),
  * and writes W^T, nb x nb with zeros below its diagonal, to w (leading
  * dimension ldw).
+ *
+ * The steps are a loop; within a step the entries of the row are visited
+ * with literal indices (UPTO_LEAF: x stays in registers), each under a test
+ * of the step (j > k) that is the same in every item, and eight entries at a
+ * time are skipped once the step is past them.  The code is LEAF statements
+ * per pass, not LEAF² (a fully unrolled LEAF = 64 kernel took NVIDIA's
+ * compiler about 19 s to build).
  *
  * Local memory: t[LEAF * LS], col[COL_SIZE], rinv[LEAF].  Returns k + 1 for
  * the first pivot a_kk that is not > 0 (or NaN), else 0; the same in every
@@ -72,23 +78,28 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
 }
 
 #if LEAF % 8 == 0 && LEAF <= 64
+/* G(F, b) for each block of eight entries, b = 0, 8, ..., LEAF - 8 */
 #if LEAF == 8
-#define UPTO_LEAF(F) A8(F, 0)
+#define BLOCKS8(G, F) G(F, 0)
 #elif LEAF == 16
-#define UPTO_LEAF(F) A8(F, 0) A8(F, 8)
+#define BLOCKS8(G, F) G(F, 0) G(F, 8)
 #elif LEAF == 24
-#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16)
+#define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16)
 #elif LEAF == 32
-#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24)
+#define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16) G(F, 24)
 #elif LEAF == 40
-#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24) A8(F, 32)
+#define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16) G(F, 24) G(F, 32)
 #elif LEAF == 48
-#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24) A8(F, 32) A8(F, 40)
+#define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16) G(F, 24) G(F, 32) G(F, 40)
 #elif LEAF == 56
-#define UPTO_LEAF(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24) A8(F, 32) A8(F, 40) A8(F, 48)
+#define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16) G(F, 24) G(F, 32) G(F, 40) G(F, 48)
 #else
-#define UPTO_LEAF(F) ALL64(F)
+#define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16) G(F, 24) G(F, 32) G(F, 40) G(F, 48) G(F, 56)
 #endif
+#define UPTO_LEAF(F) BLOCKS8(A8, F)
+/* F(j) for the entries j >= the step `step` only, eight at a time */
+#define FROM8(F, b) if (step <= (b) + 7) { A8(F, b) }
+#define FROM_STEP(F) BLOCKS8(FROM8, F)
 
 inline int factor_rows(__global real *a, const int ld, const int nb, const int i,
                        const int items, __local real *t, __local real *col,
@@ -104,25 +115,27 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
     if (row)
         col[i] = x[0];
     int bad = 0;
-#define ROW_UPDATE(k, j) if ((j) > (k) && (j) < LEAF) { \
-            x[j] -= s * c[j]; \
-            if ((j) == (k) + 1) \
-                next[i] = x[j]; }
-#define ROW_STEP(k) { \
-        barrier(CLK_LOCAL_MEM_FENCE); \
-        __local const real *c = col + ((k) & 1) * LEAF; \
-        __local real *next = col + (((k) + 1) & 1) * LEAF; \
-        const real akk = c[k]; \
-        if (!(akk > ZERO) && !bad)       /* the same value for all: uniform */ \
-            bad = (k) + 1; \
-        if (row) { \
-            const real d = sqrt(akk > ZERO ? akk : ONE), rd = ONE / d; \
-            const real l = x[k] * rd, s = l * rd; \
-            EACH64(ROW_UPDATE, k) \
-            x[k] = i == (k) ? d : l; \
-            if (i == (k)) \
-                rinv[k] = rd; } }
-    UPTO_LEAF(ROW_STEP)
+    for (int step = 0; step < nb; step++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        __local const real *c = col + (step & 1) * LEAF;
+        __local real *next = col + ((step + 1) & 1) * LEAF;
+        const real akk = c[step];
+        if (!(akk > ZERO) && !bad)       /* the same value for all: uniform */
+            bad = step + 1;
+        if (row) {
+            const real d = sqrt(akk > ZERO ? akk : ONE), rd = ONE / d;
+            const real l = c[i] * rd, s = l * rd;       /* c[i] = x[step] = a_ik */
+#define ROW_UPDATE(j) if ((j) > step) { \
+                x[j] -= s * c[j]; \
+                if ((j) == step + 1) \
+                    next[i] = x[j]; \
+            } else if ((j) == step) \
+                x[j] = i == step ? d : l;
+            FROM_STEP(ROW_UPDATE)
+            if (i == step)
+                rinv[step] = rd;
+        }
+    }
 #define ROW_TO_LOCAL(j) if ((j) <= i) t[i * LS + (j)] = x[j];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (row) {
@@ -132,11 +145,18 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
 #if INVERSE
     real y[LEAF];                        /* column i of W: y[p] = W(p, i) */
 #define COL_INIT(p) y[p] = i == (p) ? ONE : ZERO;
-#define COL_ELIM(p, q) if ((q) > (p) && (q) < LEAF) y[q] -= t[(q) * LS + (p)] * y[p];
-#define COL_STEP(p) y[p] *= rinv[p]; EACH64(COL_ELIM, p)
+    /* step p: y[p] /= L(p,p), then y[q] -= L(q,p) y[p] for q > p (visited after p) */
+#define COL_UPDATE(q) if ((q) == step) { \
+                y[q] *= rinv[q]; \
+                yp = y[q]; \
+            } else if ((q) > step) \
+                y[q] -= t[(q) * LS + step] * yp;
     if (row) {
         UPTO_LEAF(COL_INIT)
-        UPTO_LEAF(COL_STEP)
+        for (int step = 0; step < nb; step++) {
+            real yp = ZERO;
+            FROM_STEP(COL_UPDATE)
+        }
     }
     store_lower(a, ld, t, nb, i, items);
     barrier(CLK_LOCAL_MEM_FENCE);
