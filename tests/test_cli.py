@@ -1,5 +1,7 @@
 """The oclla command: devices and the demo (the README's main job)."""
 
+import json
+import re
 import subprocess
 import sys
 
@@ -56,3 +58,223 @@ def test_bench_wls_dispatch(capsys):
     assert main(["bench", "wls", "--sizes", "16", "--tables", "1", "--no-cupy"]) == 0
     out = capsys.readouterr().out
     assert "16" in out
+
+
+# ---- errors: one line, exit status 1 for a failure and 2 for a bad argument, before any
+# ---- measuring -----------------------------------------------------------------------------
+
+def _one_line_error(capsys, prog):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{prog}: error: "), err
+    return err[0]
+
+
+def _usage_error(capsys, call, prog):
+    with pytest.raises(SystemExit) as exc:
+        call()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"{prog}: error: "), err       # argparse: usage, then one line
+    return err[-1]
+
+
+def test_bench_failures_are_one_line_before_measuring(capsys, tmp_path):
+    assert main(["bench", "gemm", "--sizes", "8", "--device", "no-such-device"]) == 1
+    assert "no OpenCL device matches" in _one_line_error(capsys, "oclla bench")
+    assert main(["bench", "gemm", "--sizes", "8", "--plot", str(tmp_path / "no" / "p.png")]) == 1
+    assert "no such directory" in _one_line_error(capsys, "oclla bench")
+    (tmp_path / "d.json").mkdir()
+    assert main(["bench", "gemm", "--sizes", "8", "--json", str(tmp_path / "d.json")]) == 1
+    assert "is a directory" in _one_line_error(capsys, "oclla bench")
+    from oclla import bench
+    if not bench._cuda_available():
+        assert main(["bench", "gemm", "--sizes", "8", "--reference", "cuda"]) == 1
+        assert "needs CuPy" in _one_line_error(capsys, "oclla bench")
+
+
+def test_bench_usage_errors(capsys):
+    for argv, words in ((["--sizes", "0"], "positive"), (["--dtype", "float16"], "float16"),
+                        (["--repeat", "0"], "repeat"), (["--plot", "p.jpg"], ".png"),
+                        (["--json", "out.txt"], ".json"), (["cholesky"], "invalid choice")):
+        line = _usage_error(capsys, lambda: main(["bench", *argv]), "oclla bench")
+        assert words in line
+
+
+def test_bench_without_matplotlib_names_the_extra(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["bench", "gemm", "--sizes", "8", "--plot", str(tmp_path / "p.png")]) == 1
+    assert 'oclla[plot]' in _one_line_error(capsys, "oclla bench")
+
+
+def test_bench_progress_table_and_json(capsys, tmp_path):
+    assert main(["bench", "gemm", "--sizes", "8,9", "--repeat", "1"]) == 0
+    captured = capsys.readouterr()
+    progress = [line for line in captured.err.splitlines() if line.startswith("oclla bench:")]
+    assert len(progress) == 2 and "n=8 done (1 of 2" in progress[0]
+    header = captured.out.splitlines()[2]
+    assert "GFLOP/s" in header and ("%peak" in header) == (bench_peak() is not None)
+    out = tmp_path / "gemm.json"
+    assert main(["bench", "gemm", "--sizes", "8", "--repeat", "1", "--json", str(out)]) == 0
+    assert "GFLOP/s" in capsys.readouterr().out                  # the table, and the file
+    doc = json.loads(out.read_text())
+    assert doc["command"].startswith("oclla bench gemm") and "commit" in doc
+    assert main(["bench", "gemm", "--sizes", "8", "--repeat", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"][0]["n"] == 8
+
+
+def bench_peak():
+    from oclla import bench
+    return bench.peak(oclla.device_info(oclla.get_queue()).name, "float32")
+
+
+def test_bench_wls_errors_and_json_convention(capsys, tmp_path):
+    line = _usage_error(capsys, lambda: main(["bench", "wls", "--tables", "3"]), "oclla bench wls")
+    assert "--tables" in line
+    assert main(["bench", "wls", "--sizes", "8", "--device", "no-such-device"]) == 1
+    _one_line_error(capsys, "oclla bench wls")
+    assert main(["bench", "wls", "--sizes", "8", "--tables", "1", "--no-cupy", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["m"] == 8
+
+
+def test_tune_checks_arguments_first(capsys, tmp_path):
+    assert "float16" in _usage_error(capsys, lambda: main(["tune", "--dtype", "float16"]),
+                                     "oclla tune")
+    assert "nonsense" in _usage_error(capsys, lambda: main(["tune", "--families", "nonsense"]),
+                                      "oclla tune")
+    assert main(["tune", "--families", "pivot", "--device", "no-such-device",
+                 "--output", str(tmp_path / "t.json")]) == 1
+    _one_line_error(capsys, "oclla tune")
+    assert main(["tune", "--families", "pivot", "--output",
+                 str(tmp_path / "no" / "t.json")]) == 1
+    assert "no such directory" in _one_line_error(capsys, "oclla tune")
+
+
+def test_tune_prints_orders_as_numbers():
+    from oclla import tune
+    for family in tune.METRIC:
+        for kind in ("GPU", "CPU"):
+            assert not re.search(r"[A-Z]+_N\b", tune.metric_text(family, kind))
+
+
+def test_a_partial_tune_keeps_the_shipped_families(tmp_path):
+    """A run of one family stores it over the device's shipped entry, per family."""
+    from types import SimpleNamespace
+    from oclla import _params, tune
+    with open(tune.shipped_file(), encoding="utf-8") as f:
+        shipped = _params.read_entries(f.read())[0]
+    info = SimpleNamespace(name=shipped["device"], driver_version=shipped["driver"])
+    path = tmp_path / "tuned.json"
+    tune.store(str(path), info, shipped["dtype"], {"pivot": {"WG": 64}}, {})
+    params = json.loads(path.read_text())["entries"][0]["params"]
+    assert params["pivot"] == {"WG": 64}
+    assert {k: v for k, v in params.items() if k != "pivot"} == \
+        {k: v for k, v in shipped["params"].items() if k != "pivot"}
+
+
+def test_demo_out_is_checked_before_the_run(capsys, tmp_path):
+    assert main(["demo", "--n", "4", "--out", str(tmp_path / "no" / "d.oclrec")]) == 1
+    assert "no such directory" in _one_line_error(capsys, "oclla demo")
+    assert main(["demo", "--n", "4", "--out", str(tmp_path)]) == 1
+    assert "is a directory" in _one_line_error(capsys, "oclla demo")
+
+
+# ---- help and versions -----------------------------------------------------------------
+
+HELPS = (["--help"], ["demo", "--help"], ["devices", "--help"], ["bench", "--help"],
+         ["bench", "wls", "--help"], ["tune", "--help"])
+
+
+@pytest.mark.parametrize("argv", HELPS, ids=" ".join)
+def test_help_texts_are_plain_and_give_defaults(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "``" not in out and ":func:" not in out and "= PIVOT_N" not in out
+    if argv[0] != "--help":
+        assert "(default" in out
+
+
+def test_help_names_what_runs(capsys):
+    for argv in (["--help"], ["bench", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert "wls" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "faithful, inplace, crout, window, blocked" in out and "three" not in out
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["bench", "--version"],
+                                  ["bench", "wls", "--version"], ["tune", "--version"]])
+def test_version(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip().endswith(oclla.__version__)
+
+
+# ---- the viewer's arguments --------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, words", [
+    (["--cond", "-1"], "--cond"), (["--cond", "nan"], "--cond"), (["--fps", "0"], "--fps"),
+    (["--block", "0"], "--block")])
+def test_viewer_bad_arguments_exit_2(argv, words, capsys):
+    from viewer.app import main as viewer_main
+    assert words in _usage_error(capsys, lambda: viewer_main(argv + ["--algorithm", "lu",
+                                                                    "--export", "x.png"]),
+                                 "oclla-viewer")
+
+
+def test_viewer_reversed_steps(capsys):
+    from viewer.app import CliError, _parse_range
+    with pytest.raises(CliError) as exc:
+        _parse_range("9-3", 20)
+    assert exc.value.code == 2 and "first step is after the last" in str(exc.value)
+
+
+def test_viewer_version_and_missing_qt(capsys, monkeypatch):
+    from viewer.app import main as viewer_main
+    with pytest.raises(SystemExit) as exc:
+        viewer_main(["--version"])
+    assert exc.value.code == 0 and oclla.__version__ in capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "PySide6", None)
+    assert viewer_main(["--algorithm", "lu", "--export", "x.png"]) == 1
+    assert 'oclla[viewer]' in _one_line_error(capsys, "oclla-viewer")
+
+
+def test_viewer_takes_the_api_variant_names():
+    from viewer import registry
+    from viewer.app import _variant_key
+    lu = registry.algorithm("lu")
+    assert lu.variant(_variant_key(lu, "inplace")).kwargs["variant"] == "inplace"
+    assert _variant_key(lu, "crout") == "crout"
+
+
+# ---- device hints ------------------------------------------------------------------------
+
+def test_nvidia_icd_line_keeps_the_registered_drivers(tmp_path, monkeypatch):
+    from oclla import _device
+    (tmp_path / "other.icd").write_text("libOtherOpenCL.so\n")
+    (tmp_path / "local.icd").write_text("liblocal.so\n")
+    (tmp_path / "liblocal.so").write_text("")
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(tmp_path))
+    line = _device.nvidia_icd_command()
+    assert "echo libOtherOpenCL.so >/tmp/icd/other.icd" in line
+    assert f"echo {tmp_path / 'liblocal.so'} >/tmp/icd/local.icd" in line
+    assert line.endswith("echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd && "
+                         "export OCL_ICD_VENDORS=/tmp/icd")
+
+
+def test_nvidia_icd_hint_only_where_it_applies(monkeypatch):
+    from oclla import _device
+    monkeypatch.setattr(_device.ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(_device, "_NVIDIA_LIB_GLOBS", ())
+    assert _device.nvidia_icd_hint() is None                     # no NVIDIA library here
+    monkeypatch.setattr(_device.ctypes.util, "find_library", lambda name: "libnvidia-opencl.so.1")
+    platforms = [p.name.lower() for p in _device.cl.get_platforms()]
+    hint = _device.nvidia_icd_hint()
+    assert (hint is None) == any("nvidia" in p for p in platforms)
+    if hint:
+        assert "OCL_ICD_VENDORS" in hint
