@@ -26,81 +26,9 @@ Stored parameters are validated against the device's limits (:func:`check`)
 before use, so a file written for another device never produces a kernel
 that cannot launch.
 
-Families and their keys
------------------------
-``gemm``   ``KERNEL="tiled"``: TILE_M, TILE_N, TILE_K, WPT_M, WPT_N, VEC (widest
-           global load); ``KERNEL="direct"``: RM, VW, NV, LX (see kernels_cl/gemm.cl)
-``gemm_thin`` the GEMM shape for products of inner dimension k <= MAX_K (the rank-k
-           updates of the blocked LU's leaves: a whole C streamed for little
-           arithmetic, so more, smaller tiles): a ``gemm`` set and MAX_K (0: never)
-``wg1d``   WG: work-group size of one-dimensional kernels
-``local2d`` X, Y: work-group shape of simple two-dimensional kernels
-``trsm``   TRSM_NB: largest triangular diagonal block handled by one kernel;
-           INVERSE: 1 to invert the diagonal blocks and apply them by GEMM, 0 to
-           solve each by substitution; REGISTER: 1 to keep the substitution's
-           right-hand side in registers (TRSM_NB <= 64), 0 in a private array
-``laswp``  VW: adjacent columns per work-item; WG: work-group size; CHUNK: interchanges
-           applied per round of loads (rows held in registers)
-``lu``     NB: panel width; LEAF_W: widest panel leaf (1, 4, 8 or 16); PANEL_WG: work-group
-           size of the leaf; LEAF_UNR: rows a leaf work-item loads before it stores;
-           REG_SLOTS: registers per work-item of the register leaf (0: no register
-           leaves), which holds m x LEAF_W <= REG_SLOTS * PANEL_WG entries of a panel,
-           whole rows per work-item; FLAT_N: the trailing matrix is factored as one
-           panel once its order is at most FLAT_N and its rows fit the register
-           leaves (a rank-LEAF_W GEMM on all of it after each leaf, no TRSM or
-           interchange launches; 0: never); LEAF_SCAN: the
-           register leaf's pivot search folds the candidates to LEAF_SCAN² (if more),
-           then to LEAF_SCAN entries, which every item scans; LEAF_WG: the fewest
-           work-items of a register leaf (0: PANEL_WG; a leaf of m rows takes the
-           fewest from LEAF_WG up to PANEL_WG that hold them); LEAF_STAGE: the most
-           rows a register leaf moves through local memory at once (0: its items);
-           FLAT_AHEAD: 1 to launch each leaf of the last panel of register leaves
-           with the previous leaf's update (the leaf's work-group updates its own
-           columns as it loads them, the launch's other work-groups the rest);
-           PANEL: how a panel too tall for the register leaves is factored: "leaf"
-           (one-work-group leaves, getf2_leaf, recursively halved down to LEAF_W
-           columns), "columns" (one multi-work-group launch per column: the
-           per-pivot kernels of kernels_cl/lu_inplace.cl with RB = PANEL_RB and WY =
-           PANEL_WY) or "grid" (the whole panel in one launch by the work-groups
-           that run at once, a barrier across them per column: it relies on every
-           launched work-group making progress, which OpenCL does not promise, so
-           only a tuned entry measured on the device chooses it; kernels_cl/lu_grid.cl,
-           GRID_PER_CU work-groups of GRID_WX x GRID_WY items per compute unit
-           launched, each holding up to GRID_RPI rows per item in registers);
-           PANEL_SPLIT: with "columns" or "grid", recurse (?getrf2) down to column
-           blocks this wide (0: none);
-           SMALL_N: below this order the blocked method factors the whole matrix with
-           the leaf kernel alone (fewest launches); LOOKAHEAD: 1 to factor the next
-           panel on a second queue while the trailing update runs
-``chol``   NB: block column width of the blocked Cholesky; LEAF: largest diagonal
-           block factored by one work-group in its registers (larger ones are split
-           recursively into TRSM and SYRK); WG: that work-group's size (at least
-           LEAF²/64); TRSM_INVERSE: 1 to solve the blocked Cholesky's panels by
-           multiplication with inverted diagonal blocks (from the leaf kernel itself
-           where NB <= LEAF, else the ``trsm`` INVERSE route), 0 by substitution;
-           RFP_TRSM_INVERSE: the same for the packed (RFP) Cholesky's one large solve;
-           SMALL_N: up to this order the block width is LEAF and every panel is
-           solved with its leaf's inverse (fewest launches); ROW_LEAF: 1 to factor
-           the leaves with LEAF work-items, one per row and one short barrier per
-           column (potf2_rows, where LEAF is a multiple of 8 up to 64), 0 with WG
-           items (potf2_block); WG then sizes only the panel solve ``apply_inverse``
-           (min(LEAF, 4·WG/LEAF) rows of the panel per work-group);
-           FUSE_LEAF: 1 to factor each next leaf inside the trailing update's launch
-           (syrk_leaf.cl: the work-group of the update's first tile, one launch per
-           block column fewer) where row leaves are used and the ``gemm`` tiles
-           cover a leaf (``chol_fused_leaf``); only tuned entries turn it on (a
-           large kernel: PoCL 3.0 spends minutes compiling its upper form)
-``pivot``  VW, NV, WX, WY, RB: per-pivot kernel shape (each work-item updates NV
-           vectors of VW adjacent columns; a work-group is WX x WY items and owns
-           WX*VW*NV columns of RB rows); UNR: rows a work-item loads before it
-           stores (the last work-group of each launch finishes the next column)
-``crout``  the left-looking per-pivot LU (kernels_cl/lu_crout.cl): WG: work-group size;
-           row part: RJ items along a block's columns (WG/RJ share a column), MB rows
-           of U per chunk; column part: CL items per row, RR rows per sub-group of CL
-           items, KC columns of L per chunk; UNROLL: loads in flight per item
-``window`` the per-pivot LU with delayed updates (kernels_cl/lu_window.cl): W: pivots
-           per window (one rank-W GEMM between windows); WG: work-group size (rows of
-           the column part, columns of the row part per work-group)
+Each family's knobs (what they mean, their default rules, allowed values,
+the kernels that read them and the values the tuner tries) are declared once
+in :mod:`oclla._knobs`; docs/parameters.md is generated from there.
 """
 
 from __future__ import annotations
@@ -116,14 +44,12 @@ from importlib import resources
 import numpy as np
 import pyopencl as cl
 
-from . import _checked, _trace_hooks
+from . import _checked, _knobs, _trace_hooks
 from ._device import DeviceError, device_info, get_queue, vector_width, vectors_build
+from ._knobs import chol_row_leaf, thin_gemm  # noqa: F401 (the drivers import them here)
 
-FAMILIES = ("gemm", "gemm_thin", "wg1d", "local2d", "trsm", "laswp", "lu", "chol", "pivot",
-            "crout", "window")
+FAMILIES = tuple(_knobs.FAMILIES)
 DATA_VERSION = 1
-#: The blocked LU's panel strategies (``lu`` PANEL; :class:`oclla.lu_blocked.Panels`).
-PANELS = ("leaf", "columns", "grid")
 _overrides: dict = {}
 
 
@@ -156,124 +82,27 @@ def _forget() -> None:
 
 # ---- device-limit defaults -------------------------------------------------------------
 
-def _pow2_at_most(x: int) -> int:
-    p = 1
-    while p * 2 <= x:
-        p *= 2
-    return p
-
-
-def _fits_wg(info, wg_x: int, wg_y: int = 1) -> bool:
-    sizes = info.max_work_item_sizes
-    return (wg_x * wg_y <= info.max_work_group_size and wg_x <= sizes[0]
-            and (len(sizes) < 2 or wg_y <= sizes[1]))
-
-
 def _native_width(queue, info, itemsize: int) -> int:
     """The widest native vector the device reports (``info``, which a profile or a
     safer rung may narrow) and really compiles (:func:`oclla._device.vector_width`)."""
     reported = info.native_width_double if itemsize == 8 else info.native_width_float
-    width = _pow2_at_most(max(1, min(16, reported)))
+    width = _knobs.pow2_at_most(max(1, min(16, reported)))
     return 1 if width == 1 else min(width, vector_width(queue, itemsize))
 
 
-def _gemm_defaults(queue, info, itemsize: int) -> dict:
-    if info.kind != "GPU":
-        vw = _native_width(queue, info, itemsize)
-        # 2 vectors x RM rows of accumulators: 16 registers with 512-bit vectors
-        # (32 architectural), 8 with narrower ones (16 architectural).
-        rm = 8 if vw * itemsize >= 64 else 4
-        return dict(KERNEL="direct", RM=rm, VW=vw, NV=2,
-                    LX=_pow2_at_most(min(4, info.max_work_group_size)))
-    # 64 x 64 tiles of 4 x 4 per item first: 16 accumulators per item suit GPUs with
-    # small register files (128 x 128 of 8 x 8 is faster on an H100, whose entry says so,
-    # and took PoCL minutes to compile per variant under a GPU profile).
-    for tm, tn, tk, wm, wn in ((64, 64, 16, 4, 4), (32, 32, 16, 2, 2), (16, 16, 8, 2, 2),
-                               (8, 8, 8, 1, 1)):
-        p = dict(KERNEL="tiled", TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC=4)
-        if check("gemm", p, info, itemsize) is None:
-            return p
-    return dict(KERNEL="tiled", TILE_M=1, TILE_N=1, TILE_K=1, WPT_M=1, WPT_N=1, VEC=1)
+def _device(queue, info, itemsize: int) -> _knobs.Device:
+    """The device as the knobs' default rules see it: ``info`` with this queue's vector
+    answers (:func:`_native_width`, :func:`oclla._device.vectors_build`)."""
+    return _knobs.Device(info, itemsize, native=lambda: _native_width(queue, info, itemsize),
+                         builds=lambda width: vectors_build(queue, itemsize, width))
 
 
 def _defaults(queue, info, family: str, itemsize: int) -> dict:
-    gpu = info.kind == "GPU"
-    if family == "gemm":
-        return _gemm_defaults(queue, info, itemsize)
-    if family == "gemm_thin":
-        thin = dict(KERNEL="tiled", TILE_M=32, TILE_N=32, TILE_K=16, WPT_M=2, WPT_N=2, VEC=4)
-        usable = gpu and check("gemm", thin, info, itemsize) is None
-        return dict(thin, MAX_K=16) if usable else dict(MAX_K=0)
-    if family == "wg1d":
-        return dict(WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64)))
-    if family == "local2d":
-        side = 16 if _fits_wg(info, 16, 16) else (8 if _fits_wg(info, 8, 8) else 1)
-        return dict(X=side, Y=side)
-    if family == "trsm":
-        nb = 64
-        while nb > 1 and (nb * (nb + 1) * itemsize > info.local_mem_size // 2
-                          or not _fits_wg(info, nb)):
-            nb //= 2
-        return dict(TRSM_NB=nb, INVERSE=1, REGISTER=0)
-    if family == "laswp":
-        if gpu:
-            return dict(VW=1, WG=_pow2_at_most(min(info.max_work_group_size, 256)), CHUNK=16)
-        return dict(VW=_native_width(queue, info, itemsize),
-                    WG=_pow2_at_most(min(4, info.max_work_group_size)), CHUNK=4)
-    if family == "lu":
-        gx, gy = (32, 8) if gpu else (8, 1)
-        while gy > 1 and not _fits_wg(info, gx, gy):
-            gy //= 2
-        while gx > 1 and not _fits_wg(info, gx, gy):
-            gx //= 2
-        widest = 8 if gpu else _native_width(queue, info, itemsize)
-        leaf_w = next(w for w in (8, 4, 1) if w <= widest and vectors_build(queue, itemsize, w))
-        return dict(NB=128 if gpu else 64, LEAF_W=leaf_w, LEAF_UNR=4 if gpu else 1,
-                    REG_SLOTS=0, PANEL="columns" if gpu else "leaf",
-                    PANEL_WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 8)),
-                    PANEL_RB=16 if gpu else 1024, PANEL_WY=8 if gpu else 1,
-                    SMALL_N=0 if gpu else 256, LOOKAHEAD=0 if gpu else 1,
-                    PANEL_SPLIT=0, GRID_WX=gx, GRID_WY=gy,
-                    GRID_PER_CU=1, GRID_RPI=16 if gpu else 4, FLAT_N=0, LEAF_SCAN=32,
-                    LEAF_WG=0, LEAF_STAGE=0, FLAT_AHEAD=0)
-    if family == "chol":
-        p = dict(NB=256 if gpu else 128, LEAF=64, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
-                 SMALL_N=4096 if gpu else 0, ROW_LEAF=int(gpu), FUSE_LEAF=0,
-                 WG=_pow2_at_most(min(info.max_work_group_size, 256 if gpu else 1024)))
-        # the leaf must fit half the local memory, and its work-group (LEAF items for
-        # row leaves, LEAF²/64 items otherwise)
-        while p["LEAF"] > 1 and (p["LEAF"] * (p["LEAF"] + 1) * itemsize
-                                 > info.local_mem_size // 2
-                                 or check("chol", p, info, itemsize) is not None):
-            p["LEAF"] //= 2
-        return p
-    if family == "pivot":
-        if gpu:
-            return dict(VW=4, NV=1, WX=32, RB=64, UNR=4,
-                        WY=_pow2_at_most(min(8, max(1, info.max_work_group_size // 32))))
-        return dict(VW=_native_width(queue, info, itemsize), NV=4,
-                    WX=_pow2_at_most(min(2, info.max_work_group_size)), WY=1, RB=1024, UNR=1)
-    if family == "crout":
-        wg = _pow2_at_most(min(info.max_work_group_size, 256 if gpu else 64))
-        lanes = min(32, max(1, wg // 2)) if gpu else max(1, wg // 16)
-        p = dict(WG=wg, RJ=lanes if gpu else wg, MB=256 if gpu else 1024, CL=lanes, RR=2,
-                 KC=1024 if gpu else 4096, UNROLL=4 if gpu else 1)
-        while p["KC"] > 4 and check("crout", p, info, itemsize) is not None:
-            p.update(KC=p["KC"] // 2, MB=max(1, p["MB"] // 2))
-        return p
-    if family == "window":
-        wg = _pow2_at_most(min(info.max_work_group_size, 64 if gpu else 8))
-        return dict(W=min(32 if gpu else 8, wg), WG=wg)
-    raise KeyError(family)
+    """The set of ``family`` derived from the device's limits (:func:`oclla._knobs.derive`)."""
+    return _knobs.derive(family, _device(queue, info, itemsize))
 
 
 # ---- validation -----------------------------------------------------------------------
-
-def chol_row_leaf(p: dict) -> bool:
-    """Whether the ``chol`` parameters ``p`` factor leaves with potf2_rows: ROW_LEAF
-    set and LEAF a multiple of 8 up to 64 (the kernel's unrolled steps)."""
-    return bool(p["ROW_LEAF"]) and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
-
 
 def chol_fused_leaf(p: dict, gemm: dict) -> bool:
     """Whether the blocked Cholesky with ``chol`` parameters ``p`` factors each next leaf
@@ -286,137 +115,10 @@ def chol_fused_leaf(p: dict, gemm: dict) -> bool:
             >= p["LEAF"])
 
 
-def thin_gemm(p: dict) -> dict | None:
-    """The ``gemm`` set inside the ``gemm_thin`` set ``p``, or None where MAX_K is 0."""
-    return {key: value for key, value in p.items() if key != "MAX_K"} if p["MAX_K"] else None
-
-
-def _lv(w: int) -> int:
-    return 4 if w % 4 == 0 else (2 if w % 2 == 0 else 1)
-
-
 def check(family: str, p: dict, info, itemsize: int) -> str | None:
-    """None if ``p`` is a usable parameter set of ``family`` on this device, else why not."""
-    try:
-        if family == "gemm_thin":
-            if p["MAX_K"] < 0:
-                return "MAX_K must be >= 0"
-            shape = thin_gemm(p)
-            return None if shape is None else check("gemm", shape, info, itemsize)
-        if family == "gemm":
-            if p.get("KERNEL") == "direct":
-                rm, vw, nv, lx = p["RM"], p["VW"], p["NV"], p["LX"]
-                if vw not in (1, 2, 4, 8, 16) or rm < 1 or nv < 1:
-                    return "RM, NV >= 1 and VW in 1, 2, 4, 8, 16"
-                if not _fits_wg(info, lx):
-                    return f"LX={lx} exceeds the work-group limits"
-                return None
-            if p.get("KERNEL") != "tiled":
-                return "KERNEL must be 'tiled' or 'direct'"
-            tm, tn, tk, wm, wn, vec = (p[k] for k in ("TILE_M", "TILE_N", "TILE_K",
-                                                       "WPT_M", "WPT_N", "VEC"))
-            if min(tm, tn, tk, wm, wn) < 1 or tm % wm or tn % wn or vec not in (1, 2, 4):
-                return "tiles must be positive multiples of the work per item, VEC in 1, 2, 4"
-            wg_x, wg_y = tn // wn, tm // wm
-            if not _fits_wg(info, wg_x, wg_y):
-                return f"work-group {wg_x} x {wg_y} exceeds the device's limits"
-            threads = wg_x * wg_y
-            if (tm * tk) % threads or (tn * tk) % threads:
-                return "each slab must split evenly over the work-group"
-            local = 2 * tk * (tm + _lv(wm) + tn + _lv(wn)) * itemsize
-            if local > info.local_mem_size:
-                return f"needs {local} bytes of local memory"
-            return None
-        if family == "wg1d":
-            return None if _fits_wg(info, p["WG"]) and p["WG"] & (p["WG"] - 1) == 0 \
-                else "WG must be a power of two within the work-group limit"
-        if family == "local2d":
-            return None if _fits_wg(info, p["X"], p["Y"]) else "work-group too large"
-        if family == "trsm":
-            nb = p["TRSM_NB"]
-            if p["INVERSE"] not in (0, 1) or p["REGISTER"] not in (0, 1):
-                return "INVERSE and REGISTER must be 0 or 1"
-            if p["REGISTER"] and nb > 64:
-                return "REGISTER = 1 needs TRSM_NB <= 64"
-            return None if 1 <= nb and nb * (nb + 1) * itemsize <= info.local_mem_size \
-                and _fits_wg(info, nb) else "TRSM_NB block does not fit the device"
-        if family == "laswp":
-            return None if (p["VW"] in (1, 2, 4, 8, 16) and _fits_wg(info, p["WG"])
-                            and 1 <= p["CHUNK"] <= 32) \
-                else "VW in 1, 2, 4, 8, 16, WG within the work-group limit, 1 <= CHUNK <= 32"
-        if family == "lu":
-            wg = p["PANEL_WG"]
-            # LEAF_W = 2 is left out: PoCL 3.1 miscomputes the float32 leaf with
-            # two-wide rows when the work-group has several items.
-            if p["PANEL_RB"] < 1 or p["PANEL_WY"] < 1 or p["PANEL_WY"] & (p["PANEL_WY"] - 1):
-                return "PANEL_RB >= 1 and PANEL_WY a power of two"
-            if p["PANEL_SPLIT"] < 0 or p["LEAF_UNR"] < 1 or not 0 <= p["REG_SLOTS"] <= 64:
-                return "PANEL_SPLIT >= 0, LEAF_UNR >= 1 and 0 <= REG_SLOTS <= 64"
-            if (p["NB"] < 1 or p["LEAF_W"] not in (1, 4, 8, 16) or p["SMALL_N"] < 0
-                    or p["LOOKAHEAD"] not in (0, 1) or p["PANEL"] not in PANELS
-                    or p["FLAT_N"] < 0 or p["LEAF_SCAN"] not in (2, 4, 8, 16, 32)
-                    or p["FLAT_AHEAD"] not in (0, 1)):
-                return ("NB >= 1, LEAF_W in 1, 4, 8, 16, SMALL_N >= 0, FLAT_N >= 0, "
-                        f"PANEL one of {PANELS}, LOOKAHEAD and FLAT_AHEAD 0 or 1, "
-                        "LEAF_SCAN in 2, 4, 8, 16, 32")
-            if any(v < 0 or v & (v - 1) for v in (p["LEAF_WG"], p["LEAF_STAGE"])):
-                return "LEAF_WG and LEAF_STAGE 0 or a power of two"
-            gx, gy = p["GRID_WX"], p["GRID_WY"]
-            if (not 1 <= p["GRID_PER_CU"] <= 8
-                    or p["GRID_RPI"] not in (0, 1, 2, 4, 8, 16, 32) or min(gx, gy) < 1
-                    or gx & (gx - 1) or gy & (gy - 1) or not _fits_wg(info, gx, gy)):
-                return ("1 <= GRID_PER_CU <= 8, GRID_RPI 0 or a power of "
-                        "two up to 32, GRID_WX x GRID_WY powers of two within the work-group "
-                        "limits")
-            return None if _fits_wg(info, wg) and wg & (wg - 1) == 0 \
-                else "PANEL_WG must be a power of two within the work-group limit"
-        if family == "chol":
-            if (p["NB"] < 1 or p["LEAF"] < 1 or p["TRSM_INVERSE"] not in (0, 1)
-                    or p["RFP_TRSM_INVERSE"] not in (0, 1) or p["SMALL_N"] < 0):
-                return ("NB and LEAF >= 1, SMALL_N >= 0, TRSM_INVERSE and RFP_TRSM_INVERSE "
-                        "0 or 1")
-            if p["LEAF"] * (p["LEAF"] + 1) * itemsize > info.local_mem_size:
-                return f"a LEAF={p['LEAF']} block does not fit in local memory"
-            if p["ROW_LEAF"] not in (0, 1) or p["FUSE_LEAF"] not in (0, 1):
-                return "ROW_LEAF and FUSE_LEAF 0 or 1"
-            rows = chol_row_leaf(p)
-            if rows and not _fits_wg(info, p["LEAF"]):
-                return "ROW_LEAF needs LEAF work-items in a work-group"
-            if not rows and p["LEAF"] * p["LEAF"] > 64 * p["WG"]:
-                return "a LEAF x LEAF block needs WG >= LEAF²/64 (64 registers per work-item)"
-            return None if _fits_wg(info, p["WG"]) and p["WG"] & (p["WG"] - 1) == 0 \
-                else "WG must be a power of two within the work-group limit"
-        if family == "pivot":
-            vw, nv, wx, wy = p["VW"], p["NV"], p["WX"], p["WY"]
-            if vw not in (1, 2, 4, 8, 16) or min(nv, wx, wy, p["RB"], p["UNR"]) < 1:
-                return "VW in 1, 2, 4, 8, 16; NV, WX, WY, RB, UNR >= 1"
-            if (wx * wy) & (wx * wy - 1):
-                return "WX * WY must be a power of two"
-            return None if _fits_wg(info, wx, wy) else "work-group too large"
-        if family == "crout":
-            wg, rj, cl = p["WG"], p["RJ"], p["CL"]
-            if any(v < 1 or v & (v - 1) for v in (wg, rj, cl)) or rj > wg or cl > wg \
-                    or wg // cl * p["RR"] < 2:
-                return "WG, RJ, CL powers of two, RJ <= WG, CL <= WG, WG / CL * RR >= 2"
-            if p["MB"] < 1 or p["RR"] < 1 or p["KC"] < 4 or p["KC"] % 4 or p["UNROLL"] < 1:
-                return "MB, RR, UNROLL >= 1 and KC a positive multiple of 4"
-            rows = wg // cl * p["RR"]                  # kernels_cl/lu_crout.cl, VW <= 4
-            local = (max(p["MB"], p["KC"]) + (4 + p["RR"]) * wg + rows) * itemsize \
-                + (max(p["MB"], rows) + wg + 1) * 4
-            if local > info.local_mem_size:
-                return f"needs {local} bytes of local memory"
-            return None if _fits_wg(info, wg) else "WG exceeds the work-group limit"
-        if family == "window":
-            wg, w = p["WG"], p["W"]
-            if wg < 1 or wg & (wg - 1) or not _fits_wg(info, wg):
-                return "WG must be a power of two within the work-group limit"
-            if not 1 <= w <= wg:
-                return "W must lie in [1, WG]"
-            local = (wg + 2 * w) * itemsize + wg * 4            # kernels_cl/lu_window.cl
-            return None if local <= info.local_mem_size else f"needs {local} bytes of local memory"
-    except (KeyError, TypeError):
-        return f"missing or malformed keys for {family}"
-    raise KeyError(family)
+    """None if ``p`` is a usable parameter set of ``family`` on this device, else why not
+    (:func:`oclla._knobs.check`)."""
+    return _knobs.check(family, p, _knobs.Device(info, itemsize))
 
 
 # ---- stored (tuned) parameters ----------------------------------------------------------
@@ -637,7 +339,8 @@ _by_call: dict = {}        # (queue, family, dtype as passed) -> the chosen item
 
 
 def params(queue, family: str, dtype) -> dict:
-    """Parameters of ``family`` (see the module docstring) for this queue's device and dtype.
+    """Parameters of ``family`` for this queue's device and dtype: the first of the
+    module docstring's sources (docs/parameters.md lists every family's knobs).
 
     A fresh dict each call; looked up by the call's own arguments first
     (host loops ask thousands of times per factorization).

@@ -59,7 +59,7 @@ import time
 
 import numpy as np
 
-from . import _params
+from . import _knobs, _params
 from ._bench import best_of
 from .accuracy import THRESHOLD, lu_backward_error, product_error
 
@@ -70,105 +70,52 @@ SMALL_SIZES = (32, 64, 96, 128, 192, 256, 384, 512)
 CHOL_SMALL_SIZES = {"GPU": (1024, 2048, 4096, 8192, 12288), "CPU": (256, 512, 1024)}
 
 
-def _gemm_space(kind: str, native: int, quick: bool) -> list[dict]:
-    if kind != "GPU":
-        widths = sorted({max(1, native // 2), native})
-        space = [dict(KERNEL="direct", RM=rm, VW=vw, NV=nv, LX=lx)
-                 for rm, vw, nv, lx in itertools.product((4, 6, 8), widths, (1, 2, 3, 4),
-                                                         (1, 4, 16))
-                 if rm * nv * vw <= 8 * 2 * 16]                 # <= 16 512-bit accumulators
-        return space[::3] if quick else space
-    space = []
-    for tm, tn, tk, wm, wn, vec in itertools.product((64, 128), (64, 128), (8, 16, 32),
-                                                     (4, 8), (4, 8), (4,)):
-        if wm * wn >= 16 and not (tk == 32 and tm * tn > 8192):
-            space.append(dict(KERNEL="tiled", TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm,
-                              WPT_N=wn, VEC=vec))
-    return space[::2] if quick else space
+def _grid(family: str, gpu_step: int, cpu_step: int):
+    """The search space of ``family``: the grid of its knobs' tuned values
+    (:func:`oclla._knobs.space`); with ``quick``, every ``gpu_step``-th (GPUs) or
+    ``cpu_step``-th (CPUs) candidate."""
+    def space(kind: str, native: int, quick: bool) -> list[dict]:
+        gpu = kind == "GPU"
+        candidates = _knobs.space(family, "GPU" if gpu else "CPU", native)
+        return candidates[::gpu_step if gpu else cpu_step] if quick else candidates
+    return space
+
+
+#: The order of the coordinate descent over the blocked LU's families (the values of
+#: each knob: :func:`oclla._knobs.tuned_values`); ``quick`` keeps the first 11 and the last.
+LU_ORDER = (("lu", "PANEL"), ("lu", "REG_SLOTS"), ("lu", "NB"), ("lu", "PANEL_SPLIT"),
+            ("lu", "PANEL_RB"), ("lu", "PANEL_WY"), ("lu", "LEAF_W"), ("lu", "PANEL_WG"),
+            ("lu", "GRID_RPI"), ("lu", "GRID_WY"), ("lu", "LEAF_UNR"), ("lu", "REG_SLOTS"),
+            ("lu", "FLAT_N"), ("lu", "LEAF_SCAN"), ("lu", "LEAF_WG"), ("lu", "LEAF_STAGE"),
+            ("lu", "FLAT_AHEAD"), ("lu", "GRID_PER_CU"), ("trsm", "TRSM_NB"),
+            ("trsm", "INVERSE"), ("trsm", "REGISTER"), ("laswp", "WG"), ("laswp", "CHUNK"),
+            ("gemm_thin", "MAX_K"), ("gemm_thin", "TILE_M"), ("gemm_thin", "TILE_N"),
+            ("lu", "LOOKAHEAD"))
+#: The same for the blocked Cholesky; ``quick`` keeps the first 3.
+CHOL_ORDER = tuple(("chol", key) for key in ("NB", "LEAF", "TRSM_INVERSE", "RFP_TRSM_INVERSE",
+                                             "ROW_LEAF", "FUSE_LEAF", "WG"))
+
+
+def _axes(order, kind: str) -> list[tuple[str, str, tuple]]:
+    kind = "GPU" if kind == "GPU" else "CPU"
+    return [(fam, key, _knobs.tuned_values(fam, key, kind)) for fam, key in order]
 
 
 def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     """(family, key, values) searched in order by coordinate descent."""
-    gpu = kind == "GPU"
-    axes = [
-        ("lu", "PANEL", ("leaf", "columns", "grid") if gpu else ("leaf", "columns")),
-        ("lu", "REG_SLOTS", (0, 16, 32, 64) if gpu else (0, 16)),
-        ("lu", "NB", (96, 128, 192, 256, 384) if gpu else (48, 64, 96, 128, 192)),
-        ("lu", "PANEL_SPLIT", (0, 32, 64, 128) if gpu else (0,)),
-        ("lu", "PANEL_RB", (8, 16, 32, 64, 128) if gpu else (256, 1024)),
-        ("lu", "PANEL_WY", (4, 8, 16) if gpu else (1, 2)),
-        ("lu", "LEAF_W", (4, 8, 16) if gpu else (4, 8, 16)),
-        ("lu", "PANEL_WG", (128, 256, 512, 1024) if gpu else (1, 2, 4, 8)),
-        ("lu", "GRID_RPI", (4, 8, 16, 32) if gpu else (0, 2, 4, 8)),
-        ("lu", "GRID_WY", (4, 8, 16) if gpu else (1, 2)),
-        ("lu", "LEAF_UNR", (1, 2, 4, 8) if gpu else (1, 2)),
-        ("lu", "REG_SLOTS", (0, 16, 32, 64) if gpu else (0, 16)),
-        ("lu", "FLAT_N", (0, 1024, 2048) if gpu else (0, 256)),
-        ("lu", "LEAF_SCAN", (8, 16, 32)),
-        ("lu", "LEAF_WG", (0, 128, 256) if gpu else (0,)),
-        ("lu", "LEAF_STAGE", (0, 128, 256) if gpu else (0,)),
-        ("lu", "FLAT_AHEAD", (0, 1)),
-        ("lu", "GRID_PER_CU", (1, 2)),
-        ("trsm", "TRSM_NB", (16, 32, 64)),
-        ("trsm", "INVERSE", (0, 1)),
-        ("trsm", "REGISTER", (0, 1)),
-        ("laswp", "WG", (64, 128, 256) if gpu else (1, 4, 16)),
-        ("laswp", "CHUNK", (4, 16, 32) if gpu else (1, 4, 16)),
-        ("gemm_thin", "MAX_K", (0, 8, 16, 32)),
-        ("gemm_thin", "TILE_M", (16, 32, 64)),
-        ("gemm_thin", "TILE_N", (16, 32, 64)),
-        ("lu", "LOOKAHEAD", (0, 1)),
-    ]
+    axes = _axes(LU_ORDER, kind)
     return axes[:11] + axes[-1:] if quick else axes
 
 
 def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     """(family, key, values) of the blocked Cholesky, searched in order."""
-    gpu = kind == "GPU"
-    axes = [
-        ("chol", "NB", (64, 128, 256, 384, 512) if gpu else (64, 96, 128, 192, 256)),
-        ("chol", "LEAF", (16, 32, 64)),
-        ("chol", "TRSM_INVERSE", (0, 1)),
-        ("chol", "RFP_TRSM_INVERSE", (0, 1)),
-        ("chol", "ROW_LEAF", (0, 1)),
-        ("chol", "FUSE_LEAF", (0, 1)),
-        ("chol", "WG", (128, 256, 512, 1024) if gpu else (256, 1024)),
-    ]
+    axes = _axes(CHOL_ORDER, kind)
     return axes[:3] if quick else axes
 
 
-def _pivot_space(kind: str, native: int, quick: bool) -> list[dict]:
-    if kind == "GPU":
-        space = [dict(VW=vw, NV=1, WX=wx, WY=wy, RB=rb, UNR=unr)
-                 for vw, unr, wx, wy, rb in itertools.product((1, 4), (1, 4), (32, 64), (8, 16),
-                                                              (64, 256))]
-    else:
-        space = [dict(VW=vw, NV=nv, WX=wx, WY=1, RB=rb, UNR=1)
-                 for vw, nv, wx, rb in itertools.product(sorted({max(1, native // 2), native}),
-                                                         (2, 4, 8), (1, 2), (256, 1024))]
-    return space[::2] if quick else space
-
-
-def _crout_space(kind: str, native: int, quick: bool) -> list[dict]:
-    if kind == "GPU":
-        space = [dict(WG=wg, RJ=32, MB=mb, CL=cl, KC=kc, RR=rr, UNROLL=unroll)
-                 for wg, mb, cl, kc, rr, unroll in itertools.product(
-                     (128, 256), (64, 128, 256), (16, 32), (512, 1024), (1, 2), (4, 8))]
-    else:
-        space = [dict(WG=wg, RJ=wg, MB=mb, CL=max(1, wg // 16), KC=4096, RR=rr, UNROLL=1)
-                 for wg, mb, rr in itertools.product((16, 64), (256, 1024), (1, 2))]
-    return space[::3] if quick else space
-
-
-def _window_space(kind: str, native: int, quick: bool) -> list[dict]:
-    windows, groups = ((16, 32, 64), (32, 64, 128)) if kind == "GPU" else ((8, 16, 32),
-                                                                          (16, 32, 64))
-    space = [dict(W=w, WG=wg) for w, wg in itertools.product(windows, groups) if w <= wg]
-    return space[::2] if quick else space
-
-
-SPACE = {"gemm": _gemm_space, "lu": _lu_axes, "chol": _chol_axes, "pivot": _pivot_space,
-         "crout": _crout_space, "window": _window_space}
+SPACE = {"gemm": _grid("gemm", 2, 3), "lu": _lu_axes, "chol": _chol_axes,
+         "pivot": _grid("pivot", 2, 2), "crout": _grid("crout", 3, 3),
+         "window": _grid("window", 2, 2)}
 METRIC = {
     "gemm": "GFLOP/s of C = A·B, n = GEMM_N, device arrays, best of 3",
     "lu": "seconds of the blocked LU, n = LU_N, best of 3 (lower is better)",

@@ -1,33 +1,38 @@
-"""Kernel parameters declared once (oclla._knobs): derived sets unchanged, every knob read,
-host formulas in step with the built kernels.
+"""Kernel parameters declared once (oclla._knobs): what they derive is unchanged, every
+knob is read where declared, and the host's formulas agree with the built kernels.
 
-The derived kernel parameters and their validation, as data:
-
-For every family, both dtypes and a set of device descriptions (a recorded
-PoCL CPU, that device under every device-limit profile of
-:data:`oclla._profiles.PROFILES`, a large and a tiny GPU), :func:`snapshot`
-lists the rungs of :func:`oclla._params.ladder` and, for single-key
-perturbations of each rung (and of the tiled and direct ``gemm`` shapes),
-whether :func:`oclla._params.check` accepts them; and the tuner's search spaces
-(:data:`oclla.tune.SPACE`) per device kind, native width and ``quick``.  The device is simulated:
-its limits come from :data:`DEVICES` and its vector-compile answers from
-:data:`VECTORS`, so the snapshot is the same on any machine.
-
-``PYTHONPATH=. python tests/test_knobs.py > tests/data/knobs_snapshot.json`` writes it
-(from the parameter code as it was when the snapshot was taken: it must not change).
+The snapshot (tests/data/knobs_snapshot.json): for every family, both dtypes and
+a set of simulated devices (a PoCL CPU, that CPU under every device-limit profile
+of :data:`oclla._profiles.PROFILES`, a large and a tiny GPU; limits from
+:data:`DEVICES`, vector-compile answers from :data:`VECTORS`, so it is the same
+on any machine), the rungs of :func:`oclla._params.ladder` and, for single-key
+perturbations of each rung by the values of :data:`BAD` (and of a tiled and a
+direct ``gemm`` set), whether :func:`oclla._params.check` accepts them; and the
+tuner's search spaces (:data:`oclla.tune.SPACE`) per device kind, native width
+and ``quick``.  ``PYTHONPATH=. python tests/test_knobs.py >
+tests/data/knobs_snapshot.json`` writes it, only where a change of the derived
+parameters is meant.
 """
 
+import ast
 import contextlib
 import itertools
 import json
 import os
+import re
 import sys
+import types
+from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 import pytest
 
-from oclla import _params, _profiles, tune
+import oclla
+from oclla import _knobs, _knobs_doc, _params, _profiles, lu_blocked, tune
 from oclla._device import DeviceInfo
+from oclla._programs import get_kernel
+from oclla.blas import tile_launch
 
 BASE = dict(index=0, name="cpu-haswell-Intel(R) Xeon(R) CPU", vendor="GenuineIntel",
             platform="Portable Computing Language", driver_version="3.1",
@@ -113,6 +118,149 @@ def test_derived_sets_and_checks_unchanged():
     assert sorted(got) == sorted(want)
     for key in want:
         assert got[key] == want[key], key
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_reference_is_current():
+    """docs/parameters.md is what the declarations generate."""
+    text = (ROOT / "docs" / "parameters.md").read_text(encoding="utf-8")
+    assert text == _knobs_doc.markdown(), \
+        "regenerate it: python -m oclla._knobs_doc > docs/parameters.md"
+
+
+def _reads(path: str, name: str) -> bool:
+    """Whether the file reads knob ``name``: ``["NAME"]`` in Python, the name in OpenCL C."""
+    text = (ROOT / path).read_text(encoding="utf-8")
+    if path.endswith(".py"):
+        return f'["{name}"]' in text
+    return re.search(rf"\b{name}\b", text) is not None
+
+
+def test_every_knob_is_read_where_declared():
+    unread = [(family, knob.name, path) for family, fam in _knobs.FAMILIES.items()
+              for knob in fam.knobs for path in knob.read_by if not _reads(path, knob.name)]
+    assert not unread
+    assert all(knob.read_by for fam in _knobs.FAMILIES.values() for knob in fam.knobs)
+
+
+def _family_of(node) -> str | None:
+    """The family of a ``params(queue, "family", dtype)`` call (or ``dict()`` of one)."""
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict" and node.args:
+        node = node.args[0]
+    if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "params"
+            and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
+        return node.args[1].value
+    return None
+
+
+def _family_reads(tree):
+    """(family, key) of each ``x["KEY"]`` in a function where ``x`` holds ``params(...)``
+    of one family, or is that call itself."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        holders = {t.id: _family_of(n.value) for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                   for t in n.targets if isinstance(t, ast.Name) and _family_of(n.value)}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant):
+                family = (holders.get(n.value.id) if isinstance(n.value, ast.Name)
+                          else _family_of(n.value))
+                if family:
+                    yield family, n.slice.value
+
+
+def test_every_key_the_drivers_read_is_declared():
+    """Every ``x["KEY"]`` in oclla/ names a declared knob, and where ``x`` holds one
+    family's parameters (``x = params(queue, "family", ...)`` in the same function, or
+    the call itself), a knob of that family."""
+    declared = {k.name for fam in _knobs.FAMILIES.values() for k in fam.knobs}
+    of_family = {f: {k.name for k in fam.knobs} for f, fam in _knobs.FAMILIES.items()}
+    wrong, family_reads = [], 0
+    for path in sorted((ROOT / "oclla").glob("*.py")):
+        if path.name.startswith("_knobs"):
+            continue                    # the declarations themselves
+        text = path.read_text(encoding="utf-8")
+        keys = set(re.findall(r'(?<!environ)\["([A-Z][A-Z0-9_]*)"\]', text))
+        wrong += [(path.name, key) for key in keys - declared]
+        for family, key in _family_reads(ast.parse(text)):
+            family_reads += 1
+            if key not in of_family[family]:
+                wrong.append((path.name, family, key))
+    assert not wrong
+    assert family_reads > 40            # the drivers' reads were found
+
+
+# ---- host formulas against the built kernels ----------------------------------------------
+
+#: Bytes a built kernel may report below the host's local-memory sum: PoCL drops the
+#: ``__local`` arrays a configuration does not use (lu_rows.cl's row homes when there
+#: is no previous update to apply: 12 to 20 bytes).  A kernel reporting more than the
+#: host's sum always fails.
+SLACK = 64
+
+
+def _local(kernel, queue) -> int:
+    return kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, queue.device)
+
+
+def _most_items(kernel, queue) -> int:
+    return kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, queue.device)
+
+
+def _kernel_cases(itemsize: int):
+    """(label, source, kernel, defines, host's local bytes, items per work-group launched)."""
+    tile = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4)
+    defines, _, local = tile_launch(tile, 40, 40, False, True, 0)
+    yield ("gemm", "gemm.cl", "gemm_tiled", dict(DIRECT=0, **defines),
+           _knobs.gemm_local_bytes(tile, itemsize), local[0] * local[1])
+    nb = 16
+    yield ("trsm", "trsm.cl", "trtri_blocks", dict(LOWER=1, UNIT=0, TRSM_NB=nb),
+           nb * (nb + 1) * itemsize, nb)
+    crout = dict(WG=16, RJ=16, MB=64, CL=2, KC=64, RR=2, UNROLL=1)
+    yield ("crout", "lu_crout.cl", "crout_step", dict(crout, VW=4, NO_PIVOT=0),
+           _knobs.crout_local_bytes(crout, itemsize), crout["WG"])
+    window = dict(W=8, WG=16)
+    yield ("window", "lu_window.cl", "window_step",
+           dict(WG=window["WG"], WIN=window["W"], NO_PIVOT=0),
+           _knobs.window_local_bytes(window, itemsize), window["WG"])
+    for chol in (dict(LEAF=16, WG=4, ROW_LEAF=0), dict(LEAF=8, WG=4, ROW_LEAF=1)):
+        rows = _knobs.chol_row_leaf(chol)
+        yield ("chol", "cholesky.cl", "potf2_rows" if rows else "potf2_block",
+               dict(WG=chol["WG"], LEAF=chol["LEAF"], LOWER=1, ROW_LEAF=int(rows)),
+               _knobs.chol_leaf_local_bytes(chol, itemsize), chol["LEAF"] if rows else chol["WG"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_local_memory_and_work_groups_match_the_kernels(queue, dtype):
+    """The host's local-memory sum of each kernel is what the built kernel reports (within
+    :data:`SLACK`), and its launches' work-groups are within the kernel's limit."""
+    if dtype == "float64" and not oclla.device_info(queue).fp64:
+        pytest.skip("no fp64")
+    for label, source, name, defines, host, items in _kernel_cases(np.dtype(dtype).itemsize):
+        kernel = get_kernel(queue, source, name, dtype, **defines)
+        assert 0 <= host - _local(kernel, queue) <= SLACK, (label, host, _local(kernel, queue))
+        assert items <= _most_items(kernel, queue), label
+
+
+@pytest.mark.parametrize("lw, wg, cap", [(4, 16, 0), (1, 8, 0)])
+def test_register_leaf_stage_fits_its_kernel(queue, lw, wg, cap):
+    """``Panels._stage_rows`` (lu_blocked.py) picks a stage whose kernel (lu_rows.cl) fits
+    the local memory it was given, and its sum for that stage exceeds the kernel's report
+    by at most :data:`SLACK` (it still picks that stage given only the kernel's bytes)."""
+    budget = 1200
+    panels = types.SimpleNamespace(p=dict(LEAF_W=lw, LEAF_STAGE=cap), local_mem=budget,
+                                   dtype=np.dtype("float32"))
+    stage = lu_blocked.Panels._stage_rows(panels, wg)
+    assert stage > 0
+    kernel = get_kernel(queue, "lu_rows.cl", "getf2_rows", "float32", WG=wg, LW=lw, ROWS=2,
+                        STAGE=stage, ARGMAX_SCAN=32, NO_PIVOT=0)
+    used = _local(kernel, queue)
+    assert used <= budget
+    panels.local_mem = used + SLACK
+    assert lu_blocked.Panels._stage_rows(panels, wg) == stage
+    assert wg <= _most_items(kernel, queue)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,744 @@
+"""Kernel parameters ("knobs"), each declared once.
+
+A :class:`Knob` says what one parameter means, how its default follows from
+the device (:class:`Device`: kind, work-group and local-memory limits,
+itemsize, native vector width), which values it may take (:class:`Allowed`),
+which kernel or host driver reads it, and which values the tuner tries per
+device kind.  A :class:`Family` groups the knobs that one set of kernels
+reads, with what no single knob can say: a ``settle`` step that shrinks a
+derived set until it fits the device, the constraints across knobs (local
+memory, work-group shape) and, for the tuner's grid searches, which
+combinations are worth measuring.
+
+From these declarations come :func:`derive` (the defaults that
+:mod:`oclla._params` uses), :func:`check` (its validation of stored sets),
+:func:`tuned_values` and :func:`space` (the search of :mod:`oclla.tune`) and
+:mod:`oclla._knobs_doc` writes the reference ``docs/parameters.md`` from them::
+
+    python -m oclla._knobs_doc > docs/parameters.md
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Callable
+
+
+# ---- device context --------------------------------------------------------------------
+
+def pow2_at_most(x: int) -> int:
+    """The largest power of two <= ``x`` (1 if ``x`` < 2)."""
+    p = 1
+    while p * 2 <= x:
+        p *= 2
+    return p
+
+
+def fits_wg(info, wg_x: int, wg_y: int = 1) -> bool:
+    """Whether a ``wg_x`` x ``wg_y`` work-group fits the device's work-group limits."""
+    sizes = info.max_work_item_sizes
+    return (wg_x * wg_y <= info.max_work_group_size and wg_x <= sizes[0]
+            and (len(sizes) < 2 or wg_y <= sizes[1]))
+
+
+class Device:
+    """What a default rule or a constraint reads about the device.
+
+    ``info``: an :class:`oclla.DeviceInfo` (possibly narrowed by a profile or a
+    safer rung); ``itemsize``: bytes per real; ``native()``: the widest native
+    vector that compiles; ``builds(w)``: whether code with ``w``-wide vectors
+    builds (both asked only when a rule needs them: they may compile).
+    """
+
+    def __init__(self, info, itemsize: int, native: Callable[[], int] | None = None,
+                 builds: Callable[[int], bool] | None = None):
+        self.info, self.itemsize = info, itemsize
+        self.gpu = info.kind == "GPU"
+        self._native, self._builds = native, builds
+
+    def native(self) -> int:
+        return self._native()
+
+    def builds(self, width: int) -> bool:
+        return self._builds(width)
+
+    def fits(self, wg_x: int, wg_y: int = 1) -> bool:
+        return fits_wg(self.info, wg_x, wg_y)
+
+    def group(self, gpu_cap: int, cpu_cap: int) -> int:
+        """The largest power-of-two work-group within the limit and the kind's cap."""
+        return pow2_at_most(min(self.info.max_work_group_size,
+                                gpu_cap if self.gpu else cpu_cap))
+
+
+# ---- allowed values ---------------------------------------------------------------------
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral)
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """The values one knob may take, in words (``text``) and as a test (``test``)."""
+
+    text: str
+    test: Callable[[object], bool]
+
+    def __call__(self, value) -> bool:
+        return bool(self.test(value))
+
+
+def choice(*values) -> Allowed:
+    words = [repr(v) if isinstance(v, str) else str(v) for v in values]
+    return Allowed(f"one of {', '.join(words)}", lambda v: v in values)
+
+
+def ints(lo: int | None = None, hi: int | None = None, multiple: int = 1) -> Allowed:
+    if lo is None:
+        text = "an integer (the family's constraints bound it)"
+    elif hi is None:
+        text = f"an integer >= {lo}"
+    else:
+        text = f"an integer in [{lo}, {hi}]"
+    if multiple > 1:
+        text = f"a multiple of {multiple} >= {lo}"
+    return Allowed(text, lambda v: _is_int(v) and (lo is None or v >= lo)
+                   and (hi is None or v <= hi) and v % multiple == 0)
+
+
+def pow2(zero: bool = False) -> Allowed:
+    return Allowed("0 or a power of two" if zero else "a power of two",
+                   lambda v: _is_int(v) and v >= (0 if zero else 1) and v & (v - 1) == 0)
+
+
+BOOL = choice(0, 1)
+WIDTHS = choice(1, 2, 4, 8, 16)
+
+
+# ---- declarations -----------------------------------------------------------------------
+
+Rule = Callable[[Device, dict], object]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One kernel parameter.
+
+    ``default(device, p)`` derives it (``p``: the family's knobs derived so
+    far, in declaration order); ``allowed`` validates it; ``read_by``: the
+    kernel sources (where it is a ``-D`` define) and host modules (where the
+    driver reads ``p["NAME"]``) that use it; ``tuned``: per device kind
+    ("GPU", "CPU") the values the tuner tries — a tuple, a function of the
+    native vector width, or :class:`Tied` to other knobs; ``when(p)``: whether
+    the knob belongs to a set ``p`` at all (the gemm kernels' own keys).
+    """
+
+    name: str
+    doc: str
+    default: Rule
+    allowed: Allowed
+    read_by: tuple
+    tuned: dict | None = None
+    when: Callable[[dict], bool] | None = None
+
+    def applies(self, p: dict) -> bool:
+        return self.when is None or bool(self.when(p))
+
+
+@dataclass(frozen=True)
+class Tied:
+    """A searched value that follows the other knobs of the candidate: ``rule(p)``."""
+
+    rule: Callable[[dict], object]
+    text: str
+
+
+@dataclass(frozen=True)
+class Family:
+    """The knobs one set of kernels reads, with the rules that span several knobs.
+
+    ``settle(device, p)``: shrinks the derived set ``p`` until it fits (returns
+    the set); ``constraint(p, device)``: None if the valid knobs fit together
+    and the device, else why not; ``keep(p, kind)``: which combinations of
+    the tuner's grid (:func:`space`) are measured.
+    """
+
+    name: str
+    doc: str
+    knobs: tuple
+    settle: Callable[[Device, dict], dict] | None = None
+    constraint: Callable[[dict, Device], str | None] | None = None
+    keep: Callable[[dict, str], bool] | None = None
+
+    def knob(self, name: str) -> Knob:
+        return next(k for k in self.knobs if k.name == name)
+
+
+def _fixed(value) -> Rule:
+    return lambda d, p: value
+
+
+def _by_kind(gpu, cpu) -> Rule:
+    return lambda d, p: gpu if d.gpu else cpu
+
+
+def _native(d: Device, p: dict) -> int:
+    return d.native()
+
+
+def native_and_half(native: int) -> tuple:
+    """Tuned vector widths: the native width and half of it."""
+    return tuple(sorted({max(1, native // 2), native}))
+
+
+def _both(values: tuple) -> dict:
+    return {"GPU": values, "CPU": values}
+
+
+# ---- gemm and gemm_thin ----
+
+def _lv(w: int) -> int:
+    return 4 if w % 4 == 0 else (2 if w % 2 == 0 else 1)
+
+
+def _gemm_constraint(p: dict, d: Device) -> str | None:
+    """direct: LX within the work-group limit.  tiled: TILE_M, TILE_N multiples of
+    WPT_M, WPT_N; a (TILE_N/WPT_N) x (TILE_M/WPT_M) work-group within the limits,
+    whose items share each TILE_M x TILE_K and TILE_N x TILE_K slab evenly; two
+    slabs of each operand (double buffering, rows padded by the load vector) in
+    local memory: 2·TILE_K·(TILE_M + lv(WPT_M) + TILE_N + lv(WPT_N)) reals,
+    lv(w) = 4, 2 or 1 as w divides (kernels_cl/gemm_tile.h)."""
+    if p["KERNEL"] == "direct":
+        return None if d.fits(p["LX"]) else f"LX={p['LX']} exceeds the work-group limits"
+    tm, tn, tk, wm, wn = (p[k] for k in ("TILE_M", "TILE_N", "TILE_K", "WPT_M", "WPT_N"))
+    if tm % wm or tn % wn:
+        return "tiles must be multiples of the work per item"
+    wg_x, wg_y = tn // wn, tm // wm
+    if not d.fits(wg_x, wg_y):
+        return f"work-group {wg_x} x {wg_y} exceeds the device's limits"
+    threads = wg_x * wg_y
+    if (tm * tk) % threads or (tn * tk) % threads:
+        return "each slab must split evenly over the work-group"
+    local = gemm_local_bytes(p, d.itemsize)
+    return None if local <= d.info.local_mem_size else f"needs {local} bytes of local memory"
+
+
+def gemm_local_bytes(p: dict, itemsize: int) -> int:
+    """Local memory of the tiled gemm kernel with tile parameters ``p``."""
+    return 2 * p["TILE_K"] * (p["TILE_M"] + _lv(p["WPT_M"]) + p["TILE_N"]
+                              + _lv(p["WPT_N"])) * itemsize
+
+
+#: The tiled gemm's shapes tried in turn (TILE_M, TILE_N, TILE_K, WPT_M, WPT_N): 64 x 64
+#: tiles of 4 x 4 per item first (16 accumulators per item suit GPUs with small register
+#: files; 128 x 128 of 8 x 8 is faster on an H100, whose tuned entry says so).
+GEMM_SHAPES = ((64, 64, 16, 4, 4), (32, 32, 16, 2, 2), (16, 16, 8, 2, 2), (8, 8, 8, 1, 1))
+
+
+def _gemm_settle(d: Device, p: dict) -> dict:
+    """A tiled set: the first of :data:`GEMM_SHAPES` (with VEC = 4) that fits, else
+    1 x 1 tiles of scalars."""
+    if p["KERNEL"] != "tiled":
+        return p
+    for tm, tn, tk, wm, wn in GEMM_SHAPES:
+        shape = dict(KERNEL="tiled", TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn,
+                     VEC=4)
+        if check("gemm", shape, d) is None:
+            return shape
+    return dict(KERNEL="tiled", TILE_M=1, TILE_N=1, TILE_K=1, WPT_M=1, WPT_N=1, VEC=1)
+
+
+def _gemm_keep(p: dict, kind: str) -> bool:
+    if kind == "GPU":
+        return (p["WPT_M"] * p["WPT_N"] >= 16
+                and not (p["TILE_K"] == 32 and p["TILE_M"] * p["TILE_N"] > 8192))
+    return p["RM"] * p["NV"] * p["VW"] <= 8 * 2 * 16      # <= 16 512-bit accumulators
+
+
+def _cpu_rm(d: Device, p: dict) -> int:
+    # 2 vectors x RM rows of accumulators: 16 registers with 512-bit vectors (32
+    # architectural), 8 with narrower ones (16 architectural).
+    return 8 if d.native() * d.itemsize >= 64 else 4
+
+
+def _gemm_knobs(thin: bool) -> tuple:
+    """The gemm kernels' knobs; ``thin``: those of the ``gemm_thin`` set (present
+    when MAX_K > 0, smaller tiles)."""
+    blas = ("oclla/blas.py",)
+    on = (lambda p: bool(p.get("MAX_K"))) if thin else (lambda p: True)
+    direct = lambda p: on(p) and p.get("KERNEL") == "direct"        # noqa: E731
+    tiled = lambda p: on(p) and p.get("KERNEL") == "tiled"          # noqa: E731
+
+    def tuned(values: dict) -> dict | None:
+        """The gemm searches its own shapes; the thin set only its tile sides."""
+        return None if thin else values
+    tile = (32, 32, 16, 2, 2) if thin else (64, 64, 16, 4, 4)
+    sides = _both((16, 32, 64)) if thin else {"GPU": (64, 128)}
+    return (
+        Knob("KERNEL", '"tiled" (work-groups share tiles of A and B in local memory) or '
+             '"direct" (each work-item streams rows of A and B from global memory, for CPUs)',
+             _fixed("tiled") if thin else _by_kind("tiled", "direct"),
+             choice("tiled", "direct"), blas, tuned({"GPU": ("tiled",), "CPU": ("direct",)}),
+             on if thin else None),
+        Knob("RM", "direct: rows of C per work-item", _cpu_rm, ints(1), blas,
+             tuned({"CPU": (4, 6, 8)}), direct),
+        Knob("VW", "direct: vector width along the rows of C", _native, WIDTHS,
+             blas + ("kernels_cl/gemm.cl",), tuned({"CPU": native_and_half}), direct),
+        Knob("NV", "direct: vectors of VW columns per work-item (a row of C is VW·NV "
+             "columns)", _fixed(2), ints(1), blas, tuned({"CPU": (1, 2, 3, 4)}),
+             direct),
+        Knob("LX", "direct: work-items per work-group",
+             lambda d, p: pow2_at_most(min(4, d.info.max_work_group_size)), ints(), blas,
+             tuned({"CPU": (1, 4, 16)}), direct),
+        Knob("TILE_M", "tiled: rows of the C tile of a work-group", _fixed(tile[0]), ints(1),
+             blas + ("kernels_cl/gemm_tile.h",), sides, tiled),
+        Knob("TILE_N", "tiled: columns of the C tile of a work-group", _fixed(tile[1]),
+             ints(1), blas + ("kernels_cl/gemm_tile.h",), sides, tiled),
+        Knob("TILE_K", "tiled: depth of the A and B slabs loaded per step", _fixed(tile[2]),
+             ints(1), blas + ("kernels_cl/gemm_tile.h",),
+             tuned({"GPU": (8, 16, 32)}), tiled),
+        Knob("WPT_M", "tiled: rows of C per work-item", _fixed(tile[3]), ints(1),
+             blas + ("kernels_cl/gemm_tile.h",), tuned({"GPU": (4, 8)}), tiled),
+        Knob("WPT_N", "tiled: columns of C per work-item", _fixed(tile[4]), ints(1),
+             blas + ("kernels_cl/gemm_tile.h",), tuned({"GPU": (4, 8)}), tiled),
+        Knob("VEC", "tiled: widest vector of a global load (narrowed per operand to what "
+             "its alignment allows)", _fixed(4), choice(1, 2, 4), blas,
+             tuned({"GPU": (4,)}), tiled),
+    )
+
+
+def _thin_settle(d: Device, p: dict) -> dict:
+    """GPUs only: the thin shape where it fits the device, else MAX_K = 0."""
+    if p["MAX_K"] and check("gemm", thin_gemm(p), d) is not None:
+        return dict(MAX_K=0)
+    return p
+
+
+def thin_gemm(p: dict) -> dict | None:
+    """The ``gemm`` set inside the ``gemm_thin`` set ``p``, or None where MAX_K is 0."""
+    return {key: value for key, value in p.items() if key != "MAX_K"} if p["MAX_K"] else None
+
+
+def _thin_constraint(p: dict, d: Device) -> str | None:
+    """Where MAX_K > 0, the gemm set's constraints."""
+    return None if not p["MAX_K"] else _gemm_constraint(thin_gemm(p), d)
+
+
+# ---- trsm ----
+
+def _trsm_nb(d: Device, p: dict) -> int:
+    nb = 64
+    while nb > 1 and (nb * (nb + 1) * d.itemsize > d.info.local_mem_size // 2
+                      or not d.fits(nb)):
+        nb //= 2
+    return nb
+
+
+def _trsm_constraint(p: dict, d: Device) -> str | None:
+    """REGISTER = 1 needs TRSM_NB <= 64; a TRSM_NB x (TRSM_NB + 1) block of reals in
+    local memory and TRSM_NB work-items in a work-group."""
+    nb = p["TRSM_NB"]
+    if p["REGISTER"] and nb > 64:
+        return "REGISTER = 1 needs TRSM_NB <= 64"
+    return None if nb * (nb + 1) * d.itemsize <= d.info.local_mem_size and d.fits(nb) \
+        else "TRSM_NB block does not fit the device"
+
+
+# ---- lu ----
+
+def _leaf_w(d: Device, p: dict) -> int:
+    widest = 8 if d.gpu else d.native()
+    return next(w for w in (8, 4, 1) if w <= widest and d.builds(w))
+
+
+def _lu_settle(d: Device, p: dict) -> dict:
+    """GRID_WY, then GRID_WX, halved until the grid's work-group fits."""
+    gx, gy = p["GRID_WX"], p["GRID_WY"]
+    while gy > 1 and not d.fits(gx, gy):
+        gy //= 2
+    while gx > 1 and not d.fits(gx, gy):
+        gx //= 2
+    return dict(p, GRID_WX=gx, GRID_WY=gy)
+
+
+def _lu_constraint(p: dict, d: Device) -> str | None:
+    """PANEL_WG and a GRID_WX x GRID_WY work-group within the work-group limits."""
+    if not d.fits(p["GRID_WX"], p["GRID_WY"]):
+        return "GRID_WX x GRID_WY exceeds the work-group limits"
+    return None if d.fits(p["PANEL_WG"]) else "PANEL_WG exceeds the work-group limit"
+
+
+#: The blocked LU's panel strategies (``lu`` PANEL; :class:`oclla.lu_blocked.Panels`).
+PANELS = ("leaf", "columns", "grid")
+
+
+# ---- chol ----
+
+def chol_row_leaf(p: dict) -> bool:
+    """Whether the ``chol`` parameters ``p`` factor leaves with potf2_rows: ROW_LEAF
+    set and LEAF a multiple of 8 up to 64 (the kernel's unrolled steps)."""
+    return bool(p["ROW_LEAF"]) and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
+
+
+def chol_leaf_local_bytes(p: dict, itemsize: int) -> int:
+    """Local memory of the leaf kernel (kernels_cl/cholesky.cl, chol_leaf.h) of ``chol``
+    parameters ``p``: the LEAF x (LEAF + 1) block and two column buffers of LEAF reals,
+    and for row leaves (potf2_rows) the LEAF reciprocals of the diagonal."""
+    leaf = p["LEAF"]
+    return leaf * (leaf + 1 + 2 + int(chol_row_leaf(p))) * itemsize
+
+
+def _chol_settle(d: Device, p: dict) -> dict:
+    """LEAF halved until its block fits half the local memory and the set passes
+    :func:`check`."""
+    p = dict(p)
+    while p["LEAF"] > 1 and (p["LEAF"] * (p["LEAF"] + 1) * d.itemsize
+                             > d.info.local_mem_size // 2
+                             or check("chol", p, d) is not None):
+        p["LEAF"] //= 2
+    return p
+
+
+def _chol_constraint(p: dict, d: Device) -> str | None:
+    """The leaf's local memory, LEAF·(LEAF + 3) reals (LEAF·(LEAF + 4) for row
+    leaves); row leaves need LEAF work-items in a work-group, block leaves
+    WG >= LEAF²/64 (64 registers per item); WG within the work-group limit."""
+    if chol_leaf_local_bytes(p, d.itemsize) > d.info.local_mem_size:
+        return f"a LEAF={p['LEAF']} block does not fit in local memory"
+    rows = chol_row_leaf(p)
+    if rows and not d.fits(p["LEAF"]):
+        return "ROW_LEAF needs LEAF work-items in a work-group"
+    if not rows and p["LEAF"] * p["LEAF"] > 64 * p["WG"]:
+        return "a LEAF x LEAF block needs WG >= LEAF²/64 (64 registers per work-item)"
+    return None if d.fits(p["WG"]) else "WG exceeds the work-group limit"
+
+
+# ---- pivot, crout, window ----
+
+def _pivot_constraint(p: dict, d: Device) -> str | None:
+    """WX·WY a power of two within the work-group limits."""
+    wx, wy = p["WX"], p["WY"]
+    if (wx * wy) & (wx * wy - 1):
+        return "WX * WY must be a power of two"
+    return None if d.fits(wx, wy) else "work-group too large"
+
+
+def _crout_lanes(d: Device, p: dict) -> int:
+    wg = p["WG"]
+    return min(32, max(1, wg // 2)) if d.gpu else max(1, wg // 16)
+
+
+def crout_local_bytes(p: dict, itemsize: int) -> int:
+    """Local memory of kernels_cl/lu_crout.cl with ``crout`` parameters ``p`` (VW <= 4)."""
+    wg = p["WG"]
+    rows = wg // p["CL"] * p["RR"]
+    return ((max(p["MB"], p["KC"]) + (4 + p["RR"]) * wg + rows) * itemsize
+            + (max(p["MB"], rows) + wg + 1) * 4)
+
+
+def _crout_settle(d: Device, p: dict) -> dict:
+    """KC and MB halved until the set passes :func:`check` (KC >= 4)."""
+    p = dict(p)
+    while p["KC"] > 4 and check("crout", p, d) is not None:
+        p.update(KC=p["KC"] // 2, MB=max(1, p["MB"] // 2))
+    return p
+
+
+def _crout_constraint(p: dict, d: Device) -> str | None:
+    """RJ <= WG, CL <= WG, WG/CL·RR >= 2 rows per column part; local memory
+    (max(MB, KC) + (4 + RR)·WG + WG/CL·RR) reals + (max(MB, WG/CL·RR) + WG + 1)
+    ints; WG within the work-group limit."""
+    wg, cl = p["WG"], p["CL"]
+    if p["RJ"] > wg or cl > wg or wg // cl * p["RR"] < 2:
+        return "RJ <= WG, CL <= WG, WG / CL * RR >= 2"
+    local = crout_local_bytes(p, d.itemsize)
+    if local > d.info.local_mem_size:
+        return f"needs {local} bytes of local memory"
+    return None if d.fits(wg) else "WG exceeds the work-group limit"
+
+
+def _window_wg(d: Device, p: dict) -> int:
+    return d.group(64, 8)
+
+
+def window_local_bytes(p: dict, itemsize: int) -> int:
+    """Local memory of kernels_cl/lu_window.cl with ``window`` parameters ``p``."""
+    return (p["WG"] + 2 * p["W"]) * itemsize + p["WG"] * 4
+
+
+def _window_constraint(p: dict, d: Device) -> str | None:
+    """W <= WG; WG within the work-group limit; local memory (WG + 2·W) reals + WG ints."""
+    if not d.fits(p["WG"]):
+        return "WG must be within the work-group limit"
+    if p["W"] > p["WG"]:
+        return "W must lie in [1, WG]"
+    local = window_local_bytes(p, d.itemsize)
+    return None if local <= d.info.local_mem_size else f"needs {local} bytes of local memory"
+
+
+def _fits_group(*names) -> Callable[[dict, Device], str | None]:
+    def constraint(p: dict, d: Device) -> str | None:
+        return None if d.fits(*(p[n] for n in names)) \
+            else f"{' x '.join(names)} exceeds the work-group limits"
+    constraint.__doc__ = f"{' x '.join(names)} within the work-group limits."
+    return constraint
+
+
+_LU = ("oclla/lu_blocked.py",)
+_CHOL = ("oclla/cholesky.py",)
+_WG_READERS = ("oclla/_validate.py", "oclla/ad2at.py", "oclla/blas.py", "oclla/cholesky.py",
+               "oclla/rfp.py", "oclla/lu_blocked.py")
+_LOCAL2D_READERS = ("oclla/ad2at.py", "oclla/blas.py", "oclla/cholesky.py", "oclla/rfp.py",
+                    "oclla/lu_pivot.py")
+
+FAMILIES = {f.name: f for f in (
+    Family("gemm", "The matrix product C = alpha·op(A)·op(B) + beta·C (kernels_cl/gemm.cl, "
+           "oclla/blas.py). GPUs derive a tiled set, CPUs a direct one.",
+           _gemm_knobs(False), _gemm_settle, _gemm_constraint, _gemm_keep),
+    Family("gemm_thin", "The gemm shape for products of inner dimension k <= MAX_K (the "
+           "rank-k updates of the blocked LU's leaves: a whole C streamed for little "
+           "arithmetic, so more, smaller tiles): MAX_K and, where MAX_K > 0, a gemm set.",
+           (Knob("MAX_K", "largest inner dimension that uses this shape (0: never)",
+                 _by_kind(16, 0), ints(0), ("oclla/blas.py",), _both((0, 8, 16, 32))),)
+           + _gemm_knobs(True), _thin_settle, _thin_constraint),
+    Family("wg1d", "Work-group size of simple one-dimensional kernels.", (
+        Knob("WG", "work-items per work-group", lambda d, p: d.group(256, 64), pow2(True),
+             _WG_READERS),), None, _fits_group("WG")),
+    Family("local2d", "Work-group shape of simple two-dimensional kernels.", (
+        Knob("X", "work-items along the first dimension",
+             lambda d, p: 16 if d.fits(16, 16) else (8 if d.fits(8, 8) else 1), ints(),
+             _LOCAL2D_READERS),
+        Knob("Y", "work-items along the second dimension", lambda d, p: p["X"], ints(),
+             _LOCAL2D_READERS)), None, _fits_group("X", "Y")),
+    Family("trsm", "Triangular solves with many right-hand sides (kernels_cl/trsm.cl).", (
+        Knob("TRSM_NB", "largest triangular diagonal block handled by one kernel (its "
+             "block takes TRSM_NB·(TRSM_NB + 1) reals of local memory, at most half)",
+             _trsm_nb, ints(1), ("oclla/blas.py", "kernels_cl/trsm.cl"),
+             _both((16, 32, 64))),
+        Knob("INVERSE", "1: invert the diagonal blocks and apply them by GEMM; 0: solve "
+             "each by substitution", _fixed(1), BOOL, ("oclla/blas.py",), _both((0, 1))),
+        Knob("REGISTER", "1: keep the substitution's right-hand side in registers "
+             "(TRSM_NB <= 64); 0: in a private array", _fixed(0), BOOL, ("oclla/blas.py",),
+             _both((0, 1)))), None, _trsm_constraint),
+    Family("laswp", "Row interchanges (kernels_cl/laswp.cl).", (
+        Knob("VW", "adjacent columns per work-item", lambda d, p: 1 if d.gpu else d.native(),
+             WIDTHS,
+             ("oclla/blas.py", "kernels_cl/laswp.cl")),
+        Knob("WG", "work-items per work-group",
+             lambda d, p: d.group(256, 4), ints(), ("oclla/blas.py",),
+             {"GPU": (64, 128, 256), "CPU": (1, 4, 16)}),
+        Knob("CHUNK", "interchanges applied per round of loads (rows held in registers)",
+             _by_kind(16, 4), ints(1, 32), ("oclla/blas.py", "kernels_cl/laswp.cl"),
+             {"GPU": (4, 16, 32), "CPU": (1, 4, 16)})), None, _fits_group("WG")),
+    Family("lu", "The blocked LU (oclla/lu_blocked.py): panels, their leaves, the "
+           "trailing updates.", (
+        Knob("NB", "panel width", _by_kind(128, 64), ints(1), _LU,
+             {"GPU": (96, 128, 192, 256, 384), "CPU": (48, 64, 96, 128, 192)}),
+        Knob("LEAF_W", "widest panel leaf (2 is left out: PoCL 3.1 miscomputes the "
+             "float32 leaf with two-wide rows when the work-group has several items)",
+             _leaf_w, choice(1, 4, 8, 16), _LU, _both((4, 8, 16))),
+        Knob("LEAF_UNR", "rows a leaf work-item loads before it stores", _by_kind(4, 1),
+             ints(1), _LU, {"GPU": (1, 2, 4, 8), "CPU": (1, 2)}),
+        Knob("REG_SLOTS", "registers per work-item of the register leaf (0: no register "
+             "leaves), which holds m x LEAF_W <= REG_SLOTS·PANEL_WG entries of a panel, "
+             "whole rows per work-item", _fixed(0), ints(0, 64), _LU,
+             {"GPU": (0, 16, 32, 64), "CPU": (0, 16)}),
+        Knob("PANEL", 'how a panel too tall for the register leaves is factored: "leaf" '
+             "(one-work-group leaves, getf2_leaf, recursively halved down to LEAF_W "
+             'columns), "columns" (one multi-work-group launch per column: the per-pivot '
+             "kernels of kernels_cl/lu_inplace.cl with RB = PANEL_RB and WY = PANEL_WY) or "
+             '"grid" (the whole panel in one launch by the work-groups that run at once, a '
+             "barrier across them per column: it relies on every launched work-group "
+             "making progress, which OpenCL does not promise, so only a tuned entry "
+             "measured on the device chooses it; kernels_cl/lu_grid.cl)",
+             _by_kind("columns", "leaf"), choice(*PANELS), _LU,
+             {"GPU": PANELS, "CPU": PANELS[:2]}),
+        Knob("PANEL_WG", "work-items of a leaf's work-group", lambda d, p: d.group(256, 8),
+             pow2(True), _LU, {"GPU": (128, 256, 512, 1024), "CPU": (1, 2, 4, 8)}),
+        Knob("PANEL_RB", 'PANEL = "columns": rows per work-group of the per-pivot kernels',
+             _by_kind(16, 1024), ints(1), _LU,
+             {"GPU": (8, 16, 32, 64, 128), "CPU": (256, 1024)}),
+        Knob("PANEL_WY", 'PANEL = "columns": work-items along the rows of those kernels',
+             _by_kind(8, 1), pow2(), _LU, {"GPU": (4, 8, 16), "CPU": (1, 2)}),
+        Knob("SMALL_N", "below this order the whole matrix is factored by the leaf kernel "
+             "alone (fewest launches); the tuner measures the crossover", _by_kind(0, 256),
+             ints(0), _LU),
+        Knob("LOOKAHEAD", "1: factor the next panel on a second queue while the trailing "
+             "update runs", _by_kind(0, 1), BOOL, _LU, _both((0, 1))),
+        Knob("PANEL_SPLIT", 'with PANEL = "columns" or "grid", recurse (?getrf2) down to '
+             "column blocks this wide (0: none)", _fixed(0), ints(0), _LU,
+             {"GPU": (0, 32, 64, 128), "CPU": (0,)}),
+        Knob("GRID_WX", 'PANEL = "grid": work-items of a work-group along the columns',
+             _by_kind(32, 8), pow2(), _LU),
+        Knob("GRID_WY", 'PANEL = "grid": work-items of a work-group along the rows',
+             _by_kind(8, 1), pow2(), _LU, {"GPU": (4, 8, 16), "CPU": (1, 2)}),
+        Knob("GRID_PER_CU", 'PANEL = "grid": work-groups launched per compute unit',
+             _fixed(1), ints(1, 8), _LU, _both((1, 2))),
+        Knob("GRID_RPI", 'PANEL = "grid": rows per work-item held in registers (0: none)',
+             _by_kind(16, 4), choice(0, 1, 2, 4, 8, 16, 32), _LU,
+             {"GPU": (4, 8, 16, 32), "CPU": (0, 2, 4, 8)}),
+        Knob("FLAT_N", "the trailing matrix is factored as one panel once its order is at "
+             "most FLAT_N and its rows fit the register leaves (a rank-LEAF_W GEMM on all "
+             "of it after each leaf, no TRSM or interchange launches; 0: never)",
+             _fixed(0), ints(0), _LU, {"GPU": (0, 1024, 2048), "CPU": (0, 256)}),
+        Knob("LEAF_SCAN", "the register leaf's pivot search folds the candidates to "
+             "LEAF_SCAN² (if more), then to LEAF_SCAN entries, which every item scans",
+             _fixed(32), choice(2, 4, 8, 16, 32), _LU, _both((8, 16, 32))),
+        Knob("LEAF_WG", "the fewest work-items of a register leaf (0: PANEL_WG; a leaf of "
+             "m rows takes the fewest from LEAF_WG up to PANEL_WG that hold them)",
+             _fixed(0), pow2(True), _LU, {"GPU": (0, 128, 256), "CPU": (0,)}),
+        Knob("LEAF_STAGE", "the most rows a register leaf moves through local memory at "
+             "once (0: its items)", _fixed(0), pow2(True), _LU,
+             {"GPU": (0, 128, 256), "CPU": (0,)}),
+        Knob("FLAT_AHEAD", "1: launch each leaf of the last panel of register leaves with "
+             "the previous leaf's update (the leaf's work-group updates its own columns as "
+             "it loads them, the launch's other work-groups the rest)", _fixed(0), BOOL,
+             _LU, _both((0, 1)))), _lu_settle, _lu_constraint),
+    Family("chol", "The blocked Cholesky (oclla/cholesky.py) and the packed (RFP) one "
+           "(oclla/rfp.py).", (
+        Knob("NB", "block column width", _by_kind(256, 128), ints(1), _CHOL,
+             {"GPU": (64, 128, 256, 384, 512), "CPU": (64, 96, 128, 192, 256)}),
+        Knob("LEAF", "largest diagonal block factored by one work-group in its registers "
+             "(larger ones are split recursively into TRSM and SYRK)", _fixed(64), ints(1),
+             _CHOL + ("kernels_cl/cholesky.cl",), _both((16, 32, 64))),
+        Knob("TRSM_INVERSE", "1: solve the panels by multiplication with inverted diagonal "
+             "blocks (from the leaf kernel itself where NB <= LEAF, else the trsm INVERSE "
+             "route); 0: by substitution", _fixed(1), BOOL, _CHOL, _both((0, 1))),
+        Knob("RFP_TRSM_INVERSE", "the same for the packed (RFP) Cholesky's one large solve",
+             _fixed(1), BOOL, ("oclla/rfp.py",), _both((0, 1))),
+        Knob("SMALL_N", "up to this order the block width is LEAF and every panel is "
+             "solved with its leaf's inverse (fewest launches); the tuner measures the "
+             "crossover", _by_kind(4096, 0), ints(0), _CHOL),
+        Knob("ROW_LEAF", "1: factor the leaves with LEAF work-items, one per row and one "
+             "short barrier per column (potf2_rows, where LEAF is a multiple of 8 up to "
+             "64); 0: with WG items (potf2_block)", lambda d, p: int(d.gpu), BOOL,
+             ("kernels_cl/cholesky.cl",), _both((0, 1))),
+        Knob("FUSE_LEAF", "1: factor each next leaf inside the trailing update's launch "
+             "(syrk_leaf.cl: the work-group of the update's first tile, one launch per "
+             "block column fewer) where row leaves are used and the gemm tiles cover a "
+             "leaf; only tuned entries turn it on (a large kernel: PoCL 3.0 spends minutes "
+             "compiling its upper form)", _fixed(0), BOOL, ("oclla/_params.py",),
+             _both((0, 1))),
+        Knob("WG", "work-items of a block leaf (at least LEAF²/64); with row leaves it "
+             "sizes only the panel solve apply_inverse (min(LEAF, 4·WG/LEAF) rows of the "
+             "panel per work-group)", lambda d, p: d.group(256, 1024), pow2(True),
+             _CHOL + ("kernels_cl/cholesky.cl",),
+             {"GPU": (128, 256, 512, 1024), "CPU": (256, 1024)})),
+        _chol_settle, _chol_constraint),
+    Family("pivot", "The per-pivot LU kernels (kernels_cl/lu_inplace.cl, "
+           "oclla/lu_pivot.py): a work-group is WX x WY items and owns WX·VW·NV columns "
+           "of RB rows.", (
+        Knob("VW", "adjacent columns per vector", lambda d, p: 4 if d.gpu else d.native(),
+             WIDTHS,
+             ("oclla/lu_pivot.py", "kernels_cl/lu_inplace.cl"),
+             {"GPU": (1, 4), "CPU": native_and_half}),
+        Knob("NV", "vectors per work-item", _by_kind(1, 4), ints(1),
+             ("oclla/lu_pivot.py", "kernels_cl/lu_inplace.cl"),
+             {"GPU": (1,), "CPU": (2, 4, 8)}),
+        Knob("UNR", "rows a work-item loads before it stores (the last work-group of each "
+             "launch finishes the next column)", _by_kind(4, 1), ints(1),
+             ("oclla/lu_pivot.py", "kernels_cl/lu_inplace.cl"), {"GPU": (1, 4), "CPU": (1,)}),
+        Knob("WX", "work-items along the columns",
+             lambda d, p: 32 if d.gpu else pow2_at_most(min(2, d.info.max_work_group_size)),
+             ints(1), ("oclla/lu_pivot.py", "kernels_cl/lu_inplace.cl"),
+             {"GPU": (32, 64), "CPU": (1, 2)}),
+        Knob("WY", "work-items along the rows",
+             lambda d, p: pow2_at_most(min(8, max(1, d.info.max_work_group_size // 32)))
+             if d.gpu else 1, ints(1), ("oclla/lu_pivot.py", "kernels_cl/lu_inplace.cl"),
+             {"GPU": (8, 16), "CPU": (1,)}),
+        Knob("RB", "rows per work-group", _by_kind(64, 1024), ints(1),
+             ("oclla/lu_pivot.py", "kernels_cl/lu_inplace.cl"),
+             {"GPU": (64, 256), "CPU": (256, 1024)})), None, _pivot_constraint),
+    Family("crout", "The left-looking per-pivot LU (kernels_cl/lu_crout.cl, "
+           "oclla/lu_pivot.py): a row part and a column part per pivot.", (
+        Knob("WG", "work-items per work-group", lambda d, p: d.group(256, 64), pow2(),
+             ("oclla/lu_pivot.py",), {"GPU": (128, 256), "CPU": (16, 64)}),
+        Knob("RJ", "row part: work-items along a block's columns (WG/RJ share a column)",
+             lambda d, p: _crout_lanes(d, p) if d.gpu else p["WG"], pow2(),
+             ("oclla/lu_pivot.py", "kernels_cl/lu_crout.cl"),
+             {"GPU": (32,), "CPU": Tied(lambda p: p["WG"], "WG")}),
+        Knob("MB", "row part: rows of U per chunk", _by_kind(256, 1024), ints(1),
+             ("oclla/lu_pivot.py", "kernels_cl/lu_crout.cl"),
+             {"GPU": (64, 128, 256), "CPU": (256, 1024)}),
+        Knob("CL", "column part: work-items per row", _crout_lanes, pow2(),
+             ("oclla/lu_pivot.py", "kernels_cl/lu_crout.cl"),
+             {"GPU": (16, 32), "CPU": Tied(lambda p: max(1, p["WG"] // 16), "max(1, WG/16)")}),
+        Knob("KC", "column part: columns of L per chunk", _by_kind(1024, 4096),
+             ints(4, multiple=4), ("oclla/lu_pivot.py", "kernels_cl/lu_crout.cl"),
+             {"GPU": (512, 1024), "CPU": (4096,)}),
+        Knob("RR", "column part: rows per sub-group of CL work-items", _fixed(2), ints(1),
+             ("oclla/lu_pivot.py", "kernels_cl/lu_crout.cl"), _both((1, 2))),
+        Knob("UNROLL", "loads in flight per work-item", _by_kind(4, 1), ints(1),
+             ("oclla/lu_pivot.py", "kernels_cl/lu_crout.cl"),
+             {"GPU": (4, 8), "CPU": (1,)})), _crout_settle, _crout_constraint),
+    Family("window", "The per-pivot LU with delayed updates (kernels_cl/lu_window.cl, "
+           "oclla/lu_pivot.py).", (
+        Knob("W", "pivots per window (one rank-W GEMM between windows)",
+             lambda d, p: min(32 if d.gpu else 8, _window_wg(d, p)), ints(1),
+             ("oclla/lu_pivot.py",), {"GPU": (16, 32, 64), "CPU": (8, 16, 32)}),
+        Knob("WG", "work-items per work-group (rows of the column part, columns of the row "
+             "part)", _window_wg, pow2(), ("oclla/lu_pivot.py",),
+             {"GPU": (32, 64, 128), "CPU": (16, 32, 64)})),
+        None, _window_constraint, lambda p, kind: p["W"] <= p["WG"]),
+)}
+
+
+# ---- derived: defaults, validation, search ------------------------------------------------
+
+def derive(family: str, d: Device) -> dict:
+    """The default set of ``family`` on device ``d``: each knob's rule in declaration
+    order, then the family's settle step."""
+    fam = FAMILIES[family]
+    p: dict = {}
+    for knob in fam.knobs:
+        if knob.applies(p):
+            p[knob.name] = knob.default(d, p)
+    return fam.settle(d, p) if fam.settle else p
+
+
+def check(family: str, p: dict, d: Device) -> str | None:
+    """None if ``p`` is a usable set of ``family`` on device ``d``, else why not: every
+    knob that applies is present and allowed, then the family's constraints hold
+    (keys not declared are ignored)."""
+    fam = FAMILIES[family]
+    try:
+        for knob in fam.knobs:
+            if not knob.applies(p):
+                continue
+            if knob.name not in p:
+                return f"missing or malformed keys for {family}"
+            if not knob.allowed(p[knob.name]):
+                return f"{knob.name} must be {knob.allowed.text}"
+        return fam.constraint(p, d) if fam.constraint else None
+    except (KeyError, TypeError):
+        return f"missing or malformed keys for {family}"
+
+
+def tuned_values(family: str, name: str, kind: str, native: int = 1) -> tuple:
+    """The values the tuner tries for one knob on a device of ``kind``."""
+    values = (FAMILIES[family].knob(name).tuned or {}).get(kind, ())
+    return tuple(values(native)) if callable(values) else tuple(values)
+
+
+def space(family: str, kind: str, native: int) -> list[dict]:
+    """The tuner's grid for ``family`` on a device of ``kind``: every combination of
+    the knobs' tuned values (in declaration order, the last knob varying fastest),
+    :class:`Tied` knobs following the others, kept where the family's ``keep`` allows."""
+    fam = FAMILIES[family]
+    grid: list[dict] = [{}]
+    for knob in fam.knobs:
+        values = (knob.tuned or {}).get(kind)
+        if values is None:
+            continue
+        grown = []
+        for p in grid:
+            if not knob.applies(p):
+                grown.append(p)
+            elif isinstance(values, Tied):
+                grown.append(dict(p, **{knob.name: values.rule(p)}))
+            else:
+                grown += [dict(p, **{knob.name: v})
+                          for v in (values(native) if callable(values) else values)]
+        grid = grown
+    return [p for p in grid if fam.keep is None or fam.keep(p, kind)]
