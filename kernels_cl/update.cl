@@ -6,8 +6,9 @@
  *
  *   Compute(i, p):  w = sqrt(R(i,i)^2 + sign V(i,p)^2),
  *                   c = w / R(i,i),  s = V(i,p) / R(i,i),  R(i,i) = w
- *   Apply(i, p, j): R(i,j) = (R(i,j) + sign s V(j,p)) / c      (j > i)
- *                   V(j,p) = c V(j,p) - s R(i,j)               (the new R(i,j))
+ *   Apply(i, p, j): R(i,j) = (R(i,j) + sign s V(j,p)) / c      (j > i; the kernels
+ *                   V(j,p) = c V(j,p) - s R(i,j)               multiply by 1/c;
+ *                                                              the new R(i,j))
  *
  * Rotation (i, p) touches row i of R and column p of V only, so rotations of
  * different rows and columns commute: any order that keeps, per row, p
@@ -18,8 +19,10 @@
  * R(i, j) = TRI(a, j, i), i <= j, so the same source serves row-major upper
  * (scipy's default, R's row i contiguous), row-major lower and both RFP
  * layouts, and never touches the other triangle.  V is dense row-major
- * n x k, overwritten; rot (n x k pairs (c, s), row-major) holds the
- * rotations.
+ * n x k, overwritten.  rot holds the rotations, (c, s, 1/c, sign s) per
+ * (i, p), rows of kp >= k (a multiple of KB) and at least n + PANEL rows;
+ * the host fills it with identities (1, 0, 1, 0) first, so apply_panel
+ * reads whole PANEL x KB blocks with no bounds to test.
  *
  * Per-row kernels (teaching variant, two launches per row i):
  *   compute_row   one work-item: the k rotations of row i, in order of p
@@ -34,8 +37,10 @@
  *   i0+nb +---------+--------------+   apply_panel   one work-item per column j of T:
  *                                                    the panel's nb x k rotations,
  *     V(i0:i0+nb, :) is consumed by P; V(j, :)       V(j, :) in registers KB columns
- *     for j in T is rotated by apply_panel.          at a time, R(i0:i0+nb, j) in
- *                                                    registers across them
+ *     for j in T is rotated by apply_panel.          at a time, R(i0:i0+PANEL, j) in
+ *                                                    registers across them; no
+ *                                                    barriers, no local memory;
+ *                                                    VW columns per item
  *
  * info (one int, 0 on entry): Compute that finds R(i,i)^2 + sign V(i,p)^2
  * not > 0 (or NaN), or R(i,i) = 0, stores i + 1, the order of the leading
@@ -45,7 +50,7 @@
 #include "triangle.h"
 
 #ifndef WG
-#define WG 64              /* work-group size of factor_panel and apply_panel */
+#define WG 64              /* work-group size of factor_panel */
 #endif
 #ifndef PANEL
 #define PANEL 32           /* rows of R per panel (apply_panel's registers R(i0+r, j)) */
@@ -53,18 +58,22 @@
 #ifndef KB
 #define KB 16              /* columns of V that apply_panel holds in registers at once */
 #endif
+#ifndef VW
+#define VW 1               /* trailing columns per apply_panel item, one vector of them */
+#endif
+typedef REALV(VW) realv;
 
 #define R(i, j) TRI(a, (j), (i))
 #define VAT(i, p) v[AT((i), (p), k)]
-#define ROT(i, p) rot[AT((i), (p), k)]
+#define ROT(i, p) rot[AT((i), (p), kp)]
 
 /* Compute for row i, p = 0 .. k-1: writes the rotations and the new R(i,i);
  * returns 0 (leaving R(i,i) as it is) where the modified matrix is not
  * positive definite.  The radicand of a downdate is formed as
  * (|r| - |v|)(|r| + |v|), which keeps its leading digits near cancellation. */
 inline int compute_rotations(__global real *a, const int ld, const int n, const int i,
-                             __global const real *v, const int k, __global real2 *rot,
-                             const int sign)
+                             __global const real *v, const int k, __global real4 *rot,
+                             const int kp, const int sign)
 {
     real r = R(i, i);
     if (r == ZERO)
@@ -80,7 +89,8 @@ inline int compute_rotations(__global real *a, const int ld, const int n, const 
                 return 0;
             w = sqrt(w2);
         }
-        ROT(i, p) = (real2)(w / r, x / r);
+        const real c = w / r, s = x / r;
+        ROT(i, p) = (real4)(c, s, ONE / c, sign * s);
         r = w;
     }
     R(i, i) = r;
@@ -90,13 +100,13 @@ inline int compute_rotations(__global real *a, const int ld, const int n, const 
 /* Apply for row i to column j > i, p = 0 .. k-1, V(j, :) in global memory. */
 inline void rotate_column(__global real *a, const int ld, const int n, const int i,
                           const int j, __global real *v, const int k,
-                          __global const real2 *rot, const int sign)
+                          __global const real4 *rot, const int kp)
 {
     real r = R(i, j);
     for (int p = 0; p < k; p++) {
-        const real2 cs = ROT(i, p);
+        const real4 cs = ROT(i, p);
         const real x = VAT(j, p);
-        r = (r + sign * cs.y * x) / cs.x;
+        r = (r + cs.w * x) * cs.z;
         VAT(j, p) = cs.x * x - cs.y * r;
     }
     R(i, j) = r;
@@ -104,25 +114,25 @@ inline void rotate_column(__global real *a, const int ld, const int n, const int
 
 __kernel void compute_row(__global real *a, const long off, const int ld, const int n,
                           const int i, __global const real *v, const int k,
-                          __global real2 *rot, const int sign, __global int *info)
+                          __global real4 *rot, const int kp, const int sign,
+                          __global int *info)
 {
     a += off;
     if (*info)
         return;
-    if (!compute_rotations(a, ld, n, i, v, k, rot, sign))
+    if (!compute_rotations(a, ld, n, i, v, k, rot, kp, sign))
         *info = i + 1;
 }
 
 __kernel void apply_row(__global real *a, const long off, const int ld, const int n,
                         const int i, __global real *v, const int k,
-                        __global const real2 *rot, const int sign,
-                        __global const int *info)
+                        __global const real4 *rot, const int kp, __global const int *info)
 {
     a += off;
     const int j = i + 1 + get_global_id(0);
     if (j >= n || *info)
         return;
-    rotate_column(a, ld, n, i, j, v, k, rot, sign);
+    rotate_column(a, ld, n, i, j, v, k, rot, kp);
 }
 
 /* Rows i0 .. i0+nb-1 within the panel's triangle: item 0 computes a row's
@@ -131,7 +141,7 @@ __kernel void apply_row(__global real *a, const long off, const int ld, const in
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void factor_panel(__global real *a, const long off, const int ld, const int n,
                   const int i0, const int nb, __global real *v, const int k,
-                  __global real2 *rot, const int sign, __global int *info)
+                  __global real4 *rot, const int kp, const int sign, __global int *info)
 {
     __local int failed;
     a += off;
@@ -142,7 +152,7 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
     if (failed)
         return;
     for (int i = i0; i < i0 + nb; i++) {
-        if (lid == 0 && !compute_rotations(a, ld, n, i, v, k, rot, sign)) {
+        if (lid == 0 && !compute_rotations(a, ld, n, i, v, k, rot, kp, sign)) {
             failed = 1;
             *info = i + 1;
         }
@@ -150,59 +160,60 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
         if (failed)
             return;
         for (int j = i + 1 + lid; j < i0 + nb; j += WG)
-            rotate_column(a, ld, n, i, j, v, k, rot, sign);
+            rotate_column(a, ld, n, i, j, v, k, rot, kp);
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
 
-/* Column j = i0 + nb + global id of the trailing part: R(i0 .. i0+nb-1, j) in
- * registers for the whole launch; per group of KB columns of V, the group's
- * rotations are staged in local memory (c, 1/c, s, sign s; rows past nb and
- * columns past k are identities) and V(j, q .. q+KB-1) in registers.  Order: columns
- * of V in groups, then rows, then the group's columns -- per row p increases,
- * per column of V i increases (the header). */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void apply_panel(__global real *a, const long off, const int ld, const int n,
-                 const int i0, const int nb, __global real *v, const int k,
-                 __global const real2 *rot, const int sign, __global const int *info)
+/* Columns j0 .. j0+VW-1 of the trailing part, j0 = i0 + nb + VW * global id,
+ * as VW-wide vectors (CPUs: explicit SIMD, VW independent chains; GPUs: VW = 1,
+ * one column per item): R(i0 .. i0+PANEL-1, j) in registers for the whole
+ * launch (rows past n and columns past n: zeros, never stored), and per
+ * group of KB columns of V, V(j, q .. q+KB-1) (columns past k: zeros, never
+ * stored).  Every rotation read is rot's, identities past n and k.  Order:
+ * columns of V in groups, then rows, then the group's columns -- per row p
+ * increases, per column of V i increases (the header). */
+__kernel void apply_panel(__global real *a, const long off, const int ld, const int n,
+                          const int i0, const int nb, __global real *v, const int k,
+                          __global const real4 *rot, const int kp, __global const int *info)
 {
-    __local real lc[PANEL * KB], lic[PANEL * KB], ls[PANEL * KB], lss[PANEL * KB];
     a += off;
-    if (*info)                          /* uniform: nothing here writes info */
+    const int j0 = i0 + nb + VW * get_global_id(0);
+    if (j0 >= n || *info)
         return;
-    const int lid = get_local_id(0);
-    const int j = i0 + nb + get_global_id(0);
-    const int live = j < n;
-    real x[PANEL], y[KB];
-    for (int r = 0; r < PANEL; r++)
-        x[r] = (live && r < nb) ? R(i0 + r, j) : ZERO;
+    const int m = min(VW, n - j0);                   /* live columns */
+    realv x[PANEL], y[KB];
+    real e[VW];
+    for (int r = 0; r < PANEL; r++) {
+        for (int u = 0; u < VW; u++)
+            e[u] = (r < nb && u < m) ? R(i0 + r, j0 + u) : ZERO;
+        x[r] = VLOAD(VW)(0, e);
+    }
     for (int q = 0; q < k; q += KB) {
-        for (int e = lid; e < PANEL * KB; e += WG) {
-            const int r = e / KB, p = q + e % KB;
-            const real2 cs = (r < nb && p < k) ? ROT(i0 + r, p) : (real2)(ONE, ZERO);
-            lc[e] = cs.x;
-            lic[e] = ONE / cs.x;
-            ls[e] = cs.y;
-            lss[e] = sign * cs.y;
+        for (int p = 0; p < KB; p++) {
+            for (int u = 0; u < VW; u++)
+                e[u] = (q + p < k && u < m) ? VAT(j0 + u, q + p) : ZERO;
+            y[p] = VLOAD(VW)(0, e);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int p = 0; p < KB; p++)
-            y[p] = (live && q + p < k) ? VAT(j, q + p) : ZERO;
         for (int r = 0; r < PANEL; r++) {
-            real t = x[r];
+            __global const real4 *g = rot + AT(i0 + r, q, kp);
+            realv t = x[r];
             for (int p = 0; p < KB; p++) {
-                const int e = r * KB + p;
-                t = (t + lss[e] * y[p]) * lic[e];
-                y[p] = lc[e] * y[p] - ls[e] * t;
+                const real4 cs = g[p];
+                t = (t + cs.w * y[p]) * cs.z;
+                y[p] = cs.x * y[p] - cs.y * t;
             }
             x[r] = t;
         }
-        if (live)
-            for (int p = 0; p < KB && q + p < k; p++)
-                VAT(j, q + p) = y[p];
-        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int p = 0; p < KB && q + p < k; p++) {
+            VSTORE(VW)(y[p], 0, e);
+            for (int u = 0; u < m; u++)
+                VAT(j0 + u, q + p) = e[u];
+        }
     }
-    if (live)
-        for (int r = 0; r < nb; r++)
-            R(i0 + r, j) = x[r];
+    for (int r = 0; r < nb; r++) {
+        VSTORE(VW)(x[r], 0, e);
+        for (int u = 0; u < m; u++)
+            R(i0 + r, j0 + u) = e[u];
+    }
 }

@@ -27,19 +27,25 @@ Methods
 ``method="blocked"`` (default)
     The paper's panelling (its Section 4): per panel of :data:`PANEL` rows
     one work-group forms the panel's rotations and applies them inside the
-    panel's diagonal triangle (``panel`` step), then one work-item per
-    trailing column applies all the panel's rotations to its PANEL entries
-    of R and its row of V, both held in registers, the rotations staged in
-    local memory :data:`KB` columns of V at a time (``apply`` step,
-    CholeskyModifyA's order).  2·⌈n/PANEL⌉ launches.
+    panel's diagonal triangle (``panel`` step), then each work-item of the
+    next launch applies all the panel's rotations to its trailing columns:
+    their PANEL entries of R and their rows of V held in registers, V
+    :data:`KB` columns at a time (``apply`` step, CholeskyModifyA's order).
+    A work-item takes as many columns as the device's native vector width
+    (one on GPUs, whose neighbouring items then read neighbouring entries of
+    R; a vector of 4-8 on CPUs, which run a work-item's loops as written:
+    3-4× faster there than one column per item).  2·⌈n/PANEL⌉ launches.
 
-    The sweep was chosen over the blocked formulation that accumulates a
-    panel's rotations into a (PANEL + k)² matrix and applies it to the
-    trailing part with one GEMM: that product costs 2·(PANEL + k)² flops per
-    trailing column against the sweep's 6·PANEL·k (2.7× more at PANEL = 32,
-    k = 16; 9× at k = 1), and it multiplies by the accumulated hyperbolic
-    transformation, whose norm grows near the positive definite boundary,
-    giving up the mixed form's stability in downdates.
+    The rotation sweep was kept over the blocked formulation that
+    accumulates a panel's rotations into a (PANEL + k)-square matrix and
+    applies it to the trailing part with one GEMM (:func:`oclla.blas.gemm`):
+    that costs 2·(PANEL + k)² flops per trailing column against the sweep's
+    6·PANEL·k (1.5× more at PANEL = 32, k = 16; 11× at k = 1), and on PoCL
+    (2 cores) ``gemm`` of that shape ran at 6-7 GFLOP/s against the sweep's
+    10-14 GFLOP/s of CPU time (k = 16, 64), so it would be slower for every
+    k; it would also multiply by the accumulated hyperbolic transformation,
+    whose norm grows near the positive definite boundary, giving up the
+    mixed form's stability in downdates.
 
 Downdates (σ = −1) exist only while A − V·Vᵀ stays positive definite.
 Compute then needs R(i,i)² − V(i,p)² > 0; where it is not (or R(i,i) = 0)
@@ -57,11 +63,12 @@ the same digits, and the downdate loses a few times more
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
 from . import trace
-from ._device import resolve_queue
+from ._device import resolve_queue, vector_width
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_device_array,
@@ -102,22 +109,24 @@ def _group_width(k: int) -> int:
     return width
 
 
-def _options(wg: int, k: int, lower: bool, packed: bool) -> dict:
+def _options(queue, dtype, k: int, lower: bool, packed: bool) -> dict:
     """The defines of update.cl: one program per layout and group width serves both
-    methods (each program is one build, several seconds on some CPU runtimes)."""
-    return dict(LOWER=int(lower), PACKED=int(packed), WG=wg, PANEL=PANEL,
-                KB=_group_width(k))
+    methods (each program is one build, several seconds on some CPU runtimes).
+    apply_panel's VW columns per work-item: the device's native vector width
+    (1 on GPUs: a column per item; a CPU gets explicit SIMD across columns)."""
+    return dict(LOWER=int(lower), PACKED=int(packed), WG=params(queue, "wg1d", dtype)["WG"],
+                PANEL=PANEL, KB=_group_width(k), VW=vector_width(queue, dtype.itemsize))
 
 
 # ---- device algorithms: enqueue only, never wait -------------------------------------
 
-def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
+def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lower: bool,
                  packed: bool, sign: int, info, region) -> None:
     """Per row: ``compute`` then ``apply`` (two launches, two trace steps)."""
     k = v.shape[1]
     dtype = v.dtype
     wg = params(queue, "wg1d", dtype)["WG"]
-    opts = _options(wg, k, lower, packed)
+    opts = _options(queue, dtype, k, lower, packed)
     compute = get_kernel(queue, "update.cl", "compute_row", dtype, **opts)
     apply = get_kernel(queue, "update.cl", "apply_row", dtype, **opts)
     recording = trace.recording()
@@ -130,7 +139,7 @@ def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
         with trace.step("compute", reg, pivot=pivot, flops=6.0 * k,
                         nbytes=(2 + 3 * k) * item, v_rows=(i, i + 1), **extra):
             enqueue(queue, compute, (1,), None, *common, int_arg(i), v.data, int_arg(k),
-                    rot.data, int_arg(sign), info.data)
+                    rot.data, int_arg(kp), int_arg(sign), info.data)
         t = n - i - 1
         if t == 0:
             break
@@ -138,16 +147,16 @@ def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
         with trace.step("apply", reg, pivot=pivot, flops=6.0 * k * t,
                         nbytes=(2 * t + 4 * k * t + 2 * k) * item, **extra):
             enqueue(queue, apply, (round_up(t, wg),), (wg,), *common, int_arg(i), v.data,
-                    int_arg(k), rot.data, int_arg(sign), info.data)
+                    int_arg(k), rot.data, int_arg(kp), info.data)
 
 
-def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool,
+def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lower: bool,
                    packed: bool, sign: int, info, region) -> None:
     """Per panel of :data:`PANEL` rows: ``panel`` then ``apply`` (two launches)."""
     k = v.shape[1]
     dtype = v.dtype
     wg = params(queue, "wg1d", dtype)["WG"]
-    opts = _options(wg, k, lower, packed)
+    opts = _options(queue, dtype, k, lower, packed)
     panel = get_kernel(queue, "update.cl", "factor_panel", dtype, **opts)
     apply = get_kernel(queue, "update.cl", "apply_panel", dtype, **opts)
     recording = trace.recording()
@@ -162,15 +171,16 @@ def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, *, lower: bool
                         nbytes=(2 * (tri + nb) + 4 * k * nb) * item, v_rows=(i0, i0 + nb),
                         **extra):
             enqueue(queue, panel, (wg,), (wg,), *common, int_arg(i0), int_arg(nb), v.data,
-                    int_arg(k), rot.data, int_arg(sign), info.data)
+                    int_arg(k), rot.data, int_arg(kp), int_arg(sign), info.data)
         t = n - i0 - nb
         if t == 0:
             break
         reg, extra = region(i0 + nb, n, i0, i0 + nb) if recording else none
         with trace.step("apply", reg, flops=6.0 * k * nb * t,
                         nbytes=(2 * nb * t + 2 * k * t + 2 * k * nb) * item, **extra):
-            enqueue(queue, apply, (round_up(t, wg),), (wg,), *common, int_arg(i0),
-                    int_arg(nb), v.data, int_arg(k), rot.data, int_arg(sign), info.data)
+            enqueue(queue, apply, (round_up(-(-t // opts["VW"]), wg),), (wg,), *common,
+                    int_arg(i0), int_arg(nb), v.data, int_arg(k), rot.data, int_arg(kp),
+                    info.data)
 
 
 def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, lower: bool,
@@ -179,11 +189,23 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     order n with ``packed``) by the dense (n, k) device array ``v``, which is consumed
     (overwritten).  A failing row sets ``info`` to its order (1-based).  ``region``
     maps a region of the logical lower factor to the recorded (region, extra info)."""
-    rot = cl_array.empty(queue, 2 * v.size, v.dtype)
+    rot, kp = rotations(queue, n, v.shape[1], v.dtype)
     algorithm = update_pivot if method == "pivot" else update_blocked
     with launch_queue(queue) as loop_queue:
-        algorithm(loop_queue, buf, off, ld, n, v, rot, lower=lower, packed=packed,
+        algorithm(loop_queue, buf, off, ld, n, v, rot, kp, lower=lower, packed=packed,
                   sign=sign, info=info, region=region or _full_region(lower))
+
+
+def rotations(queue, n: int, k: int, dtype) -> tuple:
+    """update.cl's rotation array and its row length kp: (n + PANEL) x kp entries of
+    (c, s, 1/c, sign·s), kp = k rounded up to apply_panel's group width, filled with
+    identities (1, 0, 1, 0) by the device (``clEnqueueFillBuffer``)."""
+    kp = -(-k // _group_width(k)) * _group_width(k)
+    identity = np.array([1, 0, 1, 0], dtype)
+    rot = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
+                    (n + PANEL) * kp * identity.nbytes)
+    cl.enqueue_fill_buffer(queue, rot, identity, 0, (n + PANEL) * kp * identity.nbytes)
+    return cl_array.Array(queue, ((n + PANEL) * kp, 4), dtype, data=rot), kp
 
 
 def check_sign(sign) -> int:
