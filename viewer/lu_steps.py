@@ -11,9 +11,11 @@ the recording (the viewer does no arithmetic of the factorization)::
     update       a_ij <- a_ij - l_ik u_kj: the recorded matrix after the step
 
 The sub-steps are finer positions of the same recorded step: its kernels,
-its time and its place on the scrub bar stay those of the step.  A step
-whose recorded matrices do not fit this picture (a Crout-order step writes
-row k of U too; the faithful variant keeps L apart) has no sub-steps.
+its time and its place on the scrub bar stay those of the step.  Only the
+right-looking variants (:data:`RIGHT_LOOKING`) update the whole trailing
+matrix in step k; a Crout-order step computes one column of L and one row of
+U instead, and the faithful variant keeps L apart, so their steps have no
+sub-steps, nor has a step whose recorded matrices do not fit the picture.
 
 :func:`factors` splits any intermediate matrix into L (unit lower, the
 finished columns), U (the finished rows) and P, and checks PA = L·Ũ, where
@@ -36,6 +38,10 @@ FORMULAS = {
     "multipliers": "multipliers: l_i{k} = a_i{k} / a_{k}{k} for i > {k}  (a_{k}{k} = {v})",
     "update": "update: a_ij ← a_ij − l_i{k} · u_{k}j for i, j > {k}",
 }
+
+
+RIGHT_LOOKING = ("inplace", "pick")
+"""Trace variants of the LU whose step k is the textbook elimination of column k."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +80,8 @@ def _fmt(v: float) -> str:
 def substeps(run, position: int) -> list:
     """The frames leading to ``position`` (the last is the recorded matrix), or []."""
     step = analysis.step_at(run, position)
-    if (step is None or run.algorithm != "lu" or step.phase != "eliminate"
-            or step.pivot is None):
+    if (step is None or run.algorithm != "lu" or run.variant not in RIGHT_LOOKING
+            or step.phase != "eliminate" or step.pivot is None):
         return []
     before = analysis.matrix_at(run, position - 1)
     after = analysis.matrix_at(run, position)
