@@ -294,7 +294,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--reference", default="auto", choices=("auto", "cpu", "cuda"),
                     help="cuda: cuBLAS/cuSOLVER through CuPy; cpu: NumPy/SciPy; auto: cuda "
                          "when CuPy sees a CUDA device, else cpu (default auto)")
-    ap.add_argument("--max-pivot-n", type=int, default=4096,
+    ap.add_argument("--max-pivot-n", type=int, default=4096, metavar="N",
                     help="largest n for the per-pivot LU variants, which take O(n) launches "
                          "(default 4096)")
     ap.add_argument("--json", nargs="?", const="-", metavar="FILE.json",

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     for package in ("oclla", "kernels_cl", "viewer"):
         if (ROOT / package).exists():
