@@ -360,7 +360,11 @@ def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bo
         offset, strides, transpose).  Only the upper triangle
         (``lower=False``) or the lower triangle is read.
     lower : return L with A = L·Lᵀ instead of U with A = Uᵀ·U (scipy's default)
-    method : "blocked" (default) or "pivot"; see the module docstring
+    method : "blocked" (default) or "pivot"
+        "blocked": right-looking blocked potrf (diagonal blocks factored in
+        registers, TRSM for the panel, SYRK on the trailing triangle);
+        "pivot": Jung & O'Leary's per-pivot kernels (square root, normalization,
+        outer product over exactly the trailing triangle), one trace step each
     overwrite_a : allow the result to be written into ``a`` (a permission, as in
         scipy): a C-contiguous device ``a`` is factored in place; a device view
         in its gathered copy, the factor then scattered into the view's own
@@ -368,6 +372,9 @@ def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bo
         positive definite) and the view returned
     check_finite : reject NaN/Inf anywhere in ``a`` (ValueError)
     block : block width of the blocked method (default: from the device)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
 
     Returns
     -------
@@ -378,6 +385,13 @@ def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bo
     ------
     numpy.linalg.LinAlgError
         "leading minor of order k is not positive definite" (LAPACK's info k).
+    ValueError
+        ``a`` not square, NaN/Inf with ``check_finite``, an unknown ``method``
+    TypeError
+        a dtype other than float32/float64 (integers are refused)
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, an allocation the device
+        cannot make, or kernels that fail to build with every parameter set
     """
     return _factor(a, lower=lower, method=method, overwrite_a=overwrite_a,
                    check_finite=check_finite, queue=queue, clean=True, block=block)
@@ -389,8 +403,28 @@ def cho_factor(a, *, lower: bool = False, method: str = "blocked", overwrite_a: 
 
     ``c`` holds the factor in the triangle named by ``lower``; its other
     triangle is exactly the input's (never read; written back unchanged
-    when ``overwrite_a`` scatters into a device view).  Parameters and
-    errors as :func:`cholesky`.
+    when ``overwrite_a`` scatters into a device view).
+
+    Parameters
+    ----------
+    a, lower, method, overwrite_a, check_finite, block
+        As for :func:`cholesky` (``lower=False``: A = Uᵀ·U, scipy's default).
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    c : (n, n) array
+        The factor in the triangle named by ``lower``; a device array when
+        ``a`` is one.
+    lower : bool
+        The ``lower`` given, for :func:`cho_solve`.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError, ValueError, TypeError, oclla.DeviceError
+        As :func:`cholesky` raises them.
     """
     c = _factor(a, lower=lower, method=method, overwrite_a=overwrite_a,
                 check_finite=check_finite, queue=queue, clean=False, block=block)
@@ -418,6 +452,37 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
       written; a C-contiguous device b is solved in place; a device view in
       its gathered copy, X then scattered into the view's own entries and the
       view returned.
+
+    Parameters
+    ----------
+    c_and_lower : tuple (c, lower)
+        The output of :func:`cho_factor` (or ``(cholesky(a, lower=lower),
+        lower)``); only the factor's triangle of ``c`` is read.
+    b : (n,) or (n, k) array_like, or pyopencl.array.Array
+        The right-hand side(s).
+    overwrite_b : bool, default False
+        Allow x to be written into ``b`` (a permission, see above).
+    check_finite : bool, default True
+        Reject NaN/Inf in ``c`` and ``b`` (ValueError).
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    x : array of b's shape and the factor's dtype
+        A device array for a device ``b``.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match, NaN/Inf with ``check_finite``, a
+        ``c_and_lower`` that is not a ``(c, lower)`` pair.
+    TypeError
+        A ``b`` whose dtype does not convert exactly to the factor's.
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, an allocation the device
+        cannot make, or kernels that fail to build with every parameter set
     """
     c, lower = unpack_pair(c_and_lower, "c_and_lower", "cho_factor")
     queue = resolve_queue(queue)
