@@ -60,6 +60,13 @@ INVERSE_METHODS = ("blocked", "steps")
 #: of the diagonal): enough to fill a large GPU, few enough for one group to sum them.
 LOGDET_MAX_GROUPS = 1024
 
+#: TRMM, per device kind: triangles up to this order (or the diagonal block order, if
+#: larger) are multiplied as squares by one GEMM, their zero triangle included: twice the
+#: flops on those blocks, far fewer launches than splitting down to the diagonal blocks.
+#: On PoCL (2 cores) the diagonal block order was fastest (n = 1024: 0.32 s against 0.47 s
+#: with 256); the GPU value is chosen against launch overheads, not yet measured.
+TRMM_LEAF = {"GPU": 256}
+
 
 def trtri_flops(n: int) -> float:
     """LAPACK's flop count of an n x n triangular inverse: n³/3 + 2n/3."""
@@ -88,20 +95,25 @@ def _split(m: int, nb: int) -> int:
 
 # ---- device algorithms: enqueue only, never wait -------------------------------------------
 
+def trmm_leaf(queue, nb: int) -> int:
+    """Largest triangle :func:`trmm` multiplies as a square: nb or the device's TRMM_LEAF."""
+    return max(nb, TRMM_LEAF.get(device_info(queue).kind, 0))
+
+
 def trmm(queue, m: int, nrhs: int, alpha: float, t: View, b: View, work: cl.Buffer, *,
          dtype, nb: int, left: bool = True, lower: bool = True, trans: bool = False) -> None:
     """B := alpha·op(T)·B (``left``, B is m x nrhs) or alpha·B·op(T) (B is nrhs x m).
 
     T is m x m triangular (``lower`` or upper) and its *other triangle must hold
-    zeros* within each diagonal block of order <= ``nb``: those blocks are
-    multiplied as squares by GEMM into ``work`` (at least nb·nrhs elements) and
-    copied back.  Larger triangles split in two: with op(T) = [A 0; C D]
-    (op(T) lower), B := [D·B2 + C·B1 below, A·B1 above] from the bottom up, each
-    half recursively and C·B by one GEMM (the other cases alike).
+    zeros*: a triangle of order up to :func:`trmm_leaf` is multiplied as a
+    square by GEMM into ``work`` (at least that order times nrhs elements) and
+    copied back.  Larger triangles split in two at a multiple of nb: with
+    op(T) = [A 0; C D] (op(T) lower), B := [A·B1; C·B1 + D·B2] from the bottom
+    up, each half recursively and C·B1 by one GEMM (the other cases alike).
     """
     if m <= 0 or nrhs <= 0:
         return
-    if m <= nb:
+    if m <= trmm_leaf(queue, nb):
         if left:
             w = View(work, 0, nrhs)
             gemm(queue, m, nrhs, m, alpha, t, b, 0.0, w, dtype=dtype, trans_a=trans)
@@ -338,7 +350,8 @@ def invert_device(queue, a: cl_array.Array, *, lower: bool, method: str = "block
     if info:
         raise singular(info)
     nb = params(queue, "trsm", dtype)["TRSM_NB"]
-    work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, n * nb * dtype.itemsize)
+    work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
+                     n * trmm_leaf(queue, nb) * dtype.itemsize)
     name = "cho_inverse" if product else "trtri"
     with trace.run(name, method, queue, (n, n), dtype, a.get, lower=lower, block=nb,
                    unit=unit, full=full):

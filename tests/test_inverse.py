@@ -14,7 +14,8 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import lapack
 
 import oclla
-from oclla import accuracy, rfp
+from oclla import accuracy, inverse, rfp
+from oclla.blas import view_of
 from oclla.inverse import INVERSE_METHODS, logdet_device, potri_flops, trtri_flops
 
 from conftest import spd
@@ -96,6 +97,37 @@ def test_inverse_error_and_kahan_sum():
     assert accuracy.kahan_sum(values) == pytest.approx(1.0 + 1e-12, rel=1e-15)
     c = np.diag([np.e, 1.0, np.e ** 2])
     assert accuracy.logdet_reference(c) == pytest.approx(6.0)
+
+
+# ---- the triangular multiplication ---------------------------------------------------------
+
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("left", [False, True])
+def test_trmm_against_numpy(queue, left, lower, trans):
+    m, nrhs, nb = 150, 37, 16          # splits at multiples of nb, leaves of order <= 64
+    rng = np.random.default_rng(4)
+    t = triangle(rng.standard_normal((m, m)), lower)
+    b = rng.standard_normal((m, nrhs) if left else (nrhs, m))
+    op = t.T if trans else t
+    dt, db = cl_array.to_device(queue, t), cl_array.to_device(queue, b)
+    work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 8 * m * nrhs)
+    inverse.trmm(queue, m, nrhs, -2.0, view_of(dt), view_of(db), work, dtype=np.float64,
+                 nb=nb, left=left, lower=lower, trans=trans)
+    assert accuracy.product_error(db.get(), op if left else b, b if left else op,
+                                  alpha=-2.0) < accuracy.THRESHOLD
+
+
+def test_larger_trmm_leaves(queue, monkeypatch):
+    """Leaves larger than the diagonal blocks (the GPU setting), not multiples of them."""
+    kind = oclla.device_info(queue).kind
+    monkeypatch.setitem(inverse.TRMM_LEAF, kind, 100)
+    assert inverse.trmm_leaf(queue, 64) == 100
+    for n in (129, 333):
+        for lower in (False, True):
+            a = accuracy.spd_with_condition(n, 1e6, reflections=None, rng=n)
+            inv = oclla.cho_inverse((factor(a, lower), lower), queue=queue)
+            assert accuracy.passes(accuracy.inverse_error(a, inv)), (n, lower)
 
 
 # ---- trtri ---------------------------------------------------------------------------------
