@@ -192,6 +192,31 @@ def test_every_key_the_drivers_read_is_declared():
     assert family_reads > 40            # the drivers' reads were found
 
 
+@pytest.mark.parametrize("device", ["cpu", "large-gpu"])
+def test_a_rejected_value_is_named(device):
+    """check() names the knob whose value is not allowed, and what it allows."""
+    with simulated(DEVICES[device]) as info:
+        for family in _params.FAMILIES:
+            p = _params.ladder(None, family, "float32")[0]
+            for key in p:
+                why = _params.check(family, dict(p, **{key: "x"}), info, 4)
+                allowed = _knobs.FAMILIES[family].knob(key).allowed.text
+                assert why == f"{key} must be {allowed}", (family, key, why)
+
+
+def test_shipped_entries_use_declared_knobs():
+    """Every key of oclla/data/tuned.json is a knob of its family with an allowed value."""
+    text = (ROOT / "oclla" / "data" / "tuned.json").read_text(encoding="utf-8")
+    entries = _params.read_entries(text)
+    assert entries
+    wrong = [(e["device"], e["dtype"], family, key, value)
+             for e in entries for family, p in e["params"].items()
+             for key, value in p.items()
+             if key not in {k.name for k in _knobs.FAMILIES[family].knobs}
+             or not _knobs.FAMILIES[family].knob(key).allowed(value)]
+    assert not wrong
+
+
 # ---- host formulas against the built kernels ----------------------------------------------
 
 #: Bytes a built kernel may report below the host's local-memory sum: PoCL drops the
