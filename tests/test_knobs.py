@@ -235,38 +235,50 @@ def _most_items(kernel, queue) -> int:
 
 
 def _kernel_cases(itemsize: int):
-    """(label, source, kernel, defines, host's local bytes, items per work-group launched)."""
+    """(label, source, kernel, defines, host's local bytes or None, local size launched)."""
     tile = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4)
     defines, _, local = tile_launch(tile, 40, 40, False, True, 0)
     yield ("gemm", "gemm.cl", "gemm_tiled", dict(DIRECT=0, **defines),
-           _knobs.gemm_local_bytes(tile, itemsize), local[0] * local[1])
+           _knobs.gemm_local_bytes(tile, itemsize), local)
     nb = 16
     yield ("trsm", "trsm.cl", "trtri_blocks", dict(LOWER=1, UNIT=0, TRSM_NB=nb),
-           nb * (nb + 1) * itemsize, nb)
+           nb * (nb + 1) * itemsize, (nb,))
     crout = dict(WG=16, RJ=16, MB=64, CL=2, KC=64, RR=2, UNROLL=1)
     yield ("crout", "lu_crout.cl", "crout_step", dict(crout, VW=4, NO_PIVOT=0),
-           _knobs.crout_local_bytes(crout, itemsize), crout["WG"])
+           _knobs.crout_local_bytes(crout, itemsize), (crout["WG"],))
     window = dict(W=8, WG=16)
     yield ("window", "lu_window.cl", "window_step",
            dict(WG=window["WG"], WIN=window["W"], NO_PIVOT=0),
-           _knobs.window_local_bytes(window, itemsize), window["WG"])
+           _knobs.window_local_bytes(window, itemsize), (window["WG"],))
     for chol in (dict(LEAF=16, WG=4, ROW_LEAF=0), dict(LEAF=8, WG=4, ROW_LEAF=1)):
         rows = _knobs.chol_row_leaf(chol)
         yield ("chol", "cholesky.cl", "potf2_rows" if rows else "potf2_block",
                dict(WG=chol["WG"], LEAF=chol["LEAF"], LOWER=1, ROW_LEAF=int(rows)),
-               _knobs.chol_leaf_local_bytes(chol, itemsize), chol["LEAF"] if rows else chol["WG"])
+               _knobs.chol_leaf_local_bytes(chol, itemsize),
+               (chol["LEAF"] if rows else chol["WG"],))
+    pivot = dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4)          # lu_pivot.PivotKernels
+    yield ("pivot", "lu_inplace.cl", "pivot_step",
+           dict(WG=pivot["WX"] * pivot["WY"], NO_PIVOT=0, **pivot), None,
+           (pivot["WX"], pivot["WY"]))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_local_memory_and_work_groups_match_the_kernels(queue, dtype):
     """The host's local-memory sum of each kernel is what the built kernel reports (within
-    :data:`SLACK`), and its launches' work-groups are within the kernel's limit."""
+    :data:`SLACK`), and its launches' work-groups are the kernel's required shape
+    (``reqd_work_group_size``, where it has one) within its limit."""
     if dtype == "float64" and not oclla.device_info(queue).fp64:
         pytest.skip("no fp64")
-    for label, source, name, defines, host, items in _kernel_cases(np.dtype(dtype).itemsize):
+    for label, source, name, defines, host, local in _kernel_cases(np.dtype(dtype).itemsize):
         kernel = get_kernel(queue, source, name, dtype, **defines)
-        assert 0 <= host - _local(kernel, queue) <= SLACK, (label, host, _local(kernel, queue))
-        assert items <= _most_items(kernel, queue), label
+        if host is not None:
+            assert 0 <= host - _local(kernel, queue) <= SLACK, (label, host,
+                                                                 _local(kernel, queue))
+        required = tuple(kernel.get_work_group_info(
+            cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, queue.device))
+        if any(required):
+            assert tuple(local) + (1,) * (3 - len(local)) == required, (label, local, required)
+        assert int(np.prod(local)) <= _most_items(kernel, queue), label
 
 
 @pytest.mark.parametrize("lw, wg, cap", [(4, 16, 0), (1, 8, 0)])
