@@ -281,22 +281,30 @@ def test_local_memory_and_work_groups_match_the_kernels(queue, dtype):
         assert int(np.prod(local)) <= _most_items(kernel, queue), label
 
 
-@pytest.mark.parametrize("lw, wg, cap", [(4, 16, 0), (1, 8, 0)])
-def test_register_leaf_stage_fits_its_kernel(queue, lw, wg, cap):
+FLAT_TILE = dict(TILE_M=4, TILE_N=16, WPT_M=2, WPT_N=2)    # lu_blocked.Panels._flat_leaf
+
+
+@pytest.mark.parametrize("lw, wg, tile", [(4, 16, None), (1, 8, None), (4, 16, FLAT_TILE)])
+def test_register_leaf_stage_fits_its_kernel(queue, lw, wg, tile):
     """``Panels._stage_rows`` (lu_blocked.py) picks a stage whose kernel (lu_rows.cl) fits
     the local memory it was given, and its sum for that stage exceeds the kernel's report
-    by at most :data:`SLACK` (it still picks that stage given only the kernel's bytes)."""
-    budget = 1200
-    panels = types.SimpleNamespace(p=dict(LEAF_W=lw, LEAF_STAGE=cap), local_mem=budget,
+    by at most :data:`SLACK` (it still picks that stage given only the kernel's bytes and
+    the slack).  The flat tail's leaf with the previous leaf's update (MAP = PREV = 1,
+    ``tile``) permutes a row map, not rows: PoCL drops the permutation's arrays (swaps,
+    from, out_row, out_from, named_first and outs: 5·LW + 1 ints), which the sum keeps."""
+    budget = 1200 if tile is None else 2000
+    panels = types.SimpleNamespace(p=dict(LEAF_W=lw, LEAF_STAGE=0), local_mem=budget,
                                    dtype=np.dtype("float32"))
-    stage = lu_blocked.Panels._stage_rows(panels, wg)
+    stage = lu_blocked.Panels._stage_rows(panels, wg, tile)
     assert stage > 0
-    kernel = get_kernel(queue, "lu_rows.cl", "getf2_rows", "float32", WG=wg, LW=lw, ROWS=2,
-                        STAGE=stage, ARGMAX_SCAN=32, NO_PIVOT=0)
+    defines = dict(WG=wg, LW=lw, ROWS=2, STAGE=stage, ARGMAX_SCAN=32, NO_PIVOT=0)
+    if tile is not None:
+        defines.update(MAP=1, PREV=1, **tile)
+    kernel = get_kernel(queue, "lu_rows.cl", "getf2_rows", "float32", **defines)
     used = _local(kernel, queue)
     assert used <= budget
-    panels.local_mem = used + SLACK
-    assert lu_blocked.Panels._stage_rows(panels, wg) == stage
+    panels.local_mem = used + SLACK + (0 if tile is None else (5 * lw + 1) * 4)
+    assert lu_blocked.Panels._stage_rows(panels, wg, tile) == stage
     assert wg <= _most_items(kernel, queue)
 
 
