@@ -354,13 +354,14 @@ def _check_environment(args) -> None:
 
 
 def commit() -> str | None:
-    """The git commit of the checkout oclla runs from (None for an installed copy)."""
+    """The git commit of the checkout oclla runs from, with ``-dirty`` when the working
+    tree has uncommitted changes (None for an installed copy)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if not os.path.isdir(os.path.join(root, ".git")):
         return None
     try:
-        out = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty",
+                              "--abbrev=7"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
