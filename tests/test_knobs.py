@@ -46,7 +46,11 @@ GPU = dict(BASE, name="large-gpu", kind="GPU", max_work_group_size=1024,
 TINY = dict(BASE, name="tiny-gpu", kind="GPU", max_work_group_size=16,
             max_work_item_sizes=(16, 16, 16), local_mem_size=4 * 1024,
             native_width_float=1, native_width_double=1)
-DEVICES = {"cpu": BASE, "large-gpu": GPU, "tiny-gpu": TINY,
+#: the PoCL 3.0 CPU device the snapshot was first taken on (its vector answers: VECTORS)
+POCL = dict(BASE, name="pthread-AMD EPYC", vendor="AuthenticAMD", driver_version="3.0-rc2",
+            local_mem_size=512 * 1024, global_mem_size=23128580096, max_alloc_size=8 << 30,
+            max_clock_mhz=2445)
+DEVICES = {"cpu": BASE, "pocl": POCL, "large-gpu": GPU, "tiny-gpu": TINY,
            **{f"cpu+{name}": _profiles.apply(p, BASE) for name, p in _profiles.PROFILES.items()}}
 #: (widest vector that compiles, widths whose vector code builds) per itemsize
 VECTORS = {4: (8, (1, 2, 4, 8)), 8: (4, (1, 2, 4))}
