@@ -216,10 +216,25 @@ def _cmd_demo(args) -> int:
     if not accuracy.passes(faithful_error):
         print("(the faithful variant does not pivot, as in the post; on a random matrix "
               "its error can grow: that is lesson 4 of the tutorials)")
-    combined.save(args.out)
-    print(f"\nrecording written to {args.out}  (replay: oclla-viewer --replay {args.out})")
     stable = [run.metrics["backward_error"] for run in combined.runs[1:]]
+    combined.runs.insert(0, _first_replay(queue, dtype, args.seed))
+    combined.save(args.out)
+    print(f"\nrecording written to {args.out}  (replay: oclla-viewer --replay {args.out}; "
+          f"it opens on an {FIRST_REPLAY_N} x {FIRST_REPLAY_N} LU step by step, the timed "
+          f"runs follow)")
     return 0 if all(accuracy.passes(e) for e in stable) else 1
+
+
+FIRST_REPLAY_N = 8
+
+
+def _first_replay(queue, dtype, seed: int):
+    """A small per-pivot LU with the matrix after every step: the recording's first run,
+    so that a replay opens on something to watch (the timed runs keep no snapshots)."""
+    a = _demo_matrix(FIRST_REPLAY_N, dtype, seed)
+    with record(snapshots=True) as rec:
+        lu_factor(a, queue=queue, method="pivot", variant="inplace")
+    return rec.runs[-1]
 
 
 def _cmd_bench(argv) -> int:
