@@ -254,6 +254,37 @@ def buffer_overlays(run, position: int) -> tuple[Overlays, list]:
     return ov, boxes
 
 
+def inputs(run) -> dict:
+    """The operands a run keeps beside its working array (AD²Aᵀ: ``A`` and ``d2``), as
+    2-D float64 arrays; {} when none were kept or they are not numeric tables."""
+    kept = run.metrics.get("inputs") if isinstance(run.metrics, dict) else None
+    out = {}
+    for name, value in (kept.items() if isinstance(kept, dict) else ()):
+        try:
+            arr = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue
+        if arr.ndim == 2 and arr.size:
+            out[str(name)] = arr
+    return out
+
+
+def input_overlays(run, position: int, name: str, shape) -> Overlays:
+    """What to outline on input ``name`` at ``position``: the region of a step that works
+    on it (``info["matrix"] == name``); for a one-column input (a diagonal) the rows of
+    the step's columns."""
+    step = step_at(run, position)
+    on = step.info.get("matrix") if step is not None else None
+    if on is None:
+        return Overlays()
+    r0, r1, c0, c1 = step.region
+    if on == name:
+        return Overlays(active=(r0, r1, c0, c1))
+    if on == "A" and name == "d2":            # the weights of A's columns
+        return Overlays(active=(c0, c1, 0, shape[1]))
+    return Overlays()
+
+
 # ---- numbers ---------------------------------------------------------------------------
 
 def piv_from_swaps(run) -> np.ndarray | None:

@@ -60,6 +60,7 @@ class Algorithm:
     prepare: Callable | None = None
     family: str = "random"      # default matrix family
     spd: bool = False           # needs a symmetric positive definite matrix
+    inputs: Callable | None = None   # (a, options) -> {name: array}: operands to show
 
     def variant(self, key: str) -> Variant:
         for v in self.variants:
@@ -114,11 +115,21 @@ def _rfp_cholesky(arf, variant, options, queue):
                                   **_kwargs(variant, options))
 
 
+def _ad2at_weights(a, options) -> np.ndarray:
+    """The seeded weights d2 ∈ [0.5, 2) of an AD²Aᵀ run, one per column of A."""
+    return np.random.default_rng(options.get("seed", 0)).uniform(0.5, 2.0, a.shape[1]) \
+        .astype(a.dtype)
+
+
 def _ad2at(a, variant, options, queue):
     """C = A·D²·Aᵀ for the chosen matrix A and seeded weights d2 ∈ [0.5, 2)."""
-    d2 = np.random.default_rng(options.get("seed", 0)).uniform(0.5, 2.0, a.shape[1])
-    return function(AD2AT)(a, d2.astype(a.dtype), lower=True, queue=queue,
+    return function(AD2AT)(a, _ad2at_weights(a, options), lower=True, queue=queue,
                            **_kwargs(variant, options))
+
+
+def _ad2at_inputs(a, options) -> dict:
+    """A and the diagonal of D², shown beside C (trace steps name them in ``info["matrix"]``)."""
+    return {"A": a, "d2": _ad2at_weights(a, options).reshape(-1, 1)}
 
 
 LU = "oclla.lu:lu_factor"
@@ -160,7 +171,7 @@ ALGORITHMS: tuple = (
                 {"method": "pivot", "packed": True}),
         Variant("blocked-packed", "scaled copy and GEMMs into the RFP blocks",
                 {"method": "blocked", "packed": True}),
-    ), _ad2at, needs=(AD2AT,)),
+    ), _ad2at, needs=(AD2AT,), inputs=_ad2at_inputs),
 )
 
 

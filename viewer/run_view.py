@@ -67,6 +67,8 @@ class RunView(QtWidgets.QWidget):
         self.buffer = MatrixView()
         self.buffer.setVisible(False)
         self.buffer.show_colorbar(False)
+        self.maps = maps
+        self.inputs: dict = {}                 # operand name -> MatrixView (AD²Aᵀ: A, d2)
         maps.addWidget(self.matrix, 3)
         maps.addWidget(self.buffer, 2)
         layout.addLayout(maps, 3)
@@ -96,7 +98,7 @@ class RunView(QtWidgets.QWidget):
 
     def apply_theme(self, theme, colormap_name=None, numbers_max_n=None,
                     decimals=None) -> None:
-        for m in (self.matrix, self.buffer):
+        for m in (self.matrix, self.buffer, *self.inputs.values()):
             if numbers_max_n is not None:
                 m.numbers_max_n = numbers_max_n
             if decimals is not None:
@@ -114,6 +116,7 @@ class RunView(QtWidgets.QWidget):
         self.caption.setVisible(frame is not None)
         self.caption.setText(frame.formula if frame is not None else "")
         self._show_factors(run, position, vmax, frame)
+        self._show_inputs(run, position)
         title = position_title(run, position, self.label + self.name, frame)
         if frame is not None:
             self.layout_rfp = None
@@ -163,6 +166,26 @@ class RunView(QtWidgets.QWidget):
         self.buffer.set_mask(buf_mask)
         if not self.formula.text():
             self.formula.setText("hover an entry to see where it is stored")
+
+    INPUT_TITLES = {"A": "A (input)", "d2": "D² (diagonal)"}
+
+    def _show_inputs(self, run, position: int) -> None:
+        """The run's operands left of its result, the step's part outlined."""
+        kept = analysis.inputs(run)
+        for name, view in self.inputs.items():
+            view.setVisible(name in kept)
+        for i, (name, arr) in enumerate(kept.items()):
+            view = self.inputs.get(name)
+            if view is None:
+                view = self.inputs[name] = MatrixView()
+                view.show_colorbar(False)
+                view.apply_theme(self.matrix.theme, self.matrix.colormap_name)
+                view.numbers_max_n, view.decimals = self.matrix.numbers_max_n, \
+                    self.matrix.decimals
+                self.maps.insertWidget(i, view, 1 if arr.shape[1] == 1 else 2)
+            vmax = float(np.abs(arr).max()) or 1.0
+            view.show_matrix(arr, vmax, analysis.input_overlays(run, position, name, arr.shape),
+                             self.INPUT_TITLES.get(name, name))
 
     def _show_factors(self, run, position: int, vmax: float, frame) -> None:
         factors = None

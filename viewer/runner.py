@@ -170,6 +170,9 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
     outcome.recording = rec
     for run in rec.runs:
         run.metrics.setdefault("source", request.describe())
+    if spec.inputs is not None and request.snapshots and rec.runs:
+        shown = spec.inputs(build_matrix(request), options)
+        rec.runs[-1].metrics["inputs"] = {k: np.asarray(v).tolist() for k, v in shown.items()}
     if outcome.math_error and rec.runs and rec.runs[-1].error is None:
         rec.runs[-1].error = f"LinAlgError: {exc_text(outcome.error)}"
     return outcome
