@@ -304,6 +304,21 @@ def test_logdet_accumulators(queue, dtype, wide):
     assert abs(got - ref) <= 4 * accuracy.eps(np.float64 if wide else dtype) * scale
 
 
+def test_logdet_without_fp64(queue):
+    """A device without fp64 sums float32 factors in float32, compensated; float64 is refused."""
+    c = factor(accuracy.spd_with_condition(500, 1e3, rng=3, dtype=np.float32), True)
+    previous = oclla.set_profile("apple-arm")
+    try:
+        with oclla.record() as rec:
+            got = oclla.cho_logdet((c, True), queue=queue)
+        assert rec.runs[-1].params["wide"] is False
+        assert got == pytest.approx(accuracy.logdet_reference(c), rel=1e-5)
+        with pytest.raises(oclla.DeviceError, match="fp64"):
+            oclla.cho_logdet((c.astype(np.float64), True), queue=queue)
+    finally:
+        oclla.set_profile(previous)
+
+
 def test_logdet_is_reduced_on_the_device(queue):
     c = factor(spd(300, np.float32), True)
     with oclla.record() as rec:
