@@ -231,9 +231,10 @@ def trtri_steps(queue, a: View, n: int, work: cl.Buffer, *, lower: bool, unit: b
                 dtype, nb: int) -> None:
     """X = T⁻¹ in place, LAPACK ``?trtri``'s block loop (Macindoe's Algorithms 4 and 5).
 
-    Upper, block columns left to right: T12 := X11·T12 (TRMM), T12 := −T12·T22⁻¹
-    (TRSM), T22 := T22⁻¹.  Lower, right to left: T21 := X22·T21, T21 := −T21·T11⁻¹,
-    T11 := T11⁻¹.  Each operation is one trace step.
+    Upper, block columns left to right: T12 := −X11·T12 (TRMM), T12 := T12·T22⁻¹
+    (TRSM), T22 := T22⁻¹.  Lower, right to left: T21 := −X22·T21, T21 := T21·T11⁻¹,
+    T11 := T11⁻¹.  (LAPACK puts the minus sign on the TRSM.)  Each operation is one
+    trace step.
     """
     starts = list(range(0, n, nb))
     for j in (starts if not lower else reversed(starts)):
@@ -242,7 +243,7 @@ def trtri_steps(queue, a: View, n: int, work: cl.Buffer, *, lower: bool, unit: b
         if rest:
             done = a.at(0, 0) if not lower else a.at(j + jb, j + jb)
             panel = a.at(0, j) if not lower else a.at(j + jb, j)
-            reg = _block(j + jb, n, j, j + jb, True) if lower else (0, j, j, j + jb)
+            reg = (j + jb, n, j, j + jb) if lower else (0, j, j, j + jb)
             with trace.step("trmm", reg, flops=float(rest * rest * jb)):
                 trmm(queue, rest, jb, -1.0, done, panel, work, dtype=dtype, nb=nb,
                      lower=lower)
