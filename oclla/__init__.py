@@ -53,6 +53,7 @@ from .inverse import cho_inverse, cho_logdet, inv_spd, trtri
 from .update import cholesky_update
 from .wls import WLSResult, wls_solve
 from .trace import Recording, RecordingError, load_recording, record
+from ._warmup import warmup
 
 __version__ = "0.1.0"
 
@@ -63,4 +64,5 @@ __all__ = [
     "WLSResult", "assemble_ad2at", "cho_factor", "cho_solve", "cholesky", "rfp", "wls_solve",
     "cholesky_update",
     "cho_inverse", "cho_logdet", "inv_spd", "trtri",
+    "warmup",
 ]

@@ -1,4 +1,4 @@
-"""The ``oclla`` command: ``devices``, ``demo``, ``bench``, ``tune``.
+"""The ``oclla`` command: ``devices``, ``demo``, ``warmup``, ``bench``, ``tune``.
 
 ``oclla demo`` is the main job: it factors one seeded matrix with every LU
 variant on the chosen device, prints where the time went (per phase, from
@@ -237,6 +237,20 @@ def _first_replay(queue, dtype, seed: int):
     return rec.runs[-1]
 
 
+def _cmd_warmup(args) -> int:
+    from ._programs import build_count, build_seconds
+    from ._warmup import warmup
+    queue = get_queue(args.device)
+    dtype = None if args.dtype == "both" else np.dtype(args.dtype)
+    start = time.perf_counter()
+    done = warmup(dtype, queue=queue)
+    print(f"{queue.device.name.strip()}: {done.programs} programs built in "
+          f"{done.seconds:.1f} s ({', '.join(done.dtypes)}; every routine at orders "
+          f"{', '.join(map(str, done.orders))}; {time.perf_counter() - start:.1f} s in all)")
+    print(f"programs built by this process: {build_count()} in {build_seconds():.1f} s")
+    return 0
+
+
 def _cmd_bench(argv) -> int:
     if argv and argv[0] == "wls":
         from .bench_wls import main as wls_main
@@ -274,6 +288,14 @@ def _parser() -> argparse.ArgumentParser:
                         "order)")
     p.add_argument("--out", default="oclla-demo.oclrec",
                    help="recording file to write (default oclla-demo.oclrec)")
+    p = sub.add_parser("warmup", help="build every program the library uses on a device "
+                                      "once, so that first calls (and the next process, "
+                                      "through the driver's cache) start without building")
+    p.add_argument("--dtype", choices=("float32", "float64", "both"), default="both",
+                   help="element type (default both; float64 where the device has fp64)")
+    p.add_argument("--device", default=None,
+                   help="index or name substring (see oclla devices; default: the selection "
+                        "order)")
     sub.add_parser("bench", help="GFLOP/s against the reference: lu, gemm, syrk, getrf, potrf; "
                                  "wls for Jung & O'Leary's tables (oclla bench --help, "
                                  "oclla bench wls --help)",
@@ -295,6 +317,8 @@ def main(argv=None) -> int:
         parser.error("--n must be at least 1")
     if args.command == "devices":
         return report_errors("oclla devices", _cmd_devices, args)
+    if args.command == "warmup":
+        return report_errors("oclla warmup", _cmd_warmup, args)
     return report_errors("oclla demo", _cmd_demo, args)
 
 

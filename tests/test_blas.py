@@ -14,7 +14,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import oclla
-from oclla import _params
+from oclla import _params, _programs
 from oclla.accuracy import THRESHOLD, passes, product_error, solve_backward_error
 from oclla.blas import View, gemm, laswp, matmul, syrk, trsm, view_of
 
@@ -135,6 +135,31 @@ def test_gemm_subviews_with_offsets(queue):
              dtype=np.float32, tile=buildable(queue, np.float32, p))
         c = out.get()[2:35, 1:30]
         assert passes(product_error(c, big[1:34, 3:20], big[20:37, 5:34])), p
+
+
+def test_one_tiled_program_for_every_alignment(queue):
+    """The tiled kernel takes vector loads where an operand's offset and leading dimension
+    allow them and scalar loads elsewhere, decided per launch: one program per (tiles,
+    transposes, triangle) serves every offset and leading dimension, and both routes
+    give the product."""
+    rng = np.random.default_rng(6)
+    p = buildable(queue, np.float32, GEMM_SETS[2])          # tiles with VEC=4
+    big = rng.standard_normal((80, 84)).astype(np.float32)
+    d = cl_array.to_device(queue, big)
+    A = view_of(d)
+    out = cl_array.to_device(queue, np.zeros((40, 44), np.float32))
+    gemm(queue, 1, 1, 1, 1.0, A, A, 0.0, view_of(out), dtype=np.float32, tile=p)
+    built = _programs.build_count()
+    # offsets 0..3 (mod 4) and leading dimensions 84 (a multiple of 4) and 83, 82
+    for (r, c), ld in itertools.product([(0, 0), (4, 1), (8, 2), (12, 3)], (84, 83, 82)):
+        a = View(A.buf, A.off + r * ld + c, ld)
+        host = big.ravel()[:ld * (80 - r)].reshape(-1, ld)[r:, c:c + 40]
+        gemm(queue, 33, 37, 35, 1.0, a, a.at(0, 1), 0.0, view_of(out), dtype=np.float32,
+             tile=p)
+        ref_a, ref_b = host[:33, :35], host[:35, 1:38]
+        err = product_error(out.get()[:33, :37], ref_a, ref_b)
+        assert passes(err), f"offset ({r}, {c}), ld {ld}: {err:.3g}"
+    assert _programs.build_count() == built
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

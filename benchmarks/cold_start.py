@@ -1,0 +1,175 @@
+"""What a first call costs: program builds per routine and order, cold and warm caches.
+
+    python benchmarks/cold_start.py                          # float64, the default device
+    python benchmarks/cold_start.py --dtype float32 --sizes 100,101,300
+    python benchmarks/cold_start.py --cache warm             # the driver's cache as it is
+    python benchmarks/cold_start.py --warmup                 # oclla.warmup() first
+
+Each run happens in a fresh child process.  ``--cache cold`` (the default) points
+the compiler caches at an empty directory first (pyopencl's: ``XDG_CACHE_HOME``;
+NVIDIA's: ``CUDA_CACHE_PATH`` and ``CUDA_CACHE_DISABLE``; PoCL's: ``POCL_CACHE_DIR``),
+so every program is compiled from source.  For each order n and routine the child
+times a first call and a second call (host arrays in and out, so each call ends
+with its results on the host), and counts the programs the first call built and the
+seconds those builds took (:func:`oclla._programs.builds`).  The table ends with the
+process's totals; ``--list`` also prints every program built (source and options).
+
+Routines: ``lu_factor``, ``lu_solve``, ``cholesky``, ``cho_solve``, ``rfp.cholesky``
+and ``assemble_ad2at`` (A of shape n x 2n).  A new order should build nothing: its
+"built" column 0 and its first call within a few milliseconds of its second.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SIZES = (100, 101, 102, 300, 301, 2048, 2049, 4096)
+ROUTINES = ("lu_factor", "lu_solve", "cholesky", "cho_solve", "rfp.cholesky",
+            "assemble_ad2at")
+
+
+def _operands(n: int, dtype, rng):
+    import numpy as np
+    x = rng.standard_normal((n, n))
+    a = x.astype(dtype)
+    spd = (x @ x.T / n + np.eye(n)).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    wide = rng.standard_normal((n, 2 * n)).astype(dtype)
+    d2 = rng.uniform(0.5, 2.0, 2 * n).astype(dtype)
+    return a, spd, b, wide, d2
+
+
+def _calls(n: int, dtype, rng) -> dict:
+    """Routine name -> a call of it at order n.  The solves use the factors that the
+    factorizations' calls returned (so they come after them); the packed matrix is made
+    here, beforehand."""
+    import oclla
+    from oclla import rfp
+    a, spd, b, wide, d2 = _operands(n, dtype, rng)
+    arf = rfp.pack(spd)
+    out = {}
+
+    def keep(name, value):
+        out[name] = value
+        return value
+
+    return {"lu_factor": lambda: keep("lu", oclla.lu_factor(a)),
+            "lu_solve": lambda: oclla.lu_solve(out.get("lu") or oclla.lu_factor(a), b),
+            "cholesky": lambda: keep("c", oclla.cholesky(spd)),
+            "cho_solve": lambda: oclla.cho_solve(
+                (out["c"] if "c" in out else oclla.cholesky(spd), False), b),
+            "rfp.cholesky": lambda: rfp.cholesky(arf, n),
+            "assemble_ad2at": lambda: oclla.assemble_ad2at(wide, d2)}
+
+
+def child(args) -> None:
+    """Measure in this process; print one JSON object per line."""
+    import numpy as np
+    import oclla
+    from oclla import _programs
+    dtype = np.dtype(args.dtype)
+    queue = oclla.get_queue(args.device)
+    print(json.dumps({"device": queue.device.name.strip(),
+                      "platform": queue.device.platform.name.strip()}), flush=True)
+    if args.warmup:
+        t = time.perf_counter()
+        oclla.warmup(dtype=dtype, queue=queue)
+        print(json.dumps({"warmup": time.perf_counter() - t,
+                          "built": _programs.build_count(),
+                          "build_s": _programs.build_seconds()}), flush=True)
+    rng = np.random.default_rng(0)
+    for n in args.sizes:
+        # the operands' own preparation (a factor to solve with, a packed copy) may
+        # build programs: those are counted apart, before the timed calls
+        before = _programs.build_count()
+        calls = _calls(n, dtype, rng)
+        setup = _programs.build_count() - before
+        for name in args.routines:
+            first_builds, first_seconds = _programs.build_count(), _programs.build_seconds()
+            t0 = time.perf_counter()
+            calls[name]()
+            t1 = time.perf_counter()
+            calls[name]()
+            t2 = time.perf_counter()
+            print(json.dumps({"n": n, "routine": name, "first_ms": 1e3 * (t1 - t0),
+                              "second_ms": 1e3 * (t2 - t1),
+                              "built": _programs.build_count() - first_builds,
+                              "build_s": _programs.build_seconds() - first_seconds,
+                              "setup_built": setup}), flush=True)
+            setup = 0
+    print(json.dumps({"total_built": _programs.build_count(),
+                      "total_build_s": _programs.build_seconds(),
+                      "builds": [(b.source, " ".join(b.options), b.seconds)
+                                 for b in _programs.builds()]}), flush=True)
+
+
+def table(lines: list, listing: bool) -> str:
+    rows = [json.loads(line) for line in lines if line.startswith("{")]
+    out = []
+    head = rows[0]
+    out.append(f"device: {head['device']} ({head['platform']})")
+    for r in rows[1:]:
+        if "warmup" in r:
+            out.append(f"warmup: {r['warmup']:.2f} s, {r['built']} programs built "
+                       f"in {r['build_s']:.2f} s")
+    out.append(f"{'n':>6} {'routine':<15} {'first ms':>10} {'second ms':>10} "
+               f"{'built':>6} {'build s':>8} {'beyond run ms':>14}")
+    for r in rows:
+        if "routine" in r:
+            out.append(f"{r['n']:>6} {r['routine']:<15} {r['first_ms']:>10.1f} "
+                       f"{r['second_ms']:>10.1f} {r['built']:>6} {r['build_s']:>8.2f} "
+                       f"{r['first_ms'] - r['second_ms']:>14.1f}")
+    total = rows[-1]
+    if "total_built" in total:
+        out.append(f"process total: {total['total_built']} programs built in "
+                   f"{total['total_build_s']:.2f} s")
+        if listing:
+            for source, options, seconds in total["builds"]:
+                out.append(f"  {seconds:7.2f} s  {source}  {options}")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dtype", default="float64", choices=("float32", "float64"))
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--routines", default=",".join(ROUTINES))
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--cache", default="cold", choices=("cold", "warm"))
+    parser.add_argument("--warmup", action="store_true", help="call oclla.warmup() first")
+    parser.add_argument("--list", action="store_true", help="list every program built")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.sizes = [int(s) for s in args.sizes.split(",")]
+    args.routines = args.routines.split(",")
+    unknown = set(args.routines) - set(ROUTINES)
+    if unknown:
+        parser.error(f"unknown routines {sorted(unknown)}; choose from {ROUTINES}")
+    if args.child:
+        child(args)
+        return 0
+    command = [sys.executable, os.path.abspath(__file__), "--child", "--dtype", args.dtype,
+               "--sizes", ",".join(map(str, args.sizes)), "--routines",
+               ",".join(args.routines)]
+    command += ["--device", args.device] if args.device else []
+    command += ["--warmup"] if args.warmup else []
+    with tempfile.TemporaryDirectory(prefix="oclla-cold-") as empty:
+        env = dict(os.environ)
+        if args.cache == "cold":
+            env.update(XDG_CACHE_HOME=empty, CUDA_CACHE_PATH=empty, CUDA_CACHE_DISABLE="1",
+                       POCL_CACHE_DIR=empty)
+        run = subprocess.run(command, env=env, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.stderr.write(run.stdout + run.stderr)
+        return run.returncode
+    print(f"cache: {args.cache}, dtype: {args.dtype}")
+    print(table(run.stdout.splitlines(), args.list))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
