@@ -289,7 +289,7 @@ def _gemm_knobs(thin: bool) -> tuple:
              "columns)", _fixed(2), ints(1), blas, tuned({"CPU": (1, 2, 3, 4)}),
              direct),
         Knob("LX", "direct: work-items per work-group",
-             lambda d, p: pow2_at_most(min(4, d.info.max_work_group_size)), ints(), blas,
+             lambda d, p: pow2_at_most(min(4, d.info.max_work_group_size)), ints(1), blas,
              tuned({"CPU": (1, 4, 16)}), direct),
         Knob("TILE_M", "tiled: rows of the C tile of a work-group", _fixed(tile[0]), ints(1),
              blas + ("kernels_cl/gemm_tile.h",), sides, tiled),
@@ -503,13 +503,13 @@ FAMILIES = {f.name: f for f in (
                  _by_kind(16, 0), ints(0), ("oclla/blas.py",), _both((0, 8, 16, 32))),)
            + _gemm_knobs(True), _thin_settle, _thin_constraint),
     Family("wg1d", "Work-group size of simple one-dimensional kernels.", (
-        Knob("WG", "work-items per work-group", lambda d, p: d.group(256, 64), pow2(True),
+        Knob("WG", "work-items per work-group", lambda d, p: d.group(256, 64), pow2(),
              _WG_READERS),), None, _fits_group("WG")),
     Family("local2d", "Work-group shape of simple two-dimensional kernels.", (
         Knob("X", "work-items along the first dimension",
-             lambda d, p: 16 if d.fits(16, 16) else (8 if d.fits(8, 8) else 1), ints(),
+             lambda d, p: 16 if d.fits(16, 16) else (8 if d.fits(8, 8) else 1), ints(1),
              _LOCAL2D_READERS),
-        Knob("Y", "work-items along the second dimension", lambda d, p: p["X"], ints(),
+        Knob("Y", "work-items along the second dimension", lambda d, p: p["X"], ints(1),
              _LOCAL2D_READERS)), None, _fits_group("X", "Y")),
     Family("trsm", "Triangular solves with many right-hand sides (kernels_cl/trsm.cl).", (
         Knob("TRSM_NB", "largest triangular diagonal block handled by one kernel (its "
@@ -526,7 +526,7 @@ FAMILIES = {f.name: f for f in (
              WIDTHS,
              ("oclla/blas.py", "kernels_cl/laswp.cl")),
         Knob("WG", "work-items per work-group",
-             lambda d, p: d.group(256, 4), ints(), ("oclla/blas.py",),
+             lambda d, p: d.group(256, 4), ints(1), ("oclla/blas.py",),
              {"GPU": (64, 128, 256), "CPU": (1, 4, 16)}),
         Knob("CHUNK", "interchanges applied per round of loads (rows held in registers)",
              _by_kind(16, 4), ints(1, 32), ("oclla/blas.py", "kernels_cl/laswp.cl"),
@@ -555,7 +555,7 @@ FAMILIES = {f.name: f for f in (
              _by_kind("columns", "leaf"), choice(*PANELS), _LU,
              {"GPU": PANELS, "CPU": PANELS[:2]}),
         Knob("PANEL_WG", "work-items of a leaf's work-group", lambda d, p: d.group(256, 8),
-             pow2(True), _LU, {"GPU": (128, 256, 512, 1024), "CPU": (1, 2, 4, 8)}),
+             pow2(), _LU, {"GPU": (128, 256, 512, 1024), "CPU": (1, 2, 4, 8)}),
         Knob("PANEL_RB", 'PANEL = "columns": rows per work-group of the per-pivot kernels',
              _by_kind(16, 1024), ints(1), _LU,
              {"GPU": (8, 16, 32, 64, 128), "CPU": (256, 1024)}),
@@ -622,7 +622,7 @@ FAMILIES = {f.name: f for f in (
              _both((0, 1))),
         Knob("WG", "work-items of a block leaf (at least LEAF²/64); with row leaves it "
              "sizes only the panel solve apply_inverse (min(LEAF, 4·WG/LEAF) rows of the "
-             "panel per work-group)", lambda d, p: d.group(256, 1024), pow2(True),
+             "panel per work-group)", lambda d, p: d.group(256, 1024), pow2(),
              _CHOL + ("kernels_cl/cholesky.cl",),
              {"GPU": (128, 256, 512, 1024), "CPU": (256, 1024)})),
         _chol_settle, _chol_constraint),
