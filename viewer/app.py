@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--cond", type=float, default=1e3, metavar="KAPPA",
                      help="condition number for --family cond (default 1e3)")
     src.add_argument("--matrix", metavar="FILE", help="a .npy or .mtx matrix instead of --family")
+    src.add_argument("--solve", action="store_true",
+                     help="LU: then solve Ax = b (b seeded), forward and back substitution "
+                          "shown as steps")
     src.add_argument("--seed", type=int, default=0, help="seed of the matrix (default 0)")
     src.add_argument("--device", help="OpenCL device index or name substring (default: "
                                       "oclla's selection order)")
@@ -150,7 +153,7 @@ def request_from_args(args, variant: str | None = None,
     req = RunRequest(algorithm=spec.key, variant=v.key, n=args.n, dtype=args.dtype,
                      family=args.family or spec.family, seed=args.seed, kappa=args.cond,
                      pivoting=pivoting or args.pivoting, block=args.block, device=args.device,
-                     warmup=not args.no_warmup)
+                     warmup=not args.no_warmup, solve=args.solve and spec.key == "lu")
     if args.matrix:
         try:
             req.matrix = matrices.load_matrix(args.matrix)

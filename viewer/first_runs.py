@@ -48,8 +48,9 @@ FIRST_RUNS = (
              (_lu("partial"), _lu("none"))),
     FirstRun("LU by hand",
              "Partial pivoting on a 6 × 6, one sub-step at a time: pivot search, swap, "
-             "multipliers, update, with L, U and P growing.",
-             (RunRequest(algorithm="lu", variant="pivot", pivoting="partial", n=6, seed=1),),
+             "multipliers, update, with L, U and P growing; then Ax = b by substitution.",
+             (RunRequest(algorithm="lu", variant="pivot", pivoting="partial", n=6, seed=1,
+                         solve=True),),
              substeps=True),
     FirstRun("When Cholesky fails",
              "A symmetric matrix that is not positive definite: the run stops at the first "

@@ -77,6 +77,7 @@ class RunDialog(QtWidgets.QDialog):
         self.same = QtWidgets.QCheckBox("same matrix as A")
         self.same.setChecked(self._same_matrix is not None)
         self.same.toggled.connect(self._family_changed)
+        self.solve = QtWidgets.QCheckBox("then solve Ax = b (forward and back substitution)")
         self.snapshots = QtWidgets.QCheckBox("keep the matrix after every step (step views)")
         self.warmup = QtWidgets.QCheckBox("run once untimed first (kernel builds, warm-up)")
         self.error = QtWidgets.QLabel("")
@@ -88,7 +89,8 @@ class RunDialog(QtWidgets.QDialog):
                               ("Device", self.device), ("", self.device_note),
                               ("", self.same), ("Matrix", self.family), ("Seed", self.seed),
                               ("Condition number", self.kappa), ("Values", self.typed),
-                              ("File", self.file_button), ("", self.snapshots),
+                              ("File", self.file_button), ("", self.solve),
+                              ("", self.snapshots),
                               ("", self.warmup)):
             form.addRow(label, widget)
         buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Ok
@@ -140,6 +142,7 @@ class RunDialog(QtWidgets.QDialog):
         self._select(self.family, req.family if req.family != "file" else "random")
         self.seed.setValue(int(req.seed))
         self.warmup.setChecked(req.warmup)
+        self.solve.setChecked(req.solve)
         self.kappa.setValue(float(req.kappa))
         if req.family == "typed" and req.matrix is not None:
             self.typed.setPlainText("\n".join(" ".join(f"{v:.17g}" for v in row)
@@ -164,6 +167,7 @@ class RunDialog(QtWidgets.QDialog):
             self.variant.addItem(f"{v.key}: {v.label}", v.key)
         self.variant.blockSignals(False)
         self._select(self.family, spec.family)
+        self._show_row(self.solve, spec.key == "lu")
         self._variant_changed()
 
     def _variant_changed(self) -> None:
@@ -257,7 +261,8 @@ class RunDialog(QtWidgets.QDialog):
             pivoting=self.pivoting.currentText() if v.pivoting else None,
             block=self.block.value() or None, device=self.device.currentData(),
             matrix=matrix, source_name=source,
-            snapshots=self.snapshots.isChecked(), warmup=self.warmup.isChecked())
+            snapshots=self.snapshots.isChecked(), warmup=self.warmup.isChecked(),
+            solve=self.solve.isChecked() and self._spec().key == "lu")
         build_matrix(req)          # surfaces a bad family/size before the run starts
         return req
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from . import analysis, lu_steps, packed, registry
+from . import analysis, lu_steps, packed, registry, substitution
 from .factors_view import FactorsPanel
 from .matrix_view import MatrixView
 
@@ -71,6 +71,10 @@ class RunView(QtWidgets.QWidget):
         self.inputs: dict = {}                 # operand name -> MatrixView (AD²Aᵀ: A, d2)
         maps.addWidget(self.matrix, 3)
         maps.addWidget(self.buffer, 2)
+        self.vectors = MatrixView()            # P·b, y, x of a solve after the LU
+        self.vectors.show_colorbar(False)
+        self.vectors.setVisible(False)
+        maps.addWidget(self.vectors, 1)
         layout.addLayout(maps, 3)
         self.formula = QtWidgets.QLabel("")
         self.formula.setVisible(False)
@@ -98,7 +102,7 @@ class RunView(QtWidgets.QWidget):
 
     def apply_theme(self, theme, colormap_name=None, numbers_max_n=None,
                     decimals=None) -> None:
-        for m in (self.matrix, self.buffer, *self.inputs.values()):
+        for m in (self.matrix, self.buffer, self.vectors, *self.inputs.values()):
             if numbers_max_n is not None:
                 m.numbers_max_n = numbers_max_n
             if decimals is not None:
@@ -113,8 +117,11 @@ class RunView(QtWidgets.QWidget):
         self.summary.setVisible(summary)
         if summary:
             self.summary.setText(self.label + run_summary(run))
-        self.caption.setVisible(frame is not None)
-        self.caption.setText(frame.formula if frame is not None else "")
+        text = frame.formula if frame is not None else \
+            substitution.formula(analysis.step_at(run, position))
+        self.caption.setVisible(text is not None)
+        self.caption.setText(text or "")
+        self._show_vectors(run, position, vmax)
         self._show_factors(run, position, vmax, frame)
         self._show_inputs(run, position)
         title = position_title(run, position, self.label + self.name, frame)
@@ -166,6 +173,16 @@ class RunView(QtWidgets.QWidget):
         self.buffer.set_mask(buf_mask)
         if not self.formula.text():
             self.formula.setText("hover an entry to see where it is stored")
+
+    def _show_vectors(self, run, position: int, vmax: float) -> None:
+        shown = substitution.vectors_at(run, position)
+        self.vectors.setVisible(shown is not None)
+        if shown is None:
+            return
+        values, cell = shown
+        active = None if cell is None else (cell[0], cell[0] + 1, cell[1], cell[1] + 1)
+        self.vectors.show_matrix(values, vmax, analysis.Overlays(active=active),
+                                 "P·b | y | x", blank=np.isnan(values))
 
     INPUT_TITLES = {"A": "A (input)", "d2": "D² (diagonal)"}
 

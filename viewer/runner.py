@@ -45,6 +45,7 @@ class RunRequest:
     source_name: str = ""               # file name for family "file"
     snapshots: bool = True
     warmup: bool = True                 # one untimed run first (kernel builds, device warm-up)
+    solve: bool = False                 # LU: then solve A·x = b, substitution steps shown
 
     def describe(self) -> dict:
         """Where the matrix came from (stored with the run so a replay can say it)."""
@@ -153,8 +154,14 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
                 _warm_up(spec, variant, a, options, queue)
             if spec.prepare is not None:
                 a = spec.prepare(a, options, queue)
+            solving = request.solve and spec.key == "lu"
             with rec:
-                spec.call(a, variant, options, queue)
+                result = spec.call(a, variant, options, queue)
+                if solving:      # recorded: its kernels are the "lu_solve" run
+                    b = rhs(a, request.seed)
+                    x = np.asarray(oclla.lu_solve(result, b, queue=queue))
+            if solving:
+                _add_substitution(rec, result, b, x, queue)
         outcome.warnings = [str(w.message) for w in caught]
     except RunCancelled:
         outcome.cancelled = True
@@ -176,6 +183,26 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
     if outcome.math_error and rec.runs and rec.runs[-1].error is None:
         rec.runs[-1].error = f"LinAlgError: {exc_text(outcome.error)}"
     return outcome
+
+
+def rhs(a, seed: int) -> np.ndarray:
+    """The right-hand side b of a solve: seeded, uniform in [−1, 1), in a's dtype."""
+    return np.random.default_rng(seed).uniform(-1.0, 1.0, a.shape[0]).astype(a.dtype)
+
+
+def _add_substitution(rec, factors, b, x, queue) -> None:
+    """Add the forward and back substitution steps of A·x = b to the LU run
+    (:mod:`viewer.substitution`).  y = L⁻¹·P·b comes from the same device solve given
+    the factor with U replaced by I (unrecorded)."""
+    from oclla import accuracy
+
+    from . import substitution
+    lu, piv = (np.asarray(f) for f in factors)
+    n = lu.shape[0]
+    unit_upper = np.tril(lu, -1) + np.eye(n, dtype=lu.dtype)
+    y = np.asarray(oclla.lu_solve((unit_upper, piv), b, queue=queue))
+    run = [r for r in rec.runs if r.algorithm == "lu"][-1]
+    substitution.append_steps(run, b[accuracy.permutation_from_piv(piv, n)], y, x)
 
 
 WARMUP_N = 64
