@@ -18,6 +18,9 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "images"
 
+TINY_PIVOT = "1e-8 1 2 -1 0.5; 1 2 -1 0.5 1; 2 -1 1 1 -0.5; -1 0.5 1 3 1; 0.5 1 -0.5 1 2"
+NOT_SPD = "4 2 2 0; 2 5 3 1; 2 3 1.5 1; 0 1 1 3"
+
 SHOTS = {
     "viewer-window.png": ["--algorithm", "lu", "--variant", "pivot", "--n", "12", "--seed", "1",
                           "--step", "5", "--size", "1280x800"],
@@ -25,17 +28,29 @@ SHOTS = {
                           "--step", "2", "--view", "matrix", "--size", "900x560"],
     "viewer-compare.png": ["--algorithm", "lu", "--variant", "pivot", "--pivoting", "partial",
                            "--compare-variant", "pivot", "--compare-pivoting", "none",
-                           "--n", "10", "--seed", "2", "--step", "5", "--view", "compare",
-                           "--size", "1400x560"],
+                           "--values", TINY_PIVOT, "--step", "2", "--view", "compare",
+                           "--size", "1400x620"],
+    "viewer-substeps.png": ["--algorithm", "lu", "--variant", "pivot", "--n", "6", "--seed", "1",
+                            "--step", "2", "--substeps", "--sub", "1", "--view", "matrix",
+                            "--size", "1100x900"],
+    "viewer-cholesky-fails.png": ["--algorithm", "cholesky", "--variant", "pivot",
+                                  "--values", NOT_SPD, "--view", "matrix",
+                                  "--size", "900x620"],
+    "viewer-pick.png": ["--pick", "complete", "--values", TINY_PIVOT, "--step", "2",
+                        "--size", "1280x800"],
+    "viewer-solve.png": ["--algorithm", "lu", "--variant", "pivot", "--n", "6", "--seed", "1",
+                         "--solve", "--step", "12", "--view", "matrix", "--size", "1200x640"],
     "viewer-timeline.png": ["--algorithm", "lu", "--variant", "faithful", "--compare-variant",
                             "pivot", "--compare-pivoting", "none", "--n", "48", "--seed", "1",
                             "--step", "20", "--view", "timeline", "--size", "1100x700"],
     "viewer-packed.png": ["--algorithm", "rfp_cholesky", "--variant", "pivot", "--n", "9",
                           "--seed", "1", "--step", "6", "--view", "matrix",
                           "--size", "1250x560"],
-    "viewer-presentation.png": ["--algorithm", "cholesky", "--variant", "pivot", "--n", "8",
-                                "--seed", "3", "--step", "7", "--view", "matrix",
-                                "--presentation", "--size", "1000x640"],
+    "viewer-ad2at.png": ["--algorithm", "ad2at", "--variant", "pivot", "--n", "6", "--seed", "1",
+                         "--step", "5", "--view", "matrix", "--size", "1300x600"],
+    "viewer-presentation.png": ["--algorithm", "lu", "--variant", "pivot", "--n", "8",
+                                "--seed", "3", "--step", "3", "--presentation",
+                                "--size", "1920x1080"],
 }
 
 

@@ -176,6 +176,7 @@ class Overlays:
     swapped_rows: list = field(default_factory=list)
     finished: int = 0                  # columns of the factor that are final
     storage: str = "full"              # "lu", "lower", "upper", "full"
+    failed: bool = False               # the pivot is where the run failed
 
 
 def finished_by_position(run) -> np.ndarray:
@@ -217,7 +218,8 @@ def overlays(run, position: int) -> Overlays:
     storage = disp.storage
     if storage == "triangle":
         storage = "lower" if lower_side(run) else "upper"
-    ov = Overlays(storage=storage, finished=finished_columns(run, position))
+    ov = Overlays(storage=storage, finished=finished_columns(run, position),
+                  failed=bool(run.error) and position == failed_position(run))
     step = step_at(run, position)
     if step is None or "matrix" in step.info:
         return ov

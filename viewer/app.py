@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--cond", type=float, default=1e3, metavar="KAPPA",
                      help="condition number for --family cond (default 1e3)")
     src.add_argument("--matrix", metavar="FILE", help="a .npy or .mtx matrix instead of --family")
+    src.add_argument("--values", metavar="ROWS",
+                     help="the matrix typed in, rows separated by ';' (e.g. \"4 1; 1 3\")")
     src.add_argument("--solve", action="store_true",
                      help="LU: then solve Ax = b (b seeded), forward and back substitution "
                           "shown as steps")
@@ -161,6 +163,12 @@ def request_from_args(args, variant: str | None = None,
             raise CliError(str(exc)) from None
         req.family, req.n = "file", req.matrix.shape[0]
         req.source_name = os.path.basename(args.matrix)
+    elif args.values:
+        try:
+            req.matrix = matrices.parse_matrix(args.values)
+        except matrices.MatrixError as exc:
+            raise CliError(f"--values: {exc}", 2) from None
+        req.family, req.n = "typed", req.matrix.shape[0]
     elif req.family == "sycl4":
         req.n = 4
     return req
@@ -189,6 +197,8 @@ def _check_args(args, parser) -> None:
                      "or --pick RULE")
     if args.replay and args.algorithm:
         parser.error("give either --replay or --algorithm, not both")
+    if args.matrix and args.values:
+        parser.error("give either --matrix FILE or --values ROWS, not both")
     if args.pick and (args.replay or (args.algorithm and args.algorithm != "lu")):
         parser.error("--pick eliminates a matrix (LU): give --matrix or --family, "
                      "not --replay or another --algorithm")

@@ -285,6 +285,8 @@ class MatrixView(pg.GraphicsLayoutWidget):
         _set_rect(self.multipliers, ov.multipliers)
         _set_rect(self.pivot, None if ov.pivot is None else
                   (ov.pivot[0], ov.pivot[0] + 1, ov.pivot[1], ov.pivot[1] + 1))
+        colour = themes.MARKERS["fail"] if ov.failed else themes.OVERLAYS["pivot"]
+        self.pivot.setPen(_pen(colour, (4 if ov.failed else 3) * self.theme.pen_scale))
         self.swaps.setPath(_row_bands(ov.swapped_rows, rows, cols))
         self.unused.setPath(_unused_path(ov.storage, min(rows, cols)) if rows == cols
                             else QtGui.QPainterPath())

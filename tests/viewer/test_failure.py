@@ -53,8 +53,10 @@ def test_the_window_opens_at_the_failure_with_its_value(window, failed, qtbot):
     view = window.main_view.matrix
     qtbot.wait(20)
     image = grab(view)
-    edge = view.view_to_widget(2.5, 2.0)             # top edge of the pivot cell
-    assert close(image[edge.y() - 2:edge.y() + 3, edge.x()], themes.OVERLAYS["pivot"]).any()
+    edge = view.view_to_widget(2.5, 2.0)             # top edge of the pivot cell, in red
+    assert close(image[edge.y() - 2:edge.y() + 3, edge.x()], themes.MARKERS["fail"], 40).any()
+    assert analysis.overlays(window.model.run, 7).failed
+    assert not analysis.overlays(window.model.run, 6).failed
 
 
 def test_a_replayed_failure_opens_where_it_failed(window, failed, tmp_path):
