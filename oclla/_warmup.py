@@ -116,6 +116,14 @@ def warmup(dtype=None, *, queue=None) -> Warmup:
         The dtypes and orders covered, and the programs built: afterwards a call of
         any public routine at any order builds no program in this process
         (:func:`oclla._programs.build_count`).
+
+    Raises
+    ------
+    TypeError
+        A dtype other than float32 or float64.
+    oclla.DeviceError
+        float64 asked of a device without ``cl_khr_fp64``, or a kernel family
+        that fails to build or run with every parameter set.
     """
     queue = resolve_queue(queue)
     if dtype is None:
