@@ -107,30 +107,27 @@ def child(args) -> None:
                                  for b in _programs.builds()]}), flush=True)
 
 
-def table(lines: list, listing: bool) -> str:
-    rows = [json.loads(line) for line in lines if line.startswith("{")]
-    out = []
-    head = rows[0]
-    out.append(f"device: {head['device']} ({head['platform']})")
-    for r in rows[1:]:
-        if "warmup" in r:
-            out.append(f"warmup: {r['warmup']:.2f} s, {r['built']} programs built "
-                       f"in {r['build_s']:.2f} s")
-    out.append(f"{'n':>6} {'routine':<15} {'first ms':>10} {'second ms':>10} "
-               f"{'built':>6} {'build s':>8} {'beyond run ms':>14}")
-    for r in rows:
-        if "routine" in r:
-            out.append(f"{r['n']:>6} {r['routine']:<15} {r['first_ms']:>10.1f} "
-                       f"{r['second_ms']:>10.1f} {r['built']:>6} {r['build_s']:>8.2f} "
-                       f"{r['first_ms'] - r['second_ms']:>14.1f}")
-    total = rows[-1]
-    if "total_built" in total:
-        out.append(f"process total: {total['total_built']} programs built in "
-                   f"{total['total_build_s']:.2f} s")
-        if listing:
-            for source, options, seconds in total["builds"]:
-                out.append(f"  {seconds:7.2f} s  {source}  {options}")
-    return "\n".join(out)
+HEADER = (f"{'n':>6} {'routine':<15} {'first ms':>10} {'second ms':>10} {'built':>6} "
+          f"{'build s':>8} {'beyond run ms':>14}")
+
+
+def row_text(r: dict, listing: bool) -> str:
+    """The table's lines for one JSON object of the child's."""
+    if "device" in r:
+        return f"device: {r['device']} ({r['platform']})\n{HEADER}"
+    if "warmup" in r:
+        return (f"warmup: {r['warmup']:.2f} s, {r['built']} programs built in "
+                f"{r['build_s']:.2f} s")
+    if "routine" in r:
+        return (f"{r['n']:>6} {r['routine']:<15} {r['first_ms']:>10.1f} "
+                f"{r['second_ms']:>10.1f} {r['built']:>6} {r['build_s']:>8.2f} "
+                f"{r['first_ms'] - r['second_ms']:>14.1f}")
+    text = (f"process total: {r['total_built']} programs built in "
+            f"{r['total_build_s']:.2f} s")
+    if listing:
+        text += "".join(f"\n  {seconds:7.2f} s  {source}  {options}"
+                        for source, options, seconds in r["builds"])
+    return text
 
 
 def main(argv=None) -> int:
@@ -157,18 +154,19 @@ def main(argv=None) -> int:
                ",".join(args.routines)]
     command += ["--device", args.device] if args.device else []
     command += ["--warmup"] if args.warmup else []
+    print(f"cache: {args.cache}, dtype: {args.dtype}", flush=True)
     with tempfile.TemporaryDirectory(prefix="oclla-cold-") as empty:
         env = dict(os.environ)
         if args.cache == "cold":
             env.update(XDG_CACHE_HOME=empty, CUDA_CACHE_PATH=empty, CUDA_CACHE_DISABLE="1",
                        POCL_CACHE_DIR=empty)
-        run = subprocess.run(command, env=env, capture_output=True, text=True)
-    if run.returncode != 0:
-        sys.stderr.write(run.stdout + run.stderr)
-        return run.returncode
-    print(f"cache: {args.cache}, dtype: {args.dtype}")
-    print(table(run.stdout.splitlines(), args.list))
-    return 0
+        with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as proc:
+            for line in proc.stdout:
+                if line.startswith("{"):
+                    print(row_text(json.loads(line), args.list), flush=True)
+                else:
+                    print(line, end="", flush=True)
+        return proc.returncode
 
 
 if __name__ == "__main__":
