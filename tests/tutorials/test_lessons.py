@@ -7,8 +7,9 @@
   by nbclient in a fresh ipykernel started in ``tutorials/``), with the same
   checks; skipped where nbclient or ipykernel is not installed.
 * Each ``check_exercise_N`` accepts the teacher's solution
-  (``tutorials/solutions/lessonNN.py``), rejects a typical wrong answer and
-  the placeholder ``None``.
+  (``tutorials/solutions/lessonNN.py``) and the other right answers in
+  ``ALSO_RIGHT``, and refuses every wrong answer in ``WRONG`` (those instructors
+  tried) and the placeholder ``None``.
 * A lesson whose API is not available yet (its ``REQUIRES``) is skipped with
   the missing names as the reason.
 """
@@ -290,6 +291,7 @@ def test_lesson_runs_as_a_notebook(path, tmp_path, monkeypatch):
     for key, value in _lesson_env(tmp_path).items():     # the kernel inherits these
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     notebook = jupytext.read(path)
     nbclient.NotebookClient(notebook, timeout=LESSON_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(TUTORIALS)}}).execute()
