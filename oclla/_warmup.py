@@ -2,7 +2,10 @@
 
 A program is built once per process for each (context, source, options); its options
 depend on the dtype, the device's parameters and the variant of an algorithm (which
-triangle, which transpose), never on the sizes of the data.  :func:`warmup` calls each
+triangle, which transpose), and on the sizes of the data only through a few classes:
+the divisibility of the order by a vector width (the per-pivot LU kernels), the route a
+blocked method takes (one leaf, several blocks, above its SMALL_N), and 64-bit indices
+for operands of 2³¹ elements or more.  :func:`warmup` calls each
 public routine in each of its variants at a few orders chosen from the device's block
 sizes, so that every code path (a single leaf, several block columns, above each
 SMALL_N) has run once: afterwards a call at any order builds nothing in this process,
@@ -33,9 +36,10 @@ class Warmup(NamedTuple):
 
 def warmup_orders(queue, dtype) -> tuple:
     """The orders :func:`warmup` calls each routine at: 1, 2, 3, 4, 8 and 16 (every
-    divisibility class of a vector width up to 16: a per-pivot kernel's width follows the
-    order), one above the Cholesky's leaf, one spanning a few blocks of each blocked method, and one past each method's
-    SMALL_N (the order above which the blocked methods change their route)."""
+    divisibility class of a vector width up to 16: a per-pivot kernel's width follows
+    the order), one above the Cholesky's leaf, one spanning a few blocks of each blocked
+    method and of the TRSM, and one past each method's SMALL_N (the order above which
+    the blocked methods change their route)."""
     lu, chol = params(queue, "lu", dtype), params(queue, "chol", dtype)
     trsm = params(queue, "trsm", dtype)
     orders = {1, 2, 3, 4, 8, 16, chol["LEAF"] + 1, 2 * chol["NB"] + 3, 2 * lu["NB"] + 3,
@@ -48,8 +52,9 @@ def _spd(n: int, dtype, rng) -> np.ndarray:
     return (x @ x.T / n + np.eye(n)).astype(dtype)
 
 
-#: The per-pivot (teaching) methods run at orders up to this only: their programs do
-#: not depend on the order either, and their host loops take a launch per pivot.
+#: The per-pivot (teaching) methods run at orders up to this only: their programs follow
+#: the order's small divisibility classes alone, and their host loops take a launch per
+#: pivot.
 TEACHING_ORDERS = 200
 
 
