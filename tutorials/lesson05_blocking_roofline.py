@@ -251,12 +251,13 @@ for n in (512, 1024):
 points["blocked", 1024] = lu_points(1024, "blocked")
 pivot_launches = len(points["per-pivot", 1024][2].kernels)
 print(f"{'LU':<10} {'n':>5} {'MiB':>5} {'flop/byte':>9} {'GFLOP/s median':>15} "
-      f"{'(min – max)':>16} {'ceiling here':>12}")
+      f"{'(min – max)':>16} {'ceiling here':>12} {'of ceiling':>10}")
 for (kind, n), (intensity, (med, lo, hi), _) in points.items():
     mib = n * n * 4 / 2 ** 20
     bw = stream[min(sizes_mib, key=lambda s: abs(np.log(s / mib)))][0]   # nearest size
+    ceiling = min(peak, intensity * bw)
     print(f"{kind:<10} {n:5d} {mib:5.0f} {intensity:9.3f} {med:15.2f}   "
-          f"({lo:5.2f} – {hi:5.2f}) {min(peak, intensity * bw):12.2f}")
+          f"({lo:5.2f} – {hi:5.2f}) {ceiling:12.2f} {med / ceiling:10.0%}")
 for n, guess in predicted_pivot_gflops.items():
     if guess is not None:
         print(f"per-pivot n = {n}: you predicted {guess}, measured "
@@ -288,7 +289,9 @@ if plt is not None:
 #   bandwidth *at its own size*: its matrix shrinks step by step and a 1 MiB
 #   or 4 MiB matrix stays in cache, so the DRAM slope is the wrong roof for
 #   it. Compare its measured GFLOP/s with the "ceiling here" column: the gap
-#   is what its short launches cost (Lesson 3);
+#   is what its short launches cost (Lesson 3). (A share above 100% would
+#   say the roof is still wrong: the data sat in a faster cache than the
+#   stream sizes measured, or the kernel reuses entries between steps);
 # * the blocked LU's intensity is far higher: `blocked_lu_bytes` counts one
 #   read and one write of the trailing matrix per block column, so the
 #   intensity is about $n_b/4$ flop/byte instead of $1/4$, because the GEMM
