@@ -335,8 +335,10 @@ class MatrixView(pg.GraphicsLayoutWidget):
         font.setPixelSize(max(self.text_px, 1))
         for item, v, text in zip(self.numbers[:rows * cols], a.ravel(), texts):
             item.setVisible(self.text_px > 0)
-            item.setFont(font)
-            item.setText(text)
+            if item.textItem.font().pixelSize() != font.pixelSize():
+                item.setFont(font)
+            if item.textItem.toPlainText() != text:
+                item.setText(text)
             if not text:
                 continue
             item.setColor("#FFFFFF" if not np.isfinite(v) or abs(v) > 0.55 * self.vmax

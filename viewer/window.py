@@ -276,7 +276,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.main_view.show_factors = m.substeps
         if "recording" in changes:
             self._show_recording()
-        if "compare" in changes:
+        if "compare" in changes and self.timeline.runs != [run, m.compare_run]:
             self.compare_view.setVisible(m.compare_run is not None)
             self.timeline.set_runs(run, m.compare_run)
             self._name_views()
