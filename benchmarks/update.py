@@ -15,6 +15,10 @@ machine's load hits them alike.  GFLOP/s of the update count 3k·n² + 3k·n
 triangle read and written once, V read and written once per panel; the
 speedups are refactorization time / update time.  err is the update's
 backward error ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε) (oclla.accuracy).
+
+On a machine whose cores are shared with other work, a multi-threaded
+OpenBLAS behind scipy spins and slows down tenfold or more; set
+``OPENBLAS_NUM_THREADS=1`` there (and say so beside the numbers).
 """
 
 import argparse

@@ -34,13 +34,12 @@
  *     i0  +---------+--------------+   factor_panel  one work-group: compute_row
  *         | \  P    |      T       |                 and apply_row within the nb x nb
  *         |   \     |              |                 triangle P, row after row
- *   i0+nb +---------+--------------+   apply_panel   one work-item per column j of T:
+ *   i0+nb +---------+--------------+   apply_panel   per work-item VW columns j of T:
  *                                                    the panel's nb x k rotations,
  *     V(i0:i0+nb, :) is consumed by P; V(j, :)       V(j, :) in registers KB columns
  *     for j in T is rotated by apply_panel.          at a time, R(i0:i0+PANEL, j) in
  *                                                    registers across them; no
- *                                                    barriers, no local memory;
- *                                                    VW columns per item
+ *                                                    barriers, no local memory
  *
  * info (one int, 0 on entry): Compute that finds R(i,i)^2 + sign V(i,p)^2
  * not > 0 (or NaN), or R(i,i) = 0, stores i + 1, the order of the leading

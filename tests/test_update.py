@@ -63,7 +63,7 @@ def test_accuracy_against_scipy(queue, dtype, method):
 def test_methods_agree_and_other_triangle_kept(queue, dtype):
     """cho_factor's other triangle (the input's values) comes back unchanged."""
     n, k = 2 * P + 5, 4
-    at, _, v = problem(n, k, 1, dtype)
+    _, _, v = problem(n, k, 1, dtype)
     a = spd(n, dtype)
     for lower in (False, True):
         c, _ = oclla.cho_factor(a, lower=lower, queue=queue)
