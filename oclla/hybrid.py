@@ -15,7 +15,9 @@ towards the middle of the matrix and shrinks after it: wide blocks at both
 ends, halving towards the centre and doubling after it (:func:`block_schedule`).
 Whether the overlap pays depends on how the host's LAPACK compares with the
 device's own leaf kernels and on the transfer cost; ``benchmarks/hybrid.py``
-measures it against :func:`oclla.cholesky`.
+measures it against :func:`oclla.cholesky`.  Where the device is the host's own
+CPU (PoCL), a multi-threaded host BLAS competes with the device's threads for
+the same cores: limit it to one thread (``OPENBLAS_NUM_THREADS=1``).
 """
 
 from __future__ import annotations
