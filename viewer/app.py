@@ -308,7 +308,7 @@ def _pick(window, args) -> None:
         raise CliError(window.message.text())
     if args.pick != "click":
         window.game.finish()
-        window.start_picking_view()
+        window.show_game()
 
 
 def _populate(window, args, headless: bool) -> None:

@@ -5,7 +5,8 @@ it, and the rows it interchanged (``info["swaps"]``).  That is enough to show
 the step as the four moves a student does by hand, every value taken from
 the recording (the viewer does no arithmetic of the factorization)::
 
-    search       the column below the pivot, its largest |a_ik| marked
+    search       the column below the pivot, its largest |a_ik| marked ("pivot"
+                 without partial pivoting: a_kk as it is)
     swap         rows k and p interchanged            (skipped when p = k)
     multipliers  l_ik = a_ik / a_kk written below the pivot
     update       a_ij <- a_ij - l_ik u_kj: the recorded matrix after the step
@@ -33,6 +34,7 @@ from oclla import accuracy
 from . import analysis, registry
 
 FORMULAS = {
+    "pivot": "pivot: a_{k}{k} = {v}, taken as it is ({how}: no search, no swap)",
     "search": "pivot search: p = argmax_{{i ≥ {k}}} |a_i{k}| → row {p}: a_{p}{k} = {v}",
     "swap": "swap rows {k} ↔ {p}: P ← P_{k} P, the whole rows (L part included)",
     "multipliers": "multipliers: l_i{k} = a_i{k} / a_{k}{k} for i > {k}  (a_{k}{k} = {v})",
@@ -48,8 +50,8 @@ RIGHT_LOOKING = ("inplace", "pick")
 class Frame:
     """One sub-step: what the matrix holds and what to point at.
 
-    ``columns`` is the column searched (rows ``k..n``); ``finished`` the L
-    columns complete in ``matrix``; ``perm`` the row order so far (PA is
+    ``k`` is the column eliminated and ``pivot_row`` the row its pivot comes
+    from; ``finished`` the L columns complete in ``matrix``; ``perm`` the row order so far (PA is
     ``A[perm]``); ``check`` the matrix and finished count for which PA = L·Ũ
     holds exactly (the multipliers frame checks against the one before it).
     """
@@ -106,9 +108,12 @@ def substeps(run, position: int) -> list:
     perm1[[k, p]] = perm1[[p, k]]
     mult = swapped.copy()
     mult[k + 1:, k] = after[k + 1:, k]
-    words = dict(k=k, p=p, v=_fmt(float(swapped[k, k])))
+    pivoting = str(run.params.get("pivoting", "partial"))
+    words = dict(k=k, p=p, v=_fmt(float(swapped[k, k])),
+                 how=registry.PIVOTING_NAMES.get(pivoting, pivoting))
     text = {name: f.format(**words) for name, f in FORMULAS.items()}
-    frames = [Frame("search", k, p, before, text["search"], k, perm0, (before, k))]
+    first = "search" if pivoting == "partial" else "pivot"
+    frames = [Frame(first, k, p, before, text[first], k, perm0, (before, k))]
     if p != k:
         frames.append(Frame("swap", k, p, swapped, text["swap"], k, perm1, (swapped, k)))
     frames += [Frame("multipliers", k, p, mult, text["multipliers"], k + 1, perm1,
@@ -124,8 +129,8 @@ def frame_overlays(run, position: int, frame: Frame) -> analysis.Overlays:
     k, p = frame.k, frame.pivot_row
     ov.finished = k
     ov.multipliers = None
-    if frame.name == "search":
-        ov.active = (k, n, k, k + 1)
+    if frame.name in ("search", "pivot"):
+        ov.active = (k, n, k, k + 1) if frame.name == "search" else None
         ov.pivot = (p, k)
         ov.swapped_rows = []
     elif frame.name == "swap":

@@ -15,7 +15,7 @@ import numpy as np
 from . import analysis, lu_steps
 
 CHANGES = ("recording", "position", "kernel", "playback", "compare", "presentation",
-           "substeps", "look")
+           "substeps")
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 """Playback speeds in steps per second."""

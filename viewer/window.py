@@ -606,7 +606,7 @@ class MainWindow(QtWidgets.QMainWindow):
         except (PickError, oclla.DeviceError, ValueError) as exc:
             self.show_message(f"Cannot pick pivots: {exc}")
             return
-        self._show_game()
+        self.show_game()
 
     def pick(self, row: int, col: int) -> None:
         """Take (row, col) of the shown matrix as the next pivot."""
@@ -617,7 +617,7 @@ class MainWindow(QtWidgets.QMainWindow):
         except PickError as exc:
             self.show_message(str(exc), "info")
             return
-        self._show_game()
+        self.show_game()
 
     def pick_by_rule(self, rule: str) -> None:
         if self.game is not None and not self.game.done:
@@ -626,17 +626,14 @@ class MainWindow(QtWidgets.QMainWindow):
     def undo_pick(self) -> None:
         if self.game is not None:
             self.game.undo()
-            self._show_game()
+            self.show_game()
 
     def stop_picking(self) -> None:
         self.game = None
         self.pick_bar.hide()
 
-    def start_picking_view(self) -> None:
-        """Show the game as it is now (after picks made through :attr:`game`)."""
-        self._show_game()
-
-    def _show_game(self) -> None:
+    def show_game(self) -> None:
+        """Show the game as it is now (also after picks made through :attr:`game`)."""
         self.model.set_recording(self.game.recording(), position=self.game.k, with_start=True)
         self.pick_bar.show_game(self.game)
         self.message.hide()

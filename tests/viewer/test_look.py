@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from lecture_helpers import close, grab
+from lecture_helpers import close
 from PIL import Image
 from PySide6 import QtGui
-from viewer_testdata import synthetic_recording, synthetic_run
+from viewer_testdata import synthetic_run
 
 from viewer import export, first_runs
 from viewer import theme as themes

@@ -64,6 +64,16 @@ def test_a_wrong_check_is_seen(lu6):
     assert not accuracy.passes(fac.check)
 
 
+def test_without_pivoting_the_first_move_takes_the_diagonal():
+    a = matrices.diagdom(5, seed=1)
+    run = analysis.viewable_runs(record(lambda: oclla.lu_factor(a, method="pivot",
+                                                                pivoting="none")))[0]
+    frames = lu_steps.substeps(run, 2)
+    assert [f.name for f in frames] == ["pivot", "multipliers", "update"]
+    assert frames[0].formula.startswith("pivot: a_11 =") and "no pivoting" in frames[0].formula
+    assert lu_steps.frame_overlays(run, 2, frames[0]).pivot == (1, 1)
+
+
 def test_steps_of_another_shape_have_no_sub_steps():
     a = matrices.random(6, seed=3)
     crout = analysis.viewable_runs(record(lambda: oclla.lu_factor(a, method="pivot",
