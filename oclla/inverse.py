@@ -20,9 +20,9 @@ Methods
     bottom-up, X21 = −X22·T21·X11 by two triangular multiplications (TRMM);
     ``lauum`` splits the same way, R11 = X11ᵀX11 + X21ᵀX21 (SYRK) and
     R21 = X22ᵀ·X21 (TRMM), with ``lauum_block`` (inverse.cl) on the leaves.
-    TRMM is itself recursive: one GEMM per split, and on its leaves a GEMM
-    with the square diagonal block (whose other triangle is zero) into a
-    workspace.
+    TRMM is itself recursive: one GEMM per split, and on its leaves (the
+    diagonal blocks, or up to TRMM_LEAF on GPUs) a GEMM with the square
+    block, whose other triangle is zero, into a workspace.
 ``method="steps"``
     LAPACK's block loops, one trace step per operation, as Macindoe (2013)
     Algorithms 4-7 draw them: ``?trtri`` per block column a TRMM with the
