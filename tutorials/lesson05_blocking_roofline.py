@@ -113,14 +113,17 @@ __kernel void stream_axpy(const float a, __global const float4 *x, __global floa
 
 # Compute ceiling: each work-item keeps 8 independent chains of float8 multiply-adds in
 # registers (independent, so the arithmetic units never wait for a previous result).
+# Written as * and +, not mad(): the compiler fuses them where the hardware can, while
+# mad() is a library call on targets without fused multiply-add (PoCL's generic x86-64
+# CPU target is one, and runs it more than ten times slower).
 FMA_SRC = """
 __kernel void fma_chains(__global float *out, const int iters, const float s)
 {
     float8 v0 = (float8)(get_global_id(0)), v1 = v0 + 1, v2 = v0 + 2, v3 = v0 + 3,
            v4 = v0 + 4, v5 = v0 + 5, v6 = v0 + 6, v7 = v0 + 7;
     for (int i = 0; i < iters; ++i) {   /* 8 chains x 8 lanes x 2 flops per iteration */
-        v0 = mad(v0, s, s); v1 = mad(v1, s, s); v2 = mad(v2, s, s); v3 = mad(v3, s, s);
-        v4 = mad(v4, s, s); v5 = mad(v5, s, s); v6 = mad(v6, s, s); v7 = mad(v7, s, s);
+        v0 = v0 * s + s; v1 = v1 * s + s; v2 = v2 * s + s; v3 = v3 * s + s;
+        v4 = v4 * s + s; v5 = v5 * s + s; v6 = v6 * s + s; v7 = v7 * s + s;
     }
     float8 t = v0 + v1 + v2 + v3 + v4 + v5 + v6 + v7;
     out[get_global_id(0)] = t.s0 + t.s7;    /* uses the result: nothing is optimized away */
@@ -191,12 +194,14 @@ n = 1024
 x32 = rng.standard_normal((n, n)).astype(np.float32)
 host_blas = 2 * n ** 3 / best_of(lambda: x32 @ x32) / 1e9
 print(f"for reference, the host's BLAS (numpy sgemm n = {n}): {host_blas:.1f} GFLOP/s")
+print(f"ridge points P/B: {peak / bw_cache:.2f} flop/byte from cache, "
+      f"{peak / bw_dram:.2f} from DRAM")
 
 # %% [markdown]
 # (If the host's BLAS beats the compute ceiling, the OpenCL compiler did not
-# use the widest vector instructions for `mad`; the host BLAS then shows what
-# the same silicon can do. Either is a *measured* roof; a datasheet peak is an
-# upper bound few kernels reach.)
+# use the widest vector instructions for the chains; the host BLAS then shows
+# what the same silicon can do. Either is a *measured* roof; a datasheet peak
+# is an upper bound few kernels reach.)
 #
 # ## 3. The roofline
 #
@@ -298,9 +303,11 @@ if plt is not None:
 #   reuses every number it loads $n_b$ times. It is no longer
 #   bound by the bandwidth; how close it gets to the compute ceiling depends
 #   on how well its tiles fit the device and on its panels (section 4);
-# * on a CPU device the ridge point $P/B$ is low, so BLAS-2 and BLAS-3 kernels
-#   are not far apart. On a GPU, $P/B$ is typically 10 to 100 flop/byte:
-#   there a BLAS-2 algorithm leaves nearly all of the arithmetic unused.
+# * the ridge points printed in section 2 say how much of the arithmetic a
+#   kernel of intensity $1/4$ can use: at most a fraction $1/(4 I^*)$ of the
+#   compute ceiling. On a CPU device they are a few flop/byte at most; on a
+#   GPU, $P/B$ is typically 10 to 100 flop/byte, and a BLAS-2 algorithm
+#   leaves nearly all of the arithmetic unused.
 #
 # ## 4. Blocked LU
 #
