@@ -368,27 +368,36 @@ for kappa in (1e3, 1e7):
 # is as sequential as the pivots of Lesson 3: unknown $i$ needs all the
 # unknowns after it.
 #
-# A device wants matrix products instead. oclla's `lu_solve` (like MAGMA's
-# `trsm`) cuts $U$ into diagonal blocks $U_{jj}$ of order $n_b$, **inverts
-# the diagonal blocks** in one parallel launch (`trtri_blocks`), and then
-# works block row by block row with matrix products,
-# $x_j = U_{jj}^{-1}\big(b_j - \sum_{k > j} U_{jk} x_k\big)$: a handful of
-# launches instead of $n$ dependent steps. Multiplying by a computed inverse
-# is not substitution, though: its backward error grows with
-# $\kappa(U_{jj})$ (Du Croz and Higham, 1992). A triangular matrix can be
-# its own LU factor, so `lu_solve((T, range(n)), b)` solves with an upper
-# triangular $T$ alone. We measure the **componentwise backward error** (the
-# smallest relative change of each entry of $T$ and $b$ that makes $\hat x$
-# exact, Oettli and Prager),
+# A device wants matrix products instead. `oclla.blas.trsm` cuts $U$ into
+# diagonal blocks $U_{jj}$ of order $n_b$ and works block row by block row,
+# $x_j = U_{jj}^{-1}\big(b_j - \sum_{k > j} U_{jk} x_k\big)$, the sums as matrix
+# products (GEMM). It has two ways to apply $U_{jj}^{-1}$:
+#
+# * `inverse=False`: solve with $U_{jj}$ by substitution in a kernel
+#   (`trsm_block`), one diagonal block after the other;
+# * `inverse=True`: **invert all diagonal blocks** in one parallel launch
+#   (`trtri_blocks`), then multiply by the inverses (GEMM): more parallel, no
+#   substitution on the critical path (MAGMA's `trsm` does the same).
+#
+# Multiplying by a computed inverse is not substitution, though: its backward
+# error grows with $\kappa(U_{jj})$ (Du Croz and Higham, 1992). We measure the
+# **componentwise backward error** (the smallest relative change of each
+# entry of $T$ and $b$ that makes $\hat x$ exact, Oettli and Prager),
 #
 # $$\omega = \max_i \frac{|b - T\hat x|_i}{(|T|\,|\hat x| + |b|)_i},$$
 #
 # in units of $\varepsilon$, for random upper triangular matrices, whose
-# condition number grows like $2^n$ (Viswanath and Trefethen, 1998), against
-# LAPACK's substitution (`scipy.linalg.solve_triangular`):
+# condition number grows like $2^n$ (Viswanath and Trefethen, 1998): both
+# device variants, and LAPACK's substitution on the host
+# (`scipy.linalg.solve_triangular`).
 
 # %%
+import pyopencl.array as cl_array
 import scipy.linalg
+
+from oclla import blas
+
+queue = oclla.get_queue()
 
 
 def componentwise_backward_error(t, x, rhs):
@@ -397,32 +406,45 @@ def componentwise_backward_error(t, x, rhs):
     return (residual / (np.abs(t) @ np.abs(x) + np.abs(rhs))).max() / accuracy.eps(np.float64)
 
 
-print(f"{'n':>4} {'κ₁(T)':>9} {'ω device (ε)':>13} {'ω substitution (ε)':>19}   device kernels")
+def device_trsm(t, rhs, inverse):
+    """Solve the upper triangular t x = rhs with oclla.blas.trsm on the device."""
+    t_dev = cl_array.to_device(queue, t)
+    x_dev = cl_array.to_device(queue, rhs.reshape(-1, 1).copy())
+    blas.trsm(queue, len(rhs), 1, blas.view_of(t_dev), blas.view_of(x_dev),
+              dtype=np.float64, lower=False, inverse=inverse)
+    return x_dev.get().ravel()
+
+
+print("ω in units of ε; device: inverted blocks and substitution, host: LAPACK")
+print(f"{'n':>4} {'κ₁(T)':>9} {'inverted blocks':>16} {'substitution':>13} {'LAPACK':>8}")
 for n_t in (8, 16, 24, 32, 48):
     T = np.triu(np.random.default_rng(n_t).standard_normal((n_t, n_t)))
     rhs = T @ np.ones(n_t)
-    with oclla.record() as rec:
-        x_device = oclla.lu_solve((T, np.arange(n_t)), rhs)
-    x_host = scipy.linalg.solve_triangular(T, rhs)
-    names = [k.name for k in rec.runs[-1].kernels]
-    print(f"{n_t:4d} {np.linalg.cond(T, 1):9.1e} "
-          f"{componentwise_backward_error(T, x_device, rhs):13.2g} "
-          f"{componentwise_backward_error(T, x_host, rhs):19.2g}   "
-          + ", ".join(f"{name} x{names.count(name)}" for name in sorted(set(names))))
+    omegas = [componentwise_backward_error(T, x, rhs)
+              for x in (device_trsm(T, rhs, True), device_trsm(T, rhs, False),
+                        scipy.linalg.solve_triangular(T, rhs))]
+    print(f"{n_t:4d} {np.linalg.cond(T, 1):9.1e} {omegas[0]:16.2g} {omegas[1]:13.2g} "
+          f"{omegas[2]:8.2g}")
+
+with oclla.record() as rec:
+    oclla.lu_solve(oclla.lu_factor(T), rhs)
+solve_kernels = {k.name for k in rec.runs[-1].kernels}
+print("on this device lu_solve", "inverts the diagonal blocks (trtri_blocks)"
+      if "trtri_blocks" in solve_kernels else "solves the diagonal blocks by substitution")
 
 # %% [markdown]
-# Apart from the one `laswp` (the row interchanges, none here), the kernels
-# come in pairs: one solve with $L$ (the identity here), one with $T$.
-# Substitution's $\omega$ stays of order 1 whatever $\kappa(T)$; the block
-# inverses' grows with the condition number of the diagonal blocks (at these
-# sizes the matrix is a single block or a few). This is a trade of stability for
-# parallelism, and it is why it matters which triangular matrices reach the
-# solver: the factors of a pivoted LU or of a Cholesky factorization usually
-# have well-conditioned diagonal blocks (the small solve errors of section 4
-# say so for those matrices), while an arbitrary ill-conditioned triangular
-# matrix does not. Where it matters, solve by substitution, or repair the
-# solution with a step of iterative refinement (Lesson 7), which needs only a
-# residual in higher precision.
+# Substitution's $\omega$, on the device as on the host, stays of order 1
+# whatever $\kappa(T)$; the inverted blocks' grows with the condition number
+# of the diagonal blocks (at these sizes the matrix is a single block or a
+# few). Which of the two `lu_solve` uses is a per-device choice of speed (the
+# last line says which one this device makes). It is a trade of stability
+# for parallelism, and it is why it matters which triangular matrices reach
+# the solver: the factors of a pivoted LU or of a Cholesky factorization
+# usually have well-conditioned diagonal blocks (the small solve errors of
+# section 4 say so for those matrices), while an arbitrary ill-conditioned
+# triangular matrix does not. Where it matters, solve by substitution, or
+# repair the solution with a step of iterative refinement (Lesson 7), which
+# needs only a residual in higher precision.
 #
 # ## Exercises
 #
