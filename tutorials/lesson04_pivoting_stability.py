@@ -246,7 +246,8 @@ for n in (16, 32, 64, 128):
     print(f"{n:4d} {np.sqrt(n):6.1f} {np.mean(partial):20.2f} "
           f"{np.mean(partial) / np.sqrt(n):13.2f} {np.mean(complete):21.2f}")
 W40 = wilkinson(40)
-print(f"Wilkinson's matrix, n = 40: partial {accuracy.growth_factor(W40, oclla.lu_factor(W40)[0]):.3g}, "
+partial_w40 = accuracy.growth_factor(W40, oclla.lu_factor(W40)[0])
+print(f"Wilkinson's matrix, n = 40: partial {partial_w40:.3g}, "
       f"complete {growth_complete_pivoting(W40):.3g}")
 
 # %% [markdown]
