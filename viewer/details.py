@@ -100,8 +100,23 @@ class DetailsPanel(QtWidgets.QWidget):
         layout.addWidget(self.legend)
         self._rows: list = []
 
+    def _fit_text(self) -> None:
+        """Wrapped labels keep the height their text needs (the panel scrolls instead)."""
+        for label in (self.summary, self.legend):
+            label.setMinimumHeight(max(label.heightForWidth(max(label.width(), 1)), 0))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_text()
+
+    def changeEvent(self, event) -> None:       # a bigger font wraps into more lines
+        super().changeEvent(event)
+        if event.type() == QtCore.QEvent.Type.FontChange:
+            self._fit_text()
+
     def show_position(self, run, position: int, kernel_indices: list, selected) -> None:
         self.summary.setText(step_summary(run, position))
+        self._fit_text()
         kernels = run.kernels
         self._rows = list(kernel_indices)
         self.table.setRowCount(len(self._rows))
@@ -125,6 +140,7 @@ class DetailsPanel(QtWidgets.QWidget):
         """The colours this run uses: its phases, its kernels, the outlines that its
         algorithm draws, and what the lines and grey cells mean in this theme."""
         self.legend.setText(legend_html(run, theme))
+        self._fit_text()
 
     def _row_clicked(self, row: int, _col: int) -> None:
         if 0 <= row < len(self._rows):

@@ -49,6 +49,8 @@ class RunDialog(QtWidgets.QDialog):
                 item.setToolTip(missing)
                 item.setText(f"{spec.label} (not available)")
         self.variant = QtWidgets.QComboBox()
+        self.variant.setSizeAdjustPolicy(            # variant names in full
+            QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.pivoting = QtWidgets.QComboBox()
         self.block = QtWidgets.QSpinBox()
         self.block.setRange(0, 1024)

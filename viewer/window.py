@@ -93,6 +93,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.views.addWidget(self.main_view)
         self.views.addWidget(self.compare_view)
         self.run_choice = QtWidgets.QComboBox()
+        self.run_choice.setSizeAdjustPolicy(
+            QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.run_choice.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
         self.run_choice.currentIndexChanged.connect(self._run_chosen)
         self.run_choice.setVisible(False)
@@ -134,7 +136,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.details.kernel_selected.connect(self.model.select_kernel)
         self.timeline_dock = self._dock("Timeline", self.timeline,
                                         QtCore.Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.details_dock = self._dock("Step", self.details,
+        details_scroll = QtWidgets.QScrollArea()       # larger fonts scroll, never clip
+        details_scroll.setWidgetResizable(True)
+        details_scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        details_scroll.setWidget(self.details)
+        self.details_dock = self._dock("Step", details_scroll,
                                        QtCore.Qt.DockWidgetArea.RightDockWidgetArea)
 
         self.status = QtWidgets.QLabel("")

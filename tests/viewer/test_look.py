@@ -142,3 +142,29 @@ def test_a_gif_keeps_the_outline_colours_and_rests_on_its_last_frame(tmp_path):
             assert close(rgb[7:8], themes.OVERLAYS["kernel"], 0).all()
             assert close(rgb[22:23], themes.OVERLAYS["pivot"], 0).all()
     assert durations[:3] == [250, 250, 250] and durations[3] >= 1000 * export.LAST_FRAME_HOLD
+
+
+def test_bigger_fonts_scroll_the_step_panel_instead_of_clipping_it(window, recordings,
+                                                                   qtbot):
+    window.open_recording(recordings["lu8"])
+    window.model.go_to(3)
+    for _ in range(6):
+        window.do_font_bigger()
+    scroll = window.details_dock.widget()
+    assert scroll.widget() is window.details and scroll.widgetResizable()
+    summary = window.details.summary
+    legend = window.details.legend
+    for label in (summary, legend):        # every wrapped line shown (the panel scrolls)
+        qtbot.waitUntil(lambda lab=label: lab.height() >= lab.heightForWidth(lab.width()))
+
+
+def test_variant_names_are_shown_in_full(qtbot):
+    from viewer.run_dialog import RunDialog
+    from viewer.runner import RunRequest
+    dialog = RunDialog(None, RunRequest(algorithm="cholesky"), lambda: [])
+    qtbot.addWidget(dialog)
+    dialog.show()
+    fm = dialog.variant.fontMetrics()
+    widest = max(fm.horizontalAdvance(dialog.variant.itemText(i))
+                 for i in range(dialog.variant.count()))
+    assert dialog.variant.width() >= widest
