@@ -36,7 +36,7 @@ as a power of ten ("3e-09") instead of in fixed point."""
 MIN_TEXT_PX = 7
 """Below this font size (pixels) the cells carry no numbers."""
 
-CELL_FILL = 0.86
+CELL_FILL = 0.92
 """The widest number takes at most this fraction of a cell's width."""
 
 

@@ -39,8 +39,7 @@ def test_an_8x8_on_a_1080p_screen_has_numbers_of_at_least_28_px(lu8, qtbot):
     assert view.text_px >= 28
     image = grab(view)
     heights = [text_height(view, image, r, c) for r in (0, 3, 7) for c in (0, 5, 7)]
-    # the glyphs drawn are as tall as the font says (digits are about 0.73 em)
-    assert min(heights) >= 0.65 * view.text_px, heights
+    assert min(heights) >= 28, heights          # the digits drawn, measured in the pixels
     # nothing clipped: the last row and column lie inside the widget
     corner = view.view_to_widget(8, 8)
     assert 0 < corner.x() <= view.width() and 0 < corner.y() <= view.height()
