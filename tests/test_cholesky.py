@@ -136,15 +136,15 @@ def test_row_leaf_shapes(queue):
     assert not row_leaf(dict(p, ROW_LEAF=0))
     # LEAF 72 has no row kernel: the spread leaf's register rule applies again
     assert "registers" in _params.check("chol", dict(p, LEAF=72), info, 4)
-    assert "ROW_LEAF and FUSE_LEAF 0 or 1" in _params.check("chol", dict(p, ROW_LEAF=2),
-                                                             info, 4)
+    assert "ROW_LEAF must be one of 0, 1" in _params.check("chol", dict(p, ROW_LEAF=2),
+                                                            info, 4)
 
 
 def test_leaf_larger_than_local_memory_is_refused(queue):
     info = oclla.device_info(queue)
     leaf = int(np.sqrt(info.local_mem_size / 4)) + 1
     p = dict(NB=64, LEAF=leaf, WG=1024, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0,
-             ROW_LEAF=0)
+             ROW_LEAF=0, FUSE_LEAF=0)
     assert "local memory" in _params.check("chol", p, info, 4)
 
 

@@ -60,7 +60,8 @@ def test_crout_shapes_that_cannot_run_are_refused(queue):
     info = oclla.device_info(queue)
     base = dict(_params.params(queue, "crout", np.float32))
     assert "local memory" in _params.check("crout", dict(base, KC=1 << 22), info, 4)
-    assert "powers of two" in _params.check("crout", dict(base, CL=2 * base["WG"]), info, 4)
+    assert "CL <= WG" in _params.check("crout", dict(base, CL=2 * base["WG"]), info, 4)
+    assert "CL must be" in _params.check("crout", dict(base, CL=3), info, 4)
     assert "multiple of 4" in _params.check("crout", dict(base, KC=6), info, 4)
     assert _params.check("crout", base, info, 4) is None
 
@@ -122,7 +123,7 @@ def test_window_shapes_that_cannot_run_are_refused(queue):
     info = oclla.device_info(queue)
     base = dict(_params.params(queue, "window", np.float32))
     assert "[1, WG]" in _params.check("window", dict(base, W=2 * base["WG"]), info, 4)
-    assert "[1, WG]" in _params.check("window", dict(base, W=0), info, 4)
+    assert "W must be an integer >= 1" in _params.check("window", dict(base, W=0), info, 4)
     assert "power of two" in _params.check("window", dict(base, WG=3), info, 4)
     huge = dataclasses.replace(info, max_work_group_size=1 << 20, max_work_item_sizes=(1 << 20,))
     assert "local memory" in _params.check("window", dict(W=1 << 20, WG=1 << 20), huge, 4)
