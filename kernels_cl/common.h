@@ -41,6 +41,13 @@ typedef float16 real16;
 #define REAL_MIN FLT_MIN
 #endif
 
+/* a * b + c for the kernels' inner products.  Not fma(): OpenCL's fma() must round
+ * once, so on a target without fused multiply-add (PoCL's generic x86-64 build)
+ * it is a library call some twenty times slower than a multiply and an add,
+ * while a * b + c is contracted to one fused multiply-add wherever the hardware
+ * has it (FP_CONTRACT is on by default in OpenCL C). */
+#define MUL_ADD(a, b, c) ((a) * (b) + (c))
+
 /* Vector of W reals (W = 1, 2, 4, 8, 16) and its unaligned load/store;
  * REALV(1) is real itself. */
 #define real1 real

@@ -30,7 +30,7 @@ void form_u12(__local const real *li, __local const real *a12, __local real *u12
         const int k = t / cols, j = t % cols;
         real s = a12[t];
         for (int q = 0; q < k; q++)
-            s = fma(li[k * LW + q], a12[q * cols + j], s);
+            s = MUL_ADD(li[k * LW + q], a12[q * cols + j], s);
         u12[t] = s;
     }
 }
@@ -92,7 +92,7 @@ void flat_update_tile(__global real *a, const int lda, const int n, const int c,
         for (int i = 0; i < WPT_M; i++)
             #pragma unroll
             for (int j = 0; j < WPT_N; j++)
-                acc[i][j] = fma(-l21[(ty * WPT_M + i) * LW + k], u12[k * TILE_N + tx + j * NX],
+                acc[i][j] = MUL_ADD(-l21[(ty * WPT_M + i) * LW + k], u12[k * TILE_N + tx + j * NX],
                                 acc[i][j]);
     EACH_ENTRY(a[AT(row, col, lda)] = acc[i][j];)
 }

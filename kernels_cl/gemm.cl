@@ -95,7 +95,7 @@ void direct_block(const int full, const int M, const int N, const int K, const r
             const REALV(VW) a = (REALV(VW))(A_ELEM(min(row0 + i, last), k));
             #pragma unroll
             for (int v = 0; v < NV; v++)
-                acc[i][v] = fma(a, b[v], acc[i][v]);
+                acc[i][v] = MUL_ADD(a, b[v], acc[i][v]);
         }
     }
 

@@ -230,7 +230,7 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
             for (int i = 0; i < WPT_M; i++)
                 #pragma unroll
                 for (int j = 0; j < WPT_N; j++)
-                    acc[i][j] = fma(a[i], b[j], acc[i][j]);
+                    acc[i][j] = MUL_ADD(a[i], b[j], acc[i][j]);
         }
         if (t + 1 < slabs) {                       /* registers -> the other buffer */
             __local real *an = As + (cur ^ 1) * TILE_K * LDAS;

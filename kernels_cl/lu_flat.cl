@@ -71,7 +71,7 @@ __kernel void flat_solve(__global real *a, const int lda, const int n, const int
     for (int k = 1; k < LW; k++)
         #pragma unroll
         for (int q = 0; q < k; q++)
-            v[k] = fma(-a[AT(rowmap[c + k], c + q, lda)], v[q], v[k]);
+            v[k] = MUL_ADD(-a[AT(rowmap[c + k], c + q, lda)], v[q], v[k]);
     #pragma unroll
     for (int k = 0; k < LW; k++)
         a[AT(rowmap[c + k], col, lda)] = v[k];

@@ -303,7 +303,7 @@ void store_l11_inverse(__local const real *l11, const int w, __global real *linv
         for (int k = 1; k < LW; k++)
             #pragma unroll
             for (int q = 0; q < k; q++)
-                v[k] = fma(-l11[k * LW + q], v[q], v[k]);
+                v[k] = MUL_ADD(-l11[k * LW + q], v[q], v[k]);
         #pragma unroll
         for (int k = 0; k < LW; k++)
             linv[k * LW + t] = k > t && k < w && t < w ? v[k] : ZERO;
@@ -389,7 +389,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #if PREV
 /* The chunk's items subtract the previous leaf's L21 U12 from their rows (its
  * L21 from the stage's second half, where load_chunk put it). */
-#define PREV_ENTRY(j, s, i) if ((i) < LW) X(s, i) = fma(-l, uk[i], X(s, i));
+#define PREV_ENTRY(j, s, i) if ((i) < LW) X(s, i) = MUL_ADD(-l, uk[i], X(s, i));
 #define PREV_UPDATE(s) \
                 for (int k = 0; k < LW; k++) { \
                     const real l = stage[STAGE * (LW + 1) + STAGED(lid % STAGE, k)]; \
