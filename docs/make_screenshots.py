@@ -57,7 +57,7 @@ SHOTS = {
 def main() -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
-    from viewer.app import main as viewer
+    from oclla.viewer.app import main as viewer
     OUT.mkdir(parents=True, exist_ok=True)
     for name, args in SHOTS.items():
         path = OUT / name

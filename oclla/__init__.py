@@ -42,6 +42,17 @@ the kernel and its OpenCL profiling event to the recording open in this thread
 writes the file the viewer replays.
 """
 
+import os as _os
+
+# A source checkout keeps the viewer and the kernels beside this package (viewer/,
+# kernels_cl/); an installed wheel has them inside it.  Either way they are imported as
+# oclla.viewer and oclla.kernels_cl.
+_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if (not _os.path.isdir(_os.path.join(__path__[0], "kernels_cl"))
+        and _os.path.isfile(_os.path.join(_checkout, "kernels_cl", "__init__.py"))):
+    __path__.append(_checkout)
+del _checkout, _os
+
 from . import accuracy, blas
 from ._device import DeviceError, DeviceInfo, device_info, devices, get_queue
 from ._profiles import PROFILES, Profile, set_profile

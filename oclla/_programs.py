@@ -19,9 +19,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-import kernels_cl
-
-from . import _trace_hooks
+from . import _trace_hooks, kernels_cl
 from ._device import DeviceError, device_info, quiet_compiler
 
 _log = logging.getLogger("oclla")

@@ -265,7 +265,7 @@ def python_child(code: str, *args, timeout: float = 120.0) -> Child:
 
 
 def viewer_child(*args, timeout: float = 120.0) -> Child:
-    return run_child([sys.executable, "-m", "viewer", *args], timeout)
+    return run_child([sys.executable, "-m", "oclla.viewer", *args], timeout)
 
 
 def one_line_error(child: Child) -> str:

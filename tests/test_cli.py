@@ -224,21 +224,21 @@ def test_version(argv, capsys):
     (["--cond", "-1"], "--cond"), (["--cond", "nan"], "--cond"), (["--fps", "0"], "--fps"),
     (["--block", "0"], "--block")])
 def test_viewer_bad_arguments_exit_2(argv, words, capsys):
-    from viewer.app import main as viewer_main
+    from oclla.viewer.app import main as viewer_main
     assert words in _usage_error(capsys, lambda: viewer_main(argv + ["--algorithm", "lu",
                                                                     "--export", "x.png"]),
                                  "oclla-viewer")
 
 
 def test_viewer_reversed_steps(capsys):
-    from viewer.app import CliError, _parse_range
+    from oclla.viewer.app import CliError, _parse_range
     with pytest.raises(CliError) as exc:
         _parse_range("9-3", 20)
     assert exc.value.code == 2 and "first step is after the last" in str(exc.value)
 
 
 def test_viewer_version_and_missing_qt(capsys, monkeypatch):
-    from viewer.app import main as viewer_main
+    from oclla.viewer.app import main as viewer_main
     with pytest.raises(SystemExit) as exc:
         viewer_main(["--version"])
     assert exc.value.code == 0 and oclla.__version__ in capsys.readouterr().out
@@ -248,8 +248,8 @@ def test_viewer_version_and_missing_qt(capsys, monkeypatch):
 
 
 def test_viewer_takes_the_api_variant_names():
-    from viewer import registry
-    from viewer.app import _variant_key
+    from oclla.viewer import registry
+    from oclla.viewer.app import _variant_key
     lu = registry.algorithm("lu")
     assert lu.variant(_variant_key(lu, "inplace")).kwargs["variant"] == "inplace"
     assert _variant_key(lu, "crout") == "crout"

@@ -6,7 +6,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-import kernels_cl
+from oclla import kernels_cl
 import oclla
 from oclla import DeviceError, _device, _params, _programs
 

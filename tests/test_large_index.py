@@ -29,7 +29,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
 
-import kernels_cl
+from oclla import kernels_cl
 import oclla
 from oclla import _programs, _validate, accuracy, ad2at, blas, rfp
 from oclla._programs import int_zeros

@@ -1,10 +1,12 @@
-"""The wheel carries the kernels: build it, install it in a fresh venv, factor from elsewhere."""
+"""The wheel carries the kernels: build it, install it in a fresh venv, factor from elsewhere;
+its viewer and kernels are oclla.viewer and oclla.kernels_cl, no top-level names of their own."""
 
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,11 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(dist), str(src)], check=True, timeout=300)
     wheel = next(dist.glob("oclla-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:          # nothing outside the oclla namespace
+        names = set(archive.namelist())
+    tops = {name.split("/")[0] for name in names}
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"oclla"}
+    assert {"oclla/kernels_cl/common.h", "oclla/viewer/app.py"} <= names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -40,8 +47,13 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     work = tmp_path / "elsewhere"
     work.mkdir()
     script = (
-        "import numpy as np, oclla, kernels_cl, pathlib\n"
+        "import importlib.util, numpy as np, oclla, pathlib\n"
+        "from oclla import kernels_cl\n"
         "assert pathlib.Path(oclla.__file__).is_relative_to(pathlib.Path(r'%s'))\n"
+        "assert pathlib.Path(kernels_cl.__file__).parent.parent == "
+        "pathlib.Path(oclla.__file__).parent\n"
+        "assert importlib.util.find_spec('oclla.viewer') is not None\n"
+
         "a = np.random.default_rng(0).standard_normal((70, 70))\n"
         "lu, piv = oclla.lu_factor(a)\n"
         "print('error', oclla.accuracy.lu_backward_error(a, lu, piv))\n"

@@ -33,7 +33,7 @@ def _argv(words: list) -> list:
     if program == "oclla":
         return [sys.executable, "-m", "oclla", *rest]
     if program == "oclla-viewer":
-        return [sys.executable, "-m", "viewer", *rest]
+        return [sys.executable, "-m", "oclla.viewer", *rest]
     if program == "python":
         return [sys.executable, *rest]
     raise AssertionError(f"the README runs {program!r}, which this test does not know")
@@ -119,7 +119,7 @@ def _inline_commands() -> list:
 def _parse(words: list) -> None:
     """Parse a command's arguments as the command would (SystemExit for a bad one)."""
     from oclla import bench, bench_wls, cli, tune
-    from viewer.app import build_parser
+    from oclla.viewer.app import build_parser
     program, rest = words[0], words[1:]
     if program == "oclla-viewer":
         build_parser().parse_args(rest)
@@ -169,8 +169,8 @@ def test_the_performance_table_is_current():
 
 def test_variant_names_are_the_apis():
     """The README names the LU variants as lu_factor does, and the viewer accepts them."""
-    from viewer import registry
-    from viewer.app import _variant_key
+    from oclla.viewer import registry
+    from oclla.viewer.app import _variant_key
     lu = registry.algorithm("lu")
     for name in ("faithful", "inplace", "crout", "window", "blocked"):
         assert f"`{name}`" in README

@@ -244,7 +244,7 @@ def test_a_huge_matrix_file_runs_and_renders(tmp_path):
 
 
 def test_colour_values_never_overflow():
-    from viewer.matrix_view import colour_values
+    from oclla.viewer.matrix_view import colour_values
     for vmax in (1.7976931348623157e308, 1e200, 1.0, 1e-200, 5e-324):
         a = np.array([[vmax, -vmax], [np.inf, np.nan]])
         values, v, exponent = colour_values(a, vmax)

@@ -158,7 +158,7 @@ for path in sys.argv[1:]:
 VIEW_ALL = """
 import contextlib, io, json, os, sys, traceback
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
-from viewer.app import main
+from oclla.viewer.app import main
 out = sys.argv[1]
 for path in sys.argv[2:]:
     err = io.StringIO()
@@ -253,8 +253,8 @@ def typed_base(tmp_path_factory):
 
 def _analyse(rec) -> None:
     """What the viewer computes from a recording before drawing it."""
-    from viewer import analysis
-    from viewer.details import step_summary
+    from oclla.viewer import analysis
+    from oclla.viewer.details import step_summary
     for run in analysis.viewable_runs(rec):
         analysis.value_range(run)
         analysis.growth_by_position(run)

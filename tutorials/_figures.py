@@ -2,7 +2,7 @@
 
 * :func:`output_dir` -- ``$OCLLA_TUTORIAL_OUT`` if set, else ``tutorials/_output``.
 * :func:`viewer_export` -- render a saved recording with the viewer's headless
-  export (``python -m viewer --replay FILE --export OUT [options]``).  When
+  export (``python -m oclla.viewer --replay FILE --export OUT [options]``).  When
   the viewer is not installed the figure is skipped with a printed note; a
   viewer that is installed but fails is an error.
 * :func:`show` -- display an image inline in Jupyter, or print its path when
@@ -45,7 +45,7 @@ def show(path) -> None:
 
 def viewer_available() -> bool:
     """True when the teaching viewer (``viewer`` package) can be imported."""
-    return importlib.util.find_spec("viewer") is not None
+    return importlib.util.find_spec("oclla.viewer") is not None
 
 
 def viewer_export(recording, out, *, after_step: int | None = None, view: str | None = None,
@@ -64,7 +64,7 @@ def viewer_export(recording, out, *, after_step: int | None = None, view: str | 
         print(f"(figure {Path(out).name} skipped: the viewer is not installed; "
               f"`pip install oclla[viewer]` adds it)")
         return None
-    cmd = [sys.executable, "-m", "viewer", "--replay", str(recording), "--export", str(out)]
+    cmd = [sys.executable, "-m", "oclla.viewer", "--replay", str(recording), "--export", str(out)]
     if after_step is not None:
         cmd += ["--step", str(after_step + 1)]       # the viewer's step 0 is the input
     if view is not None:

@@ -37,7 +37,7 @@
 import numpy as np
 import pyopencl as cl
 
-import kernels_cl
+from oclla import kernels_cl
 import oclla
 from _figures import output_dir
 from _checks.lesson01 import (check_exercise_1, check_exercise_2, check_exercise_3,

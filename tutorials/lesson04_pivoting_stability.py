@@ -492,7 +492,7 @@ check_exercise_4(answer_4)
 # `(row, col)`, one per step, each in the trailing matrix (rows and columns
 # $k \dots 7$ at step $k$; the pick's row and column are interchanged with
 # row and column $k$), for which the growth factor is at most 2. Try picks
-# with the viewer's pivot game: `viewer.pick_pivot.play(wilkinson(8), picks)`
+# with the viewer's pivot game: `oclla.viewer.pick_pivot.play(wilkinson(8), picks)`
 # eliminates with your picks on the device and returns `.growth` (and
 # `.growth_by_step`, `.states`); `oclla-viewer --pick` plays the same game
 # with the mouse.

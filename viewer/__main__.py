@@ -1,4 +1,4 @@
-"""``python -m viewer``: the same as ``oclla-viewer``."""
+"""``python -m oclla.viewer``: the same as ``oclla-viewer``."""
 
 import sys
 

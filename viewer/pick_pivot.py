@@ -19,7 +19,7 @@ growth factor max |a_ij^(k)| / max |a_ij| is the viewer's
 
 Headless, for a lesson::
 
-    from viewer.pick_pivot import play
+    from oclla.viewer.pick_pivot import play
     result = play(a, "complete")          # or "partial", "diagonal", or [(r, c), ...]
     result.growth                         # growth factor of the whole elimination
     result.growth_by_step, result.states  # after each step, and the matrices (P·A·Q)

@@ -190,7 +190,7 @@ def _figure_names(path: Path) -> list[str]:
     names = []
     if importlib.util.find_spec("matplotlib"):
         names += re.findall(r'save\(fig, "([^"]+)"\)', text)
-    if importlib.util.find_spec("viewer"):
+    if importlib.util.find_spec("oclla.viewer"):
         names += re.findall(r'output_dir\(\) / "([^"]+\.(?:png|svg|gif))"', text)
     return names
 

@@ -40,7 +40,7 @@ def isolated_qsettings(tmp_path_factory):
 def settings(tmp_path):
     from PySide6 import QtCore
 
-    from viewer.settings import Settings
+    from oclla.viewer.settings import Settings
     return Settings(QtCore.QSettings(str(tmp_path / "viewer.ini"),
                                      QtCore.QSettings.Format.IniFormat))
 
@@ -48,7 +48,7 @@ def settings(tmp_path):
 @pytest.fixture
 def window(qtbot, settings):
     """A shown main window (no device is listed: the run dialog gets an empty list)."""
-    from viewer.window import MainWindow
+    from oclla.viewer.window import MainWindow
     w = MainWindow(settings, device_lister=lambda: [])
     qtbot.addWidget(w)
     w.show()
@@ -68,7 +68,7 @@ def record(fn):
 @pytest.fixture(scope="session")
 def recordings(tmp_path_factory):
     """Real recordings from the device, saved once: name -> path."""
-    from viewer import matrices
+    from oclla.viewer import matrices
     out = tmp_path_factory.mktemp("recordings")
     a8 = matrices.random(8, seed=3)
     spd7 = matrices.spd(7, seed=2)

@@ -4,7 +4,7 @@ import numpy as np
 import oclla
 from PySide6 import QtGui
 
-from viewer.export import qimage_to_rgb
+from oclla.viewer.export import qimage_to_rgb
 
 
 def record(fn):

@@ -8,7 +8,7 @@ import oclla
 from oclla import accuracy
 from oclla.trace import Run, Step
 
-from viewer import analysis
+from oclla.viewer import analysis
 
 from viewer_testdata import synthetic_recording, synthetic_run
 

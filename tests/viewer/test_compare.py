@@ -5,8 +5,8 @@ import oclla
 import pytest
 from lecture_helpers import record
 
-from viewer import analysis, first_runs, registry
-from viewer.run_dialog import RunDialog
+from oclla.viewer import analysis, first_runs, registry
+from oclla.viewer.run_dialog import RunDialog
 
 A = first_runs.TINY_PIVOT
 
@@ -83,7 +83,7 @@ def test_compare_dialog_is_named_and_runs_on_the_same_matrix(comparing):
 
 
 def test_typed_matrix_sets_the_order_and_is_remembered(qtbot):
-    from viewer.runner import RunRequest
+    from oclla.viewer.runner import RunRequest
     dialog = RunDialog(None, RunRequest(family="typed", matrix=A, n=5), lambda: [])
     qtbot.addWidget(dialog)
     assert dialog.n.value() == 5

@@ -5,9 +5,9 @@ import pytest
 from lecture_helpers import close, grab
 from viewer_testdata import synthetic_recording, synthetic_run
 
-from viewer import analysis, first_runs
-from viewer import theme as themes
-from viewer.runner import RunRequest, execute
+from oclla.viewer import analysis, first_runs
+from oclla.viewer import theme as themes
+from oclla.viewer.runner import RunRequest, execute
 
 
 @pytest.fixture(scope="module")

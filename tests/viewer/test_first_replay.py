@@ -1,6 +1,6 @@
 """``oclla demo``'s recording is a good first replay: it opens on a small LU with snapshots."""
 
-from viewer import analysis
+from oclla.viewer import analysis
 
 
 def test_the_demo_recording_opens_on_a_small_lu_to_watch(tmp_path, window):

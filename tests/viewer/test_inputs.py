@@ -4,8 +4,8 @@ import numpy as np
 import oclla
 import pytest
 
-from viewer import analysis, matrices
-from viewer.runner import RunRequest, execute
+from oclla.viewer import analysis, matrices
+from oclla.viewer.runner import RunRequest, execute
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ from PIL import Image
 from PySide6 import QtGui
 from viewer_testdata import synthetic_run
 
-from viewer import export, first_runs
-from viewer import theme as themes
-from viewer.details import legend_html
-from viewer.timeline import TimelineView, integer_tick, time_unit
+from oclla.viewer import export, first_runs
+from oclla.viewer import theme as themes
+from oclla.viewer.details import legend_html
+from oclla.viewer.timeline import TimelineView, integer_tick, time_unit
 
 
 def test_the_legend_follows_the_algorithm_and_the_theme():
@@ -159,8 +159,8 @@ def test_bigger_fonts_scroll_the_step_panel_instead_of_clipping_it(window, recor
 
 
 def test_variant_names_are_shown_in_full(qtbot):
-    from viewer.run_dialog import RunDialog
-    from viewer.runner import RunRequest
+    from oclla.viewer.run_dialog import RunDialog
+    from oclla.viewer.runner import RunRequest
     dialog = RunDialog(None, RunRequest(algorithm="cholesky"), lambda: [])
     qtbot.addWidget(dialog)
     dialog.show()

@@ -6,7 +6,7 @@ import pytest
 from lecture_helpers import record
 
 from oclla import accuracy
-from viewer import analysis, lu_steps, matrices
+from oclla.viewer import analysis, lu_steps, matrices
 
 
 @pytest.fixture(scope="module", params=["float64", "float32"])

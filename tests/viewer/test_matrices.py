@@ -7,8 +7,8 @@ import pytest
 import scipy.io
 import scipy.sparse
 
-from viewer import matrices
-from viewer.matrices import MatrixError
+from oclla.viewer import matrices
+from oclla.viewer.matrices import MatrixError
 
 
 @pytest.mark.parametrize("family", matrices.GENERATED)

@@ -3,7 +3,7 @@
 import pytest
 from viewer_testdata import synthetic_recording, synthetic_run
 
-from viewer.model import SPEEDS, ViewerModel
+from oclla.viewer.model import SPEEDS, ViewerModel
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.linalg.lapack import dtrttf
 
-from viewer import packed
+from oclla.viewer import packed
 
 
 @pytest.mark.parametrize("n", range(1, 10))

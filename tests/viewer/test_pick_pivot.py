@@ -6,8 +6,8 @@ import pytest
 from lecture_helpers import record
 
 from oclla import accuracy
-from viewer import analysis, first_runs, matrices
-from viewer.pick_pivot import PickError, PivotGame, play
+from oclla.viewer import analysis, first_runs, matrices
+from oclla.viewer.pick_pivot import PickError, PivotGame, play
 
 A = first_runs.TINY_PIVOT
 
@@ -106,7 +106,7 @@ def test_opening_another_recording_ends_the_game(window, recordings):
 
 
 def test_the_command_line_renders_a_rule_s_elimination(tmp_path, capsys):
-    from viewer.app import main
+    from oclla.viewer.app import main
     out = tmp_path / "pick.png"
     assert main(["--pick", "complete", "--family", "random", "--n", "5", "--seed", "2",
                  "--step", "2", "--export", str(out)]) == 0

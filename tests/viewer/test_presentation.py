@@ -5,8 +5,8 @@ import oclla
 import pytest
 from lecture_helpers import close, grab, record, text_height
 
-from viewer import matrices
-from viewer.matrix_view import cell_text, text_pixels
+from oclla.viewer import matrices
+from oclla.viewer.matrix_view import cell_text, text_pixels
 
 
 @pytest.fixture

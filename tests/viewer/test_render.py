@@ -5,10 +5,10 @@ from PIL import Image
 from PySide6 import QtGui
 from viewer_testdata import synthetic_run
 
-from viewer import analysis
-from viewer import theme as themes
-from viewer.export import qimage_to_rgb
-from viewer.matrix_view import MatrixView
+from oclla.viewer import analysis
+from oclla.viewer import theme as themes
+from oclla.viewer.export import qimage_to_rgb
+from oclla.viewer.matrix_view import MatrixView
 
 
 def rgb(hex_color):

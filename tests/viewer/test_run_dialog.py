@@ -7,9 +7,9 @@ import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from oclla import DeviceInfo
-from viewer import registry
-from viewer.run_dialog import RunDialog, snapshots_fit
-from viewer.runner import RunRequest
+from oclla.viewer import registry
+from oclla.viewer.run_dialog import RunDialog, snapshots_fit
+from oclla.viewer.runner import RunRequest
 
 
 def fake_device(index, name, fp64=True):

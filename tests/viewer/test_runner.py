@@ -7,8 +7,8 @@ import pytest
 from viewer_testdata import zero_pivot_matrix
 
 import oclla
-from viewer import analysis, registry
-from viewer.runner import RunRequest, execute, expected_steps
+from oclla.viewer import analysis, registry
+from oclla.viewer.runner import RunRequest, execute, expected_steps
 
 
 def test_a_run_gives_a_recording_with_its_source():

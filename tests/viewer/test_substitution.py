@@ -5,8 +5,8 @@ import oclla
 import pytest
 
 from oclla import accuracy
-from viewer import analysis, substitution
-from viewer.runner import RunRequest, execute, rhs
+from oclla.viewer import analysis, substitution
+from oclla.viewer.runner import RunRequest, execute, rhs
 
 
 @pytest.fixture(scope="module", params=["float64", "float32"])
@@ -68,7 +68,7 @@ def test_runs_without_a_solve_show_no_vectors(window, recordings):
 
 
 def test_the_command_line_solves_only_lu(tmp_path):
-    from viewer.app import main
+    from oclla.viewer.app import main
     out = tmp_path / "s.oclrec"
     assert main(["--algorithm", "lu", "--n", "4", "--solve", "--export", str(out)]) == 0
     run = analysis.viewable_runs(oclla.load_recording(out))[0]

@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 import oclla
-from viewer import analysis, export
-from viewer.app import main
+from oclla.viewer import analysis, export
+from oclla.viewer.app import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -117,7 +117,7 @@ def test_a_bad_file_from_a_real_process(tmp_path):
     bad = tmp_path / "bad.oclrec"
     bad.write_bytes(b"not a recording at all")
     env = dict(os.environ, PYTHONPATH=ROOT, QT_QPA_PLATFORM="offscreen")
-    done = subprocess.run([sys.executable, "-m", "viewer", "--replay", str(bad), "--export",
+    done = subprocess.run([sys.executable, "-m", "oclla.viewer", "--replay", str(bad), "--export",
                            str(tmp_path / "x.png")], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 1
@@ -127,7 +127,7 @@ def test_a_bad_file_from_a_real_process(tmp_path):
 
 def test_markers_in_a_replayed_failure(qapp, tmp_path):
     """A failed run saved from the window replays with its failing step."""
-    from viewer.runner import RunRequest, execute
+    from oclla.viewer.runner import RunRequest, execute
     from viewer_testdata import zero_pivot_matrix
     out = execute(RunRequest("lu", "pivot", pivoting="none", family="typed",
                              matrix=zero_pivot_matrix(), n=5))

@@ -8,10 +8,10 @@ from PySide6 import QtCore, QtWidgets
 from viewer_testdata import synthetic_recording, synthetic_run, zero_pivot_matrix
 
 import oclla
-from viewer import analysis
-from viewer.runner import RunRequest
-from viewer.settings import Settings
-from viewer.window import MainWindow
+from oclla.viewer import analysis
+from oclla.viewer.runner import RunRequest
+from oclla.viewer.settings import Settings
+from oclla.viewer.window import MainWindow
 
 Key = QtCore.Qt.Key
 
@@ -179,7 +179,7 @@ def test_cancel_keeps_the_previous_recording(qtbot, window, recordings):
 
 def test_a_device_failing_mid_run_keeps_the_previous_recording(qtbot, window, recordings,
                                                                monkeypatch):
-    from viewer import registry
+    from oclla.viewer import registry
 
     def fail_midway(a, variant, options, queue):
         oclla.lu_factor(a[:3, :3], method="pivot", queue=queue)     # some steps recorded
@@ -281,7 +281,7 @@ def test_exports_from_the_window(window, recordings, tmp_path):
     assert (tmp_path / "v.svg").read_text()[:300].find("<svg") >= 0
     frames = window.export_animation(tmp_path / "a.gif", 1, 4, "matrix")
     assert frames == 4 and window.model.position == 2
-    from viewer import export
+    from oclla.viewer import export
     assert export.save_csv(window.model.recording, tmp_path / "t.csv") == \
         len(window.model.run.kernels)
     header = (tmp_path / "t.csv").read_text().splitlines()[0]

@@ -78,7 +78,7 @@ def _wilkinson(n: int) -> np.ndarray:
 def check_exercise_5(answer):
     """Picks (row, col) for wilkinson(8) whose growth factor is at most 2."""
     try:
-        from viewer.pick_pivot import PickError, play
+        from oclla.viewer.pick_pivot import PickError, play
     except ImportError:
         raise Wrong("this exercise needs the viewer (`pip install oclla[viewer]`).") from None
     if isinstance(answer, str):

@@ -9,7 +9,7 @@ from oclla import trace
 
 from . import Wrong, callable_, close, equal, exercise
 
-REQUIRES = ("viewer",)
+REQUIRES = ("oclla.viewer",)
 
 
 @exercise(1, correct="One snapshot per step, and the per-pivot LU has n − 1 steps.")

@@ -27,7 +27,7 @@ answer_4 = 1e4 * 2.0 ** -23
 # the first step that is in the last column), read its picks step by step.
 def _complete_pivoting_picks(n=8):
     import numpy as np
-    from viewer.pick_pivot import PivotGame
+    from oclla.viewer.pick_pivot import PivotGame
 
     w = np.eye(n) - np.tril(np.ones((n, n)), -1)
     w[:, -1] = 1.0
