@@ -41,6 +41,10 @@
  *                                                    registers across them; no
  *                                                    barriers, no local memory
  *
+ * Streamed (the factor on the host): the panel kernels run on the panel's
+ * rows alone, R(i0:i0+nb, i0:n) uploaded as a matrix of its own (i0 = 0,
+ * order n - i0 there), V and rot on the device; voff is then V's row i0.
+ *
  * info (one int, 0 on entry): Compute that finds R(i,i)^2 + sign V(i,p)^2
  * not > 0 (or NaN), or R(i,i) = 0, stores i + 1, the order of the leading
  * minor that is not positive definite; every later kernel returns at once.
@@ -139,11 +143,13 @@ __kernel void apply_row(__global real *a, const long off, const int ld, const in
  * items rotate the rest of the row inside the panel and V's rows there. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void factor_panel(__global real *a, const long off, const int ld, const int n,
-                  const int i0, const int nb, __global real *v, const int k,
-                  __global real4 *rot, const int kp, const int sign, __global int *info)
+                  const int i0, const int nb, __global real *v, const long voff,
+                  const int k, __global real4 *rot, const int kp, const int sign,
+                  __global int *info)
 {
     __local int failed;
     a += off;
+    v += voff;
     const int lid = get_local_id(0);
     if (lid == 0)
         failed = *info;
@@ -173,10 +179,12 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
  * columns of V in groups, then rows, then the group's columns -- per row p
  * increases, per column of V i increases (the header). */
 __kernel void apply_panel(__global real *a, const long off, const int ld, const int n,
-                          const int i0, const int nb, __global real *v, const int k,
-                          __global const real4 *rot, const int kp, __global const int *info)
+                          const int i0, const int nb, __global real *v, const long voff,
+                          const int k, __global const real4 *rot, const int kp,
+                          __global const int *info)
 {
     a += off;
+    v += voff;
     const int j0 = i0 + nb + VW * get_global_id(0);
     if (j0 >= n || *info)
         return;

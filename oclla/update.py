@@ -47,6 +47,12 @@ Methods
     whose norm grows near the positive definite boundary, giving up the
     mixed form's stability in downdates.
 
+Streamed (automatic)
+    A host factor larger than one buffer of the device (or than its memory)
+    stays on the host and goes through the device a panel at a time
+    (:func:`stream_update`, the paper's O(n) device memory): the same panel
+    kernels, bitwise the same result.
+
 Downdates (σ = −1) exist only while A − V·Vᵀ stays positive definite.
 Compute then needs R(i,i)² − V(i,p)² > 0; where it is not (or R(i,i) = 0)
 the modified matrix's leading minor of order i + 1 is not positive definite
@@ -62,16 +68,19 @@ the same digits, and the downdate loses a few times more
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
 from . import trace
-from ._device import resolve_queue, vector_width
+from ._device import device_info, resolve_queue, vector_width
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
-from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_device_array,
+from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
+from ._validate import (NONFINITE, SUPPORTED_DTYPES, as_matrix, as_rhs, check_dtype,
+                        check_fp64, check_method, factor_in_place, is_device_array,
                         read_status, status_flags, to_device)
 from .cholesky import _full_region
 
@@ -153,37 +162,59 @@ def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lowe
                     int_arg(k), rot.data, int_arg(kp), info.data)
 
 
+class _Panels(NamedTuple):
+    """The blocked method's kernels, looked up once per call."""
+    panel: object              # factor_panel
+    apply: object              # apply_panel
+    wg: int                    # work-group size of both
+    vw: int                    # trailing columns per apply_panel work-item
+
+
+def _panel_kernels(queue, dtype, k: int, lower: bool, packed: bool) -> _Panels:
+    opts = _options(queue, dtype, k, lower, packed)
+    return _Panels(get_kernel(queue, "update.cl", "factor_panel", dtype, **opts),
+                   get_kernel(queue, "update.cl", "apply_panel", dtype, **opts),
+                   opts["WG"], opts["VW"])
+
+
+def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int, v, voff: int,
+                rot, kp: int, *, sign: int, info, region, shift: int = 0) -> None:
+    """One panel of the blocked method: rows i0 .. i0+nb-1 (nb = min(PANEL, n − i0)) of
+    the order-n factor at ``buf[off:]``, ``ld``: factor_panel, then apply_panel on the
+    columns after the panel; a ``panel`` and an ``apply`` trace step.  V's row 0 is
+    element ``voff`` of ``v``; ``shift`` moves the recorded regions (a streamed panel
+    is a matrix of its own, ``shift`` rows down the factor)."""
+    k = v.shape[1]
+    item = v.dtype.itemsize
+    nb = min(PANEL, n - i0)
+    t = n - i0 - nb
+    g = i0 + shift
+    recording = trace.recording()
+    none = ((0, 0, 0, 0), {})
+    common = (buf, np.int64(off), int_arg(ld), int_arg(n), int_arg(i0), int_arg(nb), v.data,
+              np.int64(voff), int_arg(k), rot.data, int_arg(kp))
+    tri = nb * (nb - 1) // 2
+    reg, extra = region(g, g + nb, g, g + nb) if recording else none
+    with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=6.0 * k * (tri + nb),
+                    nbytes=(2 * (tri + nb) + 4 * k * nb) * item, v_rows=(g, g + nb), **extra):
+        enqueue(queue, kernels.panel, (kernels.wg,), (kernels.wg,), *common, int_arg(sign),
+                info.data)
+    if t == 0:
+        return
+    reg, extra = region(g + nb, g + nb + t, g, g + nb) if recording else none
+    with trace.step("apply", reg, flops=6.0 * k * nb * t,
+                    nbytes=(2 * nb * t + 2 * k * t + 2 * k * nb) * item, **extra):
+        enqueue(queue, kernels.apply, (round_up(-(-t // kernels.vw), kernels.wg),),
+                (kernels.wg,), *common, info.data)
+
+
 def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lower: bool,
                    packed: bool, sign: int, info, region) -> None:
     """Per panel of :data:`PANEL` rows: ``panel`` then ``apply`` (two launches)."""
-    k = v.shape[1]
-    dtype = v.dtype
-    wg = params(queue, "wg1d", dtype)["WG"]
-    opts = _options(queue, dtype, k, lower, packed)
-    panel = get_kernel(queue, "update.cl", "factor_panel", dtype, **opts)
-    apply = get_kernel(queue, "update.cl", "apply_panel", dtype, **opts)
-    recording = trace.recording()
-    none = ((0, 0, 0, 0), {})
-    common = (buf, np.int64(off), int_arg(ld), int_arg(n))
-    item = dtype.itemsize
+    kernels = _panel_kernels(queue, v.dtype, v.shape[1], lower, packed)
     for i0 in range(0, n, PANEL):
-        nb = min(PANEL, n - i0)
-        tri = nb * (nb - 1) // 2
-        reg, extra = region(i0, i0 + nb, i0, i0 + nb) if recording else none
-        with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=6.0 * k * (tri + nb),
-                        nbytes=(2 * (tri + nb) + 4 * k * nb) * item, v_rows=(i0, i0 + nb),
-                        **extra):
-            enqueue(queue, panel, (wg,), (wg,), *common, int_arg(i0), int_arg(nb), v.data,
-                    int_arg(k), rot.data, int_arg(kp), int_arg(sign), info.data)
-        t = n - i0 - nb
-        if t == 0:
-            break
-        reg, extra = region(i0 + nb, n, i0, i0 + nb) if recording else none
-        with trace.step("apply", reg, flops=6.0 * k * nb * t,
-                        nbytes=(2 * nb * t + 2 * k * t + 2 * k * nb) * item, **extra):
-            enqueue(queue, apply, (round_up(-(-t // opts["VW"]), wg),), (wg,), *common,
-                    int_arg(i0), int_arg(nb), v.data, int_arg(k), rot.data, int_arg(kp),
-                    info.data)
+        _panel_pass(queue, kernels, buf, off, ld, n, i0, v, 0, rot, kp, sign=sign, info=info,
+                    region=region)
 
 
 def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, lower: bool,
@@ -273,6 +304,63 @@ def modify(c, v, *, validate, order, sign, lower, overwrite_c: bool, check_finit
     return result
 
 
+# ---- streamed: the factor on the host, panels on the device -------------------------------
+
+def streams(c, queue) -> bool:
+    """Whether :func:`cholesky_update` streams the host factor ``c``: a square float32 or
+    float64 matrix larger than one buffer of the device (or than its memory)."""
+    if is_device_array(c):
+        return False
+    arr = np.asarray(c)
+    info = device_info(queue)
+    return (arr.ndim == 2 and arr.shape[0] == arr.shape[1] and arr.dtype in SUPPORTED_DTYPES
+            and arr.nbytes > min(info.max_alloc_size, info.global_mem_size))
+
+
+def stream_update(c, v, *, sign: int, lower: bool, check_finite: bool, queue) -> np.ndarray:
+    """The factor of A + sign·V·Vᵀ from a host factor ``c`` that stays on the host.
+
+    The paper's point (its Section 4): only a panel of R is on the device at a
+    time.  Each panel's rows R(i0:i0+PANEL, i0:n) -- columns of L for ``lower``
+    -- go up as a matrix of their own, factor_panel and apply_panel finish them
+    (V and the rotations stay on the device, V rotated as it goes) and they
+    come back, final: no later panel touches them.  Device memory: the panel,
+    V and the panel's rotations, O(n·(k + PANEL)); each entry of the factor
+    crosses the bus once each way.  Returns a new array; ``c`` is never
+    written (on failure too).
+    """
+    c_ = np.asarray(c)
+    dtype = check_dtype(c_.dtype, "c")
+    check_fp64(queue, dtype)
+    if check_finite and not np.isfinite(c_).all():
+        raise ValueError(NONFINITE)
+    n = c_.shape[0]
+    v_ = rotations_input(v, queue, n, dtype, check_finite=check_finite)
+    out = np.array(c_, dtype=dtype, order="C")
+    k = v_.shape[1]
+    if k == 0:
+        return out
+    kernels = _panel_kernels(queue, dtype, k, lower=False, packed=False)
+    rot, kp = rotations(queue, PANEL, k, dtype)
+    panel = cl_array.empty(queue, PANEL * n, dtype)
+    info = int_zeros(queue)
+    with trace.run("cholesky_update", "streamed", queue, (n, k), dtype, lower=lower, sign=sign,
+                   rank=k, panel=PANEL):
+        for i0 in range(0, n, PANEL):
+            m = n - i0
+            rows = out[i0:i0 + PANEL, i0:] if not lower else out[i0:, i0:i0 + PANEL].T
+            staged = np.ascontiguousarray(rows)
+            cl.enqueue_copy(queue, panel.data, staged)
+            _panel_pass(queue, kernels, panel.data, 0, m, m, 0, v_, i0 * k, rot, kp,
+                        sign=sign, info=info, region=_full_region(lower), shift=i0)
+            cl.enqueue_copy(queue, staged, panel.data)
+            code = int(info.get()[0])
+            if code:
+                raise _failure(i0 + code, sign)
+            rows[...] = staged
+    return out
+
+
 # ---- public API ---------------------------------------------------------------------------
 
 def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bool = False,
@@ -298,7 +386,10 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         entries; a writable C-ordered numpy ``c`` of the working dtype gets
         the result copied in
     check_finite : reject NaN/Inf anywhere in ``c`` or ``v`` (ValueError)
-    method : "blocked" (default) or "pivot" (per row, recorded step by step)
+    method : "blocked" (default) or "pivot" (per row, recorded step by step).
+        A host ``c`` larger than one device buffer (or than the device's
+        memory) is streamed through the device panel by panel whatever the
+        method (:func:`stream_update`; device memory O(n·(k + PANEL)))
 
     Returns
     -------
@@ -323,6 +414,16 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
     ValueError, TypeError
         Shapes, dtypes, NaN/Inf, ``sign`` or ``method`` out of range.
     """
+    queue = resolve_queue(queue)
+    if streams(c, queue):
+        check_method(method)
+        result = stream_update(c, v, sign=check_sign(sign), lower=bool(lower),
+                               check_finite=check_finite, queue=queue)
+        if overwrite_c and isinstance(c, np.ndarray) and c.flags.writeable \
+                and c.flags.c_contiguous and c.dtype == result.dtype:
+            c[...] = result
+            return c
+        return result
     return modify(c, v, validate=lambda a, q, check_finite: as_matrix(
         a, q, name="c", check_finite=check_finite), order=_order, sign=sign, lower=lower,
         overwrite_c=overwrite_c, check_finite=check_finite, method=method, queue=queue,

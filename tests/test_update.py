@@ -288,3 +288,57 @@ def test_update_then_downdate_returns_the_factor(queue, n, k, lower, method, see
     back = oclla.cholesky_update(up, v, sign=-1, lower=lower, method=method, queue=queue)
     err = accuracy.cholesky_backward_error(a, back, lower)
     assert accuracy.passes(err), f"backward error {err:.3g}"
+
+
+# ---- streamed: the factor on the host --------------------------------------------------------
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_streamed_equals_resident(queue, dtype, lower):
+    for n, k, sign in ((1, 1, 1), (P + 1, 2, -1), (2 * P + 7, 20, 1), (2 * P + 7, 3, -1)):
+        at, c, v = problem(n, k, sign, dtype)
+        factor = c.T.copy() if lower else c
+        before = factor.copy()
+        streamed = update.stream_update(factor, v, sign=sign, lower=lower, check_finite=True,
+                                        queue=queue)
+        np.testing.assert_array_equal(streamed, oclla.cholesky_update(
+            factor, v, sign=sign, lower=lower, queue=queue))
+        np.testing.assert_array_equal(factor, before)
+        assert accuracy.passes(accuracy.cholesky_backward_error(at, streamed, lower))
+
+
+def test_streamed_failure_names_the_order_and_keeps_the_factor(queue):
+    n, order = 2 * P + 7, P + 3
+    a = spd(n, np.float64)
+    c = sl.cholesky(a)
+    v = np.zeros((n, 2))
+    v[order - 1, 1] = 3 * np.sqrt(a[order - 1, order - 1])
+    before = c.copy()
+    with pytest.raises(LinAlgError, match=f"leading minor of order {order}$"):
+        update.stream_update(c, v, sign=-1, lower=False, check_finite=True, queue=queue)
+    np.testing.assert_array_equal(c, before)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        update.stream_update(np.where(c == 0, np.nan, c), v, sign=1, lower=False,
+                             check_finite=True, queue=queue)
+
+
+def test_a_factor_larger_than_a_buffer_is_streamed(queue, monkeypatch):
+    """streams() compares the factor with the device's limits; cholesky_update then
+    streams (recorded as the "streamed" variant) and honours overwrite_c."""
+    import dataclasses
+    c = sl.cholesky(spd(40, np.float64))
+    v = np.ones((40, 2))
+    assert not update.streams(c, queue)
+    assert not update.streams(cl_array.to_device(queue, c), queue)
+    small = dataclasses.replace(oclla.device_info(queue), max_alloc_size=c.nbytes - 1)
+    monkeypatch.setattr(update, "device_info", lambda q: small)
+    assert update.streams(c, queue)
+    assert not update.streams(c[:20, :20], queue)
+    ref = update.stream_update(c, v, sign=1, lower=False, check_finite=True, queue=queue)
+    with oclla.record() as rec:
+        r = oclla.cholesky_update(c, v, queue=queue)
+    assert rec.runs[-1].variant == "streamed"
+    assert [s.phase for s in rec.steps] == ["panel", "apply"] + ["panel"]
+    np.testing.assert_array_equal(r, ref)
+    work = c.copy()
+    assert oclla.cholesky_update(work, v, overwrite_c=True, queue=queue) is work
+    np.testing.assert_array_equal(work, ref)
