@@ -3,6 +3,7 @@
     python benchmarks/update.py --quick                      # n = 1000, k = 1, 16, float32
     python benchmarks/update.py                              # n = 1000, 2000, 4000; k = 1, 16, 64
     python benchmarks/update.py --sizes 5000,8192,16384 --sign -1 --dtypes float64
+    python benchmarks/update.py --stream --sizes 65536 --ranks 16 --dtypes float64
 
 Per (dtype, n, k): the time of ``cholesky_update`` on a factor already on the
 device (the kernels alone, ``method`` as given), against refactoring A ± V·Vᵀ:
@@ -103,6 +104,23 @@ def measure(n: int, k: int, dtype, sign: int, method: str, queue, repeat: int, c
     return row
 
 
+def measure_streamed(n: int, k: int, dtype, sign: int, queue) -> dict:
+    """One streamed update of a synthetic host factor (unit diagonal, small upper part:
+    a factor of a well-conditioned matrix) by a small V: time and bus traffic."""
+    rng = np.random.default_rng(n + k)
+    c = rng.random((n, n), dtype=dtype)
+    c *= 0.1 / n
+    np.fill_diagonal(c, 1.0)
+    v = (0.1 * rng.standard_normal((n, k))).astype(dtype)
+    update.stream_update(c[:64, :64], v[:64], sign=sign, lower=False, check_finite=False,
+                         queue=queue)                                       # build kernels
+    t = time.perf_counter()
+    update.stream_update(c, v, sign=sign, lower=False, check_finite=False, queue=queue)
+    elapsed = time.perf_counter() - t
+    return dict(n=n, k=k, s=elapsed, gflops=update.update_flops(n, k) / elapsed / 1e9,
+                bus=float(n) * (n + 1) * np.dtype(dtype).itemsize / elapsed / 1e9)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="1000,2000,4000")
@@ -114,11 +132,25 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--quick", action="store_true",
                    help="n = 1000, k = 1 and 16, float32, best of 2")
+    p.add_argument("--stream", action="store_true",
+                   help="stream a host factor through the device (one run per n and k; "
+                        "the host needs two copies of the factor, e.g. 64 GiB at "
+                        "n = 65536 in float64)")
     p.add_argument("--device", default=None)
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.ranks, args.dtypes, args.repeat = "1000", "1,16", "float32", 2
     queue = oclla.get_queue(args.device)
+    if args.stream:
+        print(f"cholesky_update streamed on {oclla.device_info(queue).name}; bus GB/s = "
+              f"the factor's triangle up and down / time")
+        for dtype in (np.dtype(s) for s in args.dtypes.split(",")):
+            for n in (int(s) for s in args.sizes.split(",")):
+                for k in (int(s) for s in args.ranks.split(",")):
+                    r = measure_streamed(n, k, dtype, args.sign, queue)
+                    print(f"{dtype.name:>7} {n:6d} {k:4d} {r['s']:9.2f} s "
+                          f"{r['gflops']:8.2f} GFLOP/s {r['bus']:7.2f} bus GB/s", flush=True)
+        return 0
     cp = cupy_or_none()
     print(f"cholesky_update ({'update' if args.sign > 0 else 'downdate'}, {args.method}) "
           f"on {oclla.device_info(queue).name}; speedup = refactorization time / update "
