@@ -57,7 +57,7 @@ from .blas import View, gemm, syrk, trsm, view_of
 from .cholesky import block_size, factor_blocked, factor_pivot, not_positive_definite
 
 __all__ = ["Layout", "layout", "packed_length", "pack", "unpack", "cholesky",
-           "cho_solve", "picture"]
+           "cho_solve", "picture", "cholesky_update", "cho_inverse", "cho_logdet"]
 
 
 class Layout(NamedTuple):
@@ -541,6 +541,39 @@ def cholesky_update(arf, n: int, v, *, sign: int = 1, lower: bool = True,
     (with ``overwrite_c`` a failed downdate leaves a contiguous device
     ``arf`` partly rotated).  Packed runs are recorded in the picture's
     coordinates, as :func:`cholesky`'s.
+
+    Parameters
+    ----------
+    arf : (n(n+1)/2,) array_like or pyopencl array (any 1-D view)
+        The packed factor of A in the RFP layout ``lower`` names.
+    n : int
+        The order of A.
+    v : (n,) or (n, k) array_like or pyopencl array (any view)
+        The columns of V (never written).
+    sign : +1 (update, the default) or -1 (downdate)
+    lower : the layout of ``arf`` ('L' or 'U'); the result keeps it
+    overwrite_c : allow the result to be written into ``arf`` (a permission)
+    check_finite : reject NaN/Inf in ``arf`` or ``v`` (ValueError)
+    method : "blocked" (default) or "pivot" (per row, recorded step by step)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    (n(n+1)/2,) array
+        The modified packed factor; a device array for a device ``arf``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "downdated matrix is not positive definite: leading minor of order j",
+        or a zero diagonal entry in the factor.
+    ValueError, TypeError
+        A length that is not n(n+1)/2, shapes, dtypes, NaN/Inf, ``sign`` or
+        ``method`` out of range.
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or device trouble.
     """
     from .update import modify
     n = _check_order(n)
@@ -554,7 +587,6 @@ def cholesky_update(arf, n: int, v, *, sign: int = 1, lower: bool = True,
 
 # ---- inverse and log-determinant from the packed factor ------------------------------------
 
-__all__ += ["cho_inverse", "cho_logdet"]
 
 
 def order_of(length: int) -> int:

@@ -390,6 +390,9 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         A host ``c`` larger than one device buffer (or than the device's
         memory) is streamed through the device panel by panel whatever the
         method (:func:`stream_update`; device memory O(n·(k + PANEL)))
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
 
     Returns
     -------
