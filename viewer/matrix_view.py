@@ -36,6 +36,8 @@ as a power of ten ("3e-09") instead of in fixed point."""
 MIN_TEXT_PX = 7
 """Below this font size (pixels) the cells carry no numbers."""
 
+EDGE_PADDING = 0.01
+"""Margin around the matrix, a fraction of its size: room for the outlines on its edges."""
 CELL_FILL = 0.92
 """The widest number takes at most this fraction of a cell's width."""
 
@@ -255,7 +257,9 @@ class MatrixView(pg.GraphicsLayoutWidget):
         rect = QtCore.QRectF(0, 0, cols, rows)
         for item in (self.image, self.non_finite):
             item.setRect(rect)
-        self.plot.setRange(xRange=(0, cols), yRange=(0, rows), padding=0)
+        # a margin of a few pixels: outlines on the matrix's edges are drawn whole, not
+        # under the axes' lines
+        self.plot.setRange(xRange=(0, cols), yRange=(0, rows), padding=EDGE_PADDING)
         self._ticks(rows, cols)
         self._draw_overlays(rows, cols)
         self._draw_numbers()
