@@ -277,6 +277,7 @@ def _plot(records: list[dict], path: str) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of ``oclla bench``."""
+    from .cli import add_device_option
     ap = argparse.ArgumentParser(
         prog="oclla bench",
         description="GFLOP/s of oclla against the vendor or CPU reference, in the same run.")
@@ -288,9 +289,7 @@ def parser() -> argparse.ArgumentParser:
                     help="float32, float64 or both comma-separated (default float32)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="timed runs per implementation, best kept (default 3)")
-    ap.add_argument("--device", default=None,
-                    help="OpenCL device, index or name substring (default: the selection "
-                         "order of oclla.get_queue)")
+    add_device_option(ap)
     ap.add_argument("--reference", default="auto", choices=("auto", "cpu", "cuda"),
                     help="cuda: cuBLAS/cuSOLVER through CuPy; cpu: NumPy/SciPy; auto: cuda "
                          "when CuPy sees a CUDA device, else cpu (default auto)")

@@ -165,7 +165,7 @@ def _tables(text: str) -> list:
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of ``oclla bench wls``."""
-    from .cli import version_text
+    from .cli import add_device_option, version_text
     p = argparse.ArgumentParser(
         prog="oclla bench wls",
         description="Jung & O'Leary's Tables 1 and 2: weighted least squares with "
@@ -183,9 +183,7 @@ def parser() -> argparse.ArgumentParser:
                    help="RFP (packed) storage on the device (default: full storage)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the problem generator (default 0)")
-    p.add_argument("--device", default=None,
-                   help="OpenCL device, index or name substring (default: the selection "
-                        "order of oclla.get_queue)")
+    add_device_option(p)
     p.add_argument("--no-cupy", action="store_true",
                    help="skip the CuPy reference (default: run it when CuPy sees a CUDA "
                         "device)")

@@ -78,6 +78,15 @@ def version_text(prog: str) -> str:
     return f"{prog} {__version__}"
 
 
+DEVICE_HELP = ("OpenCL device, index or name substring (default: the selection order: "
+               "OCLLA_DEVICE, PYOPENCL_CTX, first GPU, first CPU; see oclla devices)")
+
+
+def add_device_option(parser) -> None:
+    """The ``--device`` option every command that runs kernels takes."""
+    parser.add_argument("--device", default=None, help=DEVICE_HELP)
+
+
 def _cmd_devices(args) -> int:
     found = devices()
     if not found:
@@ -269,9 +278,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=version_text("oclla"))
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("devices", help="list OpenCL devices and whether they compile kernels")
-    p.add_argument("--device", default=None,
-                   help="index or name substring of the device to select (default: the "
-                        "selection order: OCLLA_DEVICE, PYOPENCL_CTX, first GPU, first CPU)")
+    add_device_option(p)
     p.add_argument("--check", action="store_true",
                    help="build and run every kernel family on the selected device (or every "
                         "device with --all) and report ok / fell back / failed per family; "
@@ -283,9 +290,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="element type (default float32)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the random matrix (default 0)")
-    p.add_argument("--device", default=None,
-                   help="index or name substring (see oclla devices; default: the selection "
-                        "order)")
+    add_device_option(p)
     p.add_argument("--out", default="oclla-demo.oclrec",
                    help="recording file to write (default oclla-demo.oclrec)")
     p = sub.add_parser("warmup", help="build every program the library uses on a device "
@@ -293,9 +298,7 @@ def _parser() -> argparse.ArgumentParser:
                                       "through the driver's cache) start without building")
     p.add_argument("--dtype", choices=("float32", "float64", "both"), default="both",
                    help="element type (default both; float64 where the device has fp64)")
-    p.add_argument("--device", default=None,
-                   help="index or name substring (see oclla devices; default: the selection "
-                        "order)")
+    add_device_option(p)
     sub.add_parser("bench", help="GFLOP/s against the reference: lu, gemm, syrk, getrf, potrf; "
                                  "wls for Jung & O'Leary's tables (oclla bench --help, "
                                  "oclla bench wls --help)",

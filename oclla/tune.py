@@ -490,15 +490,13 @@ def metric_text(family: str, kind: str) -> str:
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of ``oclla tune``."""
-    from .cli import version_text
+    from .cli import add_device_option, version_text
     ap = argparse.ArgumentParser(
         prog="oclla tune",
         description="Measure the best kernel parameters on this device and store them "
                     "(each candidate checked against a reference before it is timed).")
     ap.add_argument("--version", action="version", version=version_text("oclla tune"))
-    ap.add_argument("--device", default=None,
-                    help="OpenCL device, index or name substring (default: the selection "
-                         "order of oclla.get_queue)")
+    add_device_option(ap)
     ap.add_argument("--dtype", default="float32",
                     help="float32, float64 or both comma-separated (default float32)")
     ap.add_argument("--families", default="gemm,lu,chol,pivot,crout,window",
