@@ -158,7 +158,9 @@ def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans,
             t.buf, np.int64(t.off), int_arg(t.ld), b.buf, np.int64(b.off), int_arg(b.ld))
 
 
-def _copy_block(queue, rows, cols, src: View, dst: View, dtype):
+def copy_block(queue, rows, cols, src: View, dst: View, dtype):
+    """dst (rows x cols) = src (rows x cols) on the device, views with their own leading
+    dimensions."""
     kernel = get_kernel(queue, "trsm.cl", "copy_block", dtype)
     side = params(queue, "local2d", dtype)
     local = (side["X"], side["Y"])
@@ -188,12 +190,12 @@ def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, 
             work = View(tmp, 0, nrhs)
             gemm(queue, kb, nrhs, kb, 1.0, w, b.at(k0, 0), 0.0, work, dtype=dtype,
                  trans_a=trans)
-            _copy_block(queue, kb, nrhs, work, b.at(k0, 0), dtype)
+            copy_block(queue, kb, nrhs, work, b.at(k0, 0), dtype)
         else:
             work = View(tmp, 0, kb)
             gemm(queue, nrhs, kb, kb, 1.0, b.at(0, k0), w, 0.0, work, dtype=dtype,
                  trans_b=trans)
-            _copy_block(queue, nrhs, kb, work, b.at(0, k0), dtype)
+            copy_block(queue, nrhs, kb, work, b.at(0, k0), dtype)
         _trsm_update(queue, m, nrhs, t, b, k0, kb, dtype=dtype, left=left, trans=trans,
                      forward=forward)
 

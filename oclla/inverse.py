@@ -50,7 +50,7 @@ from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, check_method, factor_in_place, read_status, status_flags,
                         unpack_pair)
-from .blas import View, _copy_block, gemm, syrk, trsm, view_of
+from .blas import View, copy_block, gemm, syrk, trsm, view_of
 from .cholesky import factor_device, zero_other_triangle
 
 #: ``method`` values: the recursive BLAS-3 variant and LAPACK's block loops, step by step.
@@ -117,11 +117,11 @@ def trmm(queue, m: int, nrhs: int, alpha: float, t: View, b: View, work: cl.Buff
         if left:
             w = View(work, 0, nrhs)
             gemm(queue, m, nrhs, m, alpha, t, b, 0.0, w, dtype=dtype, trans_a=trans)
-            _copy_block(queue, m, nrhs, w, b, dtype)
+            copy_block(queue, m, nrhs, w, b, dtype)
         else:
             w = View(work, 0, m)
             gemm(queue, nrhs, m, m, alpha, b, t, 0.0, w, dtype=dtype, trans_b=trans)
-            _copy_block(queue, nrhs, m, w, b, dtype)
+            copy_block(queue, nrhs, m, w, b, dtype)
         return
     n1 = _split(m, nb)
     n2 = m - n1
