@@ -35,7 +35,7 @@ from . import trace
 from .accuracy import permutation_from_piv, split_lu
 from ._device import resolve_queue
 from ._programs import index_width, int_zeros, launch_queue
-from ._validate import (FACTOR_METHODS, as_matrix, as_rhs, check_method, count_nonfinite,
+from ._validate import (as_matrix, as_rhs, check_method, count_nonfinite,
                         dense, device_pivots, factor_in_place, is_device_array, is_view,
                         read_status, read_status_with, rhs_work, status_flags, to_device,
                         unpack_pair)
@@ -43,7 +43,6 @@ from .blas import laswp, trsm, view_of
 from .lu_blocked import factor_blocked
 from .lu_pivot import factor_crout, factor_faithful, factor_inplace, factor_window
 
-METHODS = FACTOR_METHODS
 VARIANTS = {"blocked": ("blocked",), "pivot": ("inplace", "crout", "window", "faithful")}
 
 
