@@ -1,0 +1,286 @@
+/* sparse.cl -- supernodal sparse Cholesky (oclla/sparse/numeric.py, factor.py).
+ *
+ * L storage: one flat array `l` of reals.  Supernode s owns the permuted
+ * columns sp[s] .. sp[s+1]-1 (nc of them) and the rows ri[rp[s] .. rp[s+1]-1]
+ * (nr of them, sorted, its own columns first); its values are a column-major
+ * nr x nc block at l + lp[s], leading dimension nr:
+ *
+ *     X(i, k) = l[lp[s] + k*nr + i]         row ri[rp[s] + i], column sp[s] + k
+ *
+ * The strict upper part of the diagonal block (i < k < nc) is never written.
+ * The m = nr - nc rows below the diagonal block are the "off-diagonal rows".
+ *
+ * Batched kernels take a `list` of supernodes, one work-group each (WG
+ * items): supernodes of one level of the elimination tree, independent of
+ * each other.  The update kernels (assemble, fsolve_update) take one
+ * work-group per *target* supernode t and a list of (source s, target t)
+ * pairs sorted by target: pair q says that the off-diagonal rows j0 .. j1-1
+ * of s lie in t's columns, and rel[relp[q] + (i - j0)] is the position in
+ * t's row list of s's off-diagonal row i >= j0 (the structure of s below j0
+ * is a subset of t's).  A work-group applies its target's pairs one after
+ * the other, so no two work-items ever write the same entry at once and the
+ * sums are formed in a fixed order: the result does not depend on the
+ * schedule of the work-groups.
+ *
+ * Failure: factor_batch records the smallest failing (permuted, 1-based)
+ * column of its launch in *info (atomic minimum over the nonzero values);
+ * every factor kernel returns at once when *info is already set, so the host
+ * reads the flag once, after the whole factorization.
+ */
+#include "common.h"
+
+#ifndef WG
+#define WG 64              /* work-group size of the batched kernels */
+#endif
+#ifndef RLB
+#define RLB 0              /* assemble: 0 reads the update matrices from w (RL),
+                              1 forms each entry from the source's block (RLB) */
+#endif
+
+#define X(base, nr, i, k) (base)[(long)(k) * (nr) + (i)]
+
+/* x[i] = 0 for i < size */
+__kernel void zero(__global real *x, const long size)
+{
+    for (long i = get_global_id(0); i < size; i += get_global_size(0))
+        x[i] = ZERO;
+}
+
+/* l[map[i]] = a[i] for i < count: A's lower-triangle values into L storage */
+__kernel void scatter_values(const long count, __global const real *a,
+                             __global const long *map, __global real *l)
+{
+    for (long i = get_global_id(0); i < count; i += get_global_size(0))
+        l[map[i]] = a[i];
+}
+
+/* *info = min(*info, v) over nonzero values (0: unset) */
+void record_failure(__global int *info, const int v)
+{
+    int old = *info;
+    while (old == 0 || old > v) {
+        const int seen = atomic_cmpxchg(info, old, v);
+        if (seen == old)
+            break;
+        old = seen;
+    }
+}
+
+/* Factor each listed supernode's nr x nc block in place: the Cholesky factor
+ * of its diagonal block and L21 = A21 L11^-T below it (potrf and trsm),
+ * right-looking, one column per step:
+ *     X(k,k) = sqrt(X(k,k)),  X(i,k) /= X(k,k)          (i > k)
+ *     X(i,j) -= X(i,k) X(j,k)                            (k < j < nc, i >= j) */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void factor_batch(__global const int *list, __global const int *sp, __global const long *rp,
+                  __global const long *lp, __global real *l, __global int *info)
+{
+    const int s = list[get_group_id(0)];
+    const int lid = get_local_id(0);
+    const int nc = sp[s + 1] - sp[s];
+    const int nr = (int)(rp[s + 1] - rp[s]);
+    __global real *x = l + lp[s];
+    if (*info)
+        return;
+    for (int k = 0; k < nc; k++) {
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        const real d = X(x, nr, k, k);
+        if (!(d > ZERO)) {                     /* every item sees the same d */
+            if (lid == 0)
+                record_failure(info, sp[s] + k + 1);
+            return;
+        }
+        const real r = sqrt(d);
+        for (int i = k + 1 + lid; i < nr; i += WG)
+            X(x, nr, i, k) /= r;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0)
+            X(x, nr, k, k) = r;
+        for (int j = k + 1; j < nc; j++) {
+            const real xjk = X(x, nr, j, k);
+            for (int i = j + lid; i < nr; i += WG)
+                X(x, nr, i, j) -= X(x, nr, i, k) * xjk;
+        }
+    }
+}
+
+/* RL's update matrices: for each listed supernode (nc columns, m = nr - nc
+ * off-diagonal rows) the lower triangle of C = L21 L21^T, m x m, column-major
+ * at w + wp[g] (g the list position):  C(i,j) = sum_k X(nc+i,k) X(nc+j,k). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void syrk_batch(__global const int *list, __global const int *sp, __global const long *rp,
+                __global const long *lp, __global const real *l, __global const long *wp,
+                __global real *w)
+{
+    const int g = get_group_id(0), s = list[g];
+    const int nc = sp[s + 1] - sp[s];
+    const int nr = (int)(rp[s + 1] - rp[s]);
+    const int m = nr - nc;
+    __global const real *x = l + lp[s];
+    __global real *c = w + wp[g];
+    for (int j = 0; j < m; j++)
+        for (int i = j + get_local_id(0); i < m; i += WG) {
+            real acc = ZERO;
+            for (int k = 0; k < nc; k++)
+                acc = MUL_ADD(X(x, nr, nc + i, k), X(x, nr, nc + j, k), acc);
+            c[(long)j * m + i] = acc;
+        }
+}
+
+/* Assemble the listed sources' updates into their targets' columns
+ * (scatter-subtract through the relative indices), one work-group per target:
+ *     L_t(rel(i), row_j - sp[t]) -= C_s(i, j)      j0 <= j < j1, i >= j
+ * C_s from w + pw[q] (RL) or formed from X_s (RLB). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void assemble(__global const int *targets, __global const int *pair_ptr,
+              __global const int *src, __global const int *j0s, __global const int *j1s,
+              __global const long *relp, __global const int *rel, __global const long *pw,
+              __global const int *sp, __global const long *rp, __global const long *lp,
+              __global const int *ri, __global real *l, __global const real *w)
+{
+    const int tg = get_group_id(0), t = targets[tg];
+    const int nrt = (int)(rp[t + 1] - rp[t]);
+    __global real *lt = l + lp[t];
+    for (int q = pair_ptr[tg]; q < pair_ptr[tg + 1]; q++) {
+        const int s = src[q], j0 = j0s[q], j1 = j1s[q];
+        const int nc = sp[s + 1] - sp[s];
+        const int nr = (int)(rp[s + 1] - rp[s]);
+        const int m = nr - nc;
+        __global const int *rq = rel + relp[q];
+        __global const int *rows = ri + rp[s] + nc;
+#if RLB
+        __global const real *x = l + lp[s];
+#else
+        __global const real *c = w + pw[q];
+#endif
+        for (int j = j0; j < j1; j++) {
+            const long col = (long)(rows[j] - sp[t]) * nrt;
+            for (int i = j + get_local_id(0); i < m; i += WG) {
+#if RLB
+                real v = ZERO;
+                for (int k = 0; k < nc; k++)
+                    v = MUL_ADD(X(x, nr, nc + i, k), X(x, nr, nc + j, k), v);
+#else
+                const real v = c[(long)j * m + i];
+#endif
+                lt[col + rq[i - j0]] -= v;
+            }
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
+/* ---- solves: x is n x nrhs, column-major (x[r*n + i]) ---------------------------------- */
+
+/* x = b[perm] (b row-major n x nrhs, x column-major) */
+__kernel void permute_in(const int n, const int nrhs, __global const long *perm,
+                         __global const real *b, __global real *x)
+{
+    const int i = get_global_id(0), r = get_global_id(1);
+    if (i < n && r < nrhs)
+        x[(long)r * n + i] = b[perm[i] * nrhs + r];
+}
+
+/* b[perm] = x */
+__kernel void permute_out(const int n, const int nrhs, __global const long *perm,
+                          __global const real *x, __global real *b)
+{
+    const int i = get_global_id(0), r = get_global_id(1);
+    if (i < n && r < nrhs)
+        b[perm[i] * nrhs + r] = x[(long)r * n + i];
+}
+
+/* Forward substitution with each listed supernode's diagonal block:
+ * x_s := L11^-1 x_s (x_s: the rows of its columns, every right-hand side). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fsolve_diag(__global const int *list, __global const int *sp, __global const long *rp,
+                 __global const long *lp, __global const real *l, const int n, const int nrhs,
+                 __global real *xs)
+{
+    const int s = list[get_group_id(0)], lid = get_local_id(0);
+    const int c0 = sp[s], nc = sp[s + 1] - c0;
+    const int nr = (int)(rp[s + 1] - rp[s]);
+    __global const real *x = l + lp[s];
+    for (int k = 0; k < nc; k++) {
+        const real d = X(x, nr, k, k);
+        for (int r = lid; r < nrhs; r += WG)
+            xs[(long)r * n + c0 + k] /= d;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        for (int e = lid; e < (nc - k - 1) * nrhs; e += WG) {
+            const int i = k + 1 + e % (nc - k - 1), r = e / (nc - k - 1);
+            xs[(long)r * n + c0 + i] -= X(x, nr, i, k) * xs[(long)r * n + c0 + k];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
+/* The forward solve's updates, one work-group per target t:
+ * x(row_j) -= sum_k X_s(nc+j, k) x(sp[s]+k) for the pairs' rows j0 <= j < j1. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fsolve_update(__global const int *targets, __global const int *pair_ptr,
+                   __global const int *src, __global const int *j0s, __global const int *j1s,
+                   __global const int *sp, __global const long *rp, __global const long *lp,
+                   __global const int *ri, __global const real *l, const int n,
+                   const int nrhs, __global real *xs)
+{
+    const int tg = get_group_id(0);
+    for (int q = pair_ptr[tg]; q < pair_ptr[tg + 1]; q++) {
+        const int s = src[q], j0 = j0s[q], len = j1s[q] - j0s[q];
+        const int c0 = sp[s], nc = sp[s + 1] - c0;
+        const int nr = (int)(rp[s + 1] - rp[s]);
+        __global const real *x = l + lp[s];
+        __global const int *rows = ri + rp[s] + nc;
+        for (int e = get_local_id(0); e < len * nrhs; e += WG) {
+            const int j = j0 + e % len, r = e / len;
+            __global const real *xr = xs + (long)r * n;
+            real acc = ZERO;
+            for (int k = 0; k < nc; k++)
+                acc = MUL_ADD(X(x, nr, nc + j, k), xr[c0 + k], acc);
+            xs[(long)r * n + rows[j]] -= acc;
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
+/* Backward substitution for each listed supernode (its ancestors' x final):
+ * x_s := L11^-T (x_s - L21^T x(off-diagonal rows)). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bsolve(__global const int *list, __global const int *sp, __global const long *rp,
+            __global const long *lp, __global const int *ri, __global const real *l,
+            const int n, const int nrhs, __global real *xs)
+{
+    const int s = list[get_group_id(0)], lid = get_local_id(0);
+    const int c0 = sp[s], nc = sp[s + 1] - c0;
+    const int nr = (int)(rp[s + 1] - rp[s]);
+    __global const real *x = l + lp[s];
+    __global const int *rows = ri + rp[s];
+    for (int e = lid; e < nc * nrhs; e += WG) {
+        const int k = e % nc, r = e / nc;
+        __global real *xr = xs + (long)r * n;
+        real acc = ZERO;
+        for (int i = nc; i < nr; i++)
+            acc = MUL_ADD(X(x, nr, i, k), xr[rows[i]], acc);
+        xr[c0 + k] -= acc;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (int k = nc - 1; k >= 0; k--) {
+        const real d = X(x, nr, k, k);
+        for (int r = lid; r < nrhs; r += WG)
+            xs[(long)r * n + c0 + k] /= d;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        for (int e = lid; e < k * nrhs; e += WG) {
+            const int i = e % k, r = e / k;
+            xs[(long)r * n + c0 + i] -= X(x, nr, k, i) * xs[(long)r * n + c0 + k];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
+/* d[j] = L(j, j) for the n permuted columns (dpos: their positions in l) */
+__kernel void gather_diagonal(const int n, __global const long *dpos, __global const real *l,
+                              __global real *d)
+{
+    const int j = get_global_id(0);
+    if (j < n)
+        d[j] = l[dpos[j]];
+}

@@ -1,0 +1,441 @@
+"""The numeric supernodal Cholesky factorization, right-looking (RL and RLB), on the device.
+
+Storage (the contract of :class:`oclla.sparse.symbolic.Symbolic`): one flat
+device buffer holds L; supernode s owns the permuted columns
+``super_ptr[s]:super_ptr[s+1]`` (nc of them) and the sorted rows
+``row_idx[row_ptr[s]:row_ptr[s+1]]`` (nr of them, its own columns first), its
+values a column-major nr x nc block at ``l_ptr[s]`` (leading dimension nr).
+Read row-major, the same memory is the nc x nr matrix Uₛ = Lₛᵀ, which is how
+the shared BLAS-3 layer (:mod:`oclla.blas`, row-major :class:`View`\\ s) sees
+it: the diagonal block is an upper factor (``factor_blocked(lower=False)``)
+and the off-diagonal part U₁₂ = U₁₁⁻ᵀ·A₁₂ a left, transposed TRSM.
+
+Supernodes go level by level up the supernodal elimination tree (a level:
+the supernodes whose subtrees are all done; none is an ancestor of another).
+Per level, per supernode s with nc columns and m off-diagonal rows:
+
+potrf + trsm
+    L₁₁ = chol(A₁₁), L₂₁ = A₂₁·L₁₁⁻ᵀ (in place).
+RL: syrk + assemble
+    the whole update matrix C = L₂₁·L₂₁ᵀ (m x m, lower triangle) into
+    working storage, then scatter-subtracted into the ancestors' columns:
+    entry (i, j) of C goes to column row_j of its supernode t, at the
+    position of row_i in t's row list (the *relative indices*, computed once
+    per analysis, :func:`make_plan`).
+RLB: blocked updates straight into L (no working storage)
+    the off-diagonal rows fall in *row blocks* (maximal runs of consecutive
+    rows inside one ancestor supernode); for each pair of blocks
+    (Bᵢ below or equal to Bⱼ) one GEMM (SYRK for i = j) subtracts
+    L[Bᵢ,:]·L[Bⱼ,:]ᵀ from the ancestor's block at its offset.
+
+Routes: supernodes whose factorization flops reach ``large`` (default
+:data:`LARGE_FLOPS`) run one by one on :mod:`oclla.blas` / the dense
+blocked potrf; the others of a level are batched, one work-group per
+supernode per launch (``kernels_cl/sparse.cl``): factor_batch (potrf +
+trsm), syrk_batch (RL) and assemble (one work-group per *target*
+supernode, its sources in a fixed order: no races, no atomics, the same
+result on every run).  RLB's batched assemble forms each entry of the
+update from the source block instead of reading working storage.
+
+Failure: a non-positive pivot sets a device flag (the smallest failing
+column of a launch; the first launch's failure wins); every later factor
+kernel returns at once; the host reads the flag once, at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyopencl as cl
+from numpy.linalg import LinAlgError
+
+from .. import trace
+from .._device import device_info
+from .._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
+from ..blas import View, gemm, syrk
+from ..cholesky import _solve_panel, cholesky_flops, factor_blocked
+
+#: Flop count (potrf + trsm + syrk of one supernode) from which a supernode takes the
+#: BLAS-3 route (one supernode at a time on :mod:`oclla.blas` and the dense blocked potrf)
+#: instead of the batched kernels (one work-group per supernode).  Measured on PoCL (2
+#: cores, benchmarks/sparse.py --threshold): see the module docstring of
+#: benchmarks/sparse.py for the numbers.
+LARGE_FLOPS = 2.0e6
+
+#: Work-group size of the batched kernels (kernels_cl/sparse.cl WG).
+BATCH_WG = 64
+
+METHODS = ("rl", "rlb")
+
+
+def not_positive_definite(column: int) -> LinAlgError:
+    """The error for a failing pivot at ``column`` of the original ordering."""
+    return LinAlgError(f"the matrix is not positive definite: column {column} "
+                       f"(original ordering)")
+
+
+def supernode_flops(nc: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """potrf (nc³/3), trsm (nc²·m) and syrk (nc·m²) flops of supernodes of nc columns
+    and m off-diagonal rows."""
+    nc = nc.astype(np.float64)
+    m = m.astype(np.float64)
+    return nc ** 3 / 3.0 + nc ** 2 * m + nc * m * (m + 1.0)
+
+
+def _buffer(ctx, array: np.ndarray) -> cl.Buffer:
+    """A read-only device copy of a host index array (one element at least)."""
+    host = array if array.size else np.zeros(1, array.dtype)
+    return cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=np.ascontiguousarray(host))
+
+
+@dataclass
+class Pairs:
+    """(source, target) update pairs of a set of sources, grouped by target: the
+    targets of group g get pairs ``pair_ptr[g]:pair_ptr[g+1]`` (host arrays and their
+    device copies)."""
+
+    targets: np.ndarray          # int32 (groups,)
+    pair_ptr: np.ndarray         # int32 (groups+1,)
+    index: np.ndarray            # int64 pair numbers (into the plan's pair arrays)
+    wp: np.ndarray               # int64 (pairs,): offset in w of each pair's source
+    dev: tuple = ()
+
+
+@dataclass
+class Level:
+    """One level of the schedule: its batched supernodes and its large ones."""
+
+    small: np.ndarray            # int32 supernodes of the batched route
+    large: np.ndarray            # int64 supernodes of the BLAS route
+    small_pairs: Pairs | None
+    small_wp: np.ndarray         # int64 (len(small),): each one's update matrix in w
+    large_pairs: dict            # s -> Pairs of s alone
+    dev_small: object = None
+
+
+@dataclass
+class Plan:
+    """What the numeric factorization and the solves need beyond the Symbolic, built
+    once per analysis (host numpy, vectorised) and reused by every refactorization:
+    the level schedule, the update pairs and relative indices, RLB's row blocks, the
+    device copies of the tables."""
+
+    n: int
+    ns: int
+    nc: np.ndarray
+    nr: np.ndarray
+    m: np.ndarray
+    large: np.ndarray            # bool (ns,)
+    levels: list
+    pair_src: np.ndarray         # int32
+    pair_tgt: np.ndarray         # int32
+    pair_j0: np.ndarray          # int32
+    pair_j1: np.ndarray          # int32
+    rel_ptr: np.ndarray          # int64
+    rel: np.ndarray              # int32
+    work: int                    # RL working storage, elements
+    flops: np.ndarray            # float64 (ns,)
+    dev: dict = field(default_factory=dict)
+    blocks: dict = field(default_factory=dict)    # large s -> RLB gemm list
+
+
+def _levels(parent: np.ndarray) -> np.ndarray:
+    """Level of each supernode: 0 for leaves, 1 + the largest level of its children
+    (parent[s] > s: one pass in order)."""
+    ns = parent.size
+    level = np.zeros(ns, np.int64)
+    par = parent.tolist()
+    lev = level.tolist()
+    for s in range(ns):
+        p = par[s]
+        if p >= 0 and lev[p] < lev[s] + 1:
+            lev[p] = lev[s] + 1
+    return np.asarray(lev, np.int64)
+
+
+def _pairs(sym) -> tuple:
+    """The update pairs and relative indices of every supernode (vectorised).
+
+    Pair q: source s, target t, the off-diagonal rows j0..j1-1 of s that lie in
+    t's columns; rel[rel_ptr[q] + i - j0] is the position of s's off-diagonal row
+    i >= j0 in t's row list."""
+    sp, rp, ri = sym.super_ptr, sym.row_ptr, sym.row_idx
+    ns = sp.size - 1
+    nc = np.diff(sp)
+    nr = np.diff(rp)
+    seg = np.repeat(np.arange(ns), nr)
+    local = np.arange(ri.size) - np.repeat(rp[:-1], nr)
+    off = local >= nc[seg]
+    off_rows, off_s = ri[off], seg[off]
+    off_j = (local - nc[seg])[off]
+    tgt = sym.col_super[off_rows]
+    if off_rows.size == 0:
+        e = np.zeros(0, np.int32)
+        return e, e, e, e, np.zeros(1, np.int64), e
+    new = np.ones(off_rows.size, bool)
+    new[1:] = (off_s[1:] != off_s[:-1]) | (tgt[1:] != tgt[:-1])
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], off_rows.size)
+    src, tg, j0 = off_s[starts], tgt[starts], off_j[starts]
+    j1 = j0 + (ends - starts)
+    m = nr - nc
+    length = m[src] - j0
+    rel_ptr = np.zeros(src.size + 1, np.int64)
+    np.cumsum(length, out=rel_ptr[1:])
+    q = np.repeat(np.arange(src.size), length)
+    k = np.arange(rel_ptr[-1]) - rel_ptr[q] + starts[q]
+    rows = off_rows[k]
+    width = np.int64(sym.n + 1)
+    keys = seg.astype(np.int64) * width + ri
+    want = tg[q].astype(np.int64) * width + rows
+    pos = np.searchsorted(keys, want)
+    if np.any(pos >= keys.size) or np.any(keys[np.minimum(pos, keys.size - 1)] != want):
+        raise ValueError("the symbolic structure is not closed: a supernode's rows are "
+                         "not all in its ancestor's row list")
+    rel = (pos - rp[tg[q]]).astype(np.int32)
+    return (src.astype(np.int32), tg.astype(np.int32), j0.astype(np.int32),
+            j1.astype(np.int32), rel_ptr, rel)
+
+
+def _group_pairs(pair_idx: np.ndarray, plan_src, plan_tgt, wp_of_src: dict | np.ndarray
+                 ) -> Pairs:
+    """Pairs ``pair_idx`` grouped by target (sources in increasing order within one)."""
+    order = np.lexsort((plan_src[pair_idx], plan_tgt[pair_idx]))
+    idx = pair_idx[order]
+    tg = plan_tgt[idx]
+    first = np.ones(idx.size, bool)
+    first[1:] = tg[1:] != tg[:-1]
+    starts = np.flatnonzero(first)
+    ptr = np.append(starts, idx.size).astype(np.int32)
+    return Pairs(tg[starts].astype(np.int32), ptr, idx, wp_of_src[plan_src[idx]])
+
+
+def make_plan(sym, *, large: float | None = None) -> Plan:
+    """The schedule of the numeric factorization for the analysis ``sym`` (host only).
+
+    ``large``: the flop count from which a supernode takes the BLAS route (default
+    :data:`LARGE_FLOPS`)."""
+    threshold = LARGE_FLOPS if large is None else float(large)
+    nc = np.diff(sym.super_ptr)
+    nr = np.diff(sym.row_ptr)
+    m = nr - nc
+    ns = nc.size
+    flops = supernode_flops(nc, m)
+    is_large = flops >= threshold
+    src, tgt, j0, j1, rel_ptr, rel = _pairs(sym)
+    level = _levels(np.asarray(sym.parent, np.int64))
+    pair_level = level[src] if src.size else np.zeros(0, np.int64)
+    order = np.argsort(level, kind="stable")
+    bounds = np.searchsorted(level[order], np.arange(level.max(initial=-1) + 2))
+    pair_order = np.argsort(pair_level, kind="stable")
+    pbounds = np.searchsorted(pair_level[pair_order], np.arange(level.max(initial=-1) + 2))
+    m2 = m.astype(np.int64) ** 2
+    work = int(m2[is_large].max(initial=0))
+    levels = []
+    for h in range(bounds.size - 1):
+        members = order[bounds[h]:bounds[h + 1]]
+        small = members[~is_large[members]].astype(np.int32)
+        big = members[is_large[members]]
+        wp = np.zeros(ns, np.int64)
+        sizes = m2[small]
+        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        wp[small] = offsets
+        work = max(work, int(sizes.sum()))
+        pidx = pair_order[pbounds[h]:pbounds[h + 1]]
+        in_small = ~is_large[src[pidx]]
+        small_pairs = (_group_pairs(pidx[in_small], src, tgt, wp)
+                       if np.any(in_small) else None)
+        large_pairs = {}
+        big_idx = pidx[~in_small]
+        for s in big.tolist():
+            mine = big_idx[src[big_idx] == s]
+            if mine.size:
+                large_pairs[s] = _group_pairs(mine, src, tgt, np.zeros(ns, np.int64))
+        levels.append(Level(small, big.astype(np.int64), small_pairs, offsets, large_pairs))
+    return Plan(sym.n, ns, nc, nr, m, is_large, levels, src, tgt, j0, j1, rel_ptr, rel,
+                work, flops)
+
+
+def _rlb_blocks(sym, plan: Plan, s: int) -> list:
+    """RLB's GEMMs of the large supernode s: (rows_j, rows_i, j0, i0, target offset,
+    target ld, diagonal?) per pair of row blocks Bᵢ >= Bⱼ (positions among s's
+    off-diagonal rows)."""
+    sp, rp, ri = sym.super_ptr, sym.row_ptr, sym.row_idx
+    nc = int(plan.nc[s])
+    rows = ri[rp[s] + nc:rp[s + 1]]
+    if rows.size == 0:
+        return []
+    owner = sym.col_super[rows]
+    cut = np.ones(rows.size, bool)
+    cut[1:] = (owner[1:] != owner[:-1]) | (rows[1:] != rows[:-1] + 1)
+    starts = np.flatnonzero(cut)
+    ends = np.append(starts[1:], rows.size)
+    mine = np.flatnonzero(plan.pair_src == s)
+    out = []
+    for b, (bj0, bj1) in enumerate(zip(starts.tolist(), ends.tolist())):
+        t = int(owner[bj0])
+        q = int(mine[np.searchsorted(plan.pair_j0[mine], bj0, side="right") - 1])
+        j0 = int(plan.pair_j0[q])
+        nrt = int(plan.nr[t])
+        col = int(rows[bj0] - sp[t])
+        for bi0, bi1 in zip(starts[b:].tolist(), ends[b:].tolist()):
+            r0 = int(plan.rel[plan.rel_ptr[q] + bi0 - j0])
+            out.append((bj1 - bj0, bi1 - bi0, bj0, bi0,
+                        int(sym.l_ptr[t]) + col * nrt + r0, nrt, bi0 == bj0))
+    return out
+
+
+def device_tables(queue, sym, plan: Plan) -> dict:
+    """The plan's device copies (built once per context)."""
+    key = queue.context
+    if key in plan.dev:
+        return plan.dev[key]
+    ctx = queue.context
+    d = dict(sp=_buffer(ctx, sym.super_ptr.astype(np.int32)),
+             rp=_buffer(ctx, sym.row_ptr.astype(np.int64)),
+             lp=_buffer(ctx, sym.l_ptr.astype(np.int64)),
+             ri=_buffer(ctx, sym.row_idx.astype(np.int32)),
+             src=_buffer(ctx, plan.pair_src), j0=_buffer(ctx, plan.pair_j0),
+             j1=_buffer(ctx, plan.pair_j1), relp=_buffer(ctx, plan.rel_ptr),
+             rel=_buffer(ctx, plan.rel))
+    d["a_map"] = _buffer(ctx, sym.a_map.astype(np.int64))
+    d["levels"] = [(_buffer(ctx, lev.small), _buffer(ctx, lev.small_wp))
+                   for lev in plan.levels]
+    plan.dev[key] = d
+    return d
+
+
+def _permuted_pair_tables(ctx, plan: Plan, p: Pairs) -> tuple:
+    idx = p.index
+    return (_buffer(ctx, plan.pair_src[idx]), _buffer(ctx, plan.pair_j0[idx]),
+            _buffer(ctx, plan.pair_j1[idx]), _buffer(ctx, plan.rel_ptr[idx]),
+            _buffer(ctx, p.wp.astype(np.int64)))
+
+
+def pair_tables(queue, plan: Plan, p: Pairs) -> tuple:
+    """(targets, pair_ptr, src, j0, j1, rel_ptr, wp) device buffers of ``p`` in its order
+    (cached on ``p``)."""
+    if not p.dev or p.dev[0] is not queue.context:
+        ctx = queue.context
+        p.dev = (ctx, _buffer(ctx, p.targets), _buffer(ctx, p.pair_ptr),
+                 *_permuted_pair_tables(ctx, plan, p))
+    return p.dev[1:]
+
+
+def _region(sym, ss) -> tuple:
+    """The trace region of supernodes ``ss`` (permuted rows and columns)."""
+    ss = np.atleast_1d(ss)
+    c0 = int(sym.super_ptr[ss.min()])
+    c1 = int(sym.super_ptr[ss.max() + 1])
+    r1 = int(max(sym.row_idx[sym.row_ptr[s + 1] - 1] for s in ss.tolist())) + 1
+    return (c0, r1, c0, c1)
+
+
+def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl") -> cl.Buffer:
+    """L storage of A = values (device array of A's lower-triangle values in the CSC order
+    of the analysis: ``a_map``'s order); raises LinAlgError if A is not positive
+    definite (waits for the device once, at the end)."""
+    dtype = np.dtype(dtype)
+    ctx = queue.context
+    item = dtype.itemsize
+    size = int(sym.l_ptr[-1])
+    lbuf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(size, 1) * item)
+    info = int_zeros(queue, 1)
+    tab = device_tables(queue, sym, plan)
+    wg = BATCH_WG
+    if wg > device_info(queue).max_work_group_size:
+        wg = device_info(queue).max_work_group_size
+    opts = dict(WG=wg)
+    rlb = method == "rlb"
+    k_zero = get_kernel(queue, "sparse.cl", "zero", dtype, **opts)
+    k_scatter = get_kernel(queue, "sparse.cl", "scatter_values", dtype, **opts)
+    k_factor = get_kernel(queue, "sparse.cl", "factor_batch", dtype, **opts)
+    k_syrk = get_kernel(queue, "sparse.cl", "syrk_batch", dtype, **opts)
+    k_asm = get_kernel(queue, "sparse.cl", "assemble", dtype, RLB=int(rlb), **opts)
+    wbuf = None
+    if not rlb and plan.work:
+        wbuf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, plan.work * item)
+    dummy_w = wbuf or lbuf
+    recording = trace.recording()
+    n = sym.n
+    items = min(round_up(max(size, 1), 256), 1 << 20)
+    with trace.run("sparse_cholesky", method, queue, (n, n), dtype,
+                   supernodes=plan.ns, nnz_l=int(sym.nnz_l), large=int(plan.large.sum())):
+        with launch_queue(queue) as q:
+            with trace.step("scatter", (0, n, 0, n), nbytes=float(size * item)):
+                enqueue(q, k_zero, (items,), None, lbuf, np.int64(size))
+                count = int(values.size)
+                if count:
+                    enqueue(q, k_scatter, (min(round_up(count, 256), 1 << 20),), None,
+                            np.int64(count), values.data, tab["a_map"], lbuf)
+            for h, lev in enumerate(plan.levels):
+                small_buf, wp_buf = tab["levels"][h]
+                if lev.small.size:
+                    reg = _region(sym, lev.small) if recording else None
+                    fl = float(plan.flops[lev.small].sum())
+                    info_step = dict(level=h, route="batched",
+                                     supernodes=lev.small.tolist() if recording else [])
+                    with trace.step("potrf", reg, flops=fl, **info_step):
+                        enqueue(q, k_factor, (lev.small.size * wg,), (wg,), small_buf,
+                                tab["sp"], tab["rp"], tab["lp"], lbuf, info.data)
+                    if lev.small_pairs is not None:
+                        if not rlb:
+                            with trace.step("syrk", reg, **info_step):
+                                enqueue(q, k_syrk, (lev.small.size * wg,), (wg,), small_buf,
+                                        tab["sp"], tab["rp"], tab["lp"], lbuf, wp_buf, wbuf)
+                        with trace.step("assemble", reg, **info_step):
+                            _assemble(q, k_asm, wg, pair_tables(queue, plan, lev.small_pairs),
+                                      lev.small_pairs, tab, lbuf, dummy_w)
+                for s in lev.large.tolist():
+                    _large(q, sym, plan, s, lbuf, wbuf, dummy_w, info, tab, k_asm, wg,
+                           dtype=dtype, rlb=rlb, level=h, queue=queue)
+        code = int(info.get()[0])
+    if code:
+        raise not_positive_definite(int(sym.perm[code - 1]))
+    return lbuf
+
+
+def _assemble(q, kernel, wg, tables, pairs: Pairs, tab, lbuf, wbuf) -> None:
+    targets, ptr, src, j0, j1, relp, wp = tables
+    enqueue(q, kernel, (pairs.targets.size * wg,), (wg,), targets, ptr, src, j0, j1, relp,
+            tab["rel"], wp, tab["sp"], tab["rp"], tab["lp"], tab["ri"], lbuf, wbuf)
+
+
+def _large(q, sym, plan: Plan, s: int, lbuf, wbuf, dummy_w, info, tab, k_asm, wg, *,
+           dtype, rlb: bool, level: int, queue) -> None:
+    """One supernode on the BLAS route: potrf, trsm, then syrk + assemble (RL) or the
+    row-block GEMMs into the ancestors (RLB)."""
+    nc, nr, m = int(plan.nc[s]), int(plan.nr[s]), int(plan.m[s])
+    c0 = int(sym.super_ptr[s])
+    diag = View(lbuf, int(sym.l_ptr[s]), nr)
+    extra = dict(supernode=s, level=level, route="large")
+    last = int(sym.row_idx[sym.row_ptr[s + 1] - 1]) + 1
+    with trace.step("potrf", (c0, c0 + nc, c0, c0 + nc), flops=cholesky_flops(nc), **extra):
+        factor_blocked(q, diag, nc, lower=False, dtype=dtype, info=info, base=c0)
+    if m == 0:
+        return
+    with trace.step("trsm", (c0 + nc, last, c0, c0 + nc), flops=float(nc * nc * m), **extra):
+        panel = _solve_panel(q, diag, nc, m, lower=False, dtype=dtype)
+    syrk_flops = float(nc) * m * (m + 1)
+    if not rlb:
+        with trace.step("syrk", (c0 + nc, last, c0 + nc, last), flops=syrk_flops, **extra):
+            syrk(q, m, nc, 1.0, panel, 0.0, View(wbuf, 0, m), dtype=dtype, lower=False,
+                 trans=True)
+        pairs = plan.levels[level].large_pairs.get(s)
+        if pairs is not None:
+            with trace.step("assemble", (c0 + nc, last, c0 + nc, last), **extra):
+                _assemble(q, k_asm, wg, pair_tables(queue, plan, pairs), pairs, tab, lbuf,
+                          wbuf)
+        return
+    blocks = plan.blocks.get(s)
+    if blocks is None:
+        blocks = plan.blocks[s] = _rlb_blocks(sym, plan, s)
+    with trace.step("syrk", (c0 + nc, last, c0 + nc, last), flops=syrk_flops,
+                    gemms=len(blocks), **extra):
+        base = int(sym.l_ptr[s]) + nc
+        for rj, rows_i, j0, i0, target, ldt, on_diag in blocks:
+            gemm(q, rj, rows_i, nc, -1.0, View(lbuf, base + j0, nr), View(lbuf, base + i0, nr),
+                 1.0, View(lbuf, target, ldt), dtype=dtype, trans_a=True,
+                 triangle="upper" if on_diag else None)
