@@ -71,6 +71,8 @@ class Profile:
         Whether float64 is available.
     max_alloc_size : int or None
         Bytes of the largest single allocation.
+    global_mem_size : int or None
+        Bytes of global memory (what the out-of-core Cholesky plans with).
     opencl_c_version : str or None
         The OpenCL C version reported, e.g. "OpenCL C 1.2".
     """
@@ -84,6 +86,7 @@ class Profile:
     native_width_double: int | None = None
     fp64: bool | None = None
     max_alloc_size: int | None = None        # bytes
+    global_mem_size: int | None = None       # bytes
     opencl_c_version: str | None = None
 
     def describe(self) -> str:
@@ -111,7 +114,7 @@ PROFILES = {p.name: p for p in (
 )}
 
 _INT_FIELDS = ("max_work_group_size", "local_mem_size", "native_width_float",
-               "native_width_double", "max_alloc_size")
+               "native_width_double", "max_alloc_size", "global_mem_size")
 
 _lock = threading.Lock()
 _current: list = []          # [] until first read; then [Profile or None]
