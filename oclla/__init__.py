@@ -58,6 +58,7 @@ from ._device import DeviceError, DeviceInfo, device_info, devices, get_queue
 from ._profiles import PROFILES, Profile, set_profile
 from .lu import lu, lu_factor, lu_solve
 from . import rfp
+from . import sparse
 from .ad2at import assemble_ad2at
 from .cholesky import cho_factor, cho_solve, cholesky
 from .inverse import cho_inverse, cho_logdet, inv_spd, trtri
@@ -75,5 +76,5 @@ __all__ = [
     "WLSResult", "assemble_ad2at", "cho_factor", "cho_solve", "cholesky", "rfp", "wls_solve",
     "cholesky_update",
     "cho_inverse", "cho_logdet", "inv_spd", "trtri",
-    "warmup",
+    "warmup", "sparse",
 ]

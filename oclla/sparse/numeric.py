@@ -69,6 +69,15 @@ BATCH_WG = 64
 METHODS = ("rl", "rlb")
 
 
+def batch_wg(queue) -> int:
+    """The batched kernels' work-group size on this device: :data:`BATCH_WG` or the
+    device's largest power of two below it."""
+    wg = BATCH_WG
+    while wg > device_info(queue).max_work_group_size:
+        wg //= 2
+    return wg
+
+
 def not_positive_definite(column: int) -> LinAlgError:
     """The error for a failing pivot at ``column`` of the original ordering."""
     return LinAlgError(f"the matrix is not positive definite: column {column} "
@@ -137,6 +146,7 @@ class Plan:
     rel: np.ndarray              # int32
     work: int                    # RL working storage, elements
     flops: np.ndarray            # float64 (ns,)
+    solve_levels: list = field(default_factory=list)   # (supernodes, Pairs) per level
     dev: dict = field(default_factory=dict)
     blocks: dict = field(default_factory=dict)    # large s -> RLB gemm list
 
@@ -233,7 +243,8 @@ def make_plan(sym, *, large: float | None = None) -> Plan:
     pbounds = np.searchsorted(pair_level[pair_order], np.arange(level.max(initial=-1) + 2))
     m2 = m.astype(np.int64) ** 2
     work = int(m2[is_large].max(initial=0))
-    levels = []
+    levels, solve_levels = [], []
+    zeros = np.zeros(ns, np.int64)
     for h in range(bounds.size - 1):
         members = order[bounds[h]:bounds[h + 1]]
         small = members[~is_large[members]].astype(np.int32)
@@ -254,8 +265,10 @@ def make_plan(sym, *, large: float | None = None) -> Plan:
             if mine.size:
                 large_pairs[s] = _group_pairs(mine, src, tgt, np.zeros(ns, np.int64))
         levels.append(Level(small, big.astype(np.int64), small_pairs, offsets, large_pairs))
+        solve_levels.append((members.astype(np.int32),
+                             _group_pairs(pidx, src, tgt, zeros) if pidx.size else None))
     return Plan(sym.n, ns, nc, nr, m, is_large, levels, src, tgt, j0, j1, rel_ptr, rel,
-                work, flops)
+                work, flops, solve_levels)
 
 
 def _rlb_blocks(sym, plan: Plan, s: int) -> list:
@@ -303,6 +316,11 @@ def device_tables(queue, sym, plan: Plan) -> dict:
     d["a_map"] = _buffer(ctx, sym.a_map.astype(np.int64))
     d["levels"] = [(_buffer(ctx, lev.small), _buffer(ctx, lev.small_wp))
                    for lev in plan.levels]
+    d["solve_levels"] = [_buffer(ctx, members) for members, _ in plan.solve_levels]
+    nc = plan.nc
+    col = np.arange(sym.n) - np.repeat(sym.super_ptr[:-1], nc)
+    owner = sym.col_super
+    d["dpos"] = _buffer(ctx, (sym.l_ptr[owner] + col * (plan.nr[owner] + 1)).astype(np.int64))
     plan.dev[key] = d
     return d
 
@@ -344,9 +362,7 @@ def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl") -> cl.B
     lbuf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(size, 1) * item)
     info = int_zeros(queue, 1)
     tab = device_tables(queue, sym, plan)
-    wg = BATCH_WG
-    if wg > device_info(queue).max_work_group_size:
-        wg = device_info(queue).max_work_group_size
+    wg = batch_wg(queue)
     opts = dict(WG=wg)
     rlb = method == "rlb"
     k_zero = get_kernel(queue, "sparse.cl", "zero", dtype, **opts)

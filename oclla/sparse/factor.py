@@ -1,0 +1,255 @@
+"""The public sparse Cholesky: :func:`cholesky` and the :class:`Factor` it returns.
+
+``f = cholesky(A)`` validates A (:func:`._input.lower_triangle`), analyses its
+pattern (:func:`.symbolic.analyze_lower`: ordering, supernodes), plans the numeric
+schedule (:func:`.numeric.make_plan`) and factors P·A·Pᵀ = L·Lᵀ on the device
+(:func:`.numeric.factor`).  L stays on the device; ``f.solve(b)``, ``f.logdet()``
+run there, ``f.L()`` copies it to the host as a scipy.sparse CSC matrix.
+``f.refactor(A2)`` factors a matrix of the same pattern reusing the analysis
+and the plan.  The conventions follow scikit-sparse's CHOLMOD wrapper where they
+fit: ``P()`` is the permutation p with A[p][:, p] = L·Lᵀ, ``L()`` the factor of
+the permuted matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import scipy.sparse as sp
+
+from .. import trace
+from .._device import resolve_queue
+from .._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from .._validate import check_fp64, check_method, solve_in_place
+from ..inverse import logdet_device
+from . import numeric
+from ._input import lower_triangle
+from .symbolic import Symbolic, analyze_lower
+
+__all__ = ["Factor", "cholesky"]
+
+
+class Factor:
+    """A sparse Cholesky factorization P·A·Pᵀ = L·Lᵀ held on the device.
+
+    Attributes
+    ----------
+    symbolic : Symbolic
+        The analysis (ordering, supernodes, L's storage).
+    method : str
+        "rl" or "rlb" (:mod:`oclla.sparse.numeric`).
+    dtype : numpy.dtype
+        float32 or float64: the working precision of the factor and the solves.
+    nnz : int
+        Entries of L's lower triangle (the supernodal pattern, explicit zeros of
+        merged supernodes included).
+    supernodes : int
+        Number of supernodes.
+    """
+
+    def __init__(self, symbolic: Symbolic, plan, lbuf, a_low, *, method: str, queue,
+                 large: float | None):
+        self.symbolic = symbolic
+        self.method = method
+        self.dtype = np.dtype(a_low.dtype)
+        self._plan = plan
+        self._l = lbuf
+        self._indptr = a_low.indptr.copy()
+        self._indices = a_low.indices.copy()
+        self._queue = queue
+        self._large = large
+
+    @property
+    def nnz(self) -> int:
+        return int(self.symbolic.nnz_l)
+
+    @property
+    def supernodes(self) -> int:
+        return int(self.symbolic.super_ptr.size - 1)
+
+    @property
+    def n(self) -> int:
+        return int(self.symbolic.n)
+
+    def P(self) -> np.ndarray:
+        """The permutation p (int64, n): A[p][:, p] = L·Lᵀ (CHOLMOD's ``P()``)."""
+        return self.symbolic.perm.copy()
+
+    def L(self) -> sp.csc_array:
+        """L as an n x n lower-triangular scipy.sparse CSC array of the factor's dtype, in
+        the permuted ordering (A[p][:, p] = L·Lᵀ, p = ``P()``); a host copy."""
+        sym = self.symbolic
+        n = sym.n
+        values = np.empty(max(int(sym.l_ptr[-1]), 1), self.dtype)
+        cl.enqueue_copy(self._queue, values, self._l)
+        nr = np.diff(sym.row_ptr)
+        owner = sym.col_super
+        local = np.arange(n) - sym.super_ptr[owner]
+        counts = nr[owner] - local
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        col = np.repeat(np.arange(n), counts)
+        offset = np.arange(indptr[-1]) - indptr[col] + local[col]    # row position in s
+        s = owner[col]
+        rows = sym.row_idx[sym.row_ptr[s] + offset]
+        vals = values[sym.l_ptr[s] + local[col] * nr[s] + offset]
+        return sp.csc_array((vals, rows, indptr), shape=(n, n))
+
+    def solve(self, b, *, check_finite: bool = True):
+        """x with A·x = b: the permutation, then forward (L·y = P·b) and backward
+        (Lᵀ·z = y) supernodal substitutions on the device, x = Pᵀ·z.
+
+        ``b``: (n,) or (n, k), numpy (converted exactly to the factor's dtype, else
+        TypeError) or a pyopencl array of the factor's dtype (the result then stays
+        on the device).  Returns x of b's shape."""
+        queue = self._queue
+        n = self.n
+
+        def run(x2):
+            solve_device(queue, self.symbolic, self._plan, self._l, x2, dtype=self.dtype)
+
+        return solve_in_place(queue, b, n, self.dtype, run, overwrite_b=False,
+                              check_finite=check_finite)
+
+    def logdet(self) -> float:
+        """log det A = 2 Σ log L(j, j), summed on the device (compensated)."""
+        queue = self._queue
+        n = self.n
+        if n == 0:
+            return 0.0
+        tab = numeric.device_tables(queue, self.symbolic, self._plan)
+        diag = cl_array.empty(queue, n, self.dtype)
+        kernel = get_kernel(queue, "sparse.cl", "gather_diagonal", self.dtype)
+        enqueue(queue, kernel, (round_up(n, 64),), None, int_arg(n), tab["dpos"], self._l,
+                diag.data)
+        return logdet_device(queue, diag.data, 0, n, 0, dtype=self.dtype)
+
+    def refactor(self, a, *, lower: bool | None = None, check_finite: bool = True) -> "Factor":
+        """Factor ``a`` (same pattern as the analysed matrix, same dtype) into this Factor,
+        reusing the analysis and the plan; returns self.  A different pattern is a
+        ValueError; a matrix that is not positive definite raises LinAlgError and leaves
+        this Factor as it was."""
+        a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
+        if (a_low.shape[0] != self.n or a_low.indptr.size != self._indptr.size
+                or not np.array_equal(a_low.indptr, self._indptr)
+                or not np.array_equal(a_low.indices, self._indices)):
+            raise ValueError("refactor needs a matrix with the pattern of the analysed one "
+                             "(its lower triangle); call oclla.sparse.cholesky for a new "
+                             "pattern")
+        if a_low.dtype != self.dtype:
+            raise TypeError(f"refactor needs a {self.dtype} matrix (the factor's dtype), "
+                            f"got {a_low.dtype}")
+        self._l = _numeric(self._queue, self.symbolic, self._plan, a_low, self.method)
+        return self
+
+    def __repr__(self) -> str:
+        return (f"<oclla.sparse.Factor n={self.n} nnz={self.nnz} supernodes={self.supernodes}"
+                f" method={self.method!r} ordering={self.symbolic.ordering!r} "
+                f"dtype={self.dtype.name}>")
+
+
+def _numeric(queue, sym, plan, a_low, method):
+    values = cl_array.to_device(queue, np.ascontiguousarray(a_low.data))
+    return numeric.factor(queue, sym, plan, values, dtype=a_low.dtype, method=method)
+
+
+def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
+    """Overwrite the C-contiguous (n, nrhs) device array x2 = B with A⁻¹·B."""
+    n, nrhs = x2.shape
+    dtype = np.dtype(dtype)
+    tab = numeric.device_tables(queue, sym, plan)
+    wg = numeric.batch_wg(queue)
+    work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, n * nrhs * dtype.itemsize)
+    k_in = get_kernel(queue, "sparse.cl", "permute_in", dtype)
+    k_out = get_kernel(queue, "sparse.cl", "permute_out", dtype)
+    k_diag = get_kernel(queue, "sparse.cl", "fsolve_diag", dtype, WG=wg)
+    k_upd = get_kernel(queue, "sparse.cl", "fsolve_update", dtype, WG=wg)
+    k_back = get_kernel(queue, "sparse.cl", "bsolve", dtype, WG=wg)
+    perm = tab.get("perm")
+    if perm is None:
+        perm = tab["perm"] = numeric._buffer(queue.context, sym.perm.astype(np.int64))
+    grid = (round_up(n, 64), round_up(nrhs, 1))
+    common = (tab["sp"], tab["rp"], tab["lp"])
+    flops = 2.0 * float(sym.nnz_l) * nrhs
+    with trace.run("sparse_solve", "supernodal", queue, (n, nrhs), dtype):
+        with launch_queue(queue) as q:
+            enqueue(q, k_in, grid, None, int_arg(n), int_arg(nrhs), perm, x2.data, work)
+            with trace.step("forward", (0, n, 0, n), flops=flops):
+                for h, (members, pairs) in enumerate(plan.solve_levels):
+                    enqueue(q, k_diag, (members.size * wg,), (wg,), tab["solve_levels"][h],
+                            *common, lbuf, int_arg(n), int_arg(nrhs), work)
+                    if pairs is not None:
+                        targets, ptr, src, j0, j1, _, _ = numeric.pair_tables(queue, plan,
+                                                                              pairs)
+                        enqueue(q, k_upd, (pairs.targets.size * wg,), (wg,), targets, ptr, src,
+                                j0, j1, *common, tab["ri"], lbuf, int_arg(n), int_arg(nrhs),
+                                work)
+            with trace.step("backward", (0, n, 0, n), flops=flops):
+                for h in reversed(range(len(plan.solve_levels))):
+                    members = plan.solve_levels[h][0]
+                    enqueue(q, k_back, (members.size * wg,), (wg,), tab["solve_levels"][h],
+                            *common, tab["ri"], lbuf, int_arg(n), int_arg(nrhs), work)
+            enqueue(q, k_out, grid, None, int_arg(n), int_arg(nrhs), perm, work, x2.data)
+
+
+METHODS = numeric.METHODS
+
+
+def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | None = None,
+             check_finite: bool = True, large: float | None = None, merge: bool = True,
+             refine: bool = True, queue=None) -> Factor:
+    """Supernodal sparse Cholesky factorization P·A·Pᵀ = L·Lᵀ on the OpenCL device.
+
+    Parameters
+    ----------
+    a : scipy.sparse matrix or array, n x n, float32 or float64
+        Symmetric positive definite.  Any scipy.sparse format; never modified.
+    ordering : "metis" (default), "amd", "rcm", "natural" or "best"
+        The fill-reducing ordering (``"best"`` tries several, keeps the least fill).
+    method : "rl" (default) or "rlb"
+        Right-looking supernodal: "rl" forms each supernode's whole update matrix
+        by one SYRK in working storage and assembles it into the ancestors; "rlb"
+        updates the ancestors' blocks of L straight from the supernode's row
+        blocks (no working storage; for matrices whose RL storage is too large).
+        Both give the same factor up to rounding.
+    lower : None (default), True or False
+        Which part of ``a`` is read.  None: ``a`` holds the whole symmetric matrix
+        and must be symmetric (exactly; a ValueError otherwise); True: only the
+        lower triangle (diagonal included) is read and the upper is ignored;
+        False: only the upper triangle is read.
+    check_finite : bool
+        Refuse NaN/Inf values (ValueError).
+    large : float, optional
+        Flop count from which a supernode goes the BLAS-3 route (one at a time)
+        instead of the batched kernels (default
+        :data:`oclla.sparse.numeric.LARGE_FLOPS`, measured on PoCL).
+    merge, refine : bool
+        Supernode merging and partition refinement of the analysis.
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on (default: :func:`oclla.get_queue`).
+
+    Returns
+    -------
+    Factor
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "the matrix is not positive definite: column j (original ordering)".
+    ValueError
+        Not square, not symmetric (with ``lower=None``), NaN/Inf, an unknown
+        ``ordering`` or ``method``.
+    TypeError
+        Not a scipy.sparse matrix; a dtype other than float32/float64.
+    oclla.DeviceError
+        float64 on a device without fp64, allocations the device cannot make.
+    """
+    check_method(method, METHODS)
+    queue = resolve_queue(queue)
+    a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
+    check_fp64(queue, a_low.dtype)
+    sym = analyze_lower(a_low, ordering=ordering, merge=merge, refine=refine)
+    plan = numeric.make_plan(sym, large=large)
+    lbuf = _numeric(queue, sym, plan, a_low, method)
+    return Factor(sym, plan, lbuf, a_low, method=method, queue=queue, large=large)
