@@ -113,6 +113,45 @@ def solve_backward_error(a, x, b) -> float:
                   _inf_norm(a64) * _inf_norm(x64) * n * eps(np.asarray(x).dtype))
 
 
+def _sparse_inf_norm(m) -> float:
+    """‖M‖∞ of a scipy.sparse matrix (largest absolute row sum), in float64."""
+    if m.shape[0] == 0 or m.nnz == 0:
+        return 0.0
+    return float(abs(m.astype(np.float64)).sum(axis=1).max())
+
+
+def sparse_cholesky_backward_error(a, l, p) -> float:
+    """‖P·A·Pᵀ − L·Lᵀ‖∞ / (n ‖A‖∞ ε), all sparse (scipy.sparse, float64 on the host).
+
+    ``a``: the whole symmetric matrix; ``l``: the lower factor of the permuted matrix
+    (its upper triangle is ignored); ``p``: the permutation with A[p][:, p] = L·Lᵀ;
+    ε of ``l``'s dtype.
+    """
+    import scipy.sparse as sp
+
+    n = a.shape[0]
+    if n == 0:
+        return 0.0
+    p = np.asarray(p, dtype=np.int64)
+    a64 = sp.csr_array(a, dtype=np.float64)[p][:, p]
+    l64 = sp.tril(sp.csc_array(l, dtype=np.float64))
+    residual = a64 - l64 @ l64.T
+    return _ratio(_sparse_inf_norm(residual), n * _sparse_inf_norm(a64) * eps(l.dtype))
+
+
+def sparse_solve_backward_error(a, x, b) -> float:
+    """‖b − Ax‖∞ / (‖A‖∞ ‖x‖∞ n ε) for a scipy.sparse A (ε of ``x``'s dtype)."""
+    import scipy.sparse as sp
+
+    n = a.shape[0]
+    if n == 0:
+        return 0.0
+    x64 = np.asarray(x, dtype=np.float64)
+    residual = np.asarray(b, dtype=np.float64) - sp.csr_array(a, dtype=np.float64) @ x64
+    return _ratio(_inf_norm(residual),
+                  _sparse_inf_norm(sp.csr_array(a)) * _inf_norm(x64) * n * eps(x.dtype))
+
+
 def growth_factor(a, u) -> float:
     """max |u_ij| / max |a_ij|: how much elimination let the entries grow."""
     amax = float(np.max(np.abs(np.asarray(a, np.float64)))) if np.size(a) else 0.0
