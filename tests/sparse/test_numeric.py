@@ -1,0 +1,148 @@
+"""The numeric supernodal factorization (oclla.sparse.numeric) on structures built by hand
+(tests/sparse/_handmade.py, independent of the symbolic analysis): both routes (batched
+and BLAS-3), RL and RLB, the relative indices, the failure flag."""
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pytest
+import scipy.sparse as sp
+from numpy.linalg import LinAlgError
+
+from oclla import accuracy, record
+from oclla.sparse import numeric
+
+from _handmade import handmade_symbolic
+
+
+def _matrix(n, seed, density=0.1, shift=None):
+    rng = np.random.default_rng(seed)
+    a = sp.random(n, n, density=density, random_state=rng)
+    a = a + a.T
+    d = np.asarray(abs(a).sum(axis=1)).ravel() + 1.0
+    a = sp.csc_array(a + sp.diags(d if shift is None else shift))
+    a.sort_indices()
+    return a
+
+
+def _lower(a, dtype):
+    low = sp.csc_array(sp.tril(a), dtype=dtype)
+    low.sort_indices()
+    return low
+
+
+def _dense_l(queue, sym, lbuf, dtype):
+    """L (permuted ordering) as a dense host array, read from L storage."""
+    values = np.empty(int(sym.l_ptr[-1]), dtype)
+    cl.enqueue_copy(queue, values, lbuf)
+    l = np.zeros((sym.n, sym.n))
+    for s in range(sym.super_ptr.size - 1):
+        c0, c1 = sym.super_ptr[s], sym.super_ptr[s + 1]
+        rows = sym.row_idx[sym.row_ptr[s]:sym.row_ptr[s + 1]]
+        block = values[sym.l_ptr[s]:sym.l_ptr[s + 1]].reshape(c1 - c0, rows.size).T
+        l[np.ix_(rows, np.arange(c0, c1))] = block
+    return l
+
+
+def _factor(queue, a, dtype, perm, *, method, large, max_cols=3):
+    low = _lower(a, dtype)
+    sym = handmade_symbolic(low, perm, max_cols=max_cols)
+    plan = numeric.make_plan(sym, large=large)
+    lbuf = numeric.factor(queue, sym, plan, cl_array.to_device(queue, low.data), dtype=dtype,
+                          method=method)
+    return sym, plan, _dense_l(queue, sym, lbuf, dtype)
+
+
+@pytest.mark.parametrize("large", [np.inf, 0.0, 200.0], ids=["batched", "blas", "mixed"])
+def test_backward_error_every_route(queue, dtype, large):
+    n = 37                                           # odd, straddles the batch work-group
+    a = _matrix(n, seed=3)
+    perm = np.random.default_rng(5).permutation(n)
+    results = {}
+    for method in numeric.METHODS:
+        sym, plan, l = _factor(queue, a, dtype, perm, method=method, large=large)
+        if large == 200.0:
+            assert 0 < plan.large.sum() < plan.ns       # both routes really taken
+        # the strict upper part of each diagonal block stays zero
+        assert np.all(np.triu(l, 1) == 0)
+        err = accuracy.sparse_cholesky_backward_error(a, sp.csc_array(l).astype(dtype), perm)
+        assert err < accuracy.THRESHOLD, (method, err)
+        results[method] = l
+    tol = 50 * n * accuracy.eps(dtype) * np.abs(results["rl"]).max()
+    assert np.abs(results["rl"] - results["rlb"]).max() <= tol
+
+
+def test_matches_dense_cholesky(queue):
+    a = _matrix(24, seed=11, density=0.2)
+    perm = np.arange(24)[::-1].copy()
+    _, _, l = _factor(queue, a, np.float64, perm, method="rl", large=100.0, max_cols=5)
+    ref = np.linalg.cholesky(a.toarray()[perm][:, perm])
+    assert np.abs(l - ref).max() < 1e-12 * np.abs(ref).max() * 24
+
+
+def test_schedule_levels_respect_the_tree(queue):
+    a = _matrix(50, seed=2, density=0.06)
+    sym = handmade_symbolic(_lower(a, np.float64), np.random.default_rng(1).permutation(50))
+    plan = numeric.make_plan(sym)
+    level_of = np.empty(plan.ns, int)
+    for h, lev in enumerate(plan.levels):
+        level_of[np.concatenate([lev.small, lev.large]).astype(int)] = h
+    has_parent = sym.parent >= 0
+    assert np.all(level_of[sym.parent[has_parent]] > level_of[has_parent])
+    # every off-diagonal row is in exactly one pair, and its relative indices point
+    # at the same row in the target
+    assert (plan.pair_j1 - plan.pair_j0).sum() == (plan.nr - plan.nc).sum()
+    for q in range(plan.pair_src.size):
+        s, t = plan.pair_src[q], plan.pair_tgt[q]
+        off = sym.row_idx[sym.row_ptr[s] + plan.nc[s]:sym.row_ptr[s + 1]]
+        rel = plan.rel[plan.rel_ptr[q]:plan.rel_ptr[q + 1]]
+        assert np.array_equal(sym.row_idx[sym.row_ptr[t] + rel], off[plan.pair_j0[q]:])
+        assert np.all(sym.col_super[off[plan.pair_j0[q]:plan.pair_j1[q]]] == t)
+
+
+def test_structure_not_closed_is_refused():
+    a = _matrix(20, seed=4, density=0.2)
+    sym = handmade_symbolic(_lower(a, np.float64))
+    # drop a row that a descendant needs from the last supernode's structure
+    s = sym.super_ptr.size - 2
+    if sym.row_ptr[s + 1] - sym.row_ptr[s] < 2:
+        s -= 1
+    rows = sym.row_idx.copy()
+    keep = np.ones(rows.size, bool)
+    keep[sym.row_ptr[s + 1] - 1] = False
+    bad = type(sym)(**{**vars(sym), "row_idx": rows[keep],
+                       "row_ptr": np.concatenate([sym.row_ptr[:s + 1],
+                                                  sym.row_ptr[s + 1:] - 1])})
+    with pytest.raises(ValueError, match="not closed"):
+        numeric.make_plan(bad)
+
+
+@pytest.mark.parametrize("large", [np.inf, 0.0], ids=["batched", "blas"])
+def test_not_positive_definite_names_first_failing_column(queue, large):
+    n = 30
+    a = _matrix(n, seed=7).tolil()
+    perm = np.random.default_rng(8).permutation(n)
+    # make the leading minor of order k+1 of the permuted matrix indefinite at pivot k
+    k = 17
+    a[perm[k], perm[k]] = -1e3
+    a = sp.csc_array(a)
+    with pytest.raises(LinAlgError, match=rf"column {perm[k]} \(original ordering\)"):
+        _factor(queue, a, np.float64, perm, method="rl", large=large)
+
+
+def test_trace_steps_per_supernode(queue):
+    a = _matrix(30, seed=9)
+    with record() as rec:
+        sym, plan, _ = _factor(queue, a, np.float32, None, method="rlb", large=150.0)
+    run = rec.runs[-1]
+    assert run.algorithm == "sparse_cholesky"
+    phases = {s.phase for s in run.steps}
+    assert {"scatter", "potrf", "assemble"} <= phases
+    big = [s for s in run.steps if s.info.get("route") == "large"]
+    assert {s.info["supernode"] for s in big} == set(np.flatnonzero(plan.large).tolist())
+    batched = set()
+    for s in run.steps:
+        if s.info.get("route") == "batched" and s.phase == "potrf":
+            batched |= set(s.info["supernodes"])
+    assert batched == set(np.flatnonzero(~plan.large).tolist())
+    assert all(k.end >= k.start > 0 for s in run.steps for k in s.kernels)
