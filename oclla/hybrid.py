@@ -9,6 +9,10 @@ for A = L·Lᵀ (the upper case is its transpose)
 4. POTRF on the host:    A_jj = L_jj·L_jjᵀ (LAPACK ``?potrf``) } factors while the device multiplies
 5. L_jj written back, then TRSM on the device:  L_j+:,j = A_j+:,j · L_jj⁻ᵀ
 
+Recorded (:func:`oclla.record`), step 4 is a ``potf2`` step whose one record is
+the host's work (device ``"host"``, :func:`oclla.trace.host_work`), timed on
+the device's profiling clock, so a timeline shows it beside the GEMM it overlaps.
+
 The block widths follow a schedule: ``"static"`` (one width), or the thesis's
 ``"dynamic"`` one (§4.3.3), which balances the two sides as the GEMM grows
 towards the middle of the matrix and shrinks after it: wide blocks at both
@@ -105,7 +109,8 @@ def factor_hybrid(queue, a: cl_array.Array, *, lower: bool, widths: list[int]) -
                          v.at(j, j + jb), dtype=dtype, trans_a=True)
         queue.flush()
         read.wait()
-        with trace.step("potf2", region, pivot=(j, j), flops=cholesky_flops(jb), host=True):
+        with trace.step("potf2", region, pivot=(j, j), flops=cholesky_flops(jb), host=True), \
+                trace.host_work("potrf (host LAPACK)", queue):
             # block.T is the Fortran view of the row-major block: its other triangle
             _, info = potrf(block.T, lower=int(not lower), overwrite_a=1, clean=0)
         if info:
@@ -143,7 +148,8 @@ def cholesky(a, *, lower: bool = False, schedule: str = "static", block: int | N
         with trace.run("cholesky", f"hybrid-{schedule}", queue, (n, n), work.dtype, work.get,
                        lower=bool(lower), block=nb, widths=widths):
             factor_hybrid(queue, work, lower=bool(lower), widths=widths)
-            zero_other_triangle(queue, work, lower=bool(lower))
+            with trace.step("zero", (0, n, 0, n)):
+                zero_other_triangle(queue, work, lower=bool(lower))
 
     c, _ = factor_in_place(a, queue, factor, overwrite_a=overwrite_a,
                            check_finite=check_finite, deferrable=False)

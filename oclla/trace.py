@@ -37,6 +37,8 @@ import pyopencl as cl
 from . import _trace_hooks
 
 FORMAT_NAME = "oclla-recording"
+HOST = "host"
+"""The ``device`` of a :class:`KernelRecord` that times host work (:func:`host_work`)."""
 FORMAT_VERSION = 1
 
 
@@ -62,6 +64,8 @@ class KernelRecord:
     global_size: tuple | None = None
     local_size: tuple | None = None
     step: int = -1                 # index of the step within its run
+    device: str = ""               # who ran it: "" the run's device, another device's
+                                   # name, or "host" (host work, see host_work)
 
     @property
     def duration_ns(self) -> int:
@@ -90,8 +94,8 @@ class Step:
 
     @property
     def device_ns(self) -> int:
-        """Sum of the kernels' device times."""
-        return sum(k.duration_ns for k in self.kernels)
+        """Sum of the kernels' device times (host work not included)."""
+        return sum(k.duration_ns for k in self.kernels if k.device != HOST)
 
 
 @dataclass
@@ -245,16 +249,38 @@ class Recording:
                            local_size=None if local_size is None else tuple(local_size),
                            step=step.index)
         step.kernels.append(rec)
-        self._pending.append((rec, event))
+        self._pending.append((rec, event, self._run.device if self._run else ""))
+
+    def add_host_work(self, name: str, began: cl.Event, ended: cl.Event) -> None:
+        """Record host work of the current step (device "host") between two markers:
+        it started when ``began`` was enqueued and ended when ``ended`` was, both
+        times on the device's profiling clock (CL_PROFILING_COMMAND_QUEUED)."""
+        step = self._step
+        if step is None:
+            return
+        rec = KernelRecord(name, step=step.index, device=HOST)
+        step.kernels.append(rec)
+        self._pending.append((rec, (began, ended), HOST))
 
     def resolve(self) -> None:
-        """Wait for the recorded events and read their profiling times."""
+        """Wait for the recorded events and read their profiling times (and, for a
+        command on another device than its run's, that device's name)."""
+        from ._device import device_info
         pending, self._pending = self._pending, []
-        for rec, event in pending:
+        for rec, event, run_device in pending:
+            if isinstance(event, tuple):          # host work between two markers
+                for e in event:
+                    e.wait()
+                rec.queued = rec.submit = rec.start = int(event[0].profile.queued)
+                rec.end = max(int(event[1].profile.queued), rec.start)
+                continue
             event.wait()
             prof = event.profile
             rec.queued, rec.submit = int(prof.queued), int(prof.submit)
             rec.start, rec.end = int(prof.start), int(prof.end)
+            name = device_info(event.command_queue).name
+            if name != run_device:
+                rec.device = name
 
     # ---- consumer side ----
     @property
@@ -291,7 +317,8 @@ class Recording:
             np.savez_compressed(fh, **arrays)
 
     def to_chrome_trace(self, path=None) -> dict:
-        """Chrome/Perfetto trace JSON: one process per run, kernels as slices."""
+        """Chrome/Perfetto trace JSON: one process per run, one thread per device that
+        ran its commands (the host's work a thread of its own), kernels as slices."""
         self.resolve()
         events = []
         t0 = min((k.queued for k in self.kernels), default=0)
@@ -299,12 +326,17 @@ class Recording:
             events.append({"name": "process_name", "ph": "M", "pid": pid,
                            "args": {"name": f"{run.algorithm} {run.variant} "
                                             f"{'x'.join(map(str, run.shape))} {run.dtype}"}})
-            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": 0,
-                           "args": {"name": run.device or "device"}})
+            tids = {"": 0}
+            for k in run.kernels:
+                tids.setdefault(k.device, len(tids))
+            for name, tid in tids.items():
+                events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                               "args": {"name": name or run.device or "device"}})
             for step in run.steps:
                 for k in step.kernels:
                     events.append({
-                        "name": k.name, "cat": step.phase, "ph": "X", "pid": pid, "tid": 0,
+                        "name": k.name, "cat": step.phase, "ph": "X", "pid": pid,
+                        "tid": tids[k.device],
                         "ts": (k.start - t0) / 1e3, "dur": max(k.end - k.start, 0) / 1e3,
                         "args": {"step": step.index, "phase": step.phase,
                                  "region": list(step.region),
@@ -422,6 +454,28 @@ def step(phase: str, region, pivot=None, flops=0.0, nbytes=0.0, **info):
     if rec is None:
         return _NULL
     return _step_ctx(rec, phase, region, pivot, flops, nbytes, info)
+
+
+@contextmanager
+def _host_ctx(rec: Recording, name: str, queue):
+    began = cl.enqueue_marker(queue)
+    try:
+        yield
+    finally:
+        rec.add_host_work(name, began, cl.enqueue_marker(queue))
+
+
+def host_work(name: str, queue):
+    """Context timing host work inside a step (a no-op unless a recorder is active).
+
+    Recorded as a :class:`KernelRecord` of device ``"host"`` from the enqueue
+    time of a marker on ``queue`` before the block to that of one after it, so
+    host and device intervals share the device's profiling clock.
+    """
+    rec = _trace_hooks.active()
+    if rec is None:
+        return _NULL
+    return _host_ctx(rec, name, queue)
 
 
 def fail_last_run(error: BaseException) -> None:
@@ -790,7 +844,8 @@ def _kernel(meta, where: str, step_index: int) -> KernelRecord:
         raise _Invalid(f"{where} claims step {_brief(f('step'))}, not its own {step_index}")
     return KernelRecord(_check_str(f("name"), f"{where} name"), *times,
                         _sizes(f("global_size"), f"{where} global_size"),
-                        _sizes(f("local_size"), f"{where} local_size"), step_index)
+                        _sizes(f("local_size"), f"{where} local_size"), step_index,
+                        _check_str(meta.get("device", ""), f"{where} device"))
 
 
 def _step(meta, where: str, index: int, n_snapshots: int) -> Step:

@@ -72,7 +72,10 @@ def test_trace_overlaps_host_and_device_steps(queue):
     # per block column after the first: syrk, gemm (device) | potf2 (host), then trsm
     assert phases[:2] == ["potf2", "trsm"] and phases[2:6] == ["syrk", "gemm", "potf2", "trsm"]
     host = [s for s in run.steps if s.phase == "potf2"]
-    assert all(s.info["host"] and not s.kernels for s in host)
+    # the host's POTRF is the step's one record: device "host", on the device's clock
+    assert all(s.info["host"] and [k.device for k in s.kernels] == ["host"] for s in host)
+    assert all(s.device_ns == 0 and s.kernels[0].end >= s.kernels[0].start for s in host)
+    assert {k.device for s in run.steps if not s.info.get("host") for k in s.kernels} == {""}
     assert sum(s.flops for s in run.steps) == pytest.approx(
         160 ** 3 / 3, rel=0.02)
 
