@@ -38,9 +38,13 @@ import scipy.sparse as sp
 
 from . import _etree
 from ._input import lower_triangle
+from ._merge import merge_supernodes
+from ._refine import count_blocks, refine as refine_columns
 from .orderings import order
 
 __all__ = ["Symbolic", "analyze"]
+
+REFINE_MIN_COLS = 2      # supernodes narrower than this keep their column order
 
 
 @dataclass(frozen=True)
@@ -132,18 +136,28 @@ def _supernodal_rows(n, a_rows, a_cols, super_ptr, parent):
         s_l = np.concatenate([s_a[lo:hi], carry_s])
         r_l = np.concatenate([r_a[lo:hi], carry_r])
         keep = r_l > last[s_l]
-        key = np.unique(s_l[keep] * n + r_l[keep])
+        key = _unique_sorted(s_l[keep] * n + r_l[keep])
         s_l, r_l = key // n, key % n
         out_s.append(s_l)
         out_r.append(r_l)
         up = parent[s_l]
         has = up >= 0
         carry_s, carry_r = up[has], r_l[has]
-    s_all, r_all = np.concatenate(out_s), np.concatenate(out_r)
-    by = np.lexsort((r_all, s_all))
+    s_all = np.concatenate(out_s)
+    key = np.concatenate([s * n + r for s, r in zip(out_s, out_r)])
+    key.sort()
     row_ptr = np.zeros(ns + 1, dtype=np.int64)
     np.cumsum(np.bincount(s_all, minlength=ns), out=row_ptr[1:])
-    return row_ptr, r_all[by]
+    return row_ptr, key % max(n, 1)
+
+
+def _unique_sorted(key: np.ndarray) -> np.ndarray:
+    """The distinct values of ``key``, ascending (a sort and a mask: faster than np.unique
+    on large int64 arrays)."""
+    key = np.sort(key)
+    keep = np.ones(key.size, dtype=bool)
+    keep[1:] = key[1:] != key[:-1]
+    return key[keep]
 
 
 def _fundamental(parent, counts):
@@ -196,7 +210,7 @@ def _a_map(a_low, iperm, row_ptr, row_idx, super_ptr, l_ptr, col_super):
 
 def analyze(a, *, ordering: str = "metis", lower: bool | None = None, merge: bool = True,
             refine: bool = True, max_fill_ratio: float = 0.25,
-            check_finite: bool = True) -> Symbolic:
+            refine_min_cols: int = REFINE_MIN_COLS, check_finite: bool = True) -> Symbolic:
     """Symbolic Cholesky factorization of the sparse symmetric matrix ``a``.
 
     Parameters
@@ -220,15 +234,36 @@ def analyze(a, *, ordering: str = "metis", lower: bool | None = None, merge: boo
     """
     a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
     return analyze_lower(a_low, ordering=ordering, merge=merge, refine=refine,
-                         max_fill_ratio=max_fill_ratio)
+                         max_fill_ratio=max_fill_ratio, refine_min_cols=refine_min_cols)
+
+
+def _merged_order(group, super_ptr, sparent):
+    """Column order, super_ptr and supernodal parent after merging the supernodes of each
+    group (``group[s]``: the group's top supernode): the groups in a postorder of their
+    tree, each group's columns in their previous (topological) order."""
+    tops, gid = np.unique(group, return_inverse=True)          # groups labelled by top
+    gparent = np.where(sparent[tops] >= 0, gid[np.maximum(sparent[tops], 0)], -1)
+    gpost = _etree.postorder(gparent)
+    rank = np.empty(tops.size, dtype=np.int64)
+    rank[gpost] = np.arange(tops.size)
+    by = np.lexsort((np.arange(group.size), rank[gid]))      # supernodes, group by group
+    ncols = np.diff(super_ptr)
+    cols = np.repeat(super_ptr[:-1][by], ncols[by]) + (
+        np.arange(int(ncols.sum())) - np.repeat(np.cumsum(ncols[by]) - ncols[by], ncols[by]))
+    gcols = np.bincount(rank[gid], weights=ncols, minlength=tops.size).astype(np.int64)
+    new_ptr = np.zeros(tops.size + 1, dtype=np.int64)
+    np.cumsum(gcols, out=new_ptr[1:])
+    return cols, new_ptr, _etree.relabel_parent(gparent, gpost)
 
 
 def analyze_lower(a_low: sp.csc_array, *, ordering: str = "metis", merge: bool = True,
-                  refine: bool = True, max_fill_ratio: float = 0.25) -> Symbolic:
+                  refine: bool = True, max_fill_ratio: float = 0.25,
+                  refine_min_cols: int = REFINE_MIN_COLS) -> Symbolic:
     """:func:`analyze` on an already validated lower triangle (``_input.lower_triangle``)."""
-    if max_fill_ratio < 0:
+    if not max_fill_ratio >= 0:
         raise ValueError(f"max_fill_ratio must be >= 0, got {max_fill_ratio}")
     n = int(a_low.shape[0])
+    stats = {}
     perm, used = order(a_low, ordering)
     rows, cols = _etree.permuted_lower(a_low, perm)
     parent = _etree.etree(n, rows, cols)
@@ -239,8 +274,27 @@ def analyze_lower(a_low: sp.csc_array, *, ordering: str = "metis", merge: bool =
     counts = _etree.column_counts(parent, rows, cols)
     nnz_exact = int(counts.sum())
     super_ptr = _fundamental(parent, counts)
-    sparent, col_super = _super_parent(parent, super_ptr)
+    sparent, _ = _super_parent(parent, super_ptr)
+    stats["fundamental_supernodes"] = int(super_ptr.size - 1)
+    if merge and n:
+        ncols = np.diff(super_ptr)
+        group, extra = merge_supernodes(ncols, counts[super_ptr[:-1]] - ncols, sparent,
+                                        max_fill_ratio)
+        stats["merge_extra"] = extra
+        order_cols, super_ptr, sparent = _merged_order(group, super_ptr, sparent)
+        perm = perm[order_cols]
+        rows, cols = _etree.permuted_lower(a_low, perm)
+    col_super = np.repeat(np.arange(super_ptr.size - 1, dtype=np.int64), np.diff(super_ptr))
     row_ptr, row_idx = _supernodal_rows(n, rows, cols, super_ptr, sparent)
+    if refine and n:
+        stats["blocks_before_refine"] = count_blocks(row_ptr, row_idx, super_ptr, col_super)
+        new = refine_columns(row_ptr, row_idx, super_ptr, col_super, refine_min_cols)
+        inv = np.empty(n, dtype=np.int64)
+        inv[new] = np.arange(n)
+        perm = perm[inv]
+        seg = np.repeat(np.arange(super_ptr.size - 1, dtype=np.int64), np.diff(row_ptr))
+        row_idx = np.sort(seg * n + new[row_idx]) - seg * n
+    stats["blocks"] = count_blocks(row_ptr, row_idx, super_ptr, col_super) if n else 0
     iperm = np.empty(n, dtype=np.int64)
     iperm[perm] = np.arange(n)
     l_ptr = _storage(row_ptr, super_ptr)
@@ -248,6 +302,6 @@ def analyze_lower(a_low: sp.csc_array, *, ordering: str = "metis", merge: bool =
     a_map = _a_map(a_low, iperm, row_ptr, row_idx, super_ptr, l_ptr, col_super)
     return Symbolic(n=n, perm=perm.astype(np.int64), iperm=iperm, ordering=used,
                     super_ptr=super_ptr, row_ptr=row_ptr, row_idx=row_idx, parent=sparent,
-                    l_ptr=l_ptr, col_super=col_super.astype(np.int64), a_map=a_map,
+                    l_ptr=l_ptr, col_super=col_super, a_map=a_map,
                     nnz_l=int(cc.sum()), flops=float(np.sum(cc.astype(np.float64) ** 2)),
-                    nnz_l_exact=nnz_exact)
+                    nnz_l_exact=nnz_exact, stats=stats)
