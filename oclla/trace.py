@@ -833,6 +833,10 @@ def _info(value, where: str) -> dict:
             _ints(pair, f"{where}['swaps'][{k}]", 2, MAX_ORDER - 1)
     if "matrix" in info:
         _check_str(info["matrix"], f"{where}['matrix']")
+    if "v_rows" in info:            # an update's rows of V: (first, end), half-open
+        first, end = _ints(info["v_rows"], f"{where}['v_rows']", 2)
+        if end < first:
+            raise _Invalid(f"{where}['v_rows'] {[first, end]} ends before it starts")
     return info
 
 
