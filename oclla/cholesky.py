@@ -34,6 +34,12 @@ Methods
     step with phase ``sqrt``, ``normalize`` or ``outer_product``: n, n−1 and
     n−1 steps.
 
+Beyond one buffer
+    A host matrix larger than one buffer of the device is factored in tiles
+    on the device, or streamed from host memory where it exceeds the device's
+    memory (:mod:`oclla.tiled`, :mod:`oclla.out_of_core`: blocked, whatever
+    the method); a :class:`oclla.tiled.TiledMatrix` is taken as it is.
+
 A matrix that is not positive definite raises
 :class:`numpy.linalg.LinAlgError` "leading minor of order k is not positive
 definite", k being LAPACK's ``info``.
@@ -342,6 +348,11 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
 def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=None):
     check_method(method)
     queue = resolve_queue(queue)
+    from . import tiled
+    if isinstance(a, tiled.TiledMatrix) or tiled.route(a, queue):
+        return tiled.factor_beyond(a, lower=bool(lower), overwrite_a=overwrite_a,
+                                   check_finite=check_finite, clean=clean, block=block,
+                                   queue=queue)
     factor, _ = factor_in_place(
         a, queue, lambda work, deferred: factor_device(
             queue, work, lower=bool(lower), method=method, block=block, clean=clean,
@@ -486,6 +497,10 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     """
     c, lower = unpack_pair(c_and_lower, "c_and_lower", "cho_factor")
     queue = resolve_queue(queue)
+    from . import tiled
+    if isinstance(c, tiled.TiledMatrix) or tiled.exceeds_buffer(c, queue):
+        return tiled.solve_host_factor(c, bool(lower), b, overwrite_b=overwrite_b,
+                                       check_finite=check_finite, queue=queue)
     c_ = as_matrix(c, queue, name="c", check_finite=check_finite)
     n, dtype = c_.shape[0], c_.dtype
 
