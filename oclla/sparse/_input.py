@@ -105,6 +105,16 @@ def _csc(rows, cols, vals, n: int, dtype) -> sp.csc_array:
     return out
 
 
+def _symmetric(r, c, v) -> bool:
+    """Whether the summed entries (r, c, v) (canonical: sorted by column, then row) equal
+    their transpose exactly, absent entries counting as zeros (NaN equal to NaN)."""
+    nz = v != 0                      # NaN included
+    r, c, v = r[nz], c[nz], v[nz]
+    by = np.lexsort((c, r))          # the transpose in the same (column, row) order
+    return (np.array_equal(r, c[by]) and np.array_equal(c, r[by])
+            and np.array_equal(v, v[by], equal_nan=True))
+
+
 def lower_triangle(a, *, lower: bool | None = None, check_finite: bool = True,
                    name: str = "A") -> sp.csc_array:
     """Validate the sparse symmetric matrix ``a`` and return its lower triangle as CSC.
@@ -150,12 +160,12 @@ def lower_triangle(a, *, lower: bool | None = None, check_finite: bool = True,
         keep = rows <= cols
         return _csc(cols[keep], rows[keep], vals[keep], n, dtype)
     full = _csc(rows, cols, vals, n, dtype)
-    if n and full.nnz and abs(full - full.T).max() != 0:
+    coo = full.tocoo()
+    r, c, v = coo.row.astype(np.int64), coo.col.astype(np.int64), coo.data
+    if not _symmetric(r, c, v):
         raise ValueError(f"{name} is {NOT_SYMMETRIC}")
     # union of the lower pattern and the mirrored upper pattern; values from the lower
     # triangle (the mirrored upper entries add zeros: equal values by the check above)
-    coo = full.tocoo()
-    r, c, v = coo.row.astype(np.int64), coo.col.astype(np.int64), coo.data
     low, up = r >= c, r < c
     return _csc(np.concatenate([r[low], c[up]]), np.concatenate([c[low], r[up]]),
                 np.concatenate([v[low], np.zeros(int(up.sum()), dtype=v.dtype)]), n, dtype)
