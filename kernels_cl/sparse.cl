@@ -276,6 +276,25 @@ void bsolve(__global const int *list, __global const int *sp, __global const lon
     }
 }
 
+/* The BLAS route of the solves (one large supernode, y its m x nrhs product, row-major
+ * nrhs x m at y): x(rows[i]) -= y(i) (forward), y(i) = x(rows[i]) (backward); rows =
+ * ri + roff, the supernode's off-diagonal rows (distinct: no two items write one entry). */
+__kernel void rows_subtract(const int m, const int nrhs, const int n, __global const int *ri,
+                            const long roff, __global const real *y, __global real *xs)
+{
+    const int i = get_global_id(0), r = get_global_id(1);
+    if (i < m && r < nrhs)
+        xs[(long)r * n + ri[roff + i]] -= y[(long)r * m + i];
+}
+
+__kernel void rows_gather(const int m, const int nrhs, const int n, __global const int *ri,
+                          const long roff, __global const real *xs, __global real *y)
+{
+    const int i = get_global_id(0), r = get_global_id(1);
+    if (i < m && r < nrhs)
+        y[(long)r * m + i] = xs[(long)r * n + ri[roff + i]];
+}
+
 /* d[j] = L(j, j) for the n permuted columns (dpos: their positions in l) */
 __kernel void gather_diagonal(const int n, __global const long *dpos, __global const real *l,
                               __global real *d)

@@ -22,6 +22,7 @@ from .. import trace
 from .._device import resolve_queue
 from .._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from .._validate import check_fp64, check_method, solve_in_place
+from ..blas import View, gemm, trsm
 from ..inverse import logdet_device
 from . import numeric
 from ._input import lower_triangle
@@ -155,41 +156,82 @@ def _numeric(queue, sym, plan, a_low, method):
 
 
 def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
-    """Overwrite the C-contiguous (n, nrhs) device array x2 = B with A⁻¹·B."""
+    """Overwrite the C-contiguous (n, nrhs) device array x2 = B with A⁻¹·B.
+
+    X = P·B in a column-major work array; forward, level by level up the tree:
+    x_s = L₁₁⁻¹·x_s, then x(rows of L₂₁) -= L₂₁·x_s; backward, level by level down:
+    x_s = L₁₁⁻ᵀ·(x_s − L₂₁ᵀ·x(rows of L₂₁)); B = Pᵀ·X.  Batched supernodes: one
+    work-group each (fsolve_diag, fsolve_update by target, bsolve); large ones: TRSM
+    and GEMM of :mod:`oclla.blas` on the work array read row-major (nrhs x n)."""
     n, nrhs = x2.shape
     dtype = np.dtype(dtype)
     tab = numeric.device_tables(queue, sym, plan)
     wg = numeric.batch_wg(queue)
-    work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, n * nrhs * dtype.itemsize)
+    item = dtype.itemsize
+    work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, n * nrhs * item)
+    big = plan.m[plan.large].max(initial=0)
+    tmp = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(1, int(big) * nrhs) * item)
     k_in = get_kernel(queue, "sparse.cl", "permute_in", dtype)
     k_out = get_kernel(queue, "sparse.cl", "permute_out", dtype)
     k_diag = get_kernel(queue, "sparse.cl", "fsolve_diag", dtype, WG=wg)
     k_upd = get_kernel(queue, "sparse.cl", "fsolve_update", dtype, WG=wg)
     k_back = get_kernel(queue, "sparse.cl", "bsolve", dtype, WG=wg)
+    k_sub = get_kernel(queue, "sparse.cl", "rows_subtract", dtype)
+    k_gather = get_kernel(queue, "sparse.cl", "rows_gather", dtype)
     perm = tab.get("perm")
     if perm is None:
         perm = tab["perm"] = numeric._buffer(queue.context, sym.perm.astype(np.int64))
-    grid = (round_up(n, 64), round_up(nrhs, 1))
+    grid = (round_up(n, 64), nrhs)
     common = (tab["sp"], tab["rp"], tab["lp"])
     flops = 2.0 * float(sym.nnz_l) * nrhs
+    x = View(work, 0, n)                   # X read row-major: nrhs x n
+
+    def large(s):
+        nc, nr, m = int(plan.nc[s]), int(plan.nr[s]), int(plan.m[s])
+        c0, lp = int(sym.super_ptr[s]), int(sym.l_ptr[s])
+        roff = np.int64(int(sym.row_ptr[s]) + nc)
+        return nc, nr, m, x.at(0, c0), View(lbuf, lp, nr), View(lbuf, lp + nc, nr), roff
+
     with trace.run("sparse_solve", "supernodal", queue, (n, nrhs), dtype):
         with launch_queue(queue) as q:
             enqueue(q, k_in, grid, None, int_arg(n), int_arg(nrhs), perm, x2.data, work)
             with trace.step("forward", (0, n, 0, n), flops=flops):
-                for h, (members, pairs) in enumerate(plan.solve_levels):
-                    enqueue(q, k_diag, (members.size * wg,), (wg,), tab["solve_levels"][h],
-                            *common, lbuf, int_arg(n), int_arg(nrhs), work)
-                    if pairs is not None:
-                        targets, ptr, src, j0, j1, _, _ = numeric.pair_tables(queue, plan,
-                                                                              pairs)
-                        enqueue(q, k_upd, (pairs.targets.size * wg,), (wg,), targets, ptr, src,
-                                j0, j1, *common, tab["ri"], lbuf, int_arg(n), int_arg(nrhs),
-                                work)
+                for h, lev in enumerate(plan.levels):
+                    if lev.small.size:
+                        enqueue(q, k_diag, (lev.small.size * wg,), (wg,),
+                                tab["levels"][h][0], *common, lbuf, int_arg(n),
+                                int_arg(nrhs), work)
+                    if lev.small_pairs is not None:
+                        targets, ptr, src, j0, j1, _, _ = numeric.pair_tables(
+                            queue, plan, lev.small_pairs)
+                        enqueue(q, k_upd, (lev.small_pairs.targets.size * wg,), (wg,),
+                                targets, ptr, src, j0, j1, *common, tab["ri"], lbuf,
+                                int_arg(n), int_arg(nrhs), work)
+                    for s in lev.large.tolist():
+                        nc, nr, m, xs, u11, u12, roff = large(s)
+                        # X_s·U₁₁ = B_s (L₁₁·x = b), then Y = X_s·U₁₂ (L₂₁·x), scattered
+                        trsm(q, nc, nrhs, u11, xs, dtype=dtype, left=False, lower=False)
+                        if m:
+                            gemm(q, nrhs, m, nc, 1.0, xs, u12, 0.0, View(tmp, 0, m),
+                                 dtype=dtype)
+                            enqueue(q, k_sub, (round_up(m, 64), nrhs), None, int_arg(m),
+                                    int_arg(nrhs), int_arg(n), tab["ri"], roff, tmp, work)
             with trace.step("backward", (0, n, 0, n), flops=flops):
-                for h in reversed(range(len(plan.solve_levels))):
-                    members = plan.solve_levels[h][0]
-                    enqueue(q, k_back, (members.size * wg,), (wg,), tab["solve_levels"][h],
-                            *common, tab["ri"], lbuf, int_arg(n), int_arg(nrhs), work)
+                for h in reversed(range(len(plan.levels))):
+                    lev = plan.levels[h]
+                    if lev.small.size:
+                        enqueue(q, k_back, (lev.small.size * wg,), (wg,), tab["levels"][h][0],
+                                *common, tab["ri"], lbuf, int_arg(n), int_arg(nrhs), work)
+                    for s in lev.large.tolist():
+                        nc, nr, m, xs, u11, u12, roff = large(s)
+                        if m:
+                            enqueue(q, k_gather, (round_up(m, 64), nrhs), None, int_arg(m),
+                                    int_arg(nrhs), int_arg(n), tab["ri"], roff, work, tmp)
+                            gemm(q, nrhs, nc, m, -1.0, View(tmp, 0, m), u12, 1.0, xs,
+                                 dtype=dtype, trans_b=True)
+                        # X_s·U₁₁ᵀ = B_s (L₁₁ᵀ·x = b)
+                        trsm(q, nc, nrhs, u11, xs, dtype=dtype, left=False, lower=False,
+                             trans=True)
             enqueue(q, k_out, grid, None, int_arg(n), int_arg(nrhs), perm, work, x2.data)
 
 

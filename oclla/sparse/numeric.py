@@ -54,7 +54,7 @@ from .. import trace
 from .._device import device_info
 from .._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from ..blas import View, gemm, syrk
-from ..cholesky import _solve_panel, cholesky_flops, factor_blocked
+from ..cholesky import _solve_panel, factor_blocked
 
 #: Flop count (potrf + trsm + syrk of one supernode) from which a supernode takes the
 #: BLAS-3 route (one supernode at a time on :mod:`oclla.blas` and the dense blocked potrf)
@@ -146,7 +146,6 @@ class Plan:
     rel: np.ndarray              # int32
     work: int                    # RL working storage, elements
     flops: np.ndarray            # float64 (ns,)
-    solve_levels: list = field(default_factory=list)   # (supernodes, Pairs) per level
     dev: dict = field(default_factory=dict)
     blocks: dict = field(default_factory=dict)    # large s -> RLB gemm list
 
@@ -243,8 +242,7 @@ def make_plan(sym, *, large: float | None = None) -> Plan:
     pbounds = np.searchsorted(pair_level[pair_order], np.arange(level.max(initial=-1) + 2))
     m2 = m.astype(np.int64) ** 2
     work = int(m2[is_large].max(initial=0))
-    levels, solve_levels = [], []
-    zeros = np.zeros(ns, np.int64)
+    levels = []
     for h in range(bounds.size - 1):
         members = order[bounds[h]:bounds[h + 1]]
         small = members[~is_large[members]].astype(np.int32)
@@ -265,10 +263,8 @@ def make_plan(sym, *, large: float | None = None) -> Plan:
             if mine.size:
                 large_pairs[s] = _group_pairs(mine, src, tgt, np.zeros(ns, np.int64))
         levels.append(Level(small, big.astype(np.int64), small_pairs, offsets, large_pairs))
-        solve_levels.append((members.astype(np.int32),
-                             _group_pairs(pidx, src, tgt, zeros) if pidx.size else None))
     return Plan(sym.n, ns, nc, nr, m, is_large, levels, src, tgt, j0, j1, rel_ptr, rel,
-                work, flops, solve_levels)
+                work, flops)
 
 
 def _rlb_blocks(sym, plan: Plan, s: int) -> list:
@@ -316,7 +312,6 @@ def device_tables(queue, sym, plan: Plan) -> dict:
     d["a_map"] = _buffer(ctx, sym.a_map.astype(np.int64))
     d["levels"] = [(_buffer(ctx, lev.small), _buffer(ctx, lev.small_wp))
                    for lev in plan.levels]
-    d["solve_levels"] = [_buffer(ctx, members) for members, _ in plan.solve_levels]
     nc = plan.nc
     col = np.arange(sym.n) - np.repeat(sym.super_ptr[:-1], nc)
     owner = sym.col_super
@@ -428,8 +423,13 @@ def _large(q, sym, plan: Plan, s: int, lbuf, wbuf, dummy_w, info, tab, k_asm, wg
     diag = View(lbuf, int(sym.l_ptr[s]), nr)
     extra = dict(supernode=s, level=level, route="large")
     last = int(sym.row_idx[sym.row_ptr[s + 1] - 1]) + 1
-    with trace.step("potrf", (c0, c0 + nc, c0, c0 + nc), flops=cholesky_flops(nc), **extra):
-        factor_blocked(q, diag, nc, lower=False, dtype=dtype, info=info, base=c0)
+
+    def region(r0, r1, k0, k1):
+        """factor_blocked's steps (regions of the stored upper factor Uₛ₁₁) in the
+        permuted matrix's lower-triangle coordinates, tagged as this supernode's potrf."""
+        return (c0 + k0, c0 + k1, c0 + r0, c0 + r1), dict(extra, part="potrf")
+
+    factor_blocked(q, diag, nc, lower=False, dtype=dtype, info=info, base=c0, region=region)
     if m == 0:
         return
     with trace.step("trsm", (c0 + nc, last, c0, c0 + nc), flops=float(nc * nc * m), **extra):

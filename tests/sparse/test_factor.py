@@ -172,3 +172,12 @@ def test_empty_and_one_by_one(queue):
     f = oclla.sparse.cholesky(sp.csc_array(np.array([[4.0]])), queue=queue)
     assert np.allclose(f.solve(np.array([2.0])), [0.5])
     assert np.isclose(f.logdet(), np.log(4.0))
+
+
+@pytest.mark.parametrize("large", [0.0, np.inf], ids=["blas", "batched"])
+def test_solve_on_either_route(queue, large, lap2d):
+    f = oclla.sparse.cholesky(lap2d, large=large, queue=queue)
+    assert f._plan.large.all() if large == 0.0 else not f._plan.large.any()
+    b = np.random.default_rng(4).standard_normal((lap2d.shape[0], 2))
+    x = f.solve(b)
+    assert accuracy.sparse_solve_backward_error(lap2d, x, b) < accuracy.THRESHOLD
