@@ -97,6 +97,72 @@ def _longest_queued_to_end(run):
                - min((k.queued for k in s.kernels), default=0)).index
 
 
+def _downdate_first(r, enter, leave):
+    """Removes the rows that leave before adding those that enter: can fail on the way."""
+    import oclla
+    r = oclla.cholesky_update(r, leave.T, sign=-1)
+    return oclla.cholesky_update(r, enter.T)
+
+
+def _refactor_window(r, enter, leave):
+    """The right factor, by refactoring on the device instead of updating."""
+    import oclla
+    return oclla.cholesky(r.T @ r + enter.T @ enter - leave.T @ leave)
+
+
+def _signs_swapped(r, enter, leave):
+    import oclla
+    r = oclla.cholesky_update(r, leave.T)
+    return oclla.cholesky_update(r, enter.T, sign=-1)
+
+
+def _logdet_of_det(a):
+    return float(np.log(np.linalg.det(a)))
+
+
+def _logdet_without_2(a):
+    return float(np.sum(np.log(np.diag(np.linalg.cholesky(a)))))
+
+
+def _logdet_of_product(a):
+    return float(np.log(np.prod(np.diag(np.linalg.cholesky(a))) ** 2))
+
+
+def _standard_errors(X, y, *, ddof=True, root=True, diag_of_inverse=True):
+    m, p = X.shape
+    beta = np.linalg.lstsq(X, y, rcond=None)[0]
+    s2 = np.sum((y - X @ beta) ** 2) / (m - p if ddof else m)
+    d = np.diag(np.linalg.inv(X.T @ X)) if diag_of_inverse else 1.0 / np.diag(X.T @ X)
+    return np.sqrt(s2 * d) if root else s2 * d
+
+
+def _wall_minus_busy(run):
+    """Span minus the sum of durations: counts overlapping kernels twice."""
+    ks = [k for k in run.kernels if k.device != "host"]
+    return max(k.end for k in ks) - min(k.start for k in ks) - sum(k.duration_ns for k in ks)
+
+
+def _idle_with_host(run):
+    """Merges the intervals correctly but counts the host's work as the device's."""
+    idle, reach = 0, None
+    for k in sorted(run.kernels, key=lambda k: k.start):
+        if reach is not None and k.start > reach:
+            idle += k.start - reach
+        reach = k.end if reach is None else max(reach, k.end)
+    return idle
+
+
+def _idle_from_queued(run):
+    """Measures from the enqueue times, not the start times."""
+    ks = sorted((k for k in run.kernels if k.device != "host"), key=lambda k: k.queued)
+    idle, reach = 0, None
+    for k in ks:
+        if reach is not None and k.queued > reach:
+            idle += k.queued - reach
+        reach = k.end if reach is None else max(reach, k.end)
+    return idle
+
+
 # Typical mistakes for every exercise: (lesson, exercise) -> wrong answers, each of
 # which the checker must refuse (those an instructor found accepted, among them).
 WRONG = {
@@ -158,6 +224,19 @@ WRONG = {
     (8, 3): [lambda run: min(run.steps, key=lambda s: s.device_ns).index,
              _slowest_single_kernel, _longest_queued_to_end],
     (8, 4): [lambda run: {p: f for p, (_, _, _, f) in run.phase_totals().items() if f}],
+    (9, 1): [600 / 9,                                  # forgot forming A + VVᵀ
+             200, 600],                                # k·n² per update; k = n
+    (9, 2): [_downdate_first, _refactor_window, _signs_swapped,
+             lambda r, enter, leave: scipy.linalg.cholesky(     # on the host, no update
+                 r.T @ r + enter.T @ enter - leave.T @ leave)],
+    (9, 3): [2, 4, 0],                                 # 0-based row; whole matrix
+    (9, 4): [16, 12, 3],                               # all of them; κ²; half
+    (10, 1): [1, 3, 2 / 3],                            # trtri only; the total; n³ units
+    (10, 2): [_logdet_of_det, _logdet_without_2, _logdet_of_product],
+    (10, 3): [lambda X, y: _standard_errors(X, y, ddof=False),
+              lambda X, y: _standard_errors(X, y, root=False),
+              lambda X, y: _standard_errors(X, y, diag_of_inverse=False)],
+    (10, 4): [_wall_minus_busy, _idle_with_host, _idle_from_queued],
 }
 
 # Right answers other than the teacher's solution that a checker must accept: estimates
@@ -168,6 +247,13 @@ ALSO_RIGHT = {
     (3, 2): [1 / 3, 0.333, 0.3333],
     (4, 4): [1e-3, 1e4 * 2.0 ** -24, 1.2e-3],
     (7, 4): [1e-10, 1e6 * 2.0 ** -53, 2e-10],
+    (9, 1): [100, 100.0, 95],                          # n/6, or round estimates
+    (9, 4): [6.0, 5, 7],
+    (10, 1): [2.0],
+    (10, 2): [lambda a: 2.0 * float(np.sum(np.log(np.diag(np.linalg.cholesky(a))))),
+              lambda a: float(np.linalg.slogdet(a)[1])],
+    (10, 4): [lambda run: _idle_with_host(SimpleNamespace(
+        kernels=[k for k in run.kernels if k.device != "host"]))],
 }
 
 
