@@ -58,8 +58,8 @@ def metis(a_low: sp.csc_array) -> np.ndarray:
     g = _graph(a_low)
     if g.nnz == 0:
         return np.arange(n, dtype=np.int64)
-    perm, _ = pymetis.nested_dissection(xadj=g.indptr.astype(np.int32),
-                                        adjncy=g.indices.astype(np.int32))
+    adjacency = pymetis.CSRAdjacency(g.indptr.astype(np.int32), g.indices.astype(np.int32))
+    perm, _ = pymetis.nested_dissection(adjacency)
     return np.asarray(perm, dtype=np.int64)
 
 
