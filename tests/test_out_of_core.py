@@ -1,0 +1,155 @@
+"""Out-of-core Cholesky (oclla.out_of_core): host matrices streamed through the device.
+
+The streamed factorization against the LAPACK backward error (< 30) on orders
+straddling the panel width, both dtypes and triangles; the bytes it moves
+(exactly what the left-looking schedule must move) and the profiling
+statistics; failures that name LAPACK's order; the public functions under a
+device-limit profile whose memory is smaller than the matrix (numpy arrays
+and memory-mapped ``.npy`` files, overwrite_a, the caller's array untouched
+otherwise), and the streamed solve.
+"""
+
+import numpy as np
+import pytest
+from numpy.linalg import LinAlgError
+
+import oclla
+from oclla import accuracy, out_of_core, tiled
+
+from conftest import spd
+
+#: Buffers of 1 MiB, 2 MiB of memory: a float64 matrix of order 700 (3.7 MiB) is
+#: beyond the device's memory even in tiles, and streams in panels of 80 columns.
+SMALL = oclla.Profile(name="tiled-tests", max_alloc_size=1 << 20, global_mem_size=2 << 20)
+
+
+def expected_bytes(n: int, w: int, itemsize: int) -> tuple:
+    """(up, down) of the left-looking schedule: each panel's triangle part up once and
+    down once, and for panel j every panel k < j − 1 from row j0 on up again."""
+    starts = list(range(0, n, w))
+    triangle = sum((n - j0) * min(w, n - j0) for j0 in starts)
+    streamed = sum((n - j0) * min(w, n - k0)
+                   for j, j0 in enumerate(starts) for k0 in starts[:max(0, j - 1)])
+    return (triangle + streamed) * itemsize, triangle * itemsize
+
+
+@pytest.mark.parametrize("n, tile", [(1, 16), (47, 16), (48, 16), (61, 20)])
+@pytest.mark.parametrize("lower", [True, False])
+def test_streamed_factor(queue, dtype, n, tile, lower):
+    a = spd(n, dtype)
+    dest = np.zeros_like(a)
+    stats = out_of_core.factor_streamed(a, dest, lower=lower, queue=queue, tile=tile,
+                                        clean=True)
+    assert accuracy.cholesky_backward_error(a, dest, lower) < accuracy.THRESHOLD
+    assert not (np.triu(dest, 1) if lower else np.tril(dest, -1)).any()
+    assert (stats.bytes_up, stats.bytes_down) == expected_bytes(n, tile, dtype.itemsize)
+    assert stats.tile == min(tile, n) and stats.flops == pytest.approx(n ** 3 / 3 + n ** 2 / 2 + n / 6)
+    assert stats.seconds > 0 and stats.transfer_s > 0 and stats.compute_s > 0
+    assert 0 <= stats.overlap_s <= min(stats.transfer_s, stats.compute_s)
+    assert 0 <= stats.hidden <= 1 and stats.bandwidth_gbs > 0 and stats.gflops > 0
+
+
+def test_in_place_keeps_the_other_triangle(queue):
+    """src is dest (cho_factor's copy, or overwrite_a): the panels become the factor, the
+    other triangle outside the diagonal tiles stays the input's."""
+    a = spd(50, np.float64)
+    work = a.copy()
+    out_of_core.factor_streamed(work, work, lower=False, queue=queue, tile=16)
+    np.testing.assert_array_equal(np.tril(work, -1), np.tril(a, -1))
+    assert accuracy.cholesky_backward_error(a, work, False) < accuracy.THRESHOLD
+
+
+@pytest.mark.parametrize("order", [1, 17, 50])
+def test_not_positive_definite_names_the_order(queue, order):
+    a = spd(50, np.float32)
+    a[order - 1, order - 1] = -1.0
+    for lower in (True, False):
+        with pytest.raises(LinAlgError, match=f"leading minor of order {order} is not"):
+            out_of_core.factor_streamed(a, np.zeros_like(a), lower=lower, queue=queue,
+                                        tile=16)
+
+
+def test_interval_arithmetic():
+    spans = out_of_core._merge([(0, 4), (2, 6), (8, 9)])
+    assert spans == [(0, 6), (8, 9)]
+    assert out_of_core._union_length([(0, 4), (2, 6), (8, 9)]) == 7
+    assert out_of_core._overlap(spans, [(5, 8), (8, 10)]) == 2
+
+
+# ---- the public functions, on a device with less memory than the matrix ---------------
+
+@pytest.fixture(scope="module")
+def small_device():
+    previous = oclla.set_profile(SMALL)
+    try:
+        yield oclla.get_queue()
+    finally:
+        oclla.set_profile(previous)
+
+
+def test_plan_follows_the_device_limits(small_device):
+    q = small_device
+    assert out_of_core.plan_tile(q, 700, np.float64) == 80    # 0.9 · 2 MiB / (4 · 5600)
+    assert out_of_core.plan_tile(q, 700, np.float64, tile=33) == 33
+    with pytest.raises(oclla.DeviceError, match="4 columns of 100000 entries"):
+        out_of_core.plan_tile(q, 100_000, np.float64)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_public_functions_stream_from_host_memory(small_device, lower):
+    q = small_device
+    n = 701
+    a = spd(n, np.float64)
+    assert tiled.route(a, q) == "out_of_core"
+    before = a.copy()
+    with oclla.record() as rec:
+        c = oclla.cholesky(a, lower=lower, queue=q)
+    assert [r.variant for r in rec.runs] == ["out_of_core"]
+    assert accuracy.cholesky_backward_error(a, c, lower) < accuracy.THRESHOLD
+    assert not (np.triu(c, 1) if lower else np.tril(c, -1)).any()
+    np.testing.assert_array_equal(a, before)
+    factor, low = oclla.cho_factor(a, lower=lower, queue=q)
+    np.testing.assert_array_equal(np.tril(factor) if lower else np.triu(factor), c)
+    np.testing.assert_array_equal(np.triu(factor, 1) if lower else np.tril(factor, -1),
+                                  np.triu(a, 1) if lower else np.tril(a, -1))
+    b = np.linspace(-1, 1, 3 * n).reshape(n, 3)
+    with oclla.record() as rec:
+        x = oclla.cho_solve((factor, low), b, queue=q)
+    assert [r.variant for r in rec.runs] == ["out_of_core"]
+    assert accuracy.solve_backward_error(a, x, b) < accuracy.THRESHOLD
+
+
+def test_memory_mapped_input(small_device, tmp_path):
+    """A .npy opened "r+" is factored in the file with overwrite_a; opened "r" it is only
+    read; a failure leaves a read-only or copied input as it was."""
+    q = small_device
+    a = spd(700, np.float64)
+    path = tmp_path / "a.npy"
+    np.save(path, a)
+    ref = oclla.cholesky(a, lower=True, queue=q)
+    mm = np.load(path, mmap_mode="r")
+    c = oclla.cholesky(mm, lower=True, overwrite_a=True, queue=q)     # not writable: a copy
+    assert c is not mm
+    np.testing.assert_array_equal(c, ref)
+    mm = np.load(path, mmap_mode="r+")
+    assert oclla.cholesky(mm, lower=True, overwrite_a=True, queue=q) is mm
+    mm.flush()
+    del mm
+    np.testing.assert_array_equal(np.load(path), ref)
+    bad = a.copy()
+    bad[650, 650] = -1.0
+    np.save(path, bad)
+    mm = np.load(path, mmap_mode="r+")
+    with pytest.raises(LinAlgError, match="leading minor of order 651 is not"):
+        oclla.cho_factor(mm, queue=q)
+    del mm
+    np.testing.assert_array_equal(np.load(path), bad)
+
+
+def test_fortran_order_and_float32(small_device):
+    q = small_device
+    a = spd(1000, np.float32)                     # 3.8 MiB of float32: beyond 2 MiB
+    assert tiled.route(a, q) == "out_of_core"
+    c = oclla.cholesky(np.asfortranarray(a), queue=q)
+    assert c.flags.c_contiguous
+    assert accuracy.cholesky_backward_error(a, c, False) < accuracy.THRESHOLD
