@@ -176,11 +176,11 @@ viewer_export(rec_path, output_dir() / "lesson09_update.png", after_step=5)
 # %% [markdown]
 # In the figure, row 2 has just been rotated (the outlined row): the rows
 # above it are the new factor's, the rows below still the old one's, and the
-# step list shows V's columns being consumed row by row. The fast variant
-# (the default, `method="blocked"`) does the same arithmetic panel by panel:
-# one work-group forms the rotations of 32 rows, and every work-item of the
-# next launch applies them to its own columns: $2\lceil n/32 \rceil$ launches
-# instead of $2n$.
+# step panel names the phase (Compute or Apply) and the kernel that ran it.
+# The fast variant (the default, `method="blocked"`) does the same
+# arithmetic panel by panel: one work-group forms the rotations of a panel
+# of rows, and every work-item of the next launch applies them to its own
+# columns: two launches per panel instead of two per row.
 #
 # ## 3. Update or refactor? The crossover
 #
