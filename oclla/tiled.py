@@ -240,6 +240,12 @@ class TiledMatrix:
         self.queue.finish()
         return out
 
+    def release(self) -> None:
+        """Free the device buffers now (the matrix is unusable afterwards)."""
+        for panel in self.panels:
+            panel.buf.release()
+        self.panels = []
+
     def copy(self) -> "TiledMatrix":
         """A new tiled matrix with the same entries (device-to-device copies)."""
         twin = TiledMatrix(self.shape, self.dtype, tile=self.tile, triangle=self.triangle,

@@ -1,0 +1,225 @@
+"""Cholesky beyond one buffer: one buffer vs tiles on the device vs streamed from the host.
+
+    python benchmarks/out_of_core.py --n 65536 --dtype float64 --device NVIDIA
+    python benchmarks/out_of_core.py --n 100000 --dtype float32 --device NVIDIA
+    python benchmarks/out_of_core.py --n 2000 --tile 256 --stream-tile 256     # PoCL
+
+Three factorizations of an SPD matrix (A = L·Lᵀ, lower triangle), each timed
+after a warm-up of a small order with the same tile widths (the kernels are
+built then):
+
+``one-buffer``   :func:`oclla.cho_factor` of a device array of order
+                 --reference-n (default: n if one buffer holds it, else the
+                 largest power of two that does), data already on the device;
+``tiled``        :func:`oclla.tiled.factor_tiles` of a TiledMatrix of order n
+                 (tiles of --tile), data already on the device;
+``out-of-core``  :func:`oclla.out_of_core.factor_streamed` of the host matrix
+                 of order n in place, panels of --stream-tile: the time is the
+                 wall time, every transfer included; the achieved bus
+                 bandwidth (bytes over the copy queue's busy time) and the
+                 share of the transfer time hidden behind computation come
+                 from the OpenCL events' profiling times.
+
+GFLOP/s count n³/3 + n²/2 + n/6.  The issue's goals are printed beside the
+ratios: tiled float64 n = 65536 ≥ 90 % of one buffer at n = 32768; float32
+n = 100000 streamed from host memory ≥ 70 % of in-core (here: the tiled run,
+since one buffer cannot hold it).
+
+The matrix is made cheaply on the host: a random lower triangle in [0, 1)
+(a block of rows repeated) with n on the diagonal, diagonally dominant hence
+SPD (the upper triangle is never read).  ``--check`` measures the backward
+error (oclla.accuracy; n³ host operations, orders up to 4096).  The host
+needs about two copies of the matrix (the out-of-core run factors one in
+place); ``--json PATH`` writes the results.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+import oclla
+from oclla import accuracy, out_of_core, tiled
+from oclla.cholesky import cholesky_flops
+
+
+def make_spd(n: int, dtype, seed: int = 0, rows: int = 1024) -> np.ndarray:
+    """A random lower triangle in [0, 1) with n on the diagonal (the upper triangle, never
+    read, holds the same rows)."""
+    rng = np.random.default_rng(seed)
+    block = rng.random((min(rows, max(n, 1)), n), dtype=np.float32).astype(dtype)
+    a = np.empty((n, n), dtype)
+    for i0 in range(0, n, rows):
+        i1 = min(n, i0 + rows)
+        a[i0:i1] = np.roll(block[:i1 - i0], i0 // rows, axis=1)
+    a[np.diag_indices(n)] = n
+    return a
+
+
+def symmetric(a: np.ndarray) -> np.ndarray:
+    return np.tril(a) + np.tril(a, -1).T
+
+
+def largest_one_buffer_order(queue, dtype) -> int:
+    info = oclla.device_info(queue)
+    limit = min(info.max_alloc_size, info.global_mem_size // 2)
+    n = 1
+    while (2 * n) ** 2 * np.dtype(dtype).itemsize <= limit:
+        n *= 2
+    return n
+
+
+def run_one_buffer(queue, n: int, dtype, check: bool) -> dict:
+    a = make_spd(n, dtype)
+    d = cl_array.to_device(queue, a)
+    queue.finish()
+    start = time.perf_counter()
+    oclla.cho_factor(d, lower=True, overwrite_a=True, check_finite=False, queue=queue)
+    queue.finish()
+    seconds = time.perf_counter() - start
+    out = dict(mode="one-buffer", n=n, seconds=seconds, gflops=cholesky_flops(n) / seconds / 1e9)
+    if check:
+        out["backward_error"] = accuracy.cholesky_backward_error(symmetric(a), d.get(), True)
+    return out
+
+
+def run_tiled(queue, a: np.ndarray, tile: int, check: bool) -> dict:
+    n = a.shape[0]
+    tm = tiled.TiledMatrix.from_numpy(a, tile=tile, triangle="lower", queue=queue,
+                                      check_finite=False)
+    start = time.perf_counter()
+    tiled.factor_tiles(tm, lower=True)
+    seconds = time.perf_counter() - start
+    out = dict(mode="tiled", n=n, tile=tm.tile, panels=len(tm.panels),
+               device_gib=tm.nbytes / 2**30, seconds=seconds,
+               gflops=cholesky_flops(n) / seconds / 1e9)
+    if check:
+        out["backward_error"] = accuracy.cholesky_backward_error(symmetric(a), tm.to_numpy(),
+                                                                 True)
+    tm.release()
+    return out
+
+
+def run_streamed(queue, a: np.ndarray, tile: int, check: bool) -> dict:
+    n = a.shape[0]
+    reference = symmetric(a) if check else None
+    stats = out_of_core.factor_streamed(a, a, lower=True, queue=queue, tile=tile)
+    out = dict(mode="out-of-core", n=n, tile=stats.tile,
+               device_gib=out_of_core.BUFFERS * n * stats.tile * a.dtype.itemsize / 2**30,
+               seconds=stats.seconds, gflops=stats.gflops, up_gb=stats.bytes_up / 1e9,
+               down_gb=stats.bytes_down / 1e9, transfer_s=stats.transfer_s,
+               compute_s=stats.compute_s, overlap_s=stats.overlap_s,
+               bus_gbs=stats.bandwidth_gbs, hidden=stats.hidden)
+    if check:
+        out["backward_error"] = accuracy.cholesky_backward_error(reference, a, True)
+    return out
+
+
+def bus_bandwidth(queue, dtype, nbytes: int = 1 << 30) -> float:
+    """GB/s of one plain host-to-device copy of ``nbytes`` (pageable numpy memory)."""
+    nbytes = min(nbytes, oclla.device_info(queue).max_alloc_size // 2)
+    host = np.ones(nbytes // np.dtype(dtype).itemsize, dtype)
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, host.nbytes)
+    cl.enqueue_copy(queue, buf, host).wait()
+    event = cl.enqueue_copy(queue, buf, host)
+    event.wait()
+    return host.nbytes / ((event.profile.end - event.profile.start) * 1e-9) / 1e9
+
+
+def warm_up(queue, dtype, tile: int, stream_tile: int, modes) -> None:
+    if "one-buffer" in modes:
+        run_one_buffer(queue, 600, dtype, False)
+    if "tiled" in modes:
+        run_tiled(queue, make_spd(2 * tile + 7, dtype), tile, False)
+    if "out-of-core" in modes:
+        run_streamed(queue, make_spd(3 * stream_tile + 7, dtype), stream_tile, False)
+
+
+def report(row: dict) -> None:
+    line = (f"{row['mode']:>12}  n={row['n']:>6}  {row['seconds']:9.3f} s  "
+            f"{row['gflops']:9.1f} GFLOP/s")
+    if "tile" in row:
+        line += f"  tile={row['tile']}  device {row['device_gib']:.1f} GiB"
+    print(line)
+    if row["mode"] == "out-of-core":
+        print(f"{'':>14}bus: {row['up_gb']:.1f} GB up, {row['down_gb']:.1f} GB down in "
+              f"{row['transfer_s']:.2f} s of transfers = {row['bus_gbs']:.1f} GB/s; compute "
+              f"{row['compute_s']:.2f} s; overlap {row['overlap_s']:.2f} s = "
+              f"{100 * row['hidden']:.0f} % of the transfer time hidden")
+    if "backward_error" in row:
+        print(f"{'':>14}backward error {row['backward_error']:.2f} (units of nε, passes "
+              f"below {accuracy.THRESHOLD:.0f})")
+    sys.stdout.flush()
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--n", type=int, default=4096, help="order of the tiled and streamed runs")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float64")
+    p.add_argument("--device", default=None, help="device index or name substring "
+                   "(oclla devices lists them)")
+    p.add_argument("--tile", type=int, default=None,
+                   help=f"tile of the tiled run (default: oclla.tiled.TILE = {tiled.TILE}, "
+                        f"narrowed to fit a buffer)")
+    p.add_argument("--stream-tile", type=int, default=None,
+                   help=f"panel width of the out-of-core run (default: "
+                        f"oclla.out_of_core.TILE = {out_of_core.TILE}, narrowed to fit)")
+    p.add_argument("--reference-n", type=int, default=None,
+                   help="order of the one-buffer run (default: n if it fits one buffer, "
+                        "else the largest power of two that does)")
+    p.add_argument("--modes", default="one-buffer,tiled,out-of-core",
+                   help="comma-separated subset of one-buffer, tiled, out-of-core")
+    p.add_argument("--check", action="store_true", help="backward errors (n <= 4096)")
+    p.add_argument("--json", default=None, help="write the results to this file")
+    args = p.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    queue = oclla.get_queue(args.device)
+    info = oclla.device_info(queue)
+    dtype = np.dtype(args.dtype)
+    n = args.n
+    check = args.check and n <= 4096
+    tile = tiled.choose_tile(queue, n, dtype, args.tile or tiled.TILE)
+    stream_tile = out_of_core.plan_tile(queue, n, dtype, args.stream_tile)
+    one_buffer = n * n * dtype.itemsize <= min(info.max_alloc_size, info.global_mem_size // 2)
+    ref_n = args.reference_n or (n if one_buffer else largest_one_buffer_order(queue, dtype))
+    print(info.describe())
+    print(f"n={n} {dtype.name}: {n * n * dtype.itemsize / 2**30:.1f} GiB "
+          f"({'fits' if one_buffer else 'exceeds'} one buffer of "
+          f"{info.max_alloc_size / 2**30:.1f} GiB); tile {tile}, stream tile {stream_tile}")
+    print(f"plain host-to-device copy (pageable): {bus_bandwidth(queue, dtype):.1f} GB/s")
+    warm_up(queue, dtype, tile, stream_tile, modes)
+    rows = []
+    if "one-buffer" in modes:
+        rows.append(run_one_buffer(queue, ref_n, dtype, check and ref_n <= 4096))
+        report(rows[-1])
+    a = make_spd(n, dtype) if {"tiled", "out-of-core"} & set(modes) else None
+    if "tiled" in modes:
+        rows.append(run_tiled(queue, a, tile, check))
+        report(rows[-1])
+    if "out-of-core" in modes:
+        rows.append(run_streamed(queue, a, stream_tile, check))
+        report(rows[-1])
+    by = {r["mode"]: r for r in rows}
+    if "tiled" in by and "one-buffer" in by:
+        print(f"tiled n={n} / one buffer n={ref_n}: "
+              f"{by['tiled']['gflops'] / by['one-buffer']['gflops']:.0%} (goal for float64 "
+              f"n=65536 vs 32768: >= 90%)")
+    if "out-of-core" in by:
+        base = by.get("tiled") or by.get("one-buffer")
+        if base:
+            print(f"out-of-core / {base['mode']} (in core): "
+                  f"{by['out-of-core']['gflops'] / base['gflops']:.0%} (goal for float32 "
+                  f"n=100000: >= 70%)")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(device=info.name, dtype=dtype.name, rows=rows), fh, indent=1)
+    failed = [r for r in rows if "backward_error" in r and not accuracy.passes(r["backward_error"])]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
