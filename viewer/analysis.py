@@ -177,6 +177,9 @@ class Overlays:
     finished: int = 0                  # columns of the factor that are final
     storage: str = "full"              # "lu", "lower", "upper", "full"
     failed: bool = False               # the pivot is where the run failed
+    reads: list = field(default_factory=list)   # regions the step reads besides its own
+    cells: list = field(default_factory=list)   # single cells the step reads (a diagonal)
+    consumed: int = 0                  # an operand's leading rows already used up
 
 
 def finished_by_position(run) -> np.ndarray:
@@ -223,6 +226,10 @@ def overlays(run, position: int) -> Overlays:
     step = step_at(run, position)
     if step is None or "matrix" in step.info:
         return ov
+    if disp.reads is not None:
+        ov.reads = [tuple(r) for r in disp.reads(run, step)]
+    if disp.cells is not None:
+        ov.cells = list(disp.cells(run, step))
     array = matrix_at(run, position)
     if is_packed(array):
         lay = packed_layout(run, array)
@@ -233,7 +240,13 @@ def overlays(run, position: int) -> Overlays:
         ov.active = tuple(step.info["logical_region"])
     else:
         ov.active, ov.pivot = step.region, step.pivot
-    ov.multipliers = _multipliers(ov.active, ov.pivot, disp.finished(step), storage)
+    if disp.multipliers:
+        ov.multipliers = _multipliers(ov.active, ov.pivot, disp.finished(step), storage)
+    if ov.cells:                     # the cells it reads are the picture, not the frame
+        ov.active = None
+    failure = disp.failure(run) if ov.failed and disp.failure is not None else None
+    if failure is not None:          # the cell where it broke down, not the panel's corner
+        ov.pivot = failure[1]
     rows = set()
     for a, b in step.info.get("swaps", ()):
         rows.update((int(a), int(b)))
@@ -271,11 +284,32 @@ def inputs(run) -> dict:
     return out
 
 
+def consumed_rows(run, position: int) -> int:
+    """Rows of an update's V already used up at ``position``: those whose rotations have
+    been formed (every row before the last row of V a step read to form them)."""
+    disp = registry.display(run.algorithm)
+    if disp.operand_rows is None:
+        return 0
+    done = 0
+    for s in run.steps[:position]:
+        if "v_rows" in s.info:
+            done = max(done, int(s.info["v_rows"][1]))
+    return done
+
+
 def input_overlays(run, position: int, name: str, shape) -> Overlays:
     """What to outline on input ``name`` at ``position``: the region of a step that works
     on it (``info["matrix"] == name``); for a one-column input (a diagonal) the rows of
-    the step's columns."""
+    the step's columns; for an update's V the rows the step reads, the rows already
+    consumed greyed."""
     step = step_at(run, position)
+    disp = registry.display(run.algorithm)
+    if name == "V" and disp.operand_rows is not None:
+        ov = Overlays(consumed=consumed_rows(run, position))
+        rows = disp.operand_rows(run, step) if step is not None else None
+        if rows is not None:
+            ov.active = (rows[0], rows[1], 0, shape[1])
+        return ov
     on = step.info.get("matrix") if step is not None else None
     if on is None:
         return Overlays()
@@ -388,6 +422,12 @@ def backward_error(run) -> float | None:
 
 
 def _backward_error(run, kind: str, first, last) -> float | None:
+    if kind in ("update", "inverse") and not (is_square(first) and is_square(last)):
+        return None
+    if kind == "update":
+        return _update_error(run, first, last)
+    if kind == "inverse":
+        return _inverse_error(run, first, last)
     if kind == "lu":
         piv = piv_from_swaps(run)
         if piv is None or not is_square(first):
@@ -398,6 +438,36 @@ def _backward_error(run, kind: str, first, last) -> float | None:
     a = np.where(np.isnan(a), a.T, a)                # symmetric from its stored triangle
     c = np.nan_to_num(c)
     return accuracy.cholesky_backward_error(a, c, lower)
+
+
+def _triangle(run, m) -> np.ndarray:
+    """The factor's lower triangle (the stored one transposed for an upper run)."""
+    m = np.asarray(m, dtype=np.float64)
+    return np.tril(m) if lower_side(run) else np.triu(m).T
+
+
+def _update_error(run, first, last) -> float | None:
+    """‖(A ± V·Vᵀ) − L̃·L̃ᵀ‖∞/(n‖A ± V·Vᵀ‖∞ε), A = L·Lᵀ from the factor the run started
+    from and V the operand it kept (None without it)."""
+    v = inputs(run).get("V")
+    if v is None or v.shape[0] != first.shape[0]:
+        return None
+    low = _triangle(run, first)
+    target = low @ low.T + float(run.params.get("sign", 1)) * (v @ v.T)
+    return accuracy.cholesky_backward_error(target, np.asarray(last), lower_side(run))
+
+
+def _inverse_error(run, first, last) -> float:
+    """‖A·X − I‖∞/(n‖A‖∞‖X‖∞ε): A the triangle (trtri) or L·Lᵀ (cho_inverse), X the
+    result, made symmetric from its triangle where only one was kept."""
+    low = _triangle(run, first)
+    x = np.asarray(last, dtype=np.float64)
+    if run.algorithm == "trtri":
+        inv = np.tril(x) if lower_side(run) else np.triu(x).T
+        return accuracy.inverse_error(low, inv.astype(last.dtype))
+    tri = np.tril(x) if lower_side(run) else np.triu(x)
+    x = tri + tri.T - np.diag(np.diag(tri))
+    return accuracy.inverse_error(low @ low.T, x.astype(last.dtype))
 
 
 # ---- time ------------------------------------------------------------------------------
@@ -462,10 +532,16 @@ def bad_pivot(run, value: float) -> bool:
 
 
 def failed_position(run) -> int | None:
-    """Where a failed run broke: the first position whose pivot is bad (:func:`bad_pivot`),
-    else its last step.  None for a run that finished."""
+    """Where a failed run broke: where its display says (an update: the step that formed
+    the rotations of the order its error names), else the first position whose pivot is
+    bad (:func:`bad_pivot`), else its last step.  None for a run that finished."""
     if not run.error or not run.steps:
         return None
+    disp = registry.display(run.algorithm)
+    if disp.failure is not None:
+        found = disp.failure(run)
+        if found is not None:
+            return found[0]
     for p in range(1, n_positions(run)):
         pv = pivot_value(run, p)
         if pv is not None and bad_pivot(run, pv[0]):

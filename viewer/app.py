@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--block", type=int, metavar="NB",
                      help="block size of a blocked variant (default: the device's)")
     src.add_argument("--n", type=int, default=16, help="matrix order (default 16)")
+    src.add_argument("--rank", type=int, metavar="K",
+                     help="columns of V of an update or downdate (default "
+                          f"{registry.DEFAULT_RANK})")
+    src.add_argument("--fail", action="store_true",
+                     help="a downdate whose V breaks positive definiteness at order n/2 + 1")
     src.add_argument("--dtype", choices=DTYPES, default="float64",
                      help="element type (default float64)")
     src.add_argument("--family", choices=matrices.GENERATED,
@@ -155,7 +160,9 @@ def request_from_args(args, variant: str | None = None,
     req = RunRequest(algorithm=spec.key, variant=v.key, n=args.n, dtype=args.dtype,
                      family=args.family or spec.family, seed=args.seed, kappa=args.cond,
                      pivoting=pivoting or args.pivoting, block=args.block, device=args.device,
-                     warmup=not args.no_warmup, solve=args.solve and spec.key == "lu")
+                     warmup=not args.no_warmup, solve=args.solve and spec.key == "lu",
+                     rank=args.rank if spec.rank else None,
+                     fail=args.fail and bool(spec.failing))
     if args.matrix:
         try:
             req.matrix = matrices.load_matrix(args.matrix)
@@ -192,6 +199,8 @@ def _check_args(args, parser) -> None:
         parser.error(f"--fps must lie in (0, 60], got {args.fps:g}")
     if args.block is not None and args.block < 1:
         parser.error(f"--block must be at least 1, got {args.block}")
+    if args.rank is not None and args.rank < 1:
+        parser.error(f"--rank must be at least 1, got {args.rank}")
     if args.export and not (args.replay or args.algorithm or args.pick):
         parser.error("--export needs something to show: --replay FILE, --algorithm NAME "
                      "or --pick RULE")

@@ -7,6 +7,8 @@ import html
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from oclla.trace import HOST
+
 from . import analysis, registry
 from . import theme as themes
 
@@ -53,6 +55,20 @@ def step_summary(run, position: int) -> str:
         if step.info.get("swaps"):
             swaps = ", ".join(f"{a}↔{b}" for a, b in step.info["swaps"])
             lines.append(f"row swaps {swaps}")
+        disp = registry.display(run.algorithm)
+        if disp.reads is not None:
+            reads = disp.reads(run, step)
+            if reads:
+                lines.append("reads " + "; ".join(f"rows {a}:{b}, cols {c}:{d}"
+                                                 for a, b, c, d in reads))
+        if disp.operand_rows is not None:
+            rows = disp.operand_rows(run, step)
+            if rows is not None:
+                lines.append(f"rows {rows[0]}:{rows[1]} of V; rows :"
+                             f"{analysis.consumed_rows(run, position)} used up")
+        host = sum(k.duration_ns for k in step.kernels if k.device == HOST)
+        if host:
+            lines.append(f"host {_fmt_us(host)} µs (the host's LAPACK, beside the device)")
         gf = step.flops / step.device_ns if step.device_ns else float("nan")
         lines.append(f"{step.flops:.0f} flops · device {_fmt_us(step.device_ns)} µs · "
                      f"{gf:.3g} GFLOP/s")
@@ -123,7 +139,8 @@ class DetailsPanel(QtWidgets.QWidget):
         for row, i in enumerate(self._rows):
             k = kernels[i]
             values = (k.name, _fmt_us(k.launch_ns), _fmt_us(k.duration_ns),
-                      "×".join(map(str, k.global_size or ())) or "copy",
+                      "×".join(map(str, k.global_size or ())) or
+                      ("host" if k.device == HOST else "copy"),
                       "×".join(map(str, k.local_size or ())))
             for col, v in enumerate(values):
                 item = QtWidgets.QTableWidgetItem(v)
@@ -148,7 +165,8 @@ class DetailsPanel(QtWidgets.QWidget):
 
 
 OVERLAY_WORDS = {"active": "active submatrix", "pivot": "pivot", "multipliers": "multipliers",
-                 "swap": "swapped rows", "kernel": "selected kernel's step"}
+                 "swap": "swapped rows", "kernel": "selected kernel's step",
+                 "read": "blocks read (dotted)"}
 
 
 def legend_html(run, theme) -> str:
@@ -158,8 +176,10 @@ def legend_html(run, theme) -> str:
     names = list(dict.fromkeys(k.name for k in run.kernels))
     swatch = "<span style='color:{c}'>■</span>&nbsp;{t}"
     outlines = ["active", "pivot", "kernel"]
-    if disp.storage in ("lu", "triangle", "lower", "upper"):
+    if disp.storage in ("lu", "triangle", "lower", "upper") and disp.multipliers:
         outlines.insert(2, "multipliers")
+    if disp.reads is not None:
+        outlines.insert(1, "read")
     if any(s.info.get("swaps") for s in run.steps):
         outlines.insert(2, "swap")
     parts = ["<b>phases</b> " + " ".join(swatch.format(c=themes.phase_color(p),
@@ -176,6 +196,15 @@ def legend_html(run, theme) -> str:
                      f"factor")
     elif disp.storage in ("triangle", "lower", "upper"):
         parts.append("the grey triangle is never read: the algorithm works in one triangle")
+    if disp.operand_rows is not None:
+        parts.append("V's grey rows are used up: their rotations are formed and folded "
+                     "into the factor; green: the rows of V the step reads")
+    if disp.reads is not None:
+        parts.append("green: the block the step writes; dotted: the blocks it reads")
+    if any(k.device for k in run.kernels):
+        parts.append("the timeline has a lane per device that ran the run's commands"
+                     + (", and one for the host's work" if any(k.device == HOST
+                                                               for k in run.kernels) else ""))
     return "<br>".join(parts)
 
 

@@ -141,13 +141,17 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.boundary.setZValue(7)
         self.swaps = QtWidgets.QGraphicsPathItem()
         self.swaps.setZValue(4)
+        self.reads = QtWidgets.QGraphicsPathItem()       # blocks read, dotted
+        self.reads.setZValue(9.5)
+        self.cells = QtWidgets.QGraphicsPathItem()       # single cells read (a diagonal)
+        self.cells.setZValue(10)
         self.multipliers = _rect_item(8)
         self.active = _rect_item(10)
         self.kernel = _rect_item(11)
         self.pivot = _rect_item(12)
         self.twin = _rect_item(13)
         for item in (self.unused, self.boundary, self.swaps, self.multipliers, self.active,
-                     self.kernel, self.pivot, self.twin):
+                     self.kernel, self.pivot, self.twin, self.reads, self.cells):
             self.plot.addItem(item)
         self.labels = [pg.TextItem("L", anchor=(0.5, 0.5), fill="#FFFFFFC0"),
                        pg.TextItem("U", anchor=(0.5, 0.5), fill="#FFFFFFC0")]
@@ -191,6 +195,10 @@ class MatrixView(pg.GraphicsLayoutWidget):
                                      QtCore.Qt.PenStyle.DashLine))
         self.swaps.setPen(_pen(themes.OVERLAYS["swap"], 3 * w))
         self.swaps.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+        self.reads.setPen(_pen(themes.OVERLAYS["read"], 3 * w, QtCore.Qt.PenStyle.DotLine))
+        self.reads.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+        self.cells.setPen(_pen(themes.OVERLAYS["active"], 3 * w))
+        self.cells.setBrush(QtCore.Qt.BrushStyle.NoBrush)
         self.boundary.setPen(_pen(theme.boundary, 1.5 * w))
         self.unused.setPen(QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
         self.unused.setBrush(_rgba(theme.unused))
@@ -292,8 +300,13 @@ class MatrixView(pg.GraphicsLayoutWidget):
         colour = themes.MARKERS["fail"] if ov.failed else themes.OVERLAYS["pivot"]
         self.pivot.setPen(_pen(colour, (4 if ov.failed else 3) * self.theme.pen_scale))
         self.swaps.setPath(_row_bands(ov.swapped_rows, rows, cols))
-        self.unused.setPath(_unused_path(ov.storage, min(rows, cols)) if rows == cols
-                            else QtGui.QPainterPath())
+        unused = _unused_path(ov.storage, min(rows, cols)) if rows == cols \
+            else QtGui.QPainterPath()
+        if ov.consumed > 0:              # an operand's rows already used up: greyed
+            unused.addRect(QtCore.QRectF(0, 0, cols, min(ov.consumed, rows)))
+        self.unused.setPath(unused)
+        self.reads.setPath(_boxes(ov.reads))
+        self.cells.setPath(_boxes([(r, r + 1, c, c + 1) for r, c in ov.cells]))
         t = min(ov.finished, rows) if ov.storage == "lu" and rows == cols else 0
         self.boundary.setPath(_lu_boundary(t, rows))
         self.boundary.setVisible(t > 0)
@@ -425,6 +438,15 @@ def _times_pow10(x, k: int):
     """x · 10**k in two factors, so that neither overflows for |k| up to 630."""
     half = k // 2
     return (x * 10.0 ** half) * 10.0 ** (k - half)
+
+
+def _boxes(regions) -> QtGui.QPainterPath:
+    """One rectangle per non-empty (row0, row1, col0, col1) region."""
+    path = QtGui.QPainterPath()
+    for r0, r1, c0, c1 in regions:
+        if r1 > r0 and c1 > c0:
+            path.addRect(QtCore.QRectF(c0, r0, c1 - c0, r1 - r0))
+    return path
 
 
 def _row_bands(rows, n_rows: int, cols: int) -> QtGui.QPainterPath:

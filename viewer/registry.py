@@ -15,11 +15,20 @@ Two tables, one entry per algorithm:
 Adding an algorithm to the viewer is one :class:`Algorithm` entry (to run it)
 and, for a structured result, one :class:`Display` entry; colours for new
 phases come from :mod:`viewer.theme` (a default colour when none is listed).
+
+Beyond the factorizations: the rank-k update and downdate of a Cholesky factor
+(V, n × k, shown beside the factor as the operand it consumes), the triangular
+and Cholesky inverses (which blocks each step reads, which it writes), the
+log-determinant (the diagonal it reduces, and the value), and the hybrid
+Cholesky whose diagonal blocks the host's LAPACK factors (a "host" lane on the
+timeline).
 """
 
 from __future__ import annotations
 
 import importlib
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -47,9 +56,14 @@ class Algorithm:
     in the working dtype, or what ``prepare`` made of it) while the recorder
     is on; ``prepare(a, options, queue)``, if given, runs before recording
     (e.g. packing the input).  ``options`` holds ``pivoting``, ``block`` and
-    ``seed``.  ``needs`` lists the ``"module:function"`` names the calls use;
-    :meth:`missing` checks them, so an entry for a function this build lacks
-    is shown disabled instead of failing.
+    ``seed`` (and ``rank``, ``fail`` for the entries that take them).  ``needs``
+    lists the ``"module:function"`` names the calls use; :meth:`missing` checks
+    them, so an entry for a function this build lacks is shown disabled instead
+    of failing.  ``inputs(a, options, prepared)`` gives the operands shown beside
+    the working array; ``finish(run, prepared, result)`` completes the recorded
+    run with what the call returned (the log-determinant's value).  ``rank``:
+    the run takes k (columns of V); ``failing``: the label of the choice that
+    makes the run fail on purpose ("" where there is none).
     """
 
     key: str
@@ -60,7 +74,10 @@ class Algorithm:
     prepare: Callable | None = None
     family: str = "random"      # default matrix family
     spd: bool = False           # needs a symmetric positive definite matrix
-    inputs: Callable | None = None   # (a, options) -> {name: array}: operands to show
+    inputs: Callable | None = None   # (a, options, prepared) -> {name: array}: operands
+    finish: Callable | None = None   # (run, prepared, result) -> None
+    rank: bool = False               # takes k, the columns of V
+    failing: str = ""                # label of the option that makes it fail on purpose
 
     def variant(self, key: str) -> Variant:
         for v in self.variants:
@@ -127,9 +144,116 @@ def _ad2at(a, variant, options, queue):
                            **_kwargs(variant, options))
 
 
-def _ad2at_inputs(a, options) -> dict:
+def _ad2at_inputs(a, options, prepared=None) -> dict:
     """A and the diagonal of D², shown beside C (trace steps name them in ``info["matrix"]``)."""
     return {"A": a, "d2": _ad2at_weights(a, options).reshape(-1, 1)}
+
+
+# ---- update and downdate ----
+
+DEFAULT_RANK = 2
+"""k, the columns of V, when the options do not say."""
+
+V_NORM = 0.6
+"""‖L⁻¹V‖₂ of a generated V: A − V·Vᵀ = L·(I − WWᵀ)·Lᵀ stays positive definite."""
+
+FAIL_ROW_NORM = 1.25
+"""The row of W that makes a downdate fail: ‖W[:j]‖₂ ≥ 1.25 > 1 at order j."""
+
+
+def fail_order(n: int) -> int:
+    """The order j at which a downdate asked to fail loses positive definiteness."""
+    return n // 2 + 1
+
+
+def update_operand(factor: np.ndarray, options) -> np.ndarray:
+    """V = L·W (n × k, k = ``options["rank"]``), W seeded with ‖W‖₂ = :data:`V_NORM`.
+
+    A ± V·Vᵀ = L·(I ± W·Wᵀ)·Lᵀ: positive definite for both signs.  With
+    ``options["fail"]`` row j − 1 of W (j = :func:`fail_order`) is replaced by
+    :data:`FAIL_ROW_NORM`·e₁, so the leading minor of order j of A − V·Vᵀ, and
+    no smaller one, is indefinite (the leading j × j block of I − W·Wᵀ is).
+    """
+    n = factor.shape[0]
+    k = max(int(options.get("rank") or DEFAULT_RANK), 1)
+    g = np.random.default_rng(options.get("seed", 0)).standard_normal((n, k))
+    norm = np.linalg.norm(g, 2) if n else 1.0
+    w = g * (V_NORM / norm) if norm > 0 else g
+    if options.get("fail") and n:
+        j = fail_order(n)
+        w[j - 1] = 0.0
+        w[j - 1, 0] = FAIL_ROW_NORM
+    low = np.tril(np.asarray(factor, dtype=np.float64))
+    return np.ascontiguousarray(low @ w, dtype=factor.dtype)
+
+
+def _factor_and_v(a, options, queue):
+    """(L, V): the lower Cholesky factor of ``a`` (on the device, unrecorded) and V."""
+    factor = np.asarray(function(CHOLESKY)(a, lower=True, queue=queue))
+    return factor, update_operand(factor, options)
+
+
+def _modify(sign: int):
+    def call(prepared, variant, options, queue):
+        factor, v = prepared
+        return function(UPDATE)(factor, v, sign=sign, lower=True, queue=queue,
+                                **_kwargs(variant, options))
+    return call
+
+
+def _v_input(a, options, prepared=None) -> dict:
+    return {} if prepared is None else {"V": prepared[1]}
+
+
+# ---- inverse and log-determinant ----
+
+def _lower_factor(a, options, queue):
+    return np.asarray(function(CHOLESKY)(a, lower=True, queue=queue))
+
+
+@contextmanager
+def _diagonal_block(options):
+    """The inverse's diagonal block order (the device's TRSM_NB) set to ``options["block"]``
+    for the call, so a small matrix shows several block steps."""
+    block = options.get("block")
+    if not block:
+        yield
+        return
+    from oclla import _params
+    _params.override("trsm", {"TRSM_NB": int(block)})
+    try:
+        yield
+    finally:
+        _params.override("trsm", None)
+
+
+def _inverse(name: str, product: bool):
+    def call(factor, variant, options, queue):
+        kwargs = {k: v for k, v in _kwargs(variant, options).items() if k != "block"}
+        with _diagonal_block(options):
+            if product:
+                return function(name)((factor, True), queue=queue, **kwargs)
+            return function(name)(factor, lower=True, queue=queue, **kwargs)
+    return call
+
+
+def _logdet(factor, variant, options, queue):
+    return function(LOGDET)((factor, True), queue=queue)
+
+
+def _logdet_finish(run, factor, value) -> None:
+    """The reduction keeps no snapshot (it writes nothing): the factor it reads is the
+    run's matrix, and its value a metric."""
+    if run.initial is None:
+        run.initial = np.array(factor, copy=True)
+    run.metrics["logdet"] = float(value)
+
+
+def _hybrid(a, variant, options, queue):
+    kwargs = {"schedule": variant.kwargs["schedule"]}
+    if options.get("block"):
+        kwargs["block"] = int(options["block"])
+    return function(HYBRID)(a, lower=True, queue=queue, **kwargs)
 
 
 LU = "oclla.lu:lu_factor"
@@ -137,6 +261,24 @@ CHOLESKY = "oclla.cholesky:cholesky"
 RFP_PACK = "oclla.rfp:pack"
 RFP_CHOLESKY = "oclla.rfp:cholesky"
 AD2AT = "oclla.ad2at:assemble_ad2at"
+UPDATE = "oclla.update:cholesky_update"
+TRTRI = "oclla.inverse:trtri"
+CHO_INVERSE = "oclla.inverse:cho_inverse"
+LOGDET = "oclla.inverse:cho_logdet"
+HYBRID = "oclla.hybrid:cholesky"
+
+_UPDATE_VARIANTS = (
+    Variant("pivot", "per row, teaching (compute the rotations, apply them to the row)",
+            {"method": "pivot"}),
+    Variant("blocked", "panels of rows (one work-group per panel, then the trailing apply)",
+            {"method": "blocked"}),
+)
+_INVERSE_VARIANTS = (
+    Variant("steps", "LAPACK's block loop, one step per operation", {"method": "steps"},
+            blocked=True),
+    Variant("blocked", "recursive halving on the BLAS-3 layer", {"method": "blocked"},
+            blocked=True),
+)
 
 ALGORITHMS: tuple = (
     Algorithm("lu", "LU factorization", (
@@ -172,6 +314,28 @@ ALGORITHMS: tuple = (
         Variant("blocked-packed", "scaled copy and GEMMs into the RFP blocks",
                 {"method": "blocked", "packed": True}),
     ), _ad2at, needs=(AD2AT,), inputs=_ad2at_inputs),
+    Algorithm("cholesky_update", "Cholesky update (factor of A + V·Vᵀ)", _UPDATE_VARIANTS,
+              _modify(+1), needs=(CHOLESKY, UPDATE), prepare=_factor_and_v, family="spd",
+              spd=True, inputs=_v_input, rank=True),
+    Algorithm("cholesky_downdate", "Cholesky downdate (factor of A − V·Vᵀ)", _UPDATE_VARIANTS,
+              _modify(-1), needs=(CHOLESKY, UPDATE), prepare=_factor_and_v, family="spd",
+              spd=True, inputs=_v_input, rank=True,
+              failing="make it fail: V beyond positive definiteness at order n/2 + 1"),
+    Algorithm("trtri", "Triangular inverse (trtri)", _INVERSE_VARIANTS,
+              _inverse(TRTRI, False), needs=(CHOLESKY, TRTRI), prepare=_lower_factor,
+              family="spd", spd=True),
+    Algorithm("cho_inverse", "Cholesky inverse (potri = trtri + lauum)", _INVERSE_VARIANTS,
+              _inverse(CHO_INVERSE, True), needs=(CHOLESKY, CHO_INVERSE),
+              prepare=_lower_factor, family="spd", spd=True),
+    Algorithm("cho_logdet", "log-determinant (2 Σ log lᵢᵢ, reduced on the device)", (
+        Variant("reduce", "two-stage compensated reduction"),
+    ), _logdet, needs=(CHOLESKY, LOGDET), prepare=_lower_factor, family="spd", spd=True,
+        finish=_logdet_finish),
+    Algorithm("hybrid", "Cholesky, hybrid (diagonal blocks on the host's LAPACK)", (
+        Variant("static", "one block width", {"schedule": "static"}, blocked=True),
+        Variant("dynamic", "the thesis's widths: halving towards the centre, then doubling",
+                {"schedule": "dynamic"}, blocked=True),
+    ), _hybrid, needs=(HYBRID,), family="spd", spd=True),
 )
 
 
@@ -192,14 +356,107 @@ def _pivot_finished(step) -> int:
 
 
 def _panel_finished(step) -> int:
-    """As :func:`_pivot_finished`, but a "panel" step finishes its whole width, and so
+    """As :func:`_pivot_finished`, but a "panel" step (or the hybrid's "potf2" of a
+    diagonal block) finishes its whole width, and so
     does a step that factors a diagonal block beside its main work (its info's
     ``leaf`` region: the blocked Cholesky's update that also factors the next block)."""
-    if step.phase == "panel":
+    if step.phase in ("panel", "potf2"):
         return step.region[3]
     if "leaf" in step.info:
         return step.info["leaf"][3]
     return _pivot_finished(step)
+
+
+def _row_finished(step) -> int:
+    """An update's rows of the factor final after the step: those whose rotations were
+    applied to the rest of them (``apply``); a step that forms rotations finishes none
+    beyond the rows before it."""
+    r0, r1, c0, c1 = step.region
+    return min(r1, c1) if step.phase == "apply" else min(r0, c0)
+
+
+def _nothing_finished(step) -> int:
+    return 0
+
+
+_ORDER = re.compile(r"order (\d+)")
+
+
+def error_order(run) -> int | None:
+    """The order j named by a run's error ("... leading minor of order j"), or None."""
+    m = _ORDER.search(run.error or "")
+    return int(m.group(1)) if m else None
+
+
+def _order_failure(run):
+    """(position, cell) of the step that formed row j − 1's rotations, j the order the
+    error names (the factor's diagonal cell (j − 1, j − 1)); None when not found."""
+    j = error_order(run)
+    if j is None:
+        return None
+    i = j - 1
+    for s in run.steps:
+        r0, r1, c0, c1 = s.region
+        if s.pivot is not None and r0 <= i < r1 and c0 <= i < c1:
+            return s.index + 1, (i, i)
+    return None
+
+
+def _downdate_failure_text(run) -> str:
+    j = error_order(run)
+    what = "downdate" if run.params.get("sign", 1) == -1 else "update"
+    return f"FAILED: {what} loses positive definiteness at order {j}"
+
+
+def _update_title(run) -> str:
+    return "Cholesky downdate" if run.params.get("sign", 1) == -1 else "Cholesky update"
+
+
+def _square(r0, r1) -> tuple:
+    return r0, r1, r0, r1
+
+
+def _inverse_reads(run, step) -> list:
+    """The blocks a step of ``trtri``/``cho_inverse`` reads besides the one it writes
+    (its region), from the structure of LAPACK's loops (``steps``) or of the recursive
+    halving (``blocked``), in the stored triangle's coordinates."""
+    lower = bool(run.params.get("lower", True))
+    r0, r1, c0, c1 = step.region
+    n = max(run.shape) if run.shape else max(r1, c1)
+    steps = run.variant == "steps"
+    lauum = any(s.phase == "lauu2" for s in run.steps[:step.index + 1])
+    if step.phase == "trsm":                          # the diagonal block T_jj
+        return [_square(c0, c1)]
+    if step.phase == "trmm" and not lauum:            # trtri: X11 (and X22, recursive)
+        return [_square(r0, r1)] if steps else [_square(r0, r1), _square(c0, c1)]
+    if step.phase == "trmm":                          # lauum: the diagonal block below
+        return [_square(r0, r1) if lower else _square(c0, c1)]
+    if step.phase == "gemm":                          # the block column below X_ii
+        return [(r1, n, r0, r1), (r1, n, c0, c1)] if lower else \
+            [(c0, c1, c1, n), (r0, r1, c1, n)]
+    if step.phase == "syrk":
+        if not steps:                                 # X21 (X12): the next trmm's block
+            nxt = run.steps[step.index + 1] if step.index + 1 < len(run.steps) else None
+            return [nxt.region] if nxt is not None and nxt.phase == "trmm" else []
+        return [(r1, n, r0, r1)] if lower else [(r0, r1, r1, n)]
+    return []
+
+
+def _diagonal_cells(run, step) -> list:
+    """The log-determinant's reduction reads the diagonal."""
+    n = max(run.shape) if run.shape else 0
+    return [(i, i) for i in range(n)] if step.phase == "reduce" else []
+
+
+def _rows_of_v(run, step) -> tuple | None:
+    """The rows of V a step of an update reads: ``info["v_rows"]`` (compute, panel), the
+    rows below the panel for ``apply``."""
+    if "v_rows" in step.info:
+        return tuple(step.info["v_rows"])
+    r0, r1, c0, c1 = step.region
+    if step.phase == "apply":
+        return (r0, r1) if bool(run.params.get("lower", True)) else (c0, c1)
+    return None
 
 
 @dataclass(frozen=True)
@@ -209,13 +466,23 @@ class Display:
     storage: str = "full"                 # "lu", "lower", "upper", "triangle", "full"
     finished: Callable = _pivot_finished  # step -> columns final after it
     growth: bool = False                  # the growth factor means something
-    backward_error: str | None = None     # "lu" or "cholesky"
+    backward_error: str | None = None     # "lu", "cholesky", "update", "inverse"
     positive_pivots: bool = False         # a pivot <= 0 is a failure (Cholesky)
     title: str = ""                       # how people name it ("" : the trace name)
     variants: dict = field(default_factory=dict)   # trace variant -> how people name it
+    multipliers: bool = True              # a pivot step's column below it is its output
+    reads: Callable | None = None         # (run, step) -> regions read besides the region
+    cells: Callable | None = None         # (run, step) -> cells to outline (a diagonal)
+    failure: Callable | None = None       # run -> (position, cell) where it failed, or None
+    failure_text: Callable | None = None  # run -> the title's "FAILED: ..." words
+    title_of: Callable | None = None      # run -> its name, when it depends on the run
+    operand_rows: Callable | None = None  # (run, step) -> rows of the operand V it reads
 
 
-_CHOLESKY_VARIANTS = {"pivot": "per pivot", "blocked": "blocked"}
+_CHOLESKY_VARIANTS = {"pivot": "per pivot", "blocked": "blocked",
+                      "hybrid-static": "hybrid (host POTRF), static blocks",
+                      "hybrid-dynamic": "hybrid (host POTRF), the thesis's dynamic blocks"}
+_INVERSE_NAMES = {"steps": "LAPACK's block loop", "blocked": "recursive"}
 
 DISPLAYS: dict = {
     "lu": Display("lu", _panel_finished, growth=True, backward_error="lu", title="LU",
@@ -230,6 +497,21 @@ DISPLAYS: dict = {
                             variants=_CHOLESKY_VARIANTS),
     "ad2at": Display("triangle", title="AD²Aᵀ assembly",
                      variants={"pivot": "per column", "blocked": "blocked"}),
+    "cholesky_update": Display("triangle", _row_finished, backward_error="update",
+                               title="Cholesky update", multipliers=False,
+                               failure=_order_failure, failure_text=_downdate_failure_text,
+                               title_of=_update_title, operand_rows=_rows_of_v,
+                               variants={"pivot": "per row", "blocked": "panels of rows",
+                                         "streamed": "streamed panels"}),
+    "trtri": Display("triangle", _nothing_finished, backward_error="inverse",
+                     title="Triangular inverse (trtri)", multipliers=False,
+                     reads=_inverse_reads, variants=_INVERSE_NAMES),
+    "cho_inverse": Display("triangle", _nothing_finished, backward_error="inverse",
+                           title="Cholesky inverse (trtri + lauum)", multipliers=False,
+                           reads=_inverse_reads, variants=_INVERSE_NAMES),
+    "cho_logdet": Display("triangle", _nothing_finished, title="log-determinant",
+                          multipliers=False, cells=_diagonal_cells,
+                          variants={"full": "", "packed": "packed"}),
     "rfp_pack": Display(title="packing into RFP storage"),
     "lu_solve": Display(title="LU solve"),
     "cho_solve": Display(title="Cholesky solve"),
@@ -249,10 +531,16 @@ PIVOTING_NAMES = {"partial": "partial pivoting", "none": "no pivoting",
                   "click": "by clicking"}
 
 
+def _name(run, disp) -> str:
+    if disp.title_of is not None:
+        return disp.title_of(run)
+    return disp.title or run.algorithm.replace("_", " ")
+
+
 def run_title(run) -> str:
     """How people name a run: "LU, per pivot, in place, partial pivoting"."""
     disp = display(run.algorithm)
-    parts = [disp.title or run.algorithm.replace("_", " ")]
+    parts = [_name(run, disp)]
     variant = disp.variants.get(run.variant, run.variant.replace("_", " "))
     if variant:
         parts.append(variant)
@@ -266,13 +554,15 @@ def run_attributes(run) -> dict:
     """What tells two runs apart, as words: algorithm, variant, pivoting, block, dtype,
     order, device, matrix."""
     disp = display(run.algorithm)
-    out = {"algorithm": disp.title or run.algorithm.replace("_", " "),
+    out = {"algorithm": _name(run, disp),
            "variant": disp.variants.get(run.variant, run.variant.replace("_", " "))}
     if run.params.get("pivoting"):
         p = str(run.params["pivoting"])
         out["pivoting"] = PIVOTING_NAMES.get(p, f"pivoting {p}")
     if run.params.get("block"):
         out["block"] = f"block {run.params['block']}"
+    if run.params.get("rank"):
+        out["rank"] = f"k = {run.params['rank']}"
     out["dtype"] = str(run.dtype)
     out["order"] = f"n = {run.shape[0]}" if run.shape else ""
     out["device"] = run.device or ""

@@ -57,6 +57,10 @@ class RunDialog(QtWidgets.QDialog):
         self.block.setSpecialValueText("device default")
         self.n = QtWidgets.QSpinBox()
         self.n.setRange(1, MAX_N)
+        self.rank = QtWidgets.QSpinBox()           # update/downdate: columns of V
+        self.rank.setRange(1, 256)
+        self.rank.setValue(registry.DEFAULT_RANK)
+        self.fail = QtWidgets.QCheckBox()          # the label comes from the algorithm
         self.dtype = QtWidgets.QComboBox()
         self.dtype.addItems(DTYPES)
         self.device = QtWidgets.QComboBox()
@@ -87,7 +91,8 @@ class RunDialog(QtWidgets.QDialog):
         self.error.setWordWrap(True)
         for label, widget in (("Algorithm", self.algorithm), ("Variant", self.variant),
                               ("Pivoting", self.pivoting), ("Block size", self.block),
-                              ("Order n", self.n), ("dtype", self.dtype),
+                              ("Order n", self.n), ("Rank k (columns of V)", self.rank),
+                              ("", self.fail), ("dtype", self.dtype),
                               ("Device", self.device), ("", self.device_note),
                               ("", self.same), ("Matrix", self.family), ("Seed", self.seed),
                               ("Condition number", self.kappa), ("Values", self.typed),
@@ -138,6 +143,8 @@ class RunDialog(QtWidgets.QDialog):
             self._select(self.pivoting, req.pivoting)
         self.block.setValue(req.block or 0)
         self.n.setValue(int(req.n))
+        self.rank.setValue(int(req.rank or registry.DEFAULT_RANK))
+        self.fail.setChecked(bool(req.fail))
         self._select(self.dtype, req.dtype, by_text=True)
         if req.device is not None:
             self._select(self.device, str(req.device))
@@ -170,6 +177,9 @@ class RunDialog(QtWidgets.QDialog):
         self.variant.blockSignals(False)
         self._select(self.family, spec.family)
         self._show_row(self.solve, spec.key == "lu")
+        self._show_row(self.rank, spec.rank)
+        self.fail.setText(spec.failing)
+        self._show_row(self.fail, bool(spec.failing))
         self._variant_changed()
 
     def _variant_changed(self) -> None:
@@ -264,7 +274,9 @@ class RunDialog(QtWidgets.QDialog):
             block=self.block.value() or None, device=self.device.currentData(),
             matrix=matrix, source_name=source,
             snapshots=self.snapshots.isChecked(), warmup=self.warmup.isChecked(),
-            solve=self.solve.isChecked() and self._spec().key == "lu")
+            solve=self.solve.isChecked() and self._spec().key == "lu",
+            rank=self.rank.value() if self._spec().rank else None,
+            fail=self.fail.isChecked() and bool(self._spec().failing))
         build_matrix(req)          # surfaces a bad family/size before the run starts
         return req
 

@@ -28,10 +28,17 @@ def position_title(run, position: int, name: str = "", frame=None) -> str:
         what += f" · {frame.name}"
     head = name or registry.run_title(run)
     text = f"{head} · {what}"
+    disp = registry.display(run.algorithm)
     if run.error and position == analysis.failed_position(run):
         pv = analysis.pivot_value(run, position)
-        if pv is not None:
+        if disp.failure_text is not None and disp.failure is not None \
+                and disp.failure(run) is not None:
+            text += " · " + disp.failure_text(run)
+        elif pv is not None:
             text += f" · FAILED: pivot {pv[0]:.3g} at {pv[1]}"
+    value = run.metrics.get("logdet") if isinstance(run.metrics, dict) else None
+    if isinstance(value, (int, float)) and position == last and last > 0:
+        text += f" · log det A = {value:.10g}"
     return text
 
 
@@ -184,7 +191,8 @@ class RunView(QtWidgets.QWidget):
         self.vectors.show_matrix(values, vmax, analysis.Overlays(active=active),
                                  "P·b | y | x", blank=np.isnan(values))
 
-    INPUT_TITLES = {"A": "A (input)", "d2": "D² (diagonal)"}
+    INPUT_TITLES = {"A": "A (input)", "d2": "D² (diagonal)",
+                    "V": "V as given (rows used up greyed)"}
 
     def _show_inputs(self, run, position: int) -> None:
         """The run's operands left of its result, the step's part outlined."""
@@ -199,7 +207,8 @@ class RunView(QtWidgets.QWidget):
                 view.apply_theme(self.matrix.theme, self.matrix.colormap_name)
                 view.numbers_max_n, view.decimals = self.matrix.numbers_max_n, \
                     self.matrix.decimals
-                self.maps.insertWidget(i, view, 1 if arr.shape[1] == 1 else 2)
+                narrow = arr.shape[1] == 1 or 2 * arr.shape[1] <= arr.shape[0]   # d2, V
+                self.maps.insertWidget(i, view, 1 if narrow else 2)
             vmax = float(np.abs(arr).max()) or 1.0
             view.show_matrix(arr, vmax, analysis.input_overlays(run, position, name, arr.shape),
                              self.INPUT_TITLES.get(name, name))

@@ -46,6 +46,8 @@ class RunRequest:
     snapshots: bool = True
     warmup: bool = True                 # one untimed run first (kernel builds, device warm-up)
     solve: bool = False                 # LU: then solve A·x = b, substitution steps shown
+    rank: int | None = None             # update/downdate: k, the columns of V
+    fail: bool = False                  # downdate: V chosen to break positive definiteness
 
     def describe(self) -> dict:
         """Where the matrix came from (stored with the run so a replay can say it)."""
@@ -54,6 +56,10 @@ class RunRequest:
             d["kappa"] = float(self.kappa)
         if self.source_name:
             d["file"] = self.source_name
+        if self.rank:
+            d["rank"] = int(self.rank)
+        if self.fail:
+            d["fail"] = True
         return d
 
 
@@ -118,6 +124,8 @@ def expected_steps(request: RunRequest) -> int:
     """How many steps a per-pivot run takes (0 when not known in advance)."""
     if request.variant in ("pivot", "faithful"):
         n = request.matrix.shape[0] if request.matrix is not None else request.n
+        if request.algorithm in ("cholesky_update", "cholesky_downdate"):
+            return max(2 * n - 1, 0)         # compute and apply per row, the last no apply
         return max(n - 1, 0) if request.algorithm == "lu" else n
     return 0
 
@@ -143,8 +151,10 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
         a = build_matrix(request)
     except matrices.MatrixError as exc:
         return RunOutcome(error=str(exc))
-    options = {"pivoting": request.pivoting, "block": request.block, "seed": request.seed}
+    options = {"pivoting": request.pivoting, "block": request.block, "seed": request.seed,
+               "rank": request.rank, "fail": request.fail and bool(spec.failing)}
     outcome = RunOutcome()
+    prepared = result = None
     rec = ProgressRecording(snapshots=request.snapshots, on_step=on_step, cancel=cancel)
     try:
         queue = oclla.get_queue(request.device)
@@ -154,6 +164,7 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
                 _warm_up(spec, variant, a, options, queue)
             if spec.prepare is not None:
                 a = spec.prepare(a, options, queue)
+            prepared = a
             solving = request.solve and spec.key == "lu"
             with rec:
                 result = spec.call(a, variant, options, queue)
@@ -178,8 +189,12 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
     for run in rec.runs:
         run.metrics.setdefault("source", request.describe())
     if spec.inputs is not None and request.snapshots and rec.runs:
-        shown = spec.inputs(build_matrix(request), options)
-        rec.runs[-1].metrics["inputs"] = {k: np.asarray(v).tolist() for k, v in shown.items()}
+        shown = spec.inputs(build_matrix(request), options, prepared)
+        if shown:
+            rec.runs[-1].metrics["inputs"] = {k: np.asarray(v).tolist()
+                                              for k, v in shown.items()}
+    if spec.finish is not None and result is not None and rec.runs:
+        spec.finish(rec.runs[-1], prepared, result)
     if outcome.math_error and rec.runs and rec.runs[-1].error is None:
         rec.runs[-1].error = f"LinAlgError: {exc_text(outcome.error)}"
     return outcome

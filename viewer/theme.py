@@ -21,6 +21,13 @@ PHASE_COLORS = {
     # Cholesky, packed Cholesky, AD²Aᵀ
     "sqrt": "#CC79A7", "normalize": "#009E73", "outer_product": "#E69F00", "syrk": "#D55E00",
     "assemble": "#882255", "scale_columns": "#44AA99",
+    # update and downdate: the rotations formed (a row, a panel), then applied
+    "compute": "#CC79A7", "apply": "#E69F00",
+    # trtri, lauum (trmm, gemm, syrk shared with the rest), log-determinant
+    "trti2": "#882255", "lauu2": "#44AA99", "trmm": "#AA4499", "reduce": "#117733",
+    "zero": "#BBBBBB", "symmetrize": "#88CCEE",
+    # hybrid Cholesky: the diagonal block on the host
+    "potf2": "#999933",
     # bookkeeping
     "solve": "#332288", "other": "#999999",
 }
@@ -32,6 +39,7 @@ OVERLAYS = {
     "swap": "#00B8D4",         # rows interchanged by the step
     "twin": "#FF1744",         # the packed view's hovered entry and its twin
     "kernel": "#2962FF",       # the step of the kernel selected in the timeline
+    "read": "#6D4C41",         # blocks the step reads besides the one it writes (dotted)
 }
 
 NON_FINITE = "#FF00FF"

@@ -3,7 +3,10 @@
 The timeline draws every kernel of a run from its OpenCL profiling events:
 a "device" lane with the execution (start → end) and a "launch" lane with
 the overhead before it (queued → submit light, submit → start dark), so host
-and driver cost are seen apart from device time.  Kernels of the current
+and driver cost are seen apart from device time.  A run whose commands ran on
+several devices gets a lane per device, labelled with its name, and recorded
+host work (the hybrid Cholesky's POTRF on the host's LAPACK) a "host" lane,
+so their overlap, or its absence, is seen.  Kernels of the current
 step are opaque, the others faded; the selected kernel is outlined.
 
 The step plot shows each step's device time against its index, coloured by
@@ -16,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+
+from oclla.trace import HOST
 
 from . import analysis, registry
 from . import theme as themes
@@ -49,8 +54,34 @@ def integer_tick(count: int) -> int:
     return max(step, 1)
 
 
+LANE_LABEL_CHARS = 14
+"""A device lane's label is its device's name, cut to this many characters."""
+
+
+def lane_keys(run) -> list:
+    """The device lanes of ``run``, one per who ran its commands: "" (the run's own
+    device) first, then any other device, the host's work (``"host"``) last."""
+    keys = [""]
+    for k in (run.kernels if run is not None else []):
+        if k.device not in keys:
+            keys.append(k.device)
+    if HOST in keys:
+        keys.remove(HOST)
+        keys.append(HOST)
+    return keys
+
+
+def lane_label(run, key: str, several: bool) -> str:
+    """"device" for a run on one device; else the device's name ("host" for host work)."""
+    if not several:
+        return "device"
+    name = key or (run.device if run is not None else "") or "device"
+    return name if len(name) <= LANE_LABEL_CHARS else name[:LANE_LABEL_CHARS - 1] + "…"
+
+
 class _Lanes:
-    """The bars of one run: device lane at ``y``, launch lane at ``y + 1``."""
+    """The bars of one run from ``y`` down: one device lane per :func:`lane_keys` entry
+    (a kernel's bar in the lane of the device that ran it), then the launch lane."""
 
     def __init__(self, plot, y: float):
         self.y = y
@@ -60,10 +91,26 @@ class _Lanes:
         for item in (self.queued, self.submitted, self.device):
             plot.addItem(item)
         self.starts = self.ends = self.queue_t = np.zeros(0)
+        self.lane = np.zeros(0, dtype=np.int64)
+        self.keys: list = [""]
         self.kernels: list = []
 
-    def set_run(self, run) -> None:
+    @property
+    def rows(self) -> int:
+        """Lanes drawn: the device lanes and the launch lane."""
+        return len(self.keys) + 1
+
+    def ticks(self, run, prefix: str = "") -> list:
+        several = len(self.keys) > 1
+        out = [(self.y + i + 0.5, prefix + lane_label(run, key, several))
+               for i, key in enumerate(self.keys)]
+        return out + [(self.y + len(self.keys) + 0.5, prefix + "launch")]
+
+    def set_run(self, run, y: float | None = None) -> None:
+        if y is not None:
+            self.y = y
         self.kernels = run.kernels if run is not None else []
+        self.keys = lane_keys(run)
         t0 = analysis.kernel_origin(run) if run is not None else 0
         ks = self.kernels
         us = lambda xs: np.array(xs, dtype=np.float64) / 1e3   # noqa: E731
@@ -71,15 +118,17 @@ class _Lanes:
         submit = us([k.submit - t0 for k in ks])
         self.starts = us([k.start - t0 for k in ks])
         self.ends = us([k.end - t0 for k in ks])
+        self.lane = np.array([self.keys.index(k.device) for k in ks], dtype=np.int64)
         n = len(ks)
+        launch_y = np.full(n, self.y + len(self.keys) + 0.25)
         self.queued.setOpts(x0=self.queue_t, width=np.maximum(submit - self.queue_t, 0),
-                            y0=np.full(n, self.y + 1.25), height=np.full(n, 0.5),
+                            y0=launch_y, height=np.full(n, 0.5),
                             brush=_brush("#B0B0B0"), pen=None)
         self.submitted.setOpts(x0=submit, width=np.maximum(self.starts - submit, 0),
-                               y0=np.full(n, self.y + 1.25), height=np.full(n, 0.5),
+                               y0=launch_y, height=np.full(n, 0.5),
                                brush=_brush("#606060"), pen=None)
         self.device.setOpts(x0=self.starts, width=np.maximum(self.ends - self.starts, 0),
-                            y0=np.full(n, self.y + 0.1), height=np.full(n, 0.8))
+                            y0=self.y + self.lane + 0.1, height=np.full(n, 0.8))
 
     def highlight(self, lit: set, selected, pen_scale: float) -> None:
         brushes, pens = [], []
@@ -100,20 +149,25 @@ class _Lanes:
             self.device.setOpts(brushes=brushes, pens=pens)
 
     def kernel_at(self, x: float, lane_y: float) -> int | None:
-        """Index of the kernel drawn at time x (µs) in the device or launch lane."""
+        """Index of the kernel drawn at time x (µs) in a device lane or the launch lane."""
         if not self.kernels:
             return None
-        if self.y <= lane_y < self.y + 1:
+        row = int(np.floor(lane_y - self.y))
+        if 0 <= row < len(self.keys):
             lo, hi = self.starts, self.ends
-        elif self.y + 1 <= lane_y < self.y + 2:
+            here = self.lane == row
+        elif row == len(self.keys):
             lo, hi = self.queue_t, self.starts
+            here = np.ones(len(self.kernels), dtype=bool)
         else:
             return None
-        hits = np.flatnonzero((lo <= x) & (x <= hi))
+        hits = np.flatnonzero(here & (lo <= x) & (x <= hi))
         if hits.size:
             return int(hits[0])
-        # nothing under the cursor: the nearest kernel if it is close on screen
-        mid = (lo + hi) / 2
+        if not here.any():
+            return None
+        # nothing under the cursor: the nearest kernel of the lane if it is close on screen
+        mid = np.where(here, (lo + hi) / 2, np.inf)
         i = int(np.argmin(np.abs(mid - x)))
         span = max(float(self.ends.max() - self.queue_t.min()), 1e-9)
         return i if abs(mid[i] - x) < 0.01 * span else None
@@ -185,13 +239,19 @@ class TimelineView(QtWidgets.QWidget):
     def set_runs(self, run, compare=None) -> None:
         """Draw ``run`` (and ``compare`` in the second lanes)."""
         self.runs = [run, compare]
-        for lanes, r in zip(self.lanes, self.runs):
-            lanes.set_run(r)
-        ticks = [(0.5, "device"), (1.5, "launch")]
+        first, second = self.lanes
+        first.set_run(run, 0.0)
+        second.set_run(compare, first.rows + 0.5)
+        ticks = first.ticks(run, "A " if compare is not None else "")
         if compare is not None:
-            ticks = [(0.5, "A device"), (1.5, "A launch"), (3.0, "B device"), (4.0, "B launch")]
-        self.kernels_plot.getAxis("left").setTicks([ticks, []])
-        self.kernels_plot.setYRange(-0.2, 4.7 if compare is not None else 2.0, padding=0)
+            ticks += second.ticks(compare, "B ")
+        axis = self.kernels_plot.getAxis("left")
+        axis.setTicks([ticks, []])
+        metrics = QtGui.QFontMetrics(axis.style.get("tickFont") or QtGui.QFont())
+        widest = max(metrics.horizontalAdvance(label) for _, label in ticks)
+        axis.setWidth(max(70, widest + 24))             # device names in full
+        bottom = second.y + second.rows + 0.2 if compare is not None else first.rows
+        self.kernels_plot.setYRange(-0.2, bottom, padding=0)
         ends = [lan.ends.max() for lan in self.lanes if lan.kernels]
         if ends:
             self.kernels_plot.setXRange(0, max(ends), padding=0.02)
@@ -264,5 +324,5 @@ class TimelineView(QtWidgets.QWidget):
         lanes = self.lanes[0]
         x = (lanes.starts[index] + lanes.ends[index]) / 2
         vb = self.kernels_plot.getPlotItem().getViewBox()
-        scene = vb.mapViewToScene(QtCore.QPointF(x, 0.5))
+        scene = vb.mapViewToScene(QtCore.QPointF(x, lanes.y + lanes.lane[index] + 0.5))
         return self.kernels_plot.mapFromScene(scene)
