@@ -21,6 +21,8 @@ Where each algorithm lives (kernels_cl/README.md maps each paper to its module a
 * ``cholesky.py`` full-storage Cholesky (per-pivot and blocked) and its solve; ``rfp.py``
   LAPACK's rectangular full packed storage and the packed Cholesky; ``ad2at.py`` A·D²·Aᵀ;
   ``wls.py`` weighted least squares with mixed-precision refinement.
+* ``tiled.py`` matrices in many buffers (``TiledMatrix``) and the tiled Cholesky;
+  ``out_of_core.py`` the Cholesky of a host matrix streamed through the device.
 * ``blas.py`` the device-level GEMM/SYRK/TRSM/laswp that the factorizations share, on
   ``View`` s (buffer, element offset, leading dimension; the queue first, as in BLAS).
 * ``_validate.py`` what every public function does with its arguments: validation, views
@@ -61,6 +63,8 @@ from . import rfp
 from . import sparse
 from .ad2at import assemble_ad2at
 from .cholesky import cho_factor, cho_solve, cholesky
+from . import tiled
+from .tiled import TiledMatrix
 from .inverse import cho_inverse, cho_logdet, inv_spd, trtri
 from .update import cholesky_update
 from .wls import WLSResult, wls_solve
@@ -76,5 +80,5 @@ __all__ = [
     "WLSResult", "assemble_ad2at", "cho_factor", "cho_solve", "cholesky", "rfp", "wls_solve",
     "cholesky_update",
     "cho_inverse", "cho_logdet", "inv_spd", "trtri",
-    "warmup", "sparse",
+    "warmup", "sparse", "TiledMatrix", "tiled",
 ]

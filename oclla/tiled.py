@@ -110,7 +110,17 @@ def tiled_bytes(shape: tuple, tile: int, itemsize: int, triangle=None) -> int:
 
 
 class TiledMatrix:
-    """A matrix held as tiles in several device buffers (see the module docstring).
+    """A matrix held as ``tile`` x ``tile`` tiles in several device buffers.
+
+    Each buffer holds one panel of tiles, row-major: block column p (columns
+    p·tile .. p·tile + tile, every row; only rows p·tile .. n for
+    ``triangle="lower"``), or, for ``triangle="upper"``, block row p (columns
+    p·tile .. n).  So a matrix is limited by the device's memory, not by its
+    largest buffer (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``: 19.8 GiB of an 80 GB
+    H100).  :func:`oclla.cholesky`, :func:`oclla.cho_factor` (lower triangle
+    in "lower" or full storage, upper in "upper") and :func:`oclla.cho_solve`
+    take it; :meth:`view` gives any entry as an :class:`oclla.blas.View` for
+    the device BLAS.
 
     Parameters
     ----------
