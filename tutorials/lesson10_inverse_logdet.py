@@ -34,7 +34,6 @@
 import time
 
 import numpy as np
-import scipy.linalg
 
 import oclla
 import oclla.hybrid
@@ -46,8 +45,6 @@ from _figures import output_dir, pyplot, save, viewer_export
 
 if missing(REQUIRES):
     raise SystemExit(f"This lesson needs {', '.join(missing(REQUIRES))}: update oclla.")
-
-EPS64, EPS32 = np.finfo(np.float64).eps, np.finfo(np.float32).eps
 
 
 def best_of(fn, repeats=3):
@@ -164,7 +161,8 @@ print(" same as numpy's inverse:", np.allclose(cov, s2 * np.linalg.inv(X.T @ X))
 # $K(\theta)$ and, for gradient-based samplers, its gradient:
 #
 # $$\log p(y\mid\theta) = -\tfrac12 y^TK^{-1}y - \tfrac12\log\det K - \tfrac n2\log 2\pi,
-#   \qquad \frac{\partial\log p}{\partial\theta} = \tfrac12\alpha^T\frac{\partial K}{\partial\theta}\alpha
+#   \qquad \frac{\partial\log p}{\partial\theta}
+#   = \tfrac12\alpha^T\frac{\partial K}{\partial\theta}\alpha
 #   - \tfrac12\operatorname{tr}\Big(K^{-1}\frac{\partial K}{\partial\theta}\Big),
 #   \quad \alpha = K^{-1}y .$$
 #
@@ -194,7 +192,8 @@ def log_likelihood_and_gradient(ell, noise=0.1):
 
 logp, grad = log_likelihood_and_gradient(1.0)
 h = 1e-5
-numeric = (log_likelihood_and_gradient(1.0 + h)[0] - log_likelihood_and_gradient(1.0 - h)[0]) / (2 * h)
+numeric = (log_likelihood_and_gradient(1.0 + h)[0]
+           - log_likelihood_and_gradient(1.0 - h)[0]) / (2 * h)
 print(f"log p = {logp:.4f}; d/dℓ = {grad:.5f} (central difference: {numeric:.5f})")
 
 # %% [markdown]
