@@ -68,9 +68,9 @@ void record_failure(__global int *info, const int v)
 
 /* Factor each listed supernode's nr x nc block in place: the Cholesky factor
  * of its diagonal block and L21 = A21 L11^-T below it (potrf and trsm),
- * right-looking, one column per step:
- *     X(k,k) = sqrt(X(k,k)),  X(i,k) /= X(k,k)          (i > k)
- *     X(i,j) -= X(i,k) X(j,k)                            (k < j < nc, i >= j) */
+ * left-looking, one column per step (work-item lid owns rows lid, lid + WG, ...):
+ *     X(i,j) -= sum_{k<j} X(i,k) X(j,k)        (i >= j)
+ *     X(j,j) = sqrt(X(j,j)),  X(i,j) /= X(j,j)  (i > j) */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void factor_batch(__global const int *list, __global const int *sp, __global const long *rp,
                   __global const long *lp, __global real *l, __global int *info)
@@ -82,31 +82,46 @@ void factor_batch(__global const int *list, __global const int *sp, __global con
     __global real *x = l + lp[s];
     if (*info)
         return;
-    for (int k = 0; k < nc; k++) {
+    for (int j = 0; j < nc; j++) {
+        for (int i = j + lid; i < nr; i += WG) {
+            real acc = X(x, nr, i, j);
+            for (int k = 0; k < j; k++)
+                acc = MUL_ADD(-X(x, nr, i, k), X(x, nr, j, k), acc);
+            X(x, nr, i, j) = acc;
+        }
         barrier(CLK_GLOBAL_MEM_FENCE);
-        const real d = X(x, nr, k, k);
-        if (!(d > ZERO)) {                     /* every item sees the same d */
+        const real d = X(x, nr, j, j);        /* every item sees the same d */
+        if (!(d > ZERO)) {
             if (lid == 0)
-                record_failure(info, sp[s] + k + 1);
+                record_failure(info, sp[s] + j + 1);
             return;
         }
         const real r = sqrt(d);
-        for (int i = k + 1 + lid; i < nr; i += WG)
-            X(x, nr, i, k) /= r;
+        for (int i = j + lid; i < nr; i += WG)   /* the rows this item updated */
+            X(x, nr, i, j) = i == j ? r : X(x, nr, i, j) / r;
         barrier(CLK_GLOBAL_MEM_FENCE);
-        if (lid == 0)
-            X(x, nr, k, k) = r;
-        for (int j = k + 1; j < nc; j++) {
-            const real xjk = X(x, nr, j, k);
-            for (int i = j + lid; i < nr; i += WG)
-                X(x, nr, i, j) -= X(x, nr, i, k) * xjk;
-        }
     }
 }
 
+/* Entries (i, j0 .. j0+3) of C = Y Y^T, Y the rows below the nc columns of a block */
+#define DOT4(x, nr, nc, i, j0, c)                                                    \
+    do {                                                                           \
+        c[0] = c[1] = c[2] = c[3] = ZERO;                                          \
+        for (int k = 0; k < (nc); k++) {                                           \
+            const real yi = X(x, nr, (nc) + (i), k);                               \
+            c[0] = MUL_ADD(yi, X(x, nr, (nc) + (j0), k), c[0]);                    \
+            c[1] = MUL_ADD(yi, X(x, nr, (nc) + (j0) + 1, k), c[1]);                \
+            c[2] = MUL_ADD(yi, X(x, nr, (nc) + (j0) + 2, k), c[2]);                \
+            c[3] = MUL_ADD(yi, X(x, nr, (nc) + (j0) + 3, k), c[3]);                \
+        }                                                                          \
+    } while (0)
+
 /* RL's update matrices: for each listed supernode (nc columns, m = nr - nc
  * off-diagonal rows) the lower triangle of C = L21 L21^T, m x m, column-major
- * at w + wp[g] (g the list position):  C(i,j) = sum_k X(nc+i,k) X(nc+j,k). */
+ * at w + wp[g] (g the list position):  C(i,j) = sum_k X(nc+i,k) X(nc+j,k).
+ * Four columns at a time (each X(nc+i,k) read once for four products); the
+ * last group of columns reads rows past m-1 only where m is not a multiple of 4
+ * -- those lie inside the block (the rows are clamped) and are not stored. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void syrk_batch(__global const int *list, __global const int *sp, __global const long *rp,
                 __global const long *lp, __global const real *l, __global const long *wp,
@@ -117,18 +132,34 @@ void syrk_batch(__global const int *list, __global const int *sp, __global const
     const int nr = (int)(rp[s + 1] - rp[s]);
     const int m = nr - nc;
     __global const real *x = l + lp[s];
-    __global real *c = w + wp[g];
-    for (int j = 0; j < m; j++)
-        for (int i = j + get_local_id(0); i < m; i += WG) {
-            real acc = ZERO;
-            for (int k = 0; k < nc; k++)
-                acc = MUL_ADD(X(x, nr, nc + i, k), X(x, nr, nc + j, k), acc);
-            c[(long)j * m + i] = acc;
+    __global real *out = w + wp[g];
+    for (int j0 = 0; j0 < m; j0 += 4) {
+        const int jl = min(j0, m - 4 > 0 ? m - 4 : 0);   /* 4 valid columns when m >= 4 */
+        for (int i = j0 + get_local_id(0); i < m; i += WG) {
+            real c[4];
+            if (m >= 4) {
+                DOT4(x, nr, nc, i, jl, c);
+            } else {
+                for (int t = 0; t < 4; t++) {
+                    c[t] = ZERO;
+                    if (jl + t < m)
+                        for (int k = 0; k < nc; k++)
+                            c[t] = MUL_ADD(X(x, nr, nc + i, k), X(x, nr, nc + jl + t, k), c[t]);
+                }
+            }
+            for (int t = 0; t < 4; t++) {
+                const int j = jl + t;
+                if (j >= j0 && j < m && i >= j)
+                    out[(long)j * m + i] = c[t];
+            }
         }
+    }
 }
 
 /* Assemble the listed sources' updates into their targets' columns
- * (scatter-subtract through the relative indices), one work-group per target:
+ * (scatter-subtract through the relative indices), one work-group per target
+ * and column slice (dimension 1 of the NDRange: slice z of Z takes the target
+ * columns c with c % Z == z, so a wide target is shared by Z work-groups):
  *     L_t(rel(i), row_j - sp[t]) -= C_s(i, j)      j0 <= j < j1, i >= j
  * C_s from w + pw[q] (RL) or formed from X_s (RLB). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -139,6 +170,7 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
               __global const int *ri, __global real *l, __global const real *w)
 {
     const int tg = get_group_id(0), t = targets[tg];
+    const int z = get_group_id(1), slices = get_num_groups(1);
     const int nrt = (int)(rp[t + 1] - rp[t]);
     __global real *lt = l + lp[t];
     for (int q = pair_ptr[tg]; q < pair_ptr[tg + 1]; q++) {
@@ -154,6 +186,8 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
         __global const real *c = w + pw[q];
 #endif
         for (int j = j0; j < j1; j++) {
+            if ((rows[j] - sp[t]) % slices != z)
+                continue;
             const long col = (long)(rows[j] - sp[t]) * nrt;
             for (int i = j + get_local_id(0); i < m; i += WG) {
 #if RLB
@@ -214,7 +248,8 @@ void fsolve_diag(__global const int *list, __global const int *sp, __global cons
     }
 }
 
-/* The forward solve's updates, one work-group per target t:
+/* The forward solve's updates, one work-group per target t and row slice (as
+ * assemble's column slices: slice z of Z takes the rows r with (r - sp[t]) % Z == z):
  * x(row_j) -= sum_k X_s(nc+j, k) x(sp[s]+k) for the pairs' rows j0 <= j < j1. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fsolve_update(__global const int *targets, __global const int *pair_ptr,
@@ -223,7 +258,8 @@ void fsolve_update(__global const int *targets, __global const int *pair_ptr,
                    __global const int *ri, __global const real *l, const int n,
                    const int nrhs, __global real *xs)
 {
-    const int tg = get_group_id(0);
+    const int tg = get_group_id(0), t = targets[tg];
+    const int z = get_group_id(1), slices = get_num_groups(1);
     for (int q = pair_ptr[tg]; q < pair_ptr[tg + 1]; q++) {
         const int s = src[q], j0 = j0s[q], len = j1s[q] - j0s[q];
         const int c0 = sp[s], nc = sp[s + 1] - c0;
@@ -232,6 +268,8 @@ void fsolve_update(__global const int *targets, __global const int *pair_ptr,
         __global const int *rows = ri + rp[s] + nc;
         for (int e = get_local_id(0); e < len * nrhs; e += WG) {
             const int j = j0 + e % len, r = e / len;
+            if ((rows[j] - sp[t]) % slices != z)
+                continue;
             __global const real *xr = xs + (long)r * n;
             real acc = ZERO;
             for (int k = 0; k < nc; k++)

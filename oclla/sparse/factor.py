@@ -204,7 +204,8 @@ def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
                     if lev.small_pairs is not None:
                         targets, ptr, src, j0, j1, _, _ = numeric.pair_tables(
                             queue, plan, lev.small_pairs)
-                        enqueue(q, k_upd, (lev.small_pairs.targets.size * wg,), (wg,),
+                        count = lev.small_pairs.targets.size
+                        enqueue(q, k_upd, (count * wg, numeric.slices(q, count)), (wg, 1),
                                 targets, ptr, src, j0, j1, *common, tab["ri"], lbuf,
                                 int_arg(n), int_arg(nrhs), work)
                     for s in lev.large.tolist():

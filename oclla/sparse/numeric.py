@@ -408,9 +408,22 @@ def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl") -> cl.B
     return lbuf
 
 
+def slices(queue, targets: int) -> int:
+    """Column slices per target of an assemble or fsolve_update launch: enough work-groups
+    for about four per compute unit, at most :data:`MAX_SLICES`."""
+    want = 4 * device_info(queue).compute_units
+    return int(min(MAX_SLICES, max(1, -(-want // max(targets, 1)))))
+
+
+#: Most work-groups that share one target's columns in a launch of assemble.
+MAX_SLICES = 32
+
+
 def _assemble(q, kernel, wg, tables, pairs: Pairs, tab, lbuf, wbuf) -> None:
     targets, ptr, src, j0, j1, relp, wp = tables
-    enqueue(q, kernel, (pairs.targets.size * wg,), (wg,), targets, ptr, src, j0, j1, relp,
+    count = pairs.targets.size
+    z = slices(q, count)
+    enqueue(q, kernel, (count * wg, z), (wg, 1), targets, ptr, src, j0, j1, relp,
             tab["rel"], wp, tab["sp"], tab["rp"], tab["lp"], tab["ri"], lbuf, wbuf)
 
 
