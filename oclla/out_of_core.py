@@ -14,12 +14,14 @@ literature and seed 000's O(n) device memory do, with the two steps of
         upload L[R, K] from the host factor          (two buffers, alternating)
         A[R, J] -= L[R, K]·L[J, K]ᵀ                  (one GEMM)
     potrf of the diagonal tile, TRSM below it       (:func:`oclla.tiled.finish_panel`)
-    download L[R, J] into the host factor
+    download L[R, J] into the host factor            (during panel j + 1's first GEMM)
 
 Transfers run on a second (profiling) queue of the same device, each tied to
 the compute queue by events: an upload waits only for the GEMM that last read
 its buffer, a GEMM only for its upload, so the device computes with one
-buffer while the other fills.  Every entry of L crosses the bus about (n/tile)/2
+buffer while the other fills.  Each transfer is enqueued after the computation
+it should overlap: a driver that copies pageable host memory synchronously
+(blocking the host thread, as CUDA does) still finds the device busy.  Every entry of L crosses the bus about (n/tile)/2
 times; each GEMM does 2·tile flops per entry it streams, so the transfers
 hide behind the computation where 2·tile/itemsize flops per byte exceed the
 device's GFLOP/s over the bus's GB/s: a tile of a few thousand on a GPU
@@ -50,8 +52,11 @@ from .tiled import (MEMORY_SHARE, InfoWatch, Panel, copy_panel, finish_panel, ho
                     zero_outside_panels)
 
 #: Widest panel by default: GEMMs of inner dimension TILE, 2·TILE flops per entry
-#: streamed (float32 on an H100 behind PCIe 5 needs more than ~2000 to hide the bus).
-TILE = 4096
+#: streamed.  The bytes streamed fall as 1/TILE (about n³/(6·TILE) entries), the
+#: exposed first upload and the potrf of the diagonal tiles grow with it: 8192 moves
+#: about 120 GB for float32 n = 100 000 (80 streamed, the triangle up and down)
+#: against 13 s of an H100's SGEMM at 25 TFLOP/s, which a bus of 10 GB/s hides.
+TILE = 8192
 
 #: Device buffers of one panel each that the factorization keeps: the panel being
 #: factored, the one before it, two for the earlier panels streamed back.
@@ -246,6 +251,9 @@ def factor_streamed(src: np.ndarray, dest: np.ndarray, *, lower: bool, queue,
                                  lview(own, j0, j0), lower=lower, dtype=dtype, region=region)
                 previous_read = cl.enqueue_marker(queue)
                 queue.flush()
+                if j:       # panel j − 1 goes down while the device computes with it
+                    transfer(piece(panels[(j - 1) % 2], starts[j - 1], starts[j - 1]), dest,
+                             False, wait_for=[done])
                 for k0 in starts[:max(0, j - 1)]:
                     stream = piece(streams[slot], k0, j0)
                     ready = transfer(stream, dest, True,
@@ -257,17 +265,18 @@ def factor_streamed(src: np.ndarray, dest: np.ndarray, *, lower: bool, queue,
                     free[slot] = cl.enqueue_marker(queue)
                     queue.flush()
                     slot ^= 1
-                if j + 1 < len(starts):     # prefetch: the buffer of panel j − 1 is free
-                    arrived = transfer(piece(panels[(j + 1) % 2], starts[j + 1],
-                                             starts[j + 1]), src, True,
-                                       wait_for=[previous_read])
                 finish_panel(queue, lview(own, j0, j0), j0, jb, m - jb, lower=lower,
                              dtype=dtype, info=watch.flag, block=block, clean=clean)
                 done = cl.enqueue_marker(queue)
                 computing.append((span, done))
                 queue.flush()
-                transfer(own, dest, False, wait_for=[done])
+                if j + 1 < len(starts):     # prefetch into the buffer of panel j − 1
+                    arrived = transfer(piece(panels[(j + 1) % 2], starts[j + 1],
+                                             starts[j + 1]), src, True,
+                                       wait_for=[previous_read])
                 watch.panel_done()
+            transfer(piece(panels[(len(starts) - 1) % 2], starts[-1], starts[-1]), dest,
+                     False, wait_for=[done])
             copyq.finish()
             watch.finish()
     finally:
