@@ -6,6 +6,7 @@ Usage::
                 [--repeat 3] [--device SPEC] [--reference auto|cpu|cuda]
                 [--max-pivot-n 4096] [--json [FILE.json]] [--plot FILE.png]
     oclla bench wls ...        (Jung & O'Leary's Tables 1 and 2: oclla bench wls --help)
+    oclla bench sparse ...     (sparse Cholesky on Laplacians: oclla bench sparse --help)
 
 What each routine measures (LAPACK flop counts):
 
@@ -369,6 +370,9 @@ def commit() -> str | None:
 def main(argv=None) -> int:
     """Entry point of ``oclla bench``; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "sparse":
+        from .bench_sparse import main as sparse_main
+        return sparse_main(argv[1:])
     args = parse_args(argv)
     from .cli import report_errors
     return report_errors("oclla bench", _run, args, argv)

@@ -11,14 +11,16 @@ Usage::
 Problems: ``2d:N`` is the 5-point Laplacian on an N x N grid (n = N²), ``3d:N`` the
 7-point one on N x N x N (n = N³), ``3d27:N`` the 27-point one
 (:mod:`oclla.sparse.gallery`).  Per problem, dtype, method and ``--large`` value
-(the flop threshold of the BLAS-3 route, :data:`oclla.sparse.numeric.LARGE_FLOPS`
-by default; ``inf`` batches every supernode, ``0`` sends every one to the BLAS
+(the flop threshold of the BLAS-3 route, the device kind's
+:data:`oclla.sparse.numeric.LARGE_FLOPS` by default; ``inf`` batches every supernode, ``0`` sends every one to the BLAS
 route), one line:
 
 * ``analyze_s``: ordering + symbolic analysis + plan (host, once per pattern);
-* ``factor_s``: the numeric factorization alone (``Factor.refactor``: scatter of
-  A into L and every supernode; best of ``--repeat``; ends when the device is
-  idle and the failure flag is read);
+* ``first_s``: the first ``oclla.sparse.cholesky`` call (validation, analysis, plan,
+  program builds, numeric factorization);
+* ``factor_s``: the numeric factorization alone (A's values already on the device:
+  zero L, scatter A into it, every supernode; best of ``--repeat``; ends when the
+  device is idle and the failure flag is read);
 * ``gflops``: flops of the supernode BLAS (potrf + trsm + syrk of every supernode,
   :func:`oclla.sparse.numeric.supernode_flops`) / factor_s;
 * ``large_share``: the share of the device time spent on the BLAS-3 route's
@@ -28,7 +30,9 @@ route), one line:
 * ``err``: ‖PAPᵀ − LLᵀ‖∞/(n‖A‖∞ε) (:func:`oclla.accuracy.sparse_cholesky_backward_error`)
   where n <= ``--check-max`` (default 200000);
 * the reference: CHOLMOD through scikit-sparse when it imports (supernodal, METIS
-  ordering as ours where the problem's ordering is METIS: ``ref_s``, ``ref_nnz_l``);
+  ordering as ours where the problem's ordering is METIS; ``ref_s`` its numeric
+  factorization alone, ``Factor.cholesky_inplace`` on the analysed pattern, best of
+  ``--repeat``; ``ref_nnz_l`` its L's entries; ``speedup`` = ref_s / factor_s);
   else scipy's ``splu`` (SuperLU, an LU, COLAMD on A's columns: a rough yardstick
   only, not a Cholesky) and ``ref`` says which.
 
@@ -123,8 +127,9 @@ def reference(a, ordering: str, repeat: int) -> dict:
         cholmod = None
     if cholmod is not None:
         method = {"metis": "metis", "amd": "amd", "natural": "natural"}.get(ordering, "best")
+        a = sp.csc_matrix(a)
         f = cholmod(a, ordering_method=method, mode="supernodal")
-        t = best_time(lambda: cholmod(a, ordering_method=method, mode="supernodal"), repeat)
+        t = best_time(lambda: f.cholesky_inplace(a), repeat)     # numeric factorization
         return dict(ref="cholmod", ref_s=t, ref_nnz_l=int(f.L().nnz))
     from scipy.sparse.linalg import splu
     t = best_time(lambda: splu(sp.csc_matrix(a)), repeat)
@@ -134,17 +139,30 @@ def reference(a, ordering: str, repeat: int) -> dict:
 def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repeat: int,
             check_max: int, ref: dict | None) -> dict:
     import oclla
+    import pyopencl.array as cl_array
+
     from . import accuracy
     from .sparse import numeric
+    from .sparse._input import lower_triangle
+    from .sparse.symbolic import analyze_lower
     a = problem(spec).astype(dtype)
     n = a.shape[0]
+    threshold = numeric.large_threshold(queue) if large is None else large
+    start = time.perf_counter()
+    numeric.make_plan(analyze_lower(lower_triangle(a), ordering=ordering), large=threshold)
+    analyze_s = time.perf_counter() - start
     start = time.perf_counter()
     f = oclla.sparse.cholesky(a, ordering=ordering, method=method, large=large, queue=queue)
     first = time.perf_counter() - start
     plan = f._plan
-    t = best_time(lambda: f.refactor(a), repeat)
+    values = cl_array.to_device(queue, lower_triangle(a).data)
+
+    def numeric_only():
+        return numeric.factor(queue, f.symbolic, plan, values, dtype=dtype, method=method)
+
+    t = best_time(numeric_only, repeat)
     with oclla.record() as rec:
-        f.refactor(a)
+        numeric_only()
     run = [r for r in rec.runs if r.algorithm == "sparse_cholesky"][-1]
     total = sum(s.device_ns for s in run.steps) or 1
     big = sum(s.device_ns for s in run.steps if s.info.get("route") == "large")
@@ -153,7 +171,7 @@ def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repea
     solve_s = best_time(lambda: f.solve(b), repeat)
     flops = float(plan.flops.sum())
     row = dict(problem=spec, n=n, dtype=np.dtype(dtype).name, method=method,
-               large=numeric.LARGE_FLOPS if large is None else large,
+               large=threshold, analyze_s=analyze_s,
                supernodes=f.supernodes, large_supernodes=int(plan.large.sum()),
                levels=len(plan.levels), nnz_l=f.nnz, flops=flops,
                first_s=first, factor_s=t, gflops=flops / t / 1e9, large_share=big / total,
@@ -168,11 +186,11 @@ def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repea
 
 COLUMNS = (("problem", "{:>9}"), ("n", "{:>8}"), ("dtype", "{:>8}"), ("method", "{:>4}"),
            ("large", "{:>8.2g}"), ("supernodes", "{:>7}"), ("large_supernodes", "{:>5}"),
-           ("nnz_l", "{:>10}"), ("factor_s", "{:>9.4f}"), ("gflops", "{:>7.2f}"),
+           ("nnz_l", "{:>10}"), ("analyze_s", "{:>9.3f}"), ("factor_s", "{:>9.4f}"), ("gflops", "{:>7.2f}"),
            ("large_share", "{:>6.2f}"), ("solve_s", "{:>8.4f}"), ("err", "{:>7.3f}"),
            ("ref", "{:>8}"), ("ref_s", "{:>8.4f}"), ("ref_nnz_l", "{:>10}"),
            ("speedup", "{:>6.2f}"))
-HEADS = ("problem", "n", "dtype", "meth", "large", "snodes", "big", "nnz(L)", "factor s",
+HEADS = ("problem", "n", "dtype", "meth", "large", "snodes", "big", "nnz(L)", "analyze s", "factor s",
          "GFLOP/s", "big%", "solve s", "err", "ref", "ref s", "ref nnz", "ref/us")
 
 

@@ -265,8 +265,8 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
         Refuse NaN/Inf values (ValueError).
     large : float, optional
         Flop count from which a supernode goes the BLAS-3 route (one at a time)
-        instead of the batched kernels (default
-        :data:`oclla.sparse.numeric.LARGE_FLOPS`, measured on PoCL).
+        instead of the batched kernels (default: the device kind's
+        :data:`oclla.sparse.numeric.LARGE_FLOPS`).
     merge, refine : bool
         Supernode merging and partition refinement of the analysis.
     queue : pyopencl.CommandQueue, optional
@@ -293,6 +293,7 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
     a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
     check_fp64(queue, a_low.dtype)
     sym = analyze_lower(a_low, ordering=ordering, merge=merge, refine=refine)
-    plan = numeric.make_plan(sym, large=large)
+    plan = numeric.make_plan(sym, large=numeric.large_threshold(queue) if large is None
+                             else large)
     lbuf = _numeric(queue, sym, plan, a_low, method)
     return Factor(sym, plan, lbuf, a_low, method=method, queue=queue, large=large)

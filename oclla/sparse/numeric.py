@@ -29,7 +29,7 @@ RLB: blocked updates straight into L (no working storage)
     L[Bᵢ,:]·L[Bⱼ,:]ᵀ from the ancestor's block at its offset.
 
 Routes: supernodes whose factorization flops reach ``large`` (default
-:data:`LARGE_FLOPS`) run one by one on :mod:`oclla.blas` / the dense
+:data:`LARGE_FLOPS` of the device's kind) run one by one on :mod:`oclla.blas` / the dense
 blocked potrf; the others of a level are batched, one work-group per
 supernode per launch (``kernels_cl/sparse.cl``): factor_batch (potrf +
 trsm), syrk_batch (RL) and assemble (one work-group per *target*
@@ -58,10 +58,21 @@ from ..cholesky import _solve_panel, factor_blocked
 
 #: Flop count (potrf + trsm + syrk of one supernode) from which a supernode takes the
 #: BLAS-3 route (one supernode at a time on :mod:`oclla.blas` and the dense blocked potrf)
-#: instead of the batched kernels (one work-group per supernode).  Measured on PoCL (2
-#: cores, benchmarks/sparse.py --threshold): see the module docstring of
-#: benchmarks/sparse.py for the numbers.
-LARGE_FLOPS = 2.0e6
+#: instead of the batched kernels (one work-group per supernode), by device kind.
+#: CPU: measured on PoCL (2 cores, float64, RL, ``oclla bench sparse --large``): the
+#: batched route was faster at every size tried -- 3-D 20³ 0.50 s with every supernode
+#: batched against 0.73 s (threshold 1e7) and 1.11 s (1e6); 2-D 200² 0.60 s against
+#: 0.82 s (1e6) -- because the dense potrf's leaves run at 0.02-0.3 GFLOP/s there, so
+#: only supernodes beyond those sizes (above 1e8 flops) go to the BLAS route.
+#: GPU: provisional (a work-group of one supernode against about ten launches of the
+#: BLAS route), to be replaced by the same sweep on the GPU.
+LARGE_FLOPS = {"CPU": 1.0e8, "GPU": 2.0e6}
+
+
+def large_threshold(queue) -> float:
+    """The :data:`LARGE_FLOPS` of the queue's device kind (GPU for anything not a CPU)."""
+    return LARGE_FLOPS["CPU" if device_info(queue).kind == "CPU" else "GPU"]
+
 
 #: Work-group size of the batched kernels (kernels_cl/sparse.cl WG).
 BATCH_WG = 64
@@ -221,12 +232,12 @@ def _group_pairs(pair_idx: np.ndarray, plan_src, plan_tgt, wp_of_src: dict | np.
     return Pairs(tg[starts].astype(np.int32), ptr, idx, wp_of_src[plan_src[idx]])
 
 
-def make_plan(sym, *, large: float | None = None) -> Plan:
+def make_plan(sym, *, large: float) -> Plan:
     """The schedule of the numeric factorization for the analysis ``sym`` (host only).
 
-    ``large``: the flop count from which a supernode takes the BLAS route (default
-    :data:`LARGE_FLOPS`)."""
-    threshold = LARGE_FLOPS if large is None else float(large)
+    ``large``: the flop count from which a supernode takes the BLAS route
+    (:func:`large_threshold` gives the device's default)."""
+    threshold = float(large)
     nc = np.diff(sym.super_ptr)
     nr = np.diff(sym.row_ptr)
     m = nr - nc

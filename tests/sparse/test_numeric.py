@@ -83,7 +83,7 @@ def test_matches_dense_cholesky(queue):
 def test_schedule_levels_respect_the_tree(queue):
     a = _matrix(50, seed=2, density=0.06)
     sym = handmade_symbolic(_lower(a, np.float64), np.random.default_rng(1).permutation(50))
-    plan = numeric.make_plan(sym)
+    plan = numeric.make_plan(sym, large=300.0)
     level_of = np.empty(plan.ns, int)
     for h, lev in enumerate(plan.levels):
         level_of[np.concatenate([lev.small, lev.large]).astype(int)] = h
@@ -114,7 +114,7 @@ def test_structure_not_closed_is_refused():
                        "row_ptr": np.concatenate([sym.row_ptr[:s + 1],
                                                   sym.row_ptr[s + 1:] - 1])})
     with pytest.raises(ValueError, match="not closed"):
-        numeric.make_plan(bad)
+        numeric.make_plan(bad, large=np.inf)
 
 
 @pytest.mark.parametrize("large", [np.inf, 0.0], ids=["batched", "blas"])
