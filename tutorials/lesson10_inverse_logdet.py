@@ -272,8 +272,8 @@ print(f"you predicted {predicted_forward_error} for κ = 1e8")
 # %% [markdown]
 # The backward measure stays small at every κ: the computed inverse is the
 # inverse of a matrix within a few $n\varepsilon\|A\|$ of $A$, which is all
-# an algorithm can promise. The forward error follows $\kappa\varepsilon$
-# (often a little below it): that is the problem's conditioning, not the
+# an algorithm can promise. The forward error grows like $\kappa\varepsilon$
+# (at or up to ten times below it): that is the problem's conditioning, not the
 # algorithm, and no method in that precision can beat it. Covariances of
 # nearly collinear regressors are inaccurate for this reason; the remedy is
 # better-conditioned variables, not a better inverse.
