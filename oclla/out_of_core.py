@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
-from . import trace
+from . import _trace_hooks, trace
 from ._device import DeviceError, device_info
 from .blas import View
 from .cholesky import cholesky_flops
@@ -217,7 +217,11 @@ def factor_streamed(src: np.ndarray, dest: np.ndarray, *, lower: bool, queue,
         return Panel(buf, j0, k0, n - j0, kb) if lower else Panel(buf, k0, j0, kb, n - j0)
 
     def transfer(p: Panel, host, upload: bool, wait_for=None) -> cl.Event:
-        event = copy_panel(copyq, p, host, upload=upload, wait_for=wait_for)
+        name = "upload" if upload else "download"
+        with trace.step(name, (p.r0, p.r0 + p.h, p.c0, p.c0 + p.w), nbytes=p.h * p.w * item):
+            event = copy_panel(copyq, p, host, upload=upload, wait_for=wait_for)
+            if (recorder := _trace_hooks.active()) is not None:
+                recorder.add_kernel(name, event, None, None)
         copyq.flush()
         transfers.append((event, event))
         moved[upload] += p.h * p.w * item
@@ -234,11 +238,11 @@ def factor_streamed(src: np.ndarray, dest: np.ndarray, *, lower: bool, queue,
 
     starts = list(range(0, n, w))
     began = time.perf_counter()
-    arrived = transfer(piece(panels[0], 0, 0), src, True)
     free = [None, None]
     slot = 0
     try:
         with trace.run("cholesky", "out_of_core", queue, (n, n), dtype, lower=lower, tile=w):
+            arrived = transfer(piece(panels[0], 0, 0), src, True)
             for j, j0 in enumerate(starts):
                 jb, m = min(w, n - j0), n - j0
                 own = piece(panels[j % 2], j0, j0)

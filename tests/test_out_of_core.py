@@ -105,6 +105,10 @@ def test_public_functions_stream_from_host_memory(small_device, lower):
     with oclla.record() as rec:
         c = oclla.cholesky(a, lower=lower, queue=q)
     assert [r.variant for r in rec.runs] == ["out_of_core"]
+    steps = rec.runs[0].steps                    # the transfers are steps of their own
+    assert sum(s.phase == "download" for s in steps) == -(-n // 80)
+    assert sum(s.bytes for s in steps if s.phase in ("upload", "download")) == \
+        sum(expected_bytes(n, 80, 8))
     assert accuracy.cholesky_backward_error(a, c, lower) < accuracy.THRESHOLD
     assert not (np.triu(c, 1) if lower else np.tril(c, -1)).any()
     np.testing.assert_array_equal(a, before)
