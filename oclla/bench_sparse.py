@@ -12,8 +12,8 @@ Problems: ``2d:N`` is the 5-point Laplacian on an N x N grid (n = N²), ``3d:N``
 7-point one on N x N x N (n = N³), ``3d27:N`` the 27-point one
 (:mod:`oclla.sparse.gallery`).  Per problem, dtype, method and ``--large`` value
 (the flop threshold of the BLAS-3 route, the device kind's
-:data:`oclla.sparse.numeric.LARGE_FLOPS` by default; ``inf`` batches every supernode, ``0`` sends every one to the BLAS
-route), one line:
+:data:`oclla.sparse.numeric.LARGE_FLOPS` by default; ``inf`` batches every
+supernode, ``0`` sends every one to the BLAS route), one line:
 
 * ``analyze_s``: ordering + symbolic analysis + plan (host, once per pattern);
 * ``first_s``: the first ``oclla.sparse.cholesky`` call (validation, analysis, plan,
@@ -186,11 +186,13 @@ def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repea
 
 COLUMNS = (("problem", "{:>9}"), ("n", "{:>8}"), ("dtype", "{:>8}"), ("method", "{:>4}"),
            ("large", "{:>8.2g}"), ("supernodes", "{:>7}"), ("large_supernodes", "{:>5}"),
-           ("nnz_l", "{:>10}"), ("analyze_s", "{:>9.3f}"), ("factor_s", "{:>9.4f}"), ("gflops", "{:>7.2f}"),
+           ("nnz_l", "{:>10}"), ("analyze_s", "{:>9.3f}"), ("factor_s", "{:>9.4f}"),
+           ("gflops", "{:>7.2f}"),
            ("large_share", "{:>6.2f}"), ("solve_s", "{:>8.4f}"), ("err", "{:>7.3f}"),
            ("ref", "{:>8}"), ("ref_s", "{:>8.4f}"), ("ref_nnz_l", "{:>10}"),
            ("speedup", "{:>6.2f}"))
-HEADS = ("problem", "n", "dtype", "meth", "large", "snodes", "big", "nnz(L)", "analyze s", "factor s",
+HEADS = ("problem", "n", "dtype", "meth", "large", "snodes", "big", "nnz(L)", "analyze s",
+         "factor s",
          "GFLOP/s", "big%", "solve s", "err", "ref", "ref s", "ref nnz", "ref/us")
 
 

@@ -120,7 +120,7 @@ class Pairs:
     pair_ptr: np.ndarray         # int32 (groups+1,)
     index: np.ndarray            # int64 pair numbers (into the plan's pair arrays)
     wp: np.ndarray               # int64 (pairs,): offset in w of each pair's source
-    dev: tuple = ()
+    dev: tuple = ()              # (context, device copies): pair_tables()
 
 
 @dataclass
@@ -132,7 +132,6 @@ class Level:
     small_pairs: Pairs | None
     small_wp: np.ndarray         # int64 (len(small),): each one's update matrix in w
     large_pairs: dict            # s -> Pairs of s alone
-    dev_small: object = None
 
 
 @dataclass
@@ -331,20 +330,15 @@ def device_tables(queue, sym, plan: Plan) -> dict:
     return d
 
 
-def _permuted_pair_tables(ctx, plan: Plan, p: Pairs) -> tuple:
-    idx = p.index
-    return (_buffer(ctx, plan.pair_src[idx]), _buffer(ctx, plan.pair_j0[idx]),
-            _buffer(ctx, plan.pair_j1[idx]), _buffer(ctx, plan.rel_ptr[idx]),
-            _buffer(ctx, p.wp.astype(np.int64)))
-
-
 def pair_tables(queue, plan: Plan, p: Pairs) -> tuple:
     """(targets, pair_ptr, src, j0, j1, rel_ptr, wp) device buffers of ``p`` in its order
-    (cached on ``p``)."""
+    (made once per context, kept on ``p``)."""
     if not p.dev or p.dev[0] is not queue.context:
-        ctx = queue.context
+        ctx, idx = queue.context, p.index
         p.dev = (ctx, _buffer(ctx, p.targets), _buffer(ctx, p.pair_ptr),
-                 *_permuted_pair_tables(ctx, plan, p))
+                 _buffer(ctx, plan.pair_src[idx]), _buffer(ctx, plan.pair_j0[idx]),
+                 _buffer(ctx, plan.pair_j1[idx]), _buffer(ctx, plan.rel_ptr[idx]),
+                 _buffer(ctx, p.wp.astype(np.int64)))
     return p.dev[1:]
 
 
@@ -396,22 +390,25 @@ def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl") -> cl.B
                 small_buf, wp_buf = tab["levels"][h]
                 if lev.small.size:
                     reg = _region(sym, lev.small) if recording else None
-                    fl = float(plan.flops[lev.small].sum())
+                    nc, m = plan.nc[lev.small].astype(float), plan.m[lev.small].astype(float)
                     info_step = dict(level=h, route="batched",
                                      supernodes=lev.small.tolist() if recording else [])
-                    with trace.step("potrf", reg, flops=fl, **info_step):
+                    with trace.step("potrf", reg, flops=float(np.sum(nc ** 3 / 3 + nc * nc * m)),
+                                    **info_step):
                         enqueue(q, k_factor, (lev.small.size * wg,), (wg,), small_buf,
                                 tab["sp"], tab["rp"], tab["lp"], lbuf, info.data)
                     if lev.small_pairs is not None:
+                        update = float(np.sum(nc * m * (m + 1)))
                         if not rlb:
-                            with trace.step("syrk", reg, **info_step):
+                            with trace.step("syrk", reg, flops=update, **info_step):
                                 enqueue(q, k_syrk, (lev.small.size * wg,), (wg,), small_buf,
                                         tab["sp"], tab["rp"], tab["lp"], lbuf, wp_buf, wbuf)
-                        with trace.step("assemble", reg, **info_step):
+                        with trace.step("assemble", reg, flops=update if rlb else 0.0,
+                                        **info_step):
                             _assemble(q, k_asm, wg, pair_tables(queue, plan, lev.small_pairs),
                                       lev.small_pairs, tab, lbuf, dummy_w)
                 for s in lev.large.tolist():
-                    _large(q, sym, plan, s, lbuf, wbuf, dummy_w, info, tab, k_asm, wg,
+                    _large(q, sym, plan, s, lbuf, wbuf, info, tab, k_asm, wg,
                            dtype=dtype, rlb=rlb, level=h, queue=queue)
         code = int(info.get()[0])
     if code:
@@ -438,7 +435,7 @@ def _assemble(q, kernel, wg, tables, pairs: Pairs, tab, lbuf, wbuf) -> None:
             tab["rel"], wp, tab["sp"], tab["rp"], tab["lp"], tab["ri"], lbuf, wbuf)
 
 
-def _large(q, sym, plan: Plan, s: int, lbuf, wbuf, dummy_w, info, tab, k_asm, wg, *,
+def _large(q, sym, plan: Plan, s: int, lbuf, wbuf, info, tab, k_asm, wg, *,
            dtype, rlb: bool, level: int, queue) -> None:
     """One supernode on the BLAS route: potrf, trsm, then syrk + assemble (RL) or the
     row-block GEMMs into the ancestors (RLB)."""
