@@ -26,7 +26,8 @@ RLB: blocked updates straight into L (no working storage)
     the off-diagonal rows fall in *row blocks* (maximal runs of consecutive
     rows inside one ancestor supernode); for each pair of blocks
     (Bᵢ below or equal to Bⱼ) one GEMM (SYRK for i = j) subtracts
-    L[Bᵢ,:]·L[Bⱼ,:]ᵀ from the ancestor's block at its offset.
+    L[Bᵢ,:]·L[Bⱼ,:]ᵀ from the ancestor's block at its offset (up to
+    :data:`RLB_MAX_GEMMS` pairs; beyond, the batched RLB assembly).
 
 Routes: supernodes whose factorization flops reach ``large`` (default
 :data:`LARGE_FLOPS` of the device's kind) run one by one on :mod:`oclla.blas` / the dense
@@ -277,10 +278,17 @@ def make_plan(sym, *, large: float) -> Plan:
                 work, flops)
 
 
-def _rlb_blocks(sym, plan: Plan, s: int) -> list:
+#: RLB: most GEMMs (pairs of row blocks) one large supernode's update may take; a
+#: supernode whose off-diagonal rows fall in more blocks is updated by the batched
+#: RLB assembly instead (each entry formed from the block and subtracted in place,
+#: still without working storage): a launch per pair of tiny blocks would cost more.
+RLB_MAX_GEMMS = 256
+
+
+def _rlb_blocks(sym, plan: Plan, s: int) -> list | None:
     """RLB's GEMMs of the large supernode s: (rows_j, rows_i, j0, i0, target offset,
     target ld, diagonal?) per pair of row blocks Bᵢ >= Bⱼ (positions among s's
-    off-diagonal rows)."""
+    off-diagonal rows); None where they would be more than :data:`RLB_MAX_GEMMS`."""
     sp, rp, ri = sym.super_ptr, sym.row_ptr, sym.row_idx
     nc = int(plan.nc[s])
     rows = ri[rp[s] + nc:rp[s + 1]]
@@ -290,6 +298,8 @@ def _rlb_blocks(sym, plan: Plan, s: int) -> list:
     cut = np.ones(rows.size, bool)
     cut[1:] = (owner[1:] != owner[:-1]) | (rows[1:] != rows[:-1] + 1)
     starts = np.flatnonzero(cut)
+    if starts.size * (starts.size + 1) // 2 > RLB_MAX_GEMMS:
+        return None
     ends = np.append(starts[1:], rows.size)
     mine = np.flatnonzero(plan.pair_src == s)
     out = []
@@ -466,9 +476,15 @@ def _large(q, sym, plan: Plan, s: int, lbuf, wbuf, info, tab, k_asm, wg, *,
                 _assemble(q, k_asm, wg, pair_tables(queue, plan, pairs), pairs, tab, lbuf,
                           wbuf)
         return
-    blocks = plan.blocks.get(s)
-    if blocks is None:
-        blocks = plan.blocks[s] = _rlb_blocks(sym, plan, s)
+    if s not in plan.blocks:
+        plan.blocks[s] = _rlb_blocks(sym, plan, s)
+    blocks = plan.blocks[s]
+    if blocks is None:               # too many row blocks: the batched RLB assembly
+        pairs = plan.levels[level].large_pairs[s]
+        with trace.step("assemble", (c0 + nc, last, c0 + nc, last), flops=syrk_flops,
+                        **extra):
+            _assemble(q, k_asm, wg, pair_tables(queue, plan, pairs), pairs, tab, lbuf, lbuf)
+        return
     with trace.step("syrk", (c0 + nc, last, c0 + nc, last), flops=syrk_flops,
                     gemms=len(blocks), **extra):
         base = int(sym.l_ptr[s]) + nc

@@ -146,3 +146,13 @@ def test_trace_steps_per_supernode(queue):
             batched |= set(s.info["supernodes"])
     assert batched == set(np.flatnonzero(~plan.large).tolist())
     assert all(k.end >= k.start > 0 for s in run.steps for k in s.kernels)
+
+
+def test_rlb_many_row_blocks_take_the_batched_assembly(queue, monkeypatch):
+    a = _matrix(40, seed=12, density=0.08)
+    perm = np.random.default_rng(2).permutation(40)
+    _, _, ref = _factor(queue, a, np.float64, perm, method="rlb", large=0.0)
+    monkeypatch.setattr(numeric, "RLB_MAX_GEMMS", 0)
+    sym, plan, l = _factor(queue, a, np.float64, perm, method="rlb", large=0.0)
+    assert all(plan.blocks[s] is None for s in plan.blocks) and plan.blocks
+    assert np.abs(l - ref).max() <= 50 * 40 * accuracy.eps(np.float64) * np.abs(ref).max()
