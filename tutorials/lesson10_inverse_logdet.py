@@ -41,7 +41,7 @@ from oclla import accuracy
 from _checks import missing
 from _checks.lesson10 import (REQUIRES, check_exercise_1, check_exercise_2, check_exercise_3,
                               check_exercise_4)
-from _figures import output_dir, pyplot, save, viewer_export
+from _figures import output_dir, pyplot, save
 
 if missing(REQUIRES):
     raise SystemExit(f"This lesson needs {', '.join(missing(REQUIRES))}: update oclla.")
@@ -352,7 +352,7 @@ if plt is not None:
     ax.set_xlabel("ms since the first kernel (SYRK blue, GEMM orange, TRSM green, "
                   "POTRF red)")
     save(fig, "lesson10_hybrid_lanes.png")
-viewer_export(rec_path, output_dir() / "lesson10_hybrid_timeline.png", view="timeline")
+print(f"the recording: {rec_path} (oclla-viewer --replay {rec_path.name})")
 
 # %% [markdown]
 # Read the table before the pictures. The thesis's schedule needs two
@@ -370,8 +370,9 @@ viewer_export(rec_path, output_dir() / "lesson10_hybrid_timeline.png", view="tim
 # compare. The thesis measured a gain on 2013 hardware; on a modern GPU the
 # device's own diagonal-block kernel is fast and each block's round trip
 # over PCIe is not free, so measure before you choose a schedule
-# (`benchmarks/hybrid.py`). The viewer's timeline (the second figure) shows
-# the same run with every kernel clickable.
+# (`benchmarks/hybrid.py`). The saved recording opens in the viewer
+# (`oclla-viewer --replay lesson10_hybrid.oclrec`), with every kernel of the
+# timeline clickable.
 
 # %% [markdown]
 # ## Exercises
