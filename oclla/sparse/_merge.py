@@ -54,17 +54,21 @@ def merge_supernodes(ncols: np.ndarray, noff: np.ndarray, parent: np.ndarray,
             rep[s], s = root, rep[s]
         return root
 
-    heap = [(nc[j] * (nc[p] + m[p] - m[j]), j) for j, p in enumerate(par) if p >= 0]
+    # heap keys cost·ns + j: one integer compares faster than a (cost, j) tuple
+    heap = [nc[j] * (nc[p] + m[p] - m[j]) * ns + j for j, p in enumerate(par) if p >= 0]
     heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
     extra = 0
     while heap:
-        cost, j = heapq.heappop(heap)
+        cost, j = divmod(pop(heap), ns)
         if rep[j] != j:
             continue                          # j was merged into its parent already
-        p = find(par[j])
+        p = par[j]
+        if rep[p] != p:
+            p = find(p)
         now = nc[j] * (nc[p] + m[p] - m[j])
         if now != cost:
-            heapq.heappush(heap, (now, j))
+            push(heap, now * ns + j)
             continue
         if extra + cost > budget:
             break
