@@ -245,3 +245,19 @@ def test_gallery_matrices(ordering):
         _check_storage(sym, a)
         pat, _ = _dense_factor_pattern(a, sym.perm)
         assert not (pat & ~(sym.pattern().toarray() != 0)).any()
+
+
+@settings(max_examples=40)
+@given(nk=st.integers(3, 140), seed=st.integers(0, 10**6))
+def test_refine_list_and_array_forms_agree(nk, seed):
+    rng = np.random.default_rng(seed)
+    sets = [np.sort(rng.choice(nk, size=int(rng.integers(2, nk)), replace=False))
+            for _ in range(int(rng.integers(1, 10)))]
+    small = _refine._refine_small(nk, sets)
+    np.testing.assert_array_equal(np.sort(small), np.arange(nk))
+    saved = _refine.SMALL
+    try:
+        _refine.SMALL = 0
+        np.testing.assert_array_equal(_refine._refine_one(nk, sets), small)
+    finally:
+        _refine.SMALL = saved
