@@ -1,10 +1,11 @@
 """Regenerate the viewer screenshots in docs/images with the headless export.
 
-    QT_QPA_PLATFORM=offscreen python docs/make_screenshots.py
+    QT_QPA_PLATFORM=offscreen python docs/make_screenshots.py [NAME.png ...]
 
 Each image is one ``oclla-viewer ... --export`` command line (listed below,
 so the README's figures can always be remade) run on the default device,
-then stored as a 256-colour PNG to keep the repository small.
+then stored as a 256-colour PNG to keep the repository small.  Names given
+on the command line remake only those images.
 """
 
 from __future__ import annotations
@@ -51,15 +52,35 @@ SHOTS = {
     "viewer-presentation.png": ["--algorithm", "lu", "--variant", "pivot", "--n", "8",
                                 "--seed", "3", "--step", "3", "--presentation",
                                 "--size", "1920x1080"],
+    "viewer-update.png": ["--algorithm", "cholesky_update", "--variant", "pivot", "--n", "8",
+                          "--rank", "3", "--seed", "1", "--step", "6", "--view", "matrix",
+                          "--size", "1200x600"],
+    "viewer-downdate-fails.png": ["--algorithm", "cholesky_downdate", "--variant", "pivot",
+                                  "--n", "8", "--rank", "2", "--seed", "1", "--fail",
+                                  "--view", "matrix", "--size", "1200x600"],
+    "viewer-inverse.png": ["--algorithm", "cho_inverse", "--variant", "steps", "--n", "10",
+                           "--block", "4", "--seed", "1", "--step", "10",
+                           "--size", "1280x800"],
+    "viewer-logdet.png": ["--algorithm", "cho_logdet", "--n", "8", "--seed", "1", "--step", "1",
+                          "--view", "matrix", "--size", "900x560"],
+    "viewer-hybrid.png": ["--algorithm", "hybrid", "--variant", "static", "--n", "256",
+                          "--block", "32", "--seed", "1", "--step", "10", "--view", "timeline",
+                          "--size", "1100x560"],
 }
 
 
-def main() -> int:
+def main(names=()) -> int:
+    unknown = sorted(set(names) - set(SHOTS))
+    if unknown:
+        print(f"no such screenshot: {', '.join(unknown)} (see SHOTS)", file=sys.stderr)
+        return 2
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
     from oclla.viewer.app import main as viewer
     OUT.mkdir(parents=True, exist_ok=True)
     for name, args in SHOTS.items():
+        if names and name not in names:
+            continue
         path = OUT / name
         code = viewer(args + ["--export", str(path)])
         if code:
@@ -73,4 +94,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -78,6 +78,12 @@ class Algorithm:
     finish: Callable | None = None   # (run, prepared, result) -> None
     rank: bool = False               # takes k, the columns of V
     failing: str = ""                # label of the option that makes it fail on purpose
+    traced: str = ""                 # the trace's algorithm name, where not ``key``
+
+    @property
+    def trace_name(self) -> str:
+        """The algorithm name its runs carry in a recording (a :data:`DISPLAYS` key)."""
+        return self.traced or self.key
 
     def variant(self, key: str) -> Variant:
         for v in self.variants:
@@ -319,7 +325,7 @@ ALGORITHMS: tuple = (
               spd=True, inputs=_v_input, rank=True),
     Algorithm("cholesky_downdate", "Cholesky downdate (factor of A − V·Vᵀ)", _UPDATE_VARIANTS,
               _modify(-1), needs=(CHOLESKY, UPDATE), prepare=_factor_and_v, family="spd",
-              spd=True, inputs=_v_input, rank=True,
+              spd=True, inputs=_v_input, rank=True, traced="cholesky_update",
               failing="make it fail: V beyond positive definiteness at order n/2 + 1"),
     Algorithm("trtri", "Triangular inverse (trtri)", _INVERSE_VARIANTS,
               _inverse(TRTRI, False), needs=(CHOLESKY, TRTRI), prepare=_lower_factor,
@@ -335,7 +341,7 @@ ALGORITHMS: tuple = (
         Variant("static", "one block width", {"schedule": "static"}, blocked=True),
         Variant("dynamic", "the thesis's widths: halving towards the centre, then doubling",
                 {"schedule": "dynamic"}, blocked=True),
-    ), _hybrid, needs=(HYBRID,), family="spd", spd=True),
+    ), _hybrid, needs=(HYBRID,), family="spd", spd=True, traced="cholesky"),
 )
 
 

@@ -91,7 +91,8 @@ def test_every_registered_algorithm_runs_or_says_why():
             out = execute(RunRequest(spec.key, v.key, n=5, family=spec.family, block=2))
             assert out.error is None, (spec.key, v.key, out.error)
             run = analysis.viewable_runs(out.recording)[0]
-            assert run.algorithm == spec.key and run.steps
+            assert run.algorithm == spec.trace_name and run.steps
+            assert run.algorithm in registry.DISPLAYS
 
 
 def test_the_registry_resolves_functions_through_modules():
