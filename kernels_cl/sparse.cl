@@ -32,6 +32,10 @@
 #ifndef WG
 #define WG 64              /* work-group size of the batched kernels */
 #endif
+#ifndef ROWS_CHUNKED
+#define ROWS_CHUNKED 0     /* factor_batch: 1 = each item a contiguous run of rows
+                              (CPUs), 0 = rows strided by WG (GPUs) */
+#endif
 #ifndef RLB
 #define RLB 0              /* assemble: 0 reads the update matrices from w (RL),
                               1 forms each entry from the source's block (RLB) */
@@ -68,9 +72,14 @@ void record_failure(__global int *info, const int v)
 
 /* Factor each listed supernode's nr x nc block in place: the Cholesky factor
  * of its diagonal block and L21 = A21 L11^-T below it (potrf and trsm),
- * left-looking, one column per step (work-item lid owns rows lid, lid + WG, ...):
+ * left-looking, one column per step:
  *     X(i,j) -= sum_{k<j} X(i,k) X(j,k)        (i >= j)
- *     X(j,j) = sqrt(X(j,j)),  X(i,j) /= X(j,j)  (i > j) */
+ *     X(j,j) = sqrt(X(j,j)),  X(i,j) /= X(j,j)  (i > j)
+ * ROWS_CHUNKED = 0: work-item lid owns rows j+lid, j+lid+WG, ... (neighbouring
+ * items read neighbouring entries: GPUs); 1: a contiguous run of rows each, the
+ * products column by column along it (a CPU runs each item's loops as written,
+ * so they should walk memory contiguously).  Either way an item scales the
+ * rows it updated, and row j belongs to item 0. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void factor_batch(__global const int *list, __global const int *sp, __global const long *rp,
                   __global const long *lp, __global real *l, __global int *info)
@@ -83,12 +92,36 @@ void factor_batch(__global const int *list, __global const int *sp, __global con
     if (*info)
         return;
     for (int j = 0; j < nc; j++) {
-        for (int i = j + lid; i < nr; i += WG) {
+#if ROWS_CHUNKED
+        const int per = (nr - j + WG - 1) / WG;
+        const int i0 = j + lid * per, i1 = min(nr, i0 + per), step = 1;
+        __global real *xj = x + (long)j * nr;
+        int k = 0;
+        for (; k + 4 <= j; k += 4) {          /* four columns per pass over the rows */
+            const real a0 = X(x, nr, j, k), a1 = X(x, nr, j, k + 1);
+            const real a2 = X(x, nr, j, k + 2), a3 = X(x, nr, j, k + 3);
+            __global const real *x0 = x + (long)k * nr;
+            for (int i = i0; i < i1; i++) {
+                const real t = MUL_ADD(x0[i], a0, MUL_ADD(x0[i + nr], a1,
+                               MUL_ADD(x0[i + 2 * nr], a2, x0[i + 3 * nr] * a3)));
+                xj[i] -= t;
+            }
+        }
+        for (; k < j; k++) {
+            const real xjk = X(x, nr, j, k);
+            __global const real *xk = x + (long)k * nr;
+            for (int i = i0; i < i1; i++)
+                xj[i] = MUL_ADD(-xk[i], xjk, xj[i]);
+        }
+#else
+        const int i0 = j + lid, i1 = nr, step = WG;
+        for (int i = i0; i < i1; i += step) {
             real acc = X(x, nr, i, j);
             for (int k = 0; k < j; k++)
                 acc = MUL_ADD(-X(x, nr, i, k), X(x, nr, j, k), acc);
             X(x, nr, i, j) = acc;
         }
+#endif
         barrier(CLK_GLOBAL_MEM_FENCE);
         const real d = X(x, nr, j, j);        /* every item sees the same d */
         if (!(d > ZERO)) {
@@ -97,7 +130,7 @@ void factor_batch(__global const int *list, __global const int *sp, __global con
             return;
         }
         const real r = sqrt(d);
-        for (int i = j + lid; i < nr; i += WG)   /* the rows this item updated */
+        for (int i = i0; i < i1; i += step)
             X(x, nr, i, j) = i == j ? r : X(x, nr, i, j) / r;
         barrier(CLK_GLOBAL_MEM_FENCE);
     }

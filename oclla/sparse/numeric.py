@@ -90,6 +90,14 @@ def batch_wg(queue) -> int:
     return wg
 
 
+def rows_chunked(queue) -> bool:
+    """factor_batch's row mapping (kernels_cl/sparse.cl ROWS_CHUNKED): a contiguous run
+    of rows per work-item on CPU devices (their items run as loops; on PoCL, 2 cores,
+    3-D 20³: the 556-column root supernode in 0.21 s instead of 0.60 s), rows strided
+    by the work-group elsewhere (neighbouring items read neighbouring entries)."""
+    return device_info(queue).kind == "CPU"
+
+
 def not_positive_definite(column: int) -> LinAlgError:
     """The error for a failing pivot at ``column`` of the original ordering."""
     return LinAlgError(f"the matrix is not positive definite: column {column} "
@@ -373,7 +381,7 @@ def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl") -> cl.B
     info = int_zeros(queue, 1)
     tab = device_tables(queue, sym, plan)
     wg = batch_wg(queue)
-    opts = dict(WG=wg)
+    opts = dict(WG=wg, ROWS_CHUNKED=int(rows_chunked(queue)))
     rlb = method == "rlb"
     k_zero = get_kernel(queue, "sparse.cl", "zero", dtype, **opts)
     k_scatter = get_kernel(queue, "sparse.cl", "scatter_values", dtype, **opts)

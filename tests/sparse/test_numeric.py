@@ -56,11 +56,22 @@ def _factor(queue, a, dtype, perm, *, method, large, max_cols=3):
 @pytest.mark.parametrize("large", [np.inf, 0.0, 200.0], ids=["batched", "blas", "mixed"])
 def test_backward_error_every_route(queue, dtype, large):
     n = 37                                           # odd, straddles the batch work-group
+    _routes_agree(queue, dtype, large, n)
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["strided", "chunked"])
+def test_both_row_mappings_of_the_batched_factor(queue, monkeypatch, chunked):
+    monkeypatch.setattr(numeric, "rows_chunked", lambda queue: chunked)
+    _routes_agree(queue, np.float64, np.inf, 150, max_cols=40)   # more rows than WG items
+
+
+def _routes_agree(queue, dtype, large, n, max_cols=3):
     a = _matrix(n, seed=3)
     perm = np.random.default_rng(5).permutation(n)
     results = {}
     for method in numeric.METHODS:
-        sym, plan, l = _factor(queue, a, dtype, perm, method=method, large=large)
+        sym, plan, l = _factor(queue, a, dtype, perm, method=method, large=large,
+                               max_cols=max_cols)
         if large == 200.0:
             assert 0 < plan.large.sum() < plan.ns       # both routes really taken
         # the strict upper part of each diagonal block stays zero
