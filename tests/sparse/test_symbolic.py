@@ -80,7 +80,7 @@ def _check_storage(sym: Symbolic, a):
     assert sym.flops == float(np.sum(counts.astype(float) ** 2))
 
 
-@settings(max_examples=120)
+@settings(max_examples=80)
 @given(n=st.integers(1, 40), density=st.floats(0.0, 0.25), seed=st.integers(0, 10**6),
        ordering=st.sampled_from(["natural", "rcm", "amd", "metis"]),
        merge=st.booleans(), refine=st.booleans())
@@ -197,7 +197,7 @@ def test_refinement_reduces_blocks():
     plain = analyze(a, ordering="metis", refine=False)
     sym = analyze(a, ordering="metis", refine=True)
     assert sym.stats["blocks_before_refine"] == plain.stats["blocks"]
-    assert sym.stats["blocks"] < 0.8 * plain.stats["blocks"]      # 691 against 973
+    assert sym.stats["blocks"] < 0.8 * plain.stats["blocks"]      # 696 against 973
     assert sym.nnz_l == plain.nnz_l                 # same supernodes, same storage
     np.testing.assert_array_equal(sym.super_ptr, plain.super_ptr)
 
