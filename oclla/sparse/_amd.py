@@ -71,7 +71,7 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
         clique[p] = lp
         # prune A and E of the variables of L[p]
         for i in lp:
-            adj[i] -= lp
+            adj[i] = adj[i] - lp        # (not -=: that walks all of L[p] for every i)
             adj[i].discard(p)
             elems[i] -= absorbed
             elems[i].add(p)
