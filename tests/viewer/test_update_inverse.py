@@ -16,6 +16,7 @@ from oclla.trace import KernelRecord, Run, Step
 from oclla.viewer import analysis, registry, runner
 from oclla.viewer import theme as themes
 from oclla.viewer.details import legend_html, step_summary
+from oclla.viewer.export import qimage_to_rgb
 from oclla.viewer.run_dialog import RunDialog
 from oclla.viewer.run_view import position_title
 from oclla.viewer.runner import RunRequest
@@ -237,3 +238,38 @@ def test_the_library_refuses_what_the_runner_reports():
     v = registry.update_operand(low, {"rank": 1, "seed": 0, "fail": True})
     with pytest.raises(LinAlgError, match=f"order {registry.fail_order(4)}"):
         oclla.cholesky_update(low, v, sign=-1, lower=True, method="pivot")
+
+
+# ---- rendered ------------------------------------------------------------------------------
+
+def _shown(qtbot, array, overlays):
+    from oclla.viewer.matrix_view import MatrixView
+    view = MatrixView()
+    qtbot.addWidget(view)
+    view.resize(420, 420)
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_matrix(array, float(np.abs(array).max()), overlays, "test")
+    qtbot.wait(20)
+    return view, qimage_to_rgb(view.grab().toImage())
+
+
+def test_rendered_failed_downdate_and_used_up_rows(made, qtbot):
+    """The failing row's diagonal cell is outlined in the failure's red; V's used-up rows
+    are greyed (their cells no longer their own colour), the row read outlined green."""
+    from test_render import close_to, pixel
+    _, run = made["fails"]
+    p = analysis.failed_position(run)
+    j = registry.error_order(run)
+    factor, image = _shown(qtbot, analysis.matrix_at(run, p), analysis.overlays(run, p))
+    assert close_to(pixel(factor, image, j - 0.5, j - 1.0), themes.MARKERS["fail"])
+    v = analysis.inputs(run)["V"]
+    ov = analysis.input_overlays(run, p, "V", v.shape)
+    assert ov.consumed == j and ov.active == (j - 1, j, 0, v.shape[1])
+    vview, vimg = _shown(qtbot, v, ov)
+    plain, pimg = _shown(qtbot, v, None)             # the same V, nothing greyed
+    assert close_to(pixel(vview, vimg, 0.5, j - 1.0), themes.OVERLAYS["active"])   # top edge
+    diff = lambda r: np.abs(pixel(vview, vimg, 0.5, r).astype(int)       # noqa: E731
+                            - pixel(plain, pimg, 0.5, r).astype(int)).max()
+    assert diff(0.5) > 20                            # a used-up row: greyed
+    assert diff(v.shape[0] - 0.5) <= 8               # a row still to come: its own colour
