@@ -100,7 +100,8 @@ class Symbolic:
         return np.diff(self.row_ptr)
 
     def pattern(self) -> sp.csc_array:
-        """The pattern of L (permuted ordering) as a CSC matrix of ones, lower triangle."""
+        """The pattern of L (permuted ordering) as a CSC matrix of ones, lower triangle
+        (``nnz_l`` entries: for inspection and tests of small matrices)."""
         ns, n = self.n_supernodes, self.n
         ncols, nrows = self.ncols(), self.nrows()
         sup = np.repeat(np.arange(ns), ncols)                 # supernode of each column
@@ -172,10 +173,11 @@ def _fundamental(parent, counts):
 
 
 def _super_parent(parent, super_ptr):
+    """Supernodal tree: the supernode holding the etree parent of each one's last column."""
     ns = super_ptr.size - 1
     col_super = np.repeat(np.arange(ns), np.diff(super_ptr))
     p = parent[super_ptr[1:] - 1]
-    return np.where(p >= 0, col_super[np.maximum(p, 0)], -1).astype(np.int64), col_super
+    return np.where(p >= 0, col_super[np.maximum(p, 0)], -1).astype(np.int64)
 
 
 def _storage(row_ptr, super_ptr):
@@ -227,6 +229,10 @@ def analyze(a, *, ordering: str = "metis", lower: bool | None = None, merge: boo
     max_fill_ratio : float
         Bound on the extra storage that merging may add, relative to the fundamental
         supernodes' storage (0.25: 25 %, the paper's choice).
+    refine_min_cols : int
+        Supernodes with fewer columns keep their column order.
+    check_finite : bool
+        Refuse NaN and Inf values (``ValueError``).
 
     Returns
     -------
@@ -274,7 +280,7 @@ def analyze_lower(a_low: sp.csc_array, *, ordering: str = "metis", merge: bool =
     counts = _etree.column_counts(parent, rows, cols)
     nnz_exact = int(counts.sum())
     super_ptr = _fundamental(parent, counts)
-    sparent, _ = _super_parent(parent, super_ptr)
+    sparent = _super_parent(parent, super_ptr)
     stats["fundamental_supernodes"] = int(super_ptr.size - 1)
     if merge and n:
         ncols = np.diff(super_ptr)
