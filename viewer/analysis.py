@@ -453,7 +453,8 @@ def _update_error(run, first, last) -> float | None:
     if v is None or v.shape[0] != first.shape[0]:
         return None
     low = _triangle(run, first)
-    target = low @ low.T + float(run.params.get("sign", 1)) * (v @ v.T)
+    sign = -1.0 if run.params.get("sign") == -1 else 1.0
+    target = low @ low.T + sign * (v @ v.T)
     return accuracy.cholesky_backward_error(target, np.asarray(last), lower_side(run))
 
 

@@ -385,7 +385,7 @@ def _nothing_finished(step) -> int:
     return 0
 
 
-_ORDER = re.compile(r"order (\d+)")
+_ORDER = re.compile(r"order (\d{1,10})\b")
 
 
 def error_order(run) -> int | None:
@@ -448,10 +448,17 @@ def _inverse_reads(run, step) -> list:
     return []
 
 
+MAX_CELLS = 4096
+"""Most single cells a step outlines (a longer diagonal is drawn as its region)."""
+
+
 def _diagonal_cells(run, step) -> list:
-    """The log-determinant's reduction reads the diagonal."""
-    n = max(run.shape) if run.shape else 0
-    return [(i, i) for i in range(n)] if step.phase == "reduce" else []
+    """The log-determinant's reduction reads the diagonal (of the order its region says)."""
+    r0, r1, c0, c1 = step.region
+    n = min(r1 - r0, c1 - c0)
+    if step.phase != "reduce" or n > MAX_CELLS:
+        return []
+    return [(r0 + i, c0 + i) for i in range(n)]
 
 
 def _rows_of_v(run, step) -> tuple | None:

@@ -273,3 +273,20 @@ def test_rendered_failed_downdate_and_used_up_rows(made, qtbot):
                             - pixel(plain, pimg, 0.5, r).astype(int)).max()
     assert diff(0.5) > 20                            # a used-up row: greyed
     assert diff(v.shape[0] - 0.5) <= 8               # a row still to come: its own colour
+
+
+def test_hostile_numbers_in_a_recording_are_not_trusted():
+    """What a loaded run may hold (any error text, any sign, any order) draws nothing
+    absurd and raises nothing."""
+    run = Run("cholesky_update", "pivot", (3, 1), "float64", "d", {"sign": "many"},
+              error="LinAlgError: leading minor of order " + "9" * 5000)
+    run.steps = [Step("cholesky_update", 0, "compute", (0, 1, 0, 1), (0, 0))]
+    assert registry.error_order(run) is None
+    assert analysis.failed_position(run) == 1                # its last step
+    run.initial = run.result = np.eye(3)
+    run.metrics["inputs"] = {"V": [[1.0], [0.0], [0.0]]}
+    run.error = None
+    assert analysis.backward_error(run) > 0                  # sign "many" taken as +1
+    big = Run("cho_logdet", "full", (1 << 31, 1 << 31), "float64", "d")
+    big.steps = [Step("cho_logdet", 0, "reduce", (0, 1 << 31, 0, 1 << 31))]
+    assert analysis.overlays(big, 1).cells == []
