@@ -6,6 +6,7 @@ import pyopencl.array as cl_array
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
+from hypothesis import given, settings, strategies as st
 from numpy.linalg import LinAlgError
 
 import oclla
@@ -181,3 +182,20 @@ def test_solve_on_either_route(queue, large, lap2d):
     b = np.random.default_rng(4).standard_normal((lap2d.shape[0], 2))
     x = f.solve(b)
     assert accuracy.sparse_solve_backward_error(lap2d, x, b) < accuracy.THRESHOLD
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(1, 50), density=st.floats(0.01, 0.2), seed=st.integers(0, 10 ** 6),
+       double=st.booleans(), method=st.sampled_from(numeric.METHODS),
+       large=st.sampled_from([0.0, 2e3, np.inf]),
+       ordering=st.sampled_from(["natural", "rcm", "metis"]))
+def test_property_backward_error_and_solve(n, density, seed, double, method, large, ordering):
+    """B·Bᵀ + 0.01·I of a random sparse B: SPD, condition up to about 10⁴."""
+    dtype = np.float64 if double else np.float32
+    rng = np.random.default_rng(seed)
+    b = sp.random_array((n, n), density=density, rng=rng, format="csr")
+    a = sp.csc_array(b @ b.T + 0.01 * sp.eye_array(n), dtype=dtype)
+    f = oclla.sparse.cholesky(a, method=method, large=large, ordering=ordering)
+    assert accuracy.sparse_cholesky_backward_error(a, f.L(), f.P()) < accuracy.THRESHOLD
+    rhs = rng.standard_normal(n).astype(dtype)
+    assert accuracy.sparse_solve_backward_error(a, f.solve(rhs), rhs) < accuracy.THRESHOLD
