@@ -29,7 +29,9 @@ def _csc(m) -> sp.csc_array:
 
 def _path(k: int) -> sp.csc_array:
     """The k x k adjacency matrix of a path (ones on the first sub- and superdiagonals)."""
-    return sp.diags_array([np.ones(max(k - 1, 0))] * 2, offsets=[-1, 1], shape=(k, k))
+    if k < 2:
+        return sp.csc_array((k, k))
+    return sp.diags_array([np.ones(k - 1)] * 2, offsets=[-1, 1], shape=(k, k))
 
 
 def laplacian_2d(nx: int, ny: int | None = None) -> sp.csc_array:
