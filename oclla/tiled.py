@@ -56,7 +56,7 @@ from ._programs import int_zeros
 from ._validate import NONFINITE, check_dtype, check_fp64, is_device_array
 from .blas import View, gemm, trsm
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from .cholesky import _solve_panel, factor_blocked, not_positive_definite
 
 #: Widest tile (panel width) chosen by default: each panel's GEMM then has an inner
@@ -449,13 +449,14 @@ def factor_tiles(tm: TiledMatrix, *, lower: bool, block: int | None = None,
     definite" (the tiles are then partly factored).
     """
     check_layout(tm, lower)
-    n, nb, queue, dtype = tm.shape[0], tm.tile, tm.queue, tm.dtype
-    watch = InfoWatch(queue)
+    n, nb, dtype = tm.shape[0], tm.tile, tm.dtype
 
     def lv(i, j):
         return operand(tm.view, lower, i, j)[0]
 
-    with trace.run("cholesky", "tiled", queue, (n, n), dtype, lower=lower, tile=nb):
+    with trace.run("cholesky", "tiled", tm.queue, (n, n), dtype, lower=lower, tile=nb), \
+            launch_queue(tm.queue) as queue:
+        watch = InfoWatch(queue)
         for j0 in range(0, n, nb):
             jb, m = min(nb, n - j0), n - j0
             for k0 in range(0, j0, nb):
