@@ -89,7 +89,11 @@ void factor_batch(__global const int *list, __global const int *sp, __global con
     const int nc = sp[s + 1] - sp[s];
     const int nr = (int)(rp[s + 1] - rp[s]);
     __global real *x = l + lp[s];
-    if (*info)
+    __local int failed;                       /* one read of the flag for the group */
+    if (lid == 0)
+        failed = *info;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (failed)
         return;
     for (int j = 0; j < nc; j++) {
 #if ROWS_CHUNKED
