@@ -98,12 +98,28 @@ class Factor:
         return sp.csc_array((vals, rows, indptr), shape=(n, n))
 
     def solve(self, b, *, check_finite: bool = True):
-        """x with A·x = b: the permutation, then forward (L·y = P·b) and backward
-        (Lᵀ·z = y) supernodal substitutions on the device, x = Pᵀ·z.
+        """x with A·x = b: x = Pᵀ·L⁻ᵀ·L⁻¹·P·b, the supernodal substitutions on the device.
 
-        ``b``: (n,) or (n, k), numpy (converted exactly to the factor's dtype, else
-        TypeError) or a pyopencl array of the factor's dtype (the result then stays
-        on the device).  Returns x of b's shape."""
+        Parameters
+        ----------
+        b : (n,) or (n, k) array_like, or pyopencl.array.Array
+            A host b is converted to the factor's dtype where that is exact
+            (else TypeError); a device b must have the factor's dtype.  Never
+            modified.
+        check_finite : bool, default True
+            Reject NaN/Inf in b (ValueError).
+
+        Returns
+        -------
+        x : array of b's shape and the factor's dtype (a device array for a device b)
+
+        Raises
+        ------
+        ValueError
+            b's rows are not n, b is not 1-D or 2-D, NaN/Inf with ``check_finite``.
+        TypeError
+            A b whose dtype does not convert exactly to the factor's.
+        """
         queue = self._queue
         n = self.n
 
@@ -114,7 +130,13 @@ class Factor:
                               check_finite=check_finite)
 
     def logdet(self) -> float:
-        """log det A = 2 Σ log L(j, j), summed on the device (compensated)."""
+        """log det A = 2 Σⱼ log L(j, j), summed on the device (compensated, as
+        :func:`oclla.cho_logdet`).
+
+        Returns
+        -------
+        float
+        """
         queue = self._queue
         n = self.n
         if n == 0:
@@ -127,10 +149,33 @@ class Factor:
         return logdet_device(queue, diag.data, 0, n, 0, dtype=self.dtype)
 
     def refactor(self, a, *, lower: bool | None = None, check_finite: bool = True) -> "Factor":
-        """Factor ``a`` (same pattern as the analysed matrix, same dtype) into this Factor,
-        reusing the analysis and the plan; returns self.  A different pattern is a
-        ValueError; a matrix that is not positive definite raises LinAlgError and leaves
-        this Factor as it was."""
+        """Factor ``a`` into this Factor, reusing the analysis and the plan (CHOLMOD's
+        ``cholesky_inplace``): the numeric factorization alone.
+
+        Parameters
+        ----------
+        a : scipy.sparse matrix, n x n
+            The same pattern as the analysed matrix (of the triangle that ``lower``
+            selects; explicit zeros count as entries) and the same dtype.
+        lower : None, True or False
+            As for :func:`cholesky`.
+        check_finite : bool, default True
+            Reject NaN/Inf values (ValueError).
+
+        Returns
+        -------
+        Factor
+            self, now the factor of ``a``.
+
+        Raises
+        ------
+        ValueError
+            Another pattern, NaN/Inf, a matrix that is not symmetric (``lower=None``).
+        TypeError
+            Another dtype.
+        numpy.linalg.LinAlgError
+            ``a`` is not positive definite (this Factor then stays as it was).
+        """
         a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
         if (a_low.shape[0] != self.n or a_low.indptr.size != self._indptr.size
                 or not np.array_equal(a_low.indptr, self._indptr)
