@@ -139,14 +139,19 @@ def warm_up(queue, dtype, tile: int, stream_tile: int, modes) -> None:
         run_streamed(queue, make_spd(3 * stream_tile + 7, dtype), stream_tile, False)
 
 
+def size(nbytes: float) -> str:
+    """Bytes in GiB, or MiB below one GiB."""
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
+
+
 def report(row: dict) -> None:
     line = (f"{row['mode']:>12}  n={row['n']:>6}  {row['seconds']:9.3f} s  "
             f"{row['gflops']:9.1f} GFLOP/s")
     if "tile" in row:
-        line += f"  tile={row['tile']}  device {row['device_gib']:.1f} GiB"
+        line += f"  tile={row['tile']}  device {size(row['device_gib'] * 2**30)}"
     print(line)
     if row["mode"] == "out-of-core":
-        print(f"{'':>14}bus: {row['up_gb']:.1f} GB up, {row['down_gb']:.1f} GB down in "
+        print(f"{'':>14}bus: {size(row['up_gb'] * 1e9)} up, {size(row['down_gb'] * 1e9)} down in "
               f"{row['transfer_s']:.2f} s of transfers = {row['bus_gbs']:.1f} GB/s; compute "
               f"{row['compute_s']:.2f} s; overlap {row['overlap_s']:.2f} s = "
               f"{100 * row['hidden']:.0f} % of the transfer time hidden")
@@ -187,9 +192,9 @@ def main(argv=None) -> int:
     one_buffer = n * n * dtype.itemsize <= min(info.max_alloc_size, info.global_mem_size // 2)
     ref_n = args.reference_n or (n if one_buffer else largest_one_buffer_order(queue, dtype))
     print(info.describe())
-    print(f"n={n} {dtype.name}: {n * n * dtype.itemsize / 2**30:.1f} GiB "
+    print(f"n={n} {dtype.name}: {size(n * n * dtype.itemsize)} "
           f"({'fits' if one_buffer else 'exceeds'} one buffer of "
-          f"{info.max_alloc_size / 2**30:.1f} GiB); tile {tile}, stream tile {stream_tile}")
+          f"{size(info.max_alloc_size)}); tile {tile}, stream tile {stream_tile}")
     print(f"plain host-to-device copy (pageable): {bus_bandwidth(queue, dtype):.1f} GB/s")
     warm_up(queue, dtype, tile, stream_tile, modes)
     rows = []
