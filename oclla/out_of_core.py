@@ -21,11 +21,13 @@ the compute queue by events: an upload waits only for the GEMM that last read
 its buffer, a GEMM only for its upload, so the device computes with one
 buffer while the other fills.  Each transfer is enqueued after the computation
 it should overlap: a driver that copies pageable host memory synchronously
-(blocking the host thread, as CUDA does) still finds the device busy.  Every entry of L crosses the bus about (n/tile)/2
-times; each GEMM does 2·tile flops per entry it streams, so the transfers
-hide behind the computation where 2·tile/itemsize flops per byte exceed the
-device's GFLOP/s over the bus's GB/s: a tile of a few thousand on a GPU
-behind PCIe (:data:`TILE`).
+(blocking the host thread, as CUDA does) still finds the device busy.
+
+Every entry of L crosses the bus about (n/tile)/2 times; each GEMM does
+2·tile flops per entry it streams, so the transfers hide behind the
+computation where 2·tile/itemsize flops per byte exceed the device's GFLOP/s
+over the bus's GB/s: a tile of a few thousand on a GPU behind PCIe
+(:data:`TILE`).
 
 :func:`factor_streamed` returns :class:`Stats`: the achieved bus bandwidth and
 how much of the transfer time the computation hid (from the events'

@@ -52,11 +52,10 @@ import pyopencl as cl
 
 from . import trace
 from ._device import DeviceError, device_info, resolve_queue
-from ._programs import int_zeros
+from ._params import params
+from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from ._validate import NONFINITE, check_dtype, check_fp64, is_device_array
 from .blas import View, gemm, trsm
-from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from .cholesky import _solve_panel, factor_blocked, not_positive_definite
 
 #: Widest tile (panel width) chosen by default: each panel's GEMM then has an inner
