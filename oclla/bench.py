@@ -6,6 +6,8 @@ Usage::
                 [--repeat 3] [--device SPEC] [--reference auto|cpu|cuda]
                 [--max-pivot-n 4096] [--json [FILE.json]] [--plot FILE.png]
     oclla bench wls ...        (Jung & O'Leary's Tables 1 and 2: oclla bench wls --help)
+    oclla bench update ...     (rank-k Cholesky update against refactorization)
+    oclla bench potri ...      (the inverse from a Cholesky factor; also logdet)
     oclla bench sparse ...     (sparse Cholesky on Laplacians: oclla bench sparse --help)
 
 What each routine measures (LAPACK flop counts):
@@ -50,7 +52,9 @@ ROUTINES = ("lu", "gemm", "syrk", "getrf", "potrf")
 PLOT_TYPES = (".png", ".svg", ".pdf")
 ROUTINE_HELP = ("lu: every LU variant, per-pivot and blocked; getrf: the blocked LU; gemm: "
                 "C = A·B; syrk: one triangle of A·Aᵀ; potrf: Cholesky (default lu). "
-                "oclla bench wls reproduces Jung & O'Leary's tables (oclla bench wls --help)")
+                "oclla bench wls reproduces Jung & O'Leary's tables (oclla bench wls --help); "
+                "oclla bench update, potri and logdet measure the Cholesky update, inverse "
+                "and log-determinant (their own --help)")
 
 # Vector (non-tensor-core) peaks in GFLOP/s of the SXM parts, by name substring.
 PEAKS = {

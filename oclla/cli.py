@@ -264,6 +264,12 @@ def _cmd_bench(argv) -> int:
     if argv and argv[0] == "wls":
         from .bench_wls import main as wls_main
         return wls_main(argv[1:])
+    if argv and argv[0] == "update":
+        from .bench_update import main as update_main
+        return update_main(argv[1:])
+    if argv and argv[0] in ("potri", "logdet"):
+        from .bench_potri import main as potri_main
+        return potri_main(argv[0], argv[1:])
     from .bench import main as bench_main
     return bench_main(argv)
 
@@ -300,8 +306,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="element type (default both; float64 where the device has fp64)")
     add_device_option(p)
     sub.add_parser("bench", help="GFLOP/s against the reference: lu, gemm, syrk, getrf, potrf; "
-                                 "wls for Jung & O'Leary's tables (oclla bench --help, "
-                                 "oclla bench wls --help)",
+                                 "wls for Jung & O'Leary's tables; update, potri and logdet "
+                                 "(oclla bench --help, oclla bench wls --help, oclla bench "
+                                 "update --help, ...)",
                    add_help=False)
     sub.add_parser("tune", help="search kernel parameters for this device (oclla tune --help)",
                    add_help=False)

@@ -63,6 +63,55 @@ def test_bench_wls_dispatch(capsys):
     assert "16" in out
 
 
+def test_bench_update_potri_logdet_print_tables(capsys):
+    assert main(["bench", "update", "--sizes", "40", "--ranks", "1,3", "--dtype", "float32",
+                 "--repeat", "1", "--reference", "cpu"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "cholesky_update (update, blocked) on" in out[0]
+    assert out[1].split() == ["dtype", "n", "k", "ms", "GFLOP/s", "GB/s", "roof", "x",
+                              "scipy", "x", "oclla", "err"]
+    rows = [line.split() for line in out[2:]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("float32", "40", "1"), ("float32", "40", "3")]
+    assert all(float(r[-1]) < 30 for r in rows)                  # the backward error
+    assert main(["bench", "update", "--sizes", "40", "--ranks", "2", "--dtype", "float32",
+                 "--sign", "-1", "--repeat", "1", "--reference", "cpu", "--err-max-n", "8"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "downdate" in out[0] and out[2].split()[-1] == "-"
+    assert main(["bench", "update", "--stream", "--sizes", "70", "--ranks", "2",
+                 "--dtype", "float32"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "streamed" in out[0] and "bus GB/s" in out[1] and out[1].split()[:3] == [
+        "float32", "70", "2"]
+    assert main(["bench", "potri", "--sizes", "40", "--dtype", "float32", "--repeat", "1",
+                 "--reference", "cpu"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "potri lower on" in out[0]
+    assert out[1].split() == ["n", "dtype", "oclla", "%peak", "scipy", "vs", "err"]
+    assert out[2].split()[:2] == ["40", "float32"] and float(out[2].split()[-1]) < 30
+    assert main(["bench", "logdet", "--sizes", "50", "--dtype", "float32", "--repeat", "1",
+                 "--reference", "cpu"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "log-det on" in out[0] and out[2].split()[:2] == ["50", "float32"]
+    assert float(out[2].split()[-1]) < 1e-5                       # relative error
+
+
+def test_bench_update_potri_logdet_errors(capsys):
+    for sub, argv, words in (("update", ["--ranks", "x"], "--ranks"),
+                             ("update", ["--dtype", "float16"], "--dtype"),
+                             ("update", ["--repeat", "0"], "repeat"),
+                             ("potri", ["--sizes", "0"], "--sizes"),
+                             ("logdet", ["--reference", "gpu"], "--reference")):
+        line = _usage_error(capsys, lambda: main(["bench", sub, *argv]), f"oclla bench {sub}")
+        assert words in line
+    for sub in ("update", "potri", "logdet"):
+        assert main(["bench", sub, "--sizes", "8", "--device", "no-such-device"]) == 1
+        assert "no OpenCL device matches" in _one_line_error(capsys, f"oclla bench {sub}")
+    from oclla import bench
+    if not bench._cuda_available():
+        assert main(["bench", "update", "--sizes", "8", "--reference", "cuda"]) == 1
+        assert "needs CuPy" in _one_line_error(capsys, "oclla bench update")
+
+
 # ---- errors: one line, exit status 1 for a failure and 2 for a bad argument, before any
 # ---- measuring -----------------------------------------------------------------------------
 
@@ -184,7 +233,8 @@ def test_demo_out_is_checked_before_the_run(capsys, tmp_path):
 # ---- help and versions -----------------------------------------------------------------
 
 HELPS = (["--help"], ["demo", "--help"], ["devices", "--help"], ["bench", "--help"],
-         ["bench", "wls", "--help"], ["tune", "--help"])
+         ["bench", "wls", "--help"], ["bench", "update", "--help"], ["bench", "potri", "--help"],
+         ["bench", "logdet", "--help"], ["tune", "--help"])
 
 
 @pytest.mark.parametrize("argv", HELPS, ids=" ".join)
