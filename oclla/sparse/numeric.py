@@ -60,14 +60,15 @@ from ..cholesky import _solve_panel, factor_blocked
 #: Flop count (potrf + trsm + syrk of one supernode) from which a supernode takes the
 #: BLAS-3 route (one supernode at a time on :mod:`oclla.blas` and the dense blocked potrf)
 #: instead of the batched kernels (one work-group per supernode), by device kind.
-#: CPU: measured on PoCL (2 cores, float64, RL, ``oclla bench sparse --large``): the
-#: batched route was faster at every size tried -- 3-D 20³ 0.50 s with every supernode
-#: batched against 0.73 s (threshold 1e7) and 1.11 s (1e6); 2-D 200² 0.60 s against
-#: 0.82 s (1e6) -- because the dense potrf's leaves run at 0.02-0.3 GFLOP/s there, so
-#: only supernodes beyond those sizes (above 1e8 flops) go to the BLAS route.
+#: CPU: measured on PoCL (2 shared cores, float64, RL, METIS; ``oclla bench sparse --large
+#: 1e7,3e7,1e8,3e8,inf``, best of 3; benchmarks/results/pocl-2core-epyc-2026-11-26-sparse-threshold.txt):
+#: factor seconds for thresholds 1e7 / 3e7 / 1e8 / 3e8 / inf -- 3-D 25³ 1.29 / 1.55 / 1.53 /
+#: 3.83 / 3.42, 3-D 30³ 7.59 / 3.88 / 4.29 / 4.48 / 8.32, 2-D 300² 2.60 / 0.85 / 1.16 /
+#: 0.84 / 1.03: 3e7 is best or close to it on all three (the machine was shared: the
+#: numbers scatter by some 30 %).
 #: GPU: provisional (a work-group of one supernode against about ten launches of the
 #: BLAS route), to be replaced by the same sweep on the GPU.
-LARGE_FLOPS = {"CPU": 1.0e8, "GPU": 2.0e6}
+LARGE_FLOPS = {"CPU": 3.0e7, "GPU": 2.0e6}
 
 
 def large_threshold(queue) -> float:
