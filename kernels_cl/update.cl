@@ -170,6 +170,130 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
     }
 }
 
+/* factor_panel's job with the panel's triangle in local memory and each row's
+ * rotations formed in parallel (GPUs, where factor_panel's chain of k square
+ * roots and divisions and its round trips through global memory between
+ * barriers made it the bulk of the update).  Work-item c owns panel column c:
+ * V(i0+c, q .. q+KF-1) in registers for a group of KF columns of V (zeros past
+ * k: identity rotations), its entries of the triangle tri(r, c) =
+ * R(i0+r, i0+c) in local memory.  Per row i, work-item p < KF forms rotation p
+ * from the prefix
+ *
+ *   u_p = 1 + sign * sum_{q <= p} (V(i,q) / R(i,i))^2,   r_p = |R(i,i)| sqrt(u_p)
+ *   c_p = r_p / r_{p-1},  s_p = V(i,p) / r_{p-1}      (r_{-1} = R(i,i))
+ *
+ * (r_p is the diagonal after p + 1 rotations; scaled by R(i,i), so no square
+ * overflows), then each item c > i applies the row's KF rotations to R(i,c)
+ * and its V row in the mixed form, and item i + 1 publishes its V row, the
+ * next row's input.  Two local barriers per row and group; every loop over
+ * the group is unrolled (KF is a define).  rot gets every rotation. */
+#ifndef KF
+#define KF KB              /* columns of V per pass of factor_panel_local */
+#endif
+#ifndef FWG
+#define FWG 64             /* work-group size of factor_panel_local, >= PANEL and KF */
+#endif
+
+__kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
+void factor_panel_local(__global real *a, const long off, const int ld, const int n,
+                        const int i0, const int nb, __global real *v, const long voff,
+                        const int k, __global real4 *rot, const int kp, const int sign,
+                        __global int *info)
+{
+    __local real tri[PANEL * PANEL];
+    __local real xrow[KF];                           /* V(i0+i, q ..), the row's input */
+    __local real4 rl[KF];
+    __local real diag;
+    __local int failed;
+    a += off;
+    v += voff;
+    const int lid = get_local_id(0);
+    const int mine = lid < nb;                       /* owns panel column lid */
+    if (lid == 0)
+        failed = *info;
+    #pragma unroll 16                                /* loads in flight, not one at a time */
+    for (int e = lid; e < nb * nb; e += FWG) {
+        const int r = e / nb, c = e - r * nb;
+        if (r <= c)
+            tri[r * PANEL + c] = R(i0 + r, i0 + c);
+    }
+    real y[KF];
+    for (int q = 0; q < k; q += KF) {
+        #pragma unroll
+        for (int p = 0; p < KF; p++)
+            y[p] = (mine && q + p < k) ? VAT(i0 + lid, q + p) : ZERO;
+        if (lid == 0) {
+            #pragma unroll
+            for (int p = 0; p < KF; p++)
+                xrow[p] = y[p];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (failed)
+            return;
+        for (int i = 0; i < nb; i++) {
+            if (lid < KF) {
+                const real r0 = tri[i * PANEL + i];
+                const real inv = ONE / r0, mag = fabs(r0);
+                real u = ONE;                        /* u_{p-1}, p = lid */
+                #pragma unroll
+                for (int p = 0; p < KF; p++) {
+                    const real t = xrow[p] * inv;
+                    if (p < lid)
+                        u = MUL_ADD(sign * t, t, u);
+                }
+                const real x = xrow[lid], t = x * inv;
+                const real un = MUL_ADD(sign * t, t, u);        /* the same sums as item p+1's */
+                if (r0 == ZERO || (sign < 0 && !(un > ZERO)))   /* also for NaN */
+                    failed = 1;
+                const real rm = lid ? mag * sqrt(u) : r0, w = mag * sqrt(un);
+                const real s = x / rm;
+                const real4 cs = (real4)(w / rm, s, rm / w, sign * s);
+                rl[lid] = cs;
+                if (q + lid < kp)
+                    ROT(i0 + i, q + lid) = cs;
+                if (lid == KF - 1)
+                    diag = w;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (failed) {
+                if (lid == 0)
+                    *info = i0 + i + 1;
+                return;
+            }
+            if (lid == 0)
+                tri[i * PANEL + i] = diag;
+            if (mine && lid > i) {
+                real rr = tri[i * PANEL + lid];
+                #pragma unroll
+                for (int p = 0; p < KF; p++) {
+                    const real4 cs = rl[p];
+                    rr = (rr + cs.w * y[p]) * cs.z;
+                    y[p] = cs.x * y[p] - cs.y * rr;
+                }
+                tri[i * PANEL + lid] = rr;
+                if (lid == i + 1) {
+                    #pragma unroll
+                    for (int p = 0; p < KF; p++)
+                        xrow[p] = y[p];
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (mine) {
+            #pragma unroll
+            for (int p = 0; p < KF; p++)
+                if (q + p < k)
+                    VAT(i0 + lid, q + p) = y[p];
+        }
+    }
+    #pragma unroll 16
+    for (int e = lid; e < nb * nb; e += FWG) {
+        const int r = e / nb, c = e - r * nb;
+        if (r <= c)
+            R(i0 + r, i0 + c) = tri[r * PANEL + c];
+    }
+}
+
 /* Columns j0 .. j0+VW-1 of the trailing part, j0 = i0 + nb + VW * global id,
  * as VW-wide vectors (CPUs: explicit SIMD, VW independent chains; GPUs: VW = 1,
  * one column per item): R(i0 .. i0+PANEL-1, j) in registers for the whole

@@ -477,6 +477,30 @@ def _window_constraint(p: dict, d: Device) -> str | None:
     return None if local <= d.info.local_mem_size else f"needs {local} bytes of local memory"
 
 
+def update_local_bytes(p: dict, itemsize: int) -> int:
+    """factor_panel_local's local memory: the PANEL² triangle, a row of KF entries of V,
+    KF rotations of four reals, a diagonal and a flag."""
+    return (p["PANEL"] ** 2 + 5 * p["KF"] + 1) * itemsize + 4
+
+
+def _update_fits(p: dict, d: Device) -> bool:
+    return d.fits(max(p["PANEL"], p["KF"])) and d.fits(p["APPLY_WG"]) and (
+        not p["LOCAL_PANEL"] or update_local_bytes(p, d.itemsize) <= d.info.local_mem_size)
+
+
+def _update_settle(d: Device, p: dict) -> dict:
+    while p["PANEL"] > 1 and not _update_fits(p, d):
+        p["PANEL"] //= 2
+    return p
+
+
+def _update_constraint(p: dict, d: Device) -> str | None:
+    """PANEL, KF and APPLY_WG within the work-group limit; with LOCAL_PANEL, the panel
+    in local memory."""
+    return None if _update_fits(p, d) else \
+        "PANEL, KF or APPLY_WG exceed the work-group limit, or (LOCAL_PANEL) the local memory"
+
+
 def _fits_group(*names) -> Callable[[dict, Device], str | None]:
     def constraint(p: dict, d: Device) -> str | None:
         return None if d.fits(*(p[n] for n in names)) \
@@ -672,6 +696,24 @@ FAMILIES = {f.name: f for f in (
         Knob("UNROLL", "loads in flight per work-item", _by_kind(4, 1), ints(1),
              ("oclla/lu_pivot.py", "kernels_cl/lu_crout.cl"),
              {"GPU": (4, 8), "CPU": (1,)})), _crout_settle, _crout_constraint),
+    Family("update", "Rank-k Cholesky updates and downdates, method \"blocked\" and "
+           "streamed (kernels_cl/update.cl, oclla/update.py).", (
+        Knob("PANEL", "rows of the factor per panel (apply_panel keeps PANEL entries per "
+             "trailing column in registers; launches number 2·n/PANEL)", _by_kind(64, 32),
+             pow2(), ("oclla/update.py", "kernels_cl/update.cl"),
+             {"GPU": (32, 64), "CPU": (16, 32, 64)}),
+        Knob("LOCAL_PANEL", "1: factor each panel in local memory, a row's rotations formed "
+             "in parallel from prefix sums (factor_panel_local); 0: in global memory, a "
+             "row's rotations formed one after the other by one work-item (factor_panel)",
+             _by_kind(1, 0), BOOL, ("oclla/update.py",), _both((0, 1))),
+        Knob("KF", "most columns of V per pass of factor_panel_local (its items hold a "
+             "row of them in registers; a row's rotations are formed by KF items)",
+             _by_kind(64, 16), pow2(), ("oclla/update.py",), _both((16, 64))),
+        Knob("APPLY_WG", "work-items per work-group of apply_panel (one to VW trailing "
+             "columns each: small groups spread a panel's few thousand columns over all "
+             "of a GPU's compute units)", lambda d, p: d.group(32, 64), pow2(),
+             ("oclla/update.py",), {"GPU": (32, 64, 128), "CPU": (16, 64)})),
+        _update_settle, _update_constraint),
     Family("window", "The per-pivot LU with delayed updates (kernels_cl/lu_window.cl, "
            "oclla/lu_pivot.py).", (
         Knob("W", "pivots per window (one rank-W GEMM between windows)",

@@ -180,6 +180,25 @@ def _check_chol(queue, dtype) -> None:
                                                          True), f"packed Cholesky n={n}")
 
 
+def _check_update(queue, dtype) -> None:
+    """The blocked rank-k update and downdate, orders and ranks straddling PANEL and KB."""
+    import scipy.linalg as sla
+
+    from .update import cholesky_update
+    rng = np.random.default_rng(31)
+    for n in _straddling(params(queue, "update", dtype)["PANEL"]):
+        b = _spd(rng, n, dtype)
+        for k in (1, 17):
+            v = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(dtype)
+            a = (b + v @ v.T).astype(dtype)
+            for sign, start, target in ((1, b, a), (-1, a, b)):
+                for lower in (False, True):
+                    c = sla.cholesky(start.astype(np.float64), lower=lower).astype(dtype)
+                    r = cholesky_update(c, v, sign=sign, lower=lower, queue=queue)
+                    _expect(accuracy.cholesky_backward_error(target, r, lower),
+                            f"update n={n} k={k} sign={sign} lower={lower}")
+
+
 def _check_variant(variant: str):
     def run(queue, dtype) -> None:
         _lu_case(queue, dtype, (1, 2, 17, 37, 70), method="pivot", variant=variant)
@@ -198,6 +217,7 @@ CHECKS = {
     "pivot": _check_variant("inplace"),
     "crout": _check_variant("crout"),
     "window": _check_variant("window"),
+    "update": _check_update,
 }
 
 

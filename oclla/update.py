@@ -25,16 +25,43 @@ Methods
     n − i work-items; each work-item itself follows CholeskyModifyA's
     pattern, V(j,:) read before and written after its loop over p.
 ``method="blocked"`` (default)
-    The paper's panelling (its Section 4): per panel of :data:`PANEL` rows
-    one work-group forms the panel's rotations and applies them inside the
-    panel's diagonal triangle (``panel`` step), then each work-item of the
-    next launch applies all the panel's rotations to its trailing columns:
-    their PANEL entries of R and their rows of V held in registers, V
-    :data:`KB` columns at a time (``apply`` step, CholeskyModifyA's order).
-    A work-item takes as many columns as the device's native vector width
-    (one on GPUs, whose neighbouring items then read neighbouring entries of
-    R; a vector of 4-8 on CPUs, which run a work-item's loops as written:
-    3-4× faster there than one column per item).  2·⌈n/PANEL⌉ launches.
+    The paper's panelling (its Section 4): per panel of PANEL rows (the
+    ``update`` knobs, :func:`panel_rows`; docs/parameters.md) one work-group
+    forms the panel's rotations and applies them inside the panel's diagonal
+    triangle (``panel`` step), then each work-item of the next launch applies
+    all the panel's rotations to its trailing columns: their PANEL entries of
+    R and their rows of V held in registers, V :data:`KB` columns at a time
+    (``apply`` step, CholeskyModifyA's order).  A work-item takes as many
+    columns as the device's native vector width (one on GPUs, whose
+    neighbouring items then read neighbouring entries of R; a vector of 4-8
+    on CPUs, which run a work-item's loops as written: 3-4× faster there than
+    one column per item).  2·⌈n/PANEL⌉ launches.
+
+    The panel's kernel is the knob LOCAL_PANEL.  CPUs (0): ``factor_panel``,
+    the rows in global memory, a row's k rotations formed one after the other
+    by one work-item (a chain of k square roots and divisions).  GPUs (1):
+    ``factor_panel_local``, the panel's triangle in local memory, each
+    work-item's row of V (KF columns at a time) in registers, and a row's
+    rotations formed in parallel from the prefix sums
+
+        u_p = 1 + σ·Σ_{q≤p} (V(i,q)/R(i,i))²,  r_p = |R(i,i)|·√u_p,
+        c_p = r_p/r_{p−1},  s_p = V(i,p)/r_{p−1}
+
+    (r_p: the diagonal after p + 1 rotations).  On the H100 at n = 8192
+    (float32; benchmarks/results/nvidia-h100-2026-11-26-update.txt) the
+    panels took 41 ms of a 52 ms rank-16 update with ``factor_panel`` and
+    7.4 ms with ``factor_panel_local``; KF = 64 rather than 16 took the
+    rank-64 panels from 17 to 12 ms.  A row still costs two barriers and a
+    chain of dependent latencies (about 0.5 µs at k = 1, 0.9 µs at k = 16),
+    n of them one after the other: the panels bound the update on a GPU.
+    On PoCL ``factor_panel_local`` was no faster (2 cores, n = 2000), so
+    CPUs keep ``factor_panel``.  apply_panel's work-groups are APPLY_WG
+    items: 32 on GPUs, where the 256 of the one-dimensional kernels left
+    most compute units idle (a panel has at most n columns; 3.8 against
+    4.7 ms at n = 8192, k = 16).  Tried and dropped: one column per
+    work-item with the panel's R streamed row by row instead of held in
+    registers (twice as slow on the H100).  Panels of 64 rows on GPUs (32
+    were 5-10 % slower: twice the launches), 32 on CPUs.
 
     The rotation sweep was kept over the blocked formulation that
     accumulates a panel's rotations into a (PANEL + k)-square matrix and
@@ -43,9 +70,12 @@ Methods
     6·PANEL·k (1.5× more at PANEL = 32, k = 16; 11× at k = 1), and on PoCL
     (2 cores) ``gemm`` of that shape ran at 6-7 GFLOP/s against the sweep's
     10-14 GFLOP/s of CPU time (k = 16, 64), so it would be slower for every
-    k; it would also multiply by the accumulated hyperbolic transformation,
-    whose norm grows near the positive definite boundary, giving up the
-    mixed form's stability in downdates.
+    k; on the H100 the trailing part is not what binds (the panels are, and
+    the GEMM form needs the same per-row panel factorization plus the
+    accumulation of the transformation); it would also multiply by the
+    accumulated hyperbolic transformation, whose norm grows near the
+    positive definite boundary, giving up the mixed form's stability in
+    downdates.
 
 Streamed (automatic)
     A host factor larger than one buffer of the device (or than its memory)
@@ -63,7 +93,10 @@ Where the downdate removes most of A (‖A‖ ≫ ‖A − V·Vᵀ‖, near the 
 definite boundary) the backward error in units of n‖Ã‖ε therefore grows like
 ‖A‖/‖Ã‖: forming A − V·Vᵀ in the working precision to refactor it cancels
 the same digits, and the downdate loses a few times more
-(``tests/test_update.py`` measures both).
+(``tests/test_update.py`` measures both).  ``factor_panel_local``'s prefix
+sums 1 − Σ(V(i,q)/R(i,i))² cancel like the sequential radicands
+(|r| − |v|)(|r| + |v|) do: its downdates near the boundary stay within a few
+times the sequential rotations' error (measured in the same test file).
 """
 
 from __future__ import annotations
@@ -84,13 +117,12 @@ from ._validate import (NONFINITE, SUPPORTED_DTYPES, as_matrix, as_rhs, check_dt
                         read_status, status_flags, to_device)
 from .cholesky import _full_region
 
-#: Rows of R per panel of ``method="blocked"``.  apply_panel keeps PANEL
-#: entries of R per trailing column in registers (PANEL·VW per work-item) and
-#: reads the panel's PANEL x KB rotations from global memory (every item reads
-#: the same ones); launches number 2·⌈n/PANEL⌉, and wider panels move more of
-#: the work into factor_panel's one work-group.  On PoCL (2 cores, n = 2000)
-#: 16, 32 and 64 ran within 10 % of each other for k = 1, 16, 64; 32 keeps the
-#: registers a GPU work-item needs below 64 at KB = 16.
+#: Rows of R per panel on CPUs (the PANEL knob's CPU default; :func:`panel_rows`
+#: gives the device's).  apply_panel keeps PANEL entries of R per trailing
+#: column in registers (PANEL·VW per work-item) and reads the panel's
+#: PANEL x KB rotations from global memory (every item reads the same ones);
+#: launches number 2·⌈n/PANEL⌉.  On PoCL (2 cores, n = 2000) 16, 32 and 64 ran
+#: within 10 % of each other for k = 1, 16, 64.
 PANEL = 32
 
 #: Columns of V that apply_panel holds in registers at once (the paper's
@@ -121,13 +153,33 @@ def _group_width(k: int) -> int:
     return width
 
 
+def panel_rows(queue, dtype) -> int:
+    """Rows per panel of the blocked and streamed methods on this device: the
+    ``update`` family's PANEL (docs/parameters.md)."""
+    return params(queue, "update", dtype)["PANEL"]
+
+
 def _options(queue, dtype, k: int, lower: bool, packed: bool) -> dict:
     """The defines of update.cl: one program per layout and group width serves both
     methods (each program is one build, several seconds on some CPU runtimes).
     apply_panel's VW columns per work-item: the device's native vector width
-    (1 on GPUs: a column per item; a CPU gets explicit SIMD across columns)."""
+    (1 on GPUs: a column per item; a CPU gets explicit SIMD across columns).
+    factor_panel_local's KF columns of V per pass (the next power of two >= k, at
+    most the knob KF) and its work-group FWG: an item per panel column and per
+    rotation of a row."""
+    knobs = params(queue, "update", dtype)
+    rows = knobs["PANEL"]
+    kf = min(_pow2_at_least(k), knobs["KF"])
     return dict(LOWER=int(lower), PACKED=int(packed), WG=params(queue, "wg1d", dtype)["WG"],
-                PANEL=PANEL, KB=_group_width(k), VW=vector_width(queue, dtype.itemsize))
+                PANEL=rows, KB=_group_width(k), VW=vector_width(queue, dtype.itemsize),
+                KF=kf, FWG=_pow2_at_least(max(rows, kf)))
+
+
+def _pow2_at_least(x: int) -> int:
+    width = 1
+    while width < x:
+        width *= 2
+    return width
 
 
 # ---- device algorithms: enqueue only, never wait -------------------------------------
@@ -164,29 +216,36 @@ def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lowe
 
 class _Panels(NamedTuple):
     """The blocked method's kernels, looked up once per call."""
-    panel: object              # factor_panel
+    panel: object              # factor_panel or factor_panel_local
     apply: object              # apply_panel
-    wg: int                    # work-group size of both
+    pwg: int                   # work-group size of the panel's kernel
+    wg: int                    # work-group size of apply_panel (APPLY_WG)
     vw: int                    # trailing columns per apply_panel work-item
+    rows: int                  # rows per panel
 
 
 def _panel_kernels(queue, dtype, k: int, lower: bool, packed: bool) -> _Panels:
     opts = _options(queue, dtype, k, lower, packed)
-    return _Panels(get_kernel(queue, "update.cl", "factor_panel", dtype, **opts),
+    knobs = params(queue, "update", dtype)
+    local = knobs["LOCAL_PANEL"]
+    return _Panels(get_kernel(queue, "update.cl",
+                              "factor_panel_local" if local else "factor_panel", dtype, **opts),
                    get_kernel(queue, "update.cl", "apply_panel", dtype, **opts),
-                   opts["WG"], opts["VW"])
+                   _pow2_at_least(max(opts["PANEL"], opts["KF"])) if local else opts["WG"],
+                   knobs["APPLY_WG"], opts["VW"],
+                   opts["PANEL"])
 
 
 def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int, v, voff: int,
                 rot, kp: int, *, sign: int, info, region, shift: int = 0) -> None:
-    """One panel of the blocked method: rows i0 .. i0+nb-1 (nb = min(PANEL, n − i0)) of
+    """One panel of the blocked method: rows i0 .. i0+nb-1 (nb = min(rows, n − i0)) of
     the order-n factor at ``buf[off:]``, ``ld``: factor_panel, then apply_panel on the
     columns after the panel; a ``panel`` and an ``apply`` trace step.  V's row 0 is
     element ``voff`` of ``v``; ``shift`` moves the recorded regions (a streamed panel
     is a matrix of its own, ``shift`` rows down the factor)."""
     k = v.shape[1]
     item = v.dtype.itemsize
-    nb = min(PANEL, n - i0)
+    nb = min(kernels.rows, n - i0)
     t = n - i0 - nb
     g = i0 + shift
     recording = trace.recording()
@@ -197,7 +256,7 @@ def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int
     reg, extra = region(g, g + nb, g, g + nb) if recording else none
     with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=6.0 * k * (tri + nb),
                     nbytes=(2 * (tri + nb) + 4 * k * nb) * item, v_rows=(g, g + nb), **extra):
-        enqueue(queue, kernels.panel, (kernels.wg,), (kernels.wg,), *common, int_arg(sign),
+        enqueue(queue, kernels.panel, (kernels.pwg,), (kernels.pwg,), *common, int_arg(sign),
                 info.data)
     if t == 0:
         return
@@ -210,9 +269,9 @@ def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int
 
 def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lower: bool,
                    packed: bool, sign: int, info, region) -> None:
-    """Per panel of :data:`PANEL` rows: ``panel`` then ``apply`` (two launches)."""
+    """Per panel of :func:`panel_rows` rows: ``panel`` then ``apply`` (two launches)."""
     kernels = _panel_kernels(queue, v.dtype, v.shape[1], lower, packed)
-    for i0 in range(0, n, PANEL):
+    for i0 in range(0, n, kernels.rows):
         _panel_pass(queue, kernels, buf, off, ld, n, i0, v, 0, rot, kp, sign=sign, info=info,
                     region=region)
 
@@ -223,23 +282,24 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     order n with ``packed``) by the dense (n, k) device array ``v``, which is consumed
     (overwritten).  A failing row sets ``info`` to its order (1-based).  ``region``
     maps a region of the logical lower factor to the recorded (region, extra info)."""
-    rot, kp = rotations(queue, n, v.shape[1], v.dtype)
+    rot, kp = rotations(queue, n, v.shape[1], v.dtype, panel_rows(queue, v.dtype))
     algorithm = update_pivot if method == "pivot" else update_blocked
     with launch_queue(queue) as loop_queue:
         algorithm(loop_queue, buf, off, ld, n, v, rot, kp, lower=lower, packed=packed,
                   sign=sign, info=info, region=region or _full_region(lower))
 
 
-def rotations(queue, n: int, k: int, dtype) -> tuple:
-    """update.cl's rotation array and its row length kp: (n + PANEL) x kp entries of
+def rotations(queue, n: int, k: int, dtype, rows: int) -> tuple:
+    """update.cl's rotation array and its row length kp: (n + rows) x kp entries of
     (c, s, 1/c, sign·s), kp = k rounded up to apply_panel's group width, filled with
-    identities (1, 0, 1, 0) by the device (``clEnqueueFillBuffer``)."""
+    identities (1, 0, 1, 0) by the device (``clEnqueueFillBuffer``); ``rows``: the
+    panel's rows."""
     kp = -(-k // _group_width(k)) * _group_width(k)
     identity = np.array([1, 0, 1, 0], dtype)
-    rot = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
-                    (n + PANEL) * kp * identity.nbytes)
-    cl.enqueue_fill_buffer(queue, rot, identity, 0, (n + PANEL) * kp * identity.nbytes)
-    return cl_array.Array(queue, ((n + PANEL) * kp, 4), dtype, data=rot), kp
+    size = (n + rows) * kp * identity.nbytes
+    rot = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size)
+    cl.enqueue_fill_buffer(queue, rot, identity, 0, size)
+    return cl_array.Array(queue, ((n + rows) * kp, 4), dtype, data=rot), kp
 
 
 def check_sign(sign) -> int:
@@ -341,14 +401,15 @@ def stream_update(c, v, *, sign: int, lower: bool, check_finite: bool, queue) ->
     if k == 0:
         return out
     kernels = _panel_kernels(queue, dtype, k, lower=False, packed=False)
-    rot, kp = rotations(queue, PANEL, k, dtype)
-    panel = cl_array.empty(queue, PANEL * n, dtype)
+    step = kernels.rows
+    rot, kp = rotations(queue, step, k, dtype, step)
+    panel = cl_array.empty(queue, step * n, dtype)
     info = int_zeros(queue)
     with trace.run("cholesky_update", "streamed", queue, (n, k), dtype, lower=lower, sign=sign,
-                   rank=k, panel=PANEL):
-        for i0 in range(0, n, PANEL):
+                   rank=k, panel=step):
+        for i0 in range(0, n, step):
             m = n - i0
-            rows = out[i0:i0 + PANEL, i0:] if not lower else out[i0:, i0:i0 + PANEL].T
+            rows = out[i0:i0 + step, i0:] if not lower else out[i0:, i0:i0 + step].T
             staged = np.ascontiguousarray(rows)
             cl.enqueue_copy(queue, panel.data, staged)
             _panel_pass(queue, kernels, panel.data, 0, m, m, 0, v_, i0 * k, rot, kp,

@@ -16,6 +16,7 @@ from numpy.linalg import LinAlgError
 
 import oclla
 from oclla import accuracy, rfp, update
+from oclla._params import params, trial
 
 from conftest import spd
 from test_views import assert_same, device_view, layouts
@@ -169,6 +170,75 @@ def test_downdate_near_the_boundary_loses_what_refactoring_loses(queue, dtype, m
     refactored = accuracy.cholesky_backward_error(at, sl.cholesky(formed), False)
     assert not accuracy.passes(refactored)
     assert err < 20 * refactored
+
+
+# ---- the GPU kernels (the update family's LOCAL_PANEL), run here ---------------------------
+
+#: GPUs' panel kernel, with panels of 16 rows so that small orders straddle them.
+GPU_KERNELS = dict(PANEL=16, LOCAL_PANEL=1)
+
+
+def gpu_kernels(queue, dtype, **knobs):
+    """A trial of the GPU kernel set on this device (oclla._params.trial)."""
+    return trial(queue, "update", dtype,
+                 {**params(queue, "update", dtype), **GPU_KERNELS, **knobs})
+
+
+def test_gpu_kernels_accuracy_both_signs_and_layouts(queue, dtype):
+    """factor_panel_local (rotations from prefix sums, the panel in local memory):
+    orders straddling the panel, ranks straddling its KF = 16 columns of V per pass
+    (one and two passes), both signs, both layouts."""
+    p = GPU_KERNELS["PANEL"]
+    with gpu_kernels(queue, dtype, KF=16):
+        assert update.panel_rows(queue, np.dtype(dtype)) == p
+        for n in (1, p - 1, 2 * p + 3):
+            for k in (1, 17):
+                for sign in (1, -1):
+                    at, c, v = problem(n, k, sign, dtype)
+                    for lower in (False, True):
+                        r = oclla.cholesky_update(c.T.copy() if lower else c, v, sign=sign,
+                                                  lower=lower, queue=queue)
+                        err = accuracy.cholesky_backward_error(at, r, lower)
+                        assert accuracy.passes(err), \
+                            f"n={n} k={k} sign={sign} lower={lower}: {err:.3g}"
+
+
+def test_gpu_kernels_refuse_failing_downdates_and_zero_diagonals(queue):
+    p = GPU_KERNELS["PANEL"]
+    n, order = 2 * p + 5, p + 3
+    a = spd(n, np.float64)
+    c = sl.cholesky(a).astype(np.float32)
+    v = np.zeros((n, 18), np.float32)
+    v[order - 1, 17] = 3 * np.sqrt(a[order - 1, order - 1])     # second pass over V
+    with gpu_kernels(queue, np.float32):
+        with pytest.raises(LinAlgError, match=f"leading minor of order {order}$"):
+            oclla.cholesky_update(c, v, sign=-1, queue=queue)
+        z = np.triu(np.ones((5, 5), np.float32))
+        z[2, 2] = 0.0
+        with pytest.raises(LinAlgError, match="zero diagonal entry at order 3"):
+            oclla.cholesky_update(z, np.ones(5, np.float32), queue=queue)
+
+
+def test_gpu_kernels_downdate_near_the_boundary(queue, dtype):
+    """The prefix-sum rotations near the positive definite boundary (the case of
+    test_downdate_near_the_boundary_loses_what_refactoring_loses): within the
+    threshold in units of n‖A‖ε, and within a few times the sequential rotations'
+    error in units of n‖Ã‖ε."""
+    n, k = 60, 4
+    rng = np.random.default_rng(3)
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    at = (q * np.r_[1e-2, np.linspace(1, 2, n - 1)]) @ q.T
+    v = (100 * rng.standard_normal((n, k))).astype(dtype)
+    a = at + v.astype(np.float64) @ v.T.astype(np.float64)
+    c = sl.cholesky(a).astype(dtype)
+    sequential = accuracy.cholesky_backward_error(
+        at, oclla.cholesky_update(c, v, sign=-1, method="pivot", queue=queue), False)
+    with gpu_kernels(queue, dtype):
+        r = oclla.cholesky_update(c, v, sign=-1, queue=queue)
+    err = accuracy.cholesky_backward_error(at, r, False)
+    norm_a, norm_at = (np.abs(m).sum(axis=1).max() for m in (a, at))
+    assert accuracy.passes(err * norm_at / norm_a)
+    assert err < 5 * sequential, (err, sequential)
 
 
 @pytest.mark.parametrize("lower", [True, False])
