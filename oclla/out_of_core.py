@@ -49,8 +49,8 @@ from . import _trace_hooks, trace
 from ._device import DeviceError, device_info
 from .blas import View
 from .cholesky import cholesky_flops
-from .tiled import (MEMORY_SHARE, InfoWatch, Panel, copy_panel, finish_panel, host_matrix,
-                    operand, solve_panels, update_panel, writable_in_place,
+from .tiled import (MEMORY_SHARE, InfoWatch, Panel, copy_panel, copy_queue, finish_panel,
+                    host_matrix, operand, solve_panels, update_panel, writable_in_place,
                     zero_outside_panels)
 
 #: Widest panel by default: GEMMs of inner dimension TILE, 2·TILE flops per entry
@@ -63,18 +63,6 @@ TILE = 8192
 #: Device buffers of one panel each that the factorization keeps: the panel being
 #: factored, the one before it, two for the earlier panels streamed back.
 BUFFERS = 4
-
-_copy_queues: dict = {}
-
-
-def copy_queue(queue) -> cl.CommandQueue:
-    """A second profiling queue on ``queue``'s device for the transfers (one per queue)."""
-    q = _copy_queues.get(queue)
-    if q is None:
-        q = _copy_queues[queue] = cl.CommandQueue(
-            queue.context, queue.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    return q
-
 
 def plan_tile(queue, n: int, dtype, tile: int | None = None) -> int:
     """The panel width for order n: ``tile`` or :data:`TILE`, narrowed until one buffer

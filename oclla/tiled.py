@@ -281,6 +281,18 @@ def copy_panel(queue, panel: Panel, host: np.ndarray, *, upload: bool,
     return cl.enqueue_copy(queue, host, panel.buf, **kwargs)
 
 
+_copy_queues: dict = {}
+
+
+def copy_queue(queue) -> cl.CommandQueue:
+    """A second profiling queue on ``queue``'s device for transfers (one per queue)."""
+    q = _copy_queues.get(queue)
+    if q is None:
+        q = _copy_queues[queue] = cl.CommandQueue(
+            queue.context, queue.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    return q
+
+
 def check_finite_rows(a: np.ndarray, rows: int = 1024) -> None:
     """ValueError if the host array holds NaN/Inf (a block of rows at a time: no
     temporary as large as ``a``)."""
@@ -438,34 +450,62 @@ def check_layout(tm: TiledMatrix, lower: bool) -> None:
 
 
 def factor_tiles(tm: TiledMatrix, *, lower: bool, block: int | None = None,
-                 clean: bool = False) -> None:
+                 clean: bool = False, source: np.ndarray | None = None,
+                 write_to: np.ndarray | None = None) -> None:
     """Factor the tiled matrix in place, left-looking by panels (module docstring).
 
     ``lower``: A = L·Lᵀ, L in the lower tiles (``triangle`` "lower" or None); else
     A = Uᵀ·U, U in the upper tiles (``triangle="upper"``).  ``block``: the block
     width of the diagonal tiles' potrf.  ``clean`` zeroes the other triangle of the
-    diagonal tiles.  Raises LinAlgError "leading minor of order k is not positive
-    definite" (the tiles are then partly factored).
+    diagonal tiles.  ``source``: a C-contiguous host matrix whose panels are uploaded
+    into the (uninitialised) tiles as the factorization reaches them; ``write_to``:
+    one into which each finished panel is downloaded; both transfers run on a
+    second queue (:func:`copy_queue`), overlapped with the factorization of the next
+    panel.  Raises LinAlgError "leading minor of order k is not positive definite"
+    (the tiles, and ``write_to``, then partly factored).
     """
     check_layout(tm, lower)
-    n, nb, dtype = tm.shape[0], tm.tile, tm.dtype
+    n, nb, dtype, panels = tm.shape[0], tm.tile, tm.dtype, tm.panels
+    copyq = copy_queue(tm.queue) if source is not None or write_to is not None else None
 
     def lv(i, j):
         return operand(tm.view, lower, i, j)[0]
 
-    with trace.run("cholesky", "tiled", tm.queue, (n, n), dtype, lower=lower, tile=nb), \
-            launch_queue(tm.queue) as queue:
-        watch = InfoWatch(queue)
-        for j0 in range(0, n, nb):
-            jb, m = min(nb, n - j0), n - j0
-            for k0 in range(0, j0, nb):
-                kb = min(nb, n - k0)
-                update_panel(queue, m, jb, kb, lv(j0, k0), lv(j0, j0), lower=lower,
-                             dtype=dtype, region=_update_region(n, j0, jb, lower))
-            finish_panel(queue, lv(j0, j0), j0, jb, m - jb, lower=lower, dtype=dtype,
-                         info=watch.flag, block=block, clean=clean)
-            watch.panel_done()
-        watch.finish()
+    def transfer(p: int, host, upload: bool, wait_for=None):
+        event = copy_panel(copyq, panels[p], host, upload=upload, wait_for=wait_for)
+        copyq.flush()
+        return event
+
+    try:
+        with trace.run("cholesky", "tiled", tm.queue, (n, n), dtype, lower=lower, tile=nb), \
+                launch_queue(tm.queue) as queue:
+            watch = InfoWatch(queue)
+            arrived = transfer(0, source, True) if source is not None and panels else None
+            done = None
+            for p, j0 in enumerate(range(0, n, nb)):
+                jb, m = min(nb, n - j0), n - j0
+                if arrived is not None:
+                    cl.enqueue_barrier(queue, wait_for=[arrived])
+                for k0 in range(0, j0, nb):
+                    kb = min(nb, n - k0)
+                    update_panel(queue, m, jb, kb, lv(j0, k0), lv(j0, j0), lower=lower,
+                                 dtype=dtype, region=_update_region(n, j0, jb, lower))
+                finish_panel(queue, lv(j0, j0), j0, jb, m - jb, lower=lower, dtype=dtype,
+                             info=watch.flag, block=block, clean=clean)
+                previous, done = done, cl.enqueue_marker(queue) if copyq else None
+                if copyq:
+                    queue.flush()
+                if write_to is not None and p:       # while panel p computes
+                    transfer(p - 1, write_to, False, wait_for=[previous])
+                if source is not None and p + 1 < len(panels):
+                    arrived = transfer(p + 1, source, True)
+                watch.panel_done()
+            if write_to is not None and panels:
+                transfer(len(panels) - 1, write_to, False, wait_for=[done])
+            watch.finish()
+    finally:
+        if copyq is not None:
+            copyq.finish()
 
 
 def _update_region(n: int, j0: int, jb: int, lower: bool) -> tuple:
@@ -535,18 +575,18 @@ def factor_host(a, *, lower: bool, overwrite_a: bool, check_finite: bool, clean:
     """
     arr = host_matrix(a, check_finite=check_finite, queue=queue)
     n = arr.shape[0]
-    tm = TiledMatrix.from_numpy(arr, tile=tile, triangle="lower" if lower else "upper",
-                                queue=queue, check_finite=False)
-    factor_tiles(tm, lower=lower, block=block, clean=clean)
-    if overwrite_a and writable_in_place(a):
-        out = a
+    tm = TiledMatrix((n, n), arr.dtype, tile=tile, triangle="lower" if lower else "upper",
+                     queue=queue)
+    if overwrite_a and writable_in_place(a):      # written only once the factor is whole
+        factor_tiles(tm, lower=lower, block=block, clean=clean,
+                     source=np.ascontiguousarray(arr))
         if clean:
-            zero_outside_panels(out, tm.tile, lower)
-    elif clean:
-        out = np.zeros((n, n), arr.dtype)
-    else:
-        out = np.array(arr, order="C")
-    return tm.to_numpy(out)
+            zero_outside_panels(a, tm.tile, lower)
+        return tm.to_numpy(a)
+    out = np.zeros((n, n), arr.dtype) if clean else np.array(arr, order="C")
+    factor_tiles(tm, lower=lower, block=block, clean=clean, source=np.ascontiguousarray(arr),
+                 write_to=out)
+    return out
 
 
 def writable_in_place(a) -> bool:

@@ -51,6 +51,19 @@ def test_factor_and_solve_on_tiles(queue, dtype, n, tile, lower):
                                rtol=0, atol=1e-3 if dtype == np.float32 else 1e-10)
 
 
+@pytest.mark.parametrize("lower", [True, False])
+def test_panels_uploaded_and_downloaded_as_the_factorization_goes(queue, lower):
+    """source/write_to: the uninitialised tiles filled panel by panel from the host and
+    each finished panel written back, on the second queue: the same factor."""
+    a = spd(70, np.float32)
+    tm = tiled.TiledMatrix((70, 70), np.float32, tile=16, triangle="lower" if lower else
+                           "upper", queue=queue)
+    out = np.full_like(a, 7.0)
+    tiled.factor_tiles(tm, lower=lower, clean=True, source=a, write_to=out)
+    np.testing.assert_array_equal(out, tm.to_numpy(np.full_like(a, 7.0)))
+    assert accuracy.cholesky_backward_error(a, out, lower) < accuracy.THRESHOLD
+
+
 def test_full_storage_factors_the_lower_triangle(queue):
     a = spd(45, np.float64)
     c, b, x = factor_and_solve(queue, a, 16, True, triangle=None)
