@@ -539,13 +539,14 @@ def solve_panels(queue, n: int, tile: int, panel, b: View, nrhs: int, *, lower: 
              lower=lower, trans=lower)
 
 
-def solve_tiles(tm: TiledMatrix, b: View, nrhs: int, *, lower: bool) -> None:
-    """B := A⁻¹·B on the device for the tiled factor ``tm`` (:func:`factor_tiles`'s)."""
+def solve_tiles(tm: TiledMatrix, b: View, nrhs: int, *, lower: bool, queue=None) -> None:
+    """B := A⁻¹·B on the device for the tiled factor ``tm`` (:func:`factor_tiles`'s), on
+    ``queue`` (default: the matrix's; another queue of its context where B lives)."""
     check_layout(tm, lower)
-    n = tm.shape[0]
-    with trace.run("cho_solve", "tiled", tm.queue, (n, nrhs), tm.dtype, tile=tm.tile):
+    n, queue = tm.shape[0], queue or tm.queue
+    with trace.run("cho_solve", "tiled", queue, (n, nrhs), tm.dtype, tile=tm.tile):
         with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
-            solve_panels(tm.queue, n, tm.tile, lambda p: tm.panels[p], b, nrhs, lower=lower,
+            solve_panels(queue, n, tm.tile, lambda p: tm.panels[p], b, nrhs, lower=lower,
                          dtype=tm.dtype)
 
 
@@ -652,8 +653,9 @@ def solve_host_factor(c, lower: bool, b, *, overwrite_b: bool, check_finite: boo
             raise ValueError("c lives on another OpenCL context than the queue")
 
         def solve(x2):
+            tm.queue.finish()                   # the factor's queue done, B's queue solves
             solve_tiles(tm, View(x2.base_data, x2.offset // dtype.itemsize, x2.shape[1]),
-                        x2.shape[1], lower=bool(lower))
+                        x2.shape[1], lower=bool(lower), queue=queue)
         return solve_in_place(queue, b, n, dtype, solve, overwrite_b=overwrite_b,
                               check_finite=check_finite)
     arr = host_matrix(c, check_finite=check_finite, queue=queue)
@@ -665,7 +667,7 @@ def solve_host_factor(c, lower: bool, b, *, overwrite_b: bool, check_finite: boo
         if fits_in_core(queue, n, dtype, tile):
             tm = TiledMatrix.from_numpy(arr, tile=tile, queue=queue, check_finite=False,
                                         triangle="lower" if lower else "upper")
-            solve_tiles(tm, x, x2.shape[1], lower=bool(lower))
+            solve_tiles(tm, x, x2.shape[1], lower=bool(lower), queue=queue)
         else:
             out_of_core.solve_streamed(arr, x, x2.shape[1], lower=bool(lower), queue=queue)
     return solve_in_place(queue, b, n, dtype, solve_host, overwrite_b=overwrite_b,

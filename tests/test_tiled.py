@@ -244,3 +244,16 @@ def test_tiled_matrix_operands(queue):
         oclla.cho_solve((c, True), b, queue=queue)
     with pytest.raises(TypeError, match="astype"):
         oclla.cho_solve((c, low), b.astype(np.float64), queue=queue)
+
+
+def test_a_factor_on_another_queue_of_the_context(queue):
+    """cho_solve runs on the queue it is given, after the work on the factor's own."""
+    import pyopencl as cl
+    other = cl.CommandQueue(queue.context,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    a = spd(40, np.float64)
+    tm = tiled.TiledMatrix.from_numpy(a, tile=16, triangle="lower", queue=other)
+    c, low = oclla.cho_factor(tm, lower=True, overwrite_a=True, queue=queue)
+    b = np.ones((40, 1))
+    x = oclla.cho_solve((c, low), b, queue=queue)
+    assert accuracy.solve_backward_error(a, x, b) < accuracy.THRESHOLD
