@@ -85,21 +85,28 @@ def test_update_run_rotates_row_by_row_and_consumes_v(made):
 def test_blocked_downdate_in_panels(made):
     out, run = made["downdate"]
     assert out.error is None and registry.run_title(run) == "Cholesky downdate, panels of rows"
-    assert [(s.phase, s.region) for s in run.steps] == [
-        ("panel", (0, 32, 0, 32)), ("apply", (32, 40, 0, 32)), ("panel", (32, 40, 32, 40))]
-    assert analysis.input_overlays(run, 1, "V", (40, 3)).active == (0, 32, 0, 3)
-    assert analysis.input_overlays(run, 2, "V", (40, 3)).consumed == 32
+    w = run.steps[0].region[1]                     # the device's panel width (< 40 here)
+    assert [(s.phase, s.region) for s in run.steps[:3]] == [
+        ("panel", (0, w, 0, w)), ("apply", (w, 40, 0, w)),
+        ("panel", (w, min(2 * w, 40), w, min(2 * w, 40)))]
+    assert analysis.input_overlays(run, 1, "V", (40, 3)).active == (0, w, 0, 3)
+    assert analysis.input_overlays(run, 2, "V", (40, 3)).active == (w, 40, 0, 3)
+    assert analysis.input_overlays(run, 2, "V", (40, 3)).consumed == w
     assert analysis.backward_error(run) < 30               # float32, A − V·Vᵀ
 
 
-@pytest.mark.parametrize("name, j, steps", [("fails", 4, 7), ("fails_blocked", 21, 1)])
-def test_a_failing_downdate_opens_at_its_order(made, name, j, steps):
+@pytest.mark.parametrize("name, j, phase", [("fails", 4, "compute"),
+                                             ("fails_blocked", 21, "panel")])
+def test_a_failing_downdate_opens_at_its_order(made, name, j, phase):
     out, run = made[name]
     assert out.math_error and "order" in out.error
     assert registry.error_order(run) == j == registry.fail_order(run.shape[0])
-    assert len(run.steps) == steps                          # cut after the failing step
     p = analysis.failed_position(run)
-    assert p == steps
+    assert len(run.steps) == p                              # cut after the failing step
+    r0, r1, c0, c1 = run.steps[p - 1].region                # the step that formed row j − 1
+    assert run.steps[p - 1].phase == phase and r0 <= j - 1 < r1 and c0 <= j - 1 < c1
+    if phase == "compute":
+        assert p == 2 * (j - 1) + 1                         # compute, apply per row before
     ov = analysis.overlays(run, p)
     assert ov.failed and ov.pivot == (j - 1, j - 1)
     assert position_title(run, p).endswith(
