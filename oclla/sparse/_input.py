@@ -88,9 +88,10 @@ def _coordinates(a, name: str):
 
 def _csc(rows, cols, vals, n: int, dtype) -> sp.csc_array:
     """Canonical CSC (duplicates summed, explicit zeros kept) with int64 indices."""
-    order = np.lexsort((rows, cols))
-    rows, cols, vals = rows[order], cols[order], vals[order]
     key = cols * max(n, 1) + rows
+    if key.size and np.any(key[1:] < key[:-1]):          # canonical input is sorted already
+        order = np.argsort(key)
+        rows, cols, vals, key = rows[order], cols[order], vals[order], key[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(first)
@@ -110,7 +111,8 @@ def _symmetric(r, c, v) -> bool:
     their transpose exactly, absent entries counting as zeros (NaN equal to NaN)."""
     nz = v != 0                      # NaN included
     r, c, v = r[nz], c[nz], v[nz]
-    by = np.lexsort((c, r))          # the transpose in the same (column, row) order
+    # the transpose in the same (column, row) order
+    by = np.argsort(r * (int(max(r.max(initial=0), c.max(initial=0))) + 1) + c)
     return (np.array_equal(r, c[by]) and np.array_equal(c, r[by])
             and np.array_equal(v, v[by], equal_nan=True))
 
