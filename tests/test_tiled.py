@@ -221,6 +221,12 @@ def test_failure_names_the_order_and_leaves_the_input(small_device):
         oclla.cho_factor(a, queue=q)
     with pytest.raises(ValueError, match="method must be"):
         oclla.cholesky(before, method="crout", queue=q)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        oclla.cholesky(np.ones((400, 400), np.int64), queue=q)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        oclla.cho_solve((a, True), np.ones(400), queue=q)
+    with pytest.raises(ValueError, match="b has 399 rows; the matrix is 400 x 400"):
+        oclla.cho_solve((before, True), np.ones(399), queue=q)
 
 
 def test_tiled_matrix_operands(queue):
