@@ -218,8 +218,11 @@ def analyze(a, *, ordering: str = "metis", lower: bool | None = None, merge: boo
     Parameters
     ----------
     a : scipy.sparse, n x n
-        The matrix (validated by :func:`._input.lower_triangle`; ``lower`` as there).  Only
-        its pattern matters here; ``a_map`` refers to the entries of its lower triangle.
+        The symmetric matrix, float32 or float64, any format.  Only its pattern matters
+        here; ``a_map`` refers to the entries of its lower triangle.
+    lower : None, True or False
+        None: ``a`` holds the whole symmetric matrix (checked); True / False: only its
+        lower / upper triangle is read.
     ordering : "metis", "amd", "rcm", "natural" or "best"
         The fill-reducing ordering (:mod:`.orderings`); "best" keeps the one of least fill.
     merge : bool
@@ -237,6 +240,15 @@ def analyze(a, *, ordering: str = "metis", lower: bool | None = None, merge: boo
     Returns
     -------
     Symbolic
+
+    Raises
+    ------
+    TypeError
+        ``a`` is not a scipy.sparse matrix, its dtype is not float32/float64, or its index
+        arrays are not integers.
+    ValueError
+        ``a`` is not square or not symmetric (``lower=None``), holds NaN or Inf, has an
+        index out of range; an unknown ordering; ``max_fill_ratio`` < 0.
     """
     a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
     return analyze_lower(a_low, ordering=ordering, merge=merge, refine=refine,

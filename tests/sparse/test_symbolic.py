@@ -120,7 +120,7 @@ def test_etree_postorder_and_counts(n, density, seed):
     first = _etree.first_descendants(p2)
     depth = _etree.depths(p2)
     for x in range(n):              # the subtree of x is first[x]..x; depth by walking up
-        anc, d, y = set(), 0, x
+        d, y = 0, x
         while p2[y] >= 0:
             y = p2[y]
             d += 1
