@@ -6,7 +6,8 @@ A[perm][:, perm] is factored.
 
 * ``"natural"``: the identity;
 * ``"rcm"``: reverse Cuthill-McKee (scipy.sparse.csgraph), a small profile, not small fill;
-* ``"amd"``: approximate minimum degree (:mod:`._amd`);
+* ``"amd"``: approximate minimum degree (:mod:`._amd`, pure Python: ~30 s of CPU for the
+  3-D 50³ Laplacian, n = 125 000; METIS takes 1.5 s there);
 * ``"metis"``: METIS nested dissection (``pymetis.nested_dissection``);
 * ``"best"``: each of metis, amd and rcm, keeping the one of least nnz(L) (column counts of
   the symbolic factorization; ties go to the earlier name).
@@ -36,10 +37,12 @@ def _graph(a_low: sp.csc_array) -> sp.csr_array:
 
 
 def natural(a_low: sp.csc_array) -> np.ndarray:
+    """The identity permutation."""
     return np.arange(a_low.shape[0], dtype=np.int64)
 
 
 def rcm(a_low: sp.csc_array) -> np.ndarray:
+    """Reverse Cuthill-McKee (scipy.sparse.csgraph.reverse_cuthill_mckee) of A's graph."""
     n = a_low.shape[0]
     if n == 0:
         return np.empty(0, dtype=np.int64)
@@ -64,6 +67,7 @@ def metis(a_low: sp.csc_array) -> np.ndarray:
 
 
 def amd(a_low: sp.csc_array) -> np.ndarray:
+    """Approximate minimum degree of A's graph (:func:`._amd.amd_order`)."""
     from ._amd import amd_order
 
     return amd_order(_graph(a_low))
