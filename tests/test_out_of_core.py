@@ -158,3 +158,18 @@ def test_fortran_order_and_float32(small_device):
     c = oclla.cholesky(np.asfortranarray(a), queue=q)
     assert c.flags.c_contiguous
     assert accuracy.cholesky_backward_error(a, c, False) < accuracy.THRESHOLD
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_ill_conditioned(queue, dtype, lower):
+    """κ₂ = 1e10 (float64) or 1e5 (float32), Haar eigenvectors: the tiled and the streamed
+    factor stay backward stable."""
+    a = accuracy.spd_with_condition(77, 1e10 if dtype == np.float64 else 1e5,
+                                    reflections=None, rng=5, dtype=dtype)
+    tm = tiled.TiledMatrix.from_numpy(a, tile=16, triangle="lower" if lower else "upper",
+                                      queue=queue)
+    tiled.factor_tiles(tm, lower=lower)
+    assert accuracy.cholesky_backward_error(a, tm.to_numpy(), lower) < accuracy.THRESHOLD
+    work = a.copy()
+    out_of_core.factor_streamed(work, work, lower=lower, queue=queue, tile=20)
+    assert accuracy.cholesky_backward_error(a, work, lower) < accuracy.THRESHOLD
