@@ -1,7 +1,6 @@
 /* chol_leaf.h -- the diagonal leaf of the blocked Cholesky, one work-item per row.
  *
- * Needs LEAF (largest block order), INVERSE (1: also invert the factor),
- * EL(i, j) through triangle.h (the stored triangle at `a`, leading dimension
+ * Needs LEAF (largest block order), EL(i, j) through triangle.h (the stored triangle at `a`, leading dimension
  * `ld`) and unroll.h.  load_lower / store_lower move a block between the
  * stored triangle and a local copy with row stride LS.
  *
@@ -17,10 +16,12 @@
  * and each item writes its new a_i,k+1 into the other buffer as soon as it
  * has it.  For a block of order 64 that is 64 short steps of two warps' worth
  * of items, where a larger work-group would spend each step on a barrier of
- * all its items.  INVERSE = 1: item c then solves L w = e_c for column c of
+ * all its items.  With ldw > 0, item c then solves L w = e_c for column c of
  * W = L^-1 by forward substitution, reading L from local memory (no barrier),
  * and writes W^T, nb x nb with zeros below its diagonal, to w (leading
- * dimension ldw).
+ * dimension ldw); ldw = 0 leaves w alone.  The choice is made at run time
+ * (uniform: every item meets the same barriers either way), so one program
+ * serves the inverting and the plain leaf.
  *
  * The steps are a loop; within a step the entries of the row are visited
  * with literal indices (UPTO_LEAF: x stays in registers), each under a test
@@ -142,7 +143,7 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
         UPTO_LEAF(ROW_TO_LOCAL)
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-#if INVERSE
+    const int inverse = ldw > 0;
     real y[LEAF];                        /* column i of W: y[p] = W(p, i) */
 #define COL_INIT(p) y[p] = i == (p) ? ONE : ZERO;
     /* step p: y[p] /= L(p,p), then y[q] -= L(q,p) y[p] for q > p (visited after p) */
@@ -151,7 +152,7 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
                 yp = y[q]; \
             } else if ((q) > step) \
                 y[q] -= t[(q) * LS + step] * yp;
-    if (row) {
+    if (row && inverse) {
         UPTO_LEAF(COL_INIT)
         for (int step = 0; step < nb; step++) {
             real yp = ZERO;
@@ -161,17 +162,14 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
     store_lower(a, ld, t, nb, i, items);
     barrier(CLK_LOCAL_MEM_FENCE);
 #define COL_TO_LOCAL(p) t[i * LS + (p)] = y[p];     /* row i of W^T */
-    if (row) {
+    if (row && inverse) {
         UPTO_LEAF(COL_TO_LOCAL)
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int idx = i; idx < nb * nb; idx += items) {
+    for (int idx = inverse ? i : nb * nb; idx < nb * nb; idx += items) {
         const int r = idx / nb, c = idx % nb;
         w[AT(r, c, ldw)] = c >= r ? t[r * LS + c] : ZERO;
     }
-#else
-    store_lower(a, ld, t, nb, i, items);
-#endif
     return bad;
 }
 #endif

@@ -22,12 +22,19 @@
  * The diagonal-block kernels factor a block of order <= LEAF in the
  * registers of one work-group -- potf2_block with its entries spread over WG
  * items, potf2_rows with one item per row (chol_leaf.h; ROW_LEAF = 1 builds
- * it instead of potf2_block) -- and with INVERSE = 1 also invert it, so that
- * apply_inverse solves the panel beside it by one multiplication (blocked
- * potrf: larger diagonal blocks are split recursively, the rest is TRSM and
- * SYRK); they and zero_other_triangle
- * exist for PACKED = 0 only (blocked RFP works on the packed array's
- * sub-blocks, which are ordinary strided matrices).
+ * it instead of potf2_block) -- and, given a buffer for it (ldw > 0), also
+ * invert it, so that apply_inverse solves the panel beside it by one
+ * multiplication (blocked potrf: larger diagonal blocks are split
+ * recursively, the rest is TRSM and SYRK).  They exist for PACKED = 0 only
+ * (blocked RFP works on the packed array's sub-blocks, which are ordinary
+ * strided matrices).
+ *
+ * Two programs, by whether LEAF is defined, so that each build compiles only
+ * what its caller launches (a leaf of order 64 is most of this file's
+ * compile time):
+ *   LEAF undefined: the per-pivot kernels and zero_other_triangle;
+ *   LEAF defined:   the leaf (inverting or not, chosen by ldw at run time)
+ *                   and apply_inverse -- one program for every order.
  *
  * info (one int, 0 on entry): the first kernel that meets a pivot that is
  * not > 0 (or NaN) stores base + k + 1, LAPACK's info, and every later
@@ -42,6 +49,7 @@
 
 #define EL(i, j) TRI(a, i, j)
 
+#ifndef LEAF
 __kernel void sqrt_pivot(__global real *a, const long off, const int ld, const int n,
                          const int k, __global int *info)
 {
@@ -79,14 +87,24 @@ __kernel void outer_product(__global real *a, const long off, const int ld, cons
     EL(i, j) -= EL(i, k) * EL(j, k);
 }
 
-#if !PACKED
+/* Zero the strictly upper (LOWER = 1) or strictly lower (LOWER = 0) part of
+ * the n x n row-major matrix: the triangle a factor does not use. */
+__kernel void zero_other_triangle(__global real *a, const long off, const int ld,
+                                  const int n)
+{
+    const int c = get_global_id(0), r = get_global_id(1);
+    if (r >= n || c >= n)
+        return;
+#if LOWER
+    if (c > r)
+#else
+    if (c < r)
+#endif
+        a[off + AT(r, c, ld)] = ZERO;
+}
+
+#elif !PACKED              /* LEAF defined: the leaves' largest block order */
 #include "unroll.h"
-#ifndef LEAF
-#define LEAF 64            /* the leaves' largest block order */
-#endif
-#ifndef INVERSE
-#define INVERSE 0          /* the leaf: 1 also writes the inverse of its factor */
-#endif
 #ifndef ROW_LEAF
 #define ROW_LEAF 0         /* the leaf kernel: 0 potf2_block, 1 potf2_rows */
 #endif
@@ -111,10 +129,12 @@ __kernel void outer_product(__global real *a, const long off, const int ld, cons
  * The block is staged through local memory both ways so that global reads
  * and writes walk the stored triangle's contiguous index fastest.
  *
- * INVERSE = 1 (the blocked potrf's panel solve by multiplication) then
+ * With ldw > 0 (the blocked potrf's panel solve by multiplication) it then
  * forms W = L^-1 the same way, row by row (W(p,:) /= L(p,p), then
  * W(i,:) -= L(i,p) W(p,:) for i > p), and writes W^T, nb x nb with zeros
- * below its diagonal, to w (leading dimension ldw; w is unused otherwise). */
+ * below its diagonal, to w (leading dimension ldw; ldw = 0: w is unused).
+ * The choice is an argument, uniform over the work-group: the barriers of
+ * the inverse's part are met either way (its loop is empty without it). */
 #if !ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void potf2_block(__global real *a, const long off, const int ld, const int nb,
@@ -158,11 +178,13 @@ void potf2_block(__global real *a, const long off, const int ld, const int nb,
     barrier(CLK_LOCAL_MEM_FENCE);
     ALL64(X_TO_LOCAL)
     barrier(CLK_LOCAL_MEM_FENCE);
-#if INVERSE
+    const int inverse = ldw > 0;
     real y[64];
 #define INIT_W(s) if (LIVE(s)) y[s] = SLOT_ROW(s) == SLOT_COL(s) ? ONE : ZERO;
-    ALL64(INIT_W)
-    const int rows = bad ? 0 : nb;       /* no barrier in a branch: an empty loop instead */
+    if (inverse) {
+        ALL64(INIT_W)
+    }
+    const int rows = bad || !inverse ? 0 : nb;  /* no barrier in a branch: an empty loop */
     for (int p = 0; p < rows; p++) {
         __local real *r = col[p & 1];
         const real lpp = t[p * LS + p];
@@ -179,21 +201,20 @@ void potf2_block(__global real *a, const long off, const int ld, const int nb,
                                             global stores placed ahead of it */
 #define Y_TO_LOCAL(s) TO_LOCAL(y, s)
     barrier(CLK_LOCAL_MEM_FENCE);
-    ALL64(Y_TO_LOCAL)
+    if (inverse) {
+        ALL64(Y_TO_LOCAL)
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int idx = lid; idx < nb * nb; idx += WG) {
+    for (int idx = inverse ? lid : nb * nb; idx < nb * nb; idx += WG) {
         const int r = idx / nb, c = idx % nb;          /* W^T(r, c) = W(c, r) */
         w[AT(r, c, ldw)] = c >= r ? t[c * LS + r] : ZERO;
     }
-#else
-    store_lower(a, ld, t, nb, lid, WG);
-#endif
     if (bad && lid == 0)
         *info = base + bad;
 }
 #endif
 
-/* potf2_rows: the same result as potf2_block (INVERSE included) from a
+/* potf2_rows: the same result as potf2_block (the inverse included) from a
  * work-group of LEAF items, one per row of the block (chol_leaf.h). */
 #if ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(LEAF, 1, 1)))
@@ -247,21 +268,5 @@ void apply_inverse(__global real *a, const long off, const int ld, const int row
             s += bs[e.x * LS + p] * v[AT(p, e.y, ldv)];
         EL(r0 + e.x, e.y) = s;
     }
-}
-
-/* Zero the strictly upper (LOWER = 1) or strictly lower (LOWER = 0) part of
- * the n x n row-major matrix: the triangle a factor does not use. */
-__kernel void zero_other_triangle(__global real *a, const long off, const int ld,
-                                  const int n)
-{
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (r >= n || c >= n)
-        return;
-#if LOWER
-    if (c > r)
-#else
-    if (c < r)
-#endif
-        a[off + AT(r, c, ld)] = ZERO;
 }
 #endif

@@ -146,7 +146,8 @@ def _update_trailing(queue, a: View, n1: int, rest: int, panel: View, *, lower: 
 class _Leaf(NamedTuple):
     """The diagonal-leaf kernels of the blocked potrf, looked up once per factorization."""
     kernel: object             # potf2_block or potf2_rows
-    inverting: object          # the same leaf that also writes W^T = L11^-T, or None
+    inverting: object          # the leaf, launched with w (ldw > 0) to also write
+                               # W^T = L11^-T, or None
     apply: object              # apply_inverse (with ``inverting``), or None
     order: int                 # LEAF: largest block they factor
     wg: int                    # the leaf's work-group size
@@ -167,16 +168,17 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     after the first (:func:`_update_and_factor_next`) where the gemm tiles allow it."""
     p = params(queue, "chol", dtype)
     rows = chol_row_leaf(p)
-    opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower), ROW_LEAF=int(rows))
+    # apply_inverse: about four entries of the panel per work-item
+    apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
+    # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse
+    opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower), ROW_LEAF=int(rows),
+                APPLY_ROWS=apply_rows)
     name, wg = ("potf2_rows", p["LEAF"]) if rows else ("potf2_block", p["WG"])
     kernel = get_kernel(queue, "cholesky.cl", name, dtype, **opts)
     inverting = apply = None
-    # apply_inverse: about four entries of the panel per work-item
-    apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
     if invert:
-        inverting = get_kernel(queue, "cholesky.cl", name, dtype, INVERSE=1, **opts)
-        apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype,
-                           APPLY_ROWS=apply_rows, **opts)
+        inverting = kernel
+        apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts)
     gemm = params(queue, "gemm", dtype)
     fused, fused_local = None, ()
     if invert and chol_fused_leaf(p, gemm):
@@ -305,7 +307,7 @@ def zero_other_triangle(queue, a: cl_array.Array, *, lower: bool) -> None:
     n = a.shape[0]
     loc = params(queue, "local2d", a.dtype)
     kernel = get_kernel(queue, "cholesky.cl", "zero_other_triangle", a.dtype,
-                        LOWER=int(lower))
+                        LOWER=int(lower), PACKED=0)     # the per-pivot kernels' program
     enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
             (loc["X"], loc["Y"]), a.data, np.int64(a.offset // a.dtype.itemsize),
             int_arg(n), int_arg(n))
