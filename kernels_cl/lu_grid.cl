@@ -6,8 +6,9 @@
  * do, but with one barrier across work-groups per column instead of one
  * launch.  The participating work-groups (grid.h) share the rows: each
  * takes the blocks of WY rows b = id, id + count, ... (b counted from row
- * c0) and keeps the first RPI of them in registers for the whole launch, the
- * rest in memory.  Column col takes one barrier:
+ * c0) and keeps the first regs = min(rpi, RPI) of them (rpi an argument) in
+ * registers for the whole launch, the rest in memory.  Column col takes one
+ * barrier:
  *
  *   1. each work-group publishes its best candidate for col (largest
  *      |a[r, col]|, lowest row on ties) with a copy of that row, and the
@@ -30,10 +31,17 @@
  * column j of a register row reaches the other items through local memory.
  * NO_PIVOT = 1 takes the diagonal as pivot (teaching only).
  *
+ * One program serves every order and panel width: CPI*WX is the widest
+ * panel of the factorization (narrower ones leave columns idle), RPI the
+ * most register rows (fewer at run time leave slots idle, each slot's code
+ * behind a test of regs that is the same in every item): a program per
+ * class of the order cost about 0.35 s of NVIDIA's compiler at each new one.
+ *
  * Arguments: piv and info as in lu_inplace.cl; syncs[2*slot], syncs[2*slot+1]: 0
  * before the launch (join state, barrier counter); cand_val, cand_row:
  * [2][groups] candidates; cand_copy: [2][groups][CPI*WX] their rows; diag:
- * [2][CPI*WX] the next diagonal row; groups: the work-groups launched.
+ * [2][CPI*WX] the next diagonal row; groups: the work-groups launched; rpi:
+ * the register rows per item this panel asks for (at most RPI are kept).
  */
 #include "common.h"
 
@@ -47,7 +55,7 @@
 #define CPI 8              /* columns per item: the panel is at most CPI*WX wide */
 #endif
 #ifndef RPI
-#define RPI 0              /* rows per item held in registers (the rest stay in memory) */
+#define RPI 0              /* most rows per item held in registers (the rest in memory) */
 #endif
 #define WG (WX * WY)
 #define PW (CPI * WX)
@@ -56,15 +64,17 @@
 #include "grid.h"
 
 /* The participant that owns row r of the panel that starts at row c0, and
- * the rows of this item: register row i is block me + i*count. */
+ * the rows of this item: register row i < regs is block me + i*count; a slot
+ * i >= regs holds no row (n: past every row, so every test of it fails). */
 #define OWNER(r) ((((r) - c0) / WY) % count)
-#define REG_ROW(i) (c0 + (me + (i) * count) * WY + y)
+#define REG_ROW(i) ((i) < regs ? c0 + (me + (i) * count) * WY + y : n)
 
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
 void getrf_grid(__global real *a, const int lda, const int n, const int c0, const int w,
                 __global int *piv, __global int *info, volatile __global int *syncs,
                 const int slot, volatile __global real *cand_val, volatile __global int *cand_row,
-                volatile __global real *cand_copy, volatile __global real *diag)
+                volatile __global real *cand_copy, volatile __global real *diag,
+                const int rpi)
 {
     __local real vals[WG];
     __local int rows[WG];
@@ -77,7 +87,8 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
     const int me = grid_join(sync, groups, lid, shared, &count);
     const int act = me >= 0;
     const int blocks = (n - c0 + WY - 1) / WY;
-    const int spill = me + RPI * count;             /* the first block kept in memory */
+    const int regs = min(rpi, RPI);                 /* register rows per item */
+    const int spill = me + regs * count;            /* the first block kept in memory */
 
     real v[RPI > 0 ? RPI : 1][CPI];                 /* register rows, columns x + k*WX */
     #pragma unroll

@@ -246,9 +246,15 @@ class Panels:
                 self._perm.data)
 
     def _grid(self, c0: int, w: int) -> None:
-        """The panel in one launch of getrf_grid (one barrier across work-groups per column)."""
+        """The panel in one launch of getrf_grid (one barrier across work-groups per column).
+
+        One program for every order: built for the widest panel of the factorization
+        (NB, or PANEL_SPLIT where that is narrower) and GRID_RPI register rows per item;
+        the rows this panel asks for (the fewest that hold its row blocks, at most
+        GRID_RPI) are an argument."""
         wx, wy, groups = self.p["GRID_WX"], self.p["GRID_WY"], self.grid_groups
-        cpi = -(-w // wx)
+        split, nb = self.p["PANEL_SPLIT"], self.p["NB"]
+        cpi = -(-max(w, min(split, nb) if split else nb) // wx)
         blocks = -(-(self.n - c0) // wy)
         bufs = self._grid_buffers
         if bufs is None or bufs[3].size < 2 * groups * cpi * wx:
@@ -258,20 +264,16 @@ class Panels:
                 cl_array.empty(q, 2 * groups, np.int32),
                 cl_array.empty(q, 2 * groups * width, self.dtype),
                 cl_array.empty(q, 2 * width, self.dtype))
-        need = -(-blocks // groups)                          # row blocks per work-group
-        rpi = 1 if need else 0
-        while rpi < need:
-            rpi *= 2
-        rpi = min(rpi, self.p["GRID_RPI"])
-        key = ("getrf_grid", wx, wy, cpi, rpi)
+        rpi = -(-blocks // groups)                           # row blocks per work-group
+        key = ("getrf_grid", wx, wy, cpi)
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._kernels[key] = get_kernel(
                 self.queue, "lu_grid.cl", "getrf_grid", self.dtype, WX=wx, WY=wy, CPI=cpi,
-                RPI=rpi, NO_PIVOT=int(self.no_pivot))
+                RPI=self.p["GRID_RPI"], NO_PIVOT=int(self.no_pivot))
         enqueue(self.queue, kernel, (groups * wx, wy), (wx, wy), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
-                bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]))
+                bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]), int_arg(rpi))
 
     def factor(self, c0: int, w: int, last: bool = False) -> bool:
         """Factor the panel; True where its interchanges were also applied to every
