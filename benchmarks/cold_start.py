@@ -4,6 +4,7 @@
     python benchmarks/cold_start.py --dtype float32 --sizes 100,101,300
     python benchmarks/cold_start.py --cache warm             # the driver's cache as it is
     python benchmarks/cold_start.py --warmup                 # oclla.warmup() first
+    python benchmarks/cold_start.py --list --binaries DIR    # every program, its binary
 
 Each run happens in a fresh child process.  ``--cache cold`` (the default) points
 the compiler caches at an empty directory first (pyopencl's: ``XDG_CACHE_HOME``;
@@ -12,7 +13,9 @@ so every program is compiled from source.  For each order n and routine the chil
 times a first call and a second call (host arrays in and out, so each call ends
 with its results on the host), and counts the programs the first call built and the
 seconds those builds took (:func:`oclla._programs.builds`).  The table ends with the
-process's totals; ``--list`` also prints every program built (source and options).
+process's totals; ``--list`` also prints every program built (source and options),
+``--binaries DIR`` writes each one's device binary there (NVIDIA's is PTX: its
+``.entry`` sections show which kernel of a program is large).
 
 Routines: ``lu_factor``, ``lu_solve``, ``cholesky``, ``cho_solve``, ``rfp.cholesky``
 and ``assemble_ad2at`` (A of shape n x 2n).  A new order should build nothing: its
@@ -101,10 +104,31 @@ def child(args) -> None:
                               "build_s": _programs.build_seconds() - first_seconds,
                               "setup_built": setup}), flush=True)
             setup = 0
+    if args.binaries:
+        _write_binaries(args.binaries)
     print(json.dumps({"total_built": _programs.build_count(),
                       "total_build_s": _programs.build_seconds(),
                       "builds": [(b.source, " ".join(b.options), b.seconds)
                                  for b in _programs.builds()]}), flush=True)
+
+
+def _write_binaries(folder: str) -> None:
+    """Each program's device binary to folder/<index>-<source>.bin (index: its place in
+    :func:`oclla._programs.builds`), and index.txt: index, seconds, source, options."""
+    from oclla import _programs
+    os.makedirs(folder, exist_ok=True)
+    programs = {(source, options): prg for (_, source, options), prg
+                in _programs._programs.items()}
+    with open(os.path.join(folder, "index.txt"), "w") as index:
+        for i, b in enumerate(_programs.builds()):
+            prg = programs.get((b.source, b.options))
+            if prg is None:
+                continue
+            for d, binary in enumerate(prg.binaries):
+                name = f"{i:03d}-{b.source}{'' if d == 0 else f'-{d}'}.bin"
+                with open(os.path.join(folder, name), "wb") as out:
+                    out.write(binary)
+            index.write(f"{i:03d} {b.seconds:8.3f} {b.source} {' '.join(b.options)}\n")
 
 
 HEADER = (f"{'n':>6} {'routine':<15} {'first ms':>10} {'second ms':>10} {'built':>6} "
@@ -139,6 +163,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", default="cold", choices=("cold", "warm"))
     parser.add_argument("--warmup", action="store_true", help="call oclla.warmup() first")
     parser.add_argument("--list", action="store_true", help="list every program built")
+    parser.add_argument("--binaries", metavar="DIR",
+                        help="write each program's device binary to DIR")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes.split(",")]
@@ -154,6 +180,7 @@ def main(argv=None) -> int:
                ",".join(args.routines)]
     command += ["--device", args.device] if args.device else []
     command += ["--warmup"] if args.warmup else []
+    command += ["--binaries", os.path.abspath(args.binaries)] if args.binaries else []
     print(f"cache: {args.cache}, dtype: {args.dtype}", flush=True)
     with tempfile.TemporaryDirectory(prefix="oclla-cold-") as empty:
         env = dict(os.environ)
