@@ -231,6 +231,14 @@ def test_edge_cases():
     sym = analyze(diag, ordering="amd", merge=False)
     assert sym.nnz_l == 5 and np.all(sym.parent == -1)
     _check_storage(sym, diag)
+    # an empty column (singular: the numeric factorization reports it) still gets its
+    # diagonal entry in L; an explicit zero stays an entry
+    holey = sp.csc_array(sp.coo_array(([2.0, 1.0, 1.0, 3.0, 0.0, 0.0],
+                                       ([0, 0, 2, 2, 1, 0], [0, 2, 0, 2, 0, 1])),
+                                      shape=(3, 3)))
+    sym = analyze(holey, ordering="natural", merge=False)
+    assert sym.nnz_l == 6 and sym.a_map.size == 4
+    _check_storage(sym, holey)
     with pytest.raises(ValueError, match="ordering"):
         analyze(diag, ordering="nope")
     with pytest.raises(ValueError, match="not symmetric"):
