@@ -111,7 +111,7 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
     d_c, d_v, d_a = (cl_array.to_device(queue, x) for x in (c, v, a))
     prefix = "s" if dtype == np.float32 else "d"
     syrk, potrf = getattr(blas, prefix + "syrk"), getattr(lapack, prefix + "potrf")
-    af = np.asfortranarray(a) if scipy else None
+    af, vf = (np.asfortranarray(a), np.asfortranarray(v)) if scipy else (None, None)
     vt_dev = cl_array.to_device(queue, np.ascontiguousarray(v.T))
     best = dict.fromkeys(("update", "oclla") + (("scipy",) if scipy else ()), float("inf"))
     result = info = None
@@ -126,8 +126,8 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
         result = work
         if scipy:
             t = time.perf_counter()
-            potrf(syrk(float(sign), af, beta=1.0, c=af, trans=0, lower=0, overwrite_c=0),
-                  lower=0, overwrite_a=1, clean=0)
+            potrf(syrk(float(sign), vf, beta=1.0, c=af, trans=0, lower=0, overwrite_c=0),
+                  lower=0, overwrite_a=1, clean=0)            # A ± V·Vᵀ, then its factor
             elapsed["scipy"] = time.perf_counter() - t
         work_a = d_a.copy()
         queue.finish()

@@ -48,7 +48,8 @@ Methods
         c_p = r_p/r_{p−1},  s_p = V(i,p)/r_{p−1}
 
     (r_p: the diagonal after p + 1 rotations).  On the H100 at n = 8192
-    (float32; benchmarks/results/nvidia-h100-2026-11-26-update.txt) the
+    (float32; benchmarks/results/nvidia-h100-2026-11-26-update.txt,
+    ``benchmarks/update_variants.py``) the
     panels took 41 ms of a 52 ms rank-16 update with ``factor_panel`` and
     7.4 ms with ``factor_panel_local``; KF = 64 rather than 16 took the
     rank-64 panels from 17 to 12 ms.  A row still costs two barriers and a
@@ -61,7 +62,11 @@ Methods
     4.7 ms at n = 8192, k = 16).  Tried and dropped: one column per
     work-item with the panel's R streamed row by row instead of held in
     registers (twice as slow on the H100).  Panels of 64 rows on GPUs (32
-    were 5-10 % slower: twice the launches), 32 on CPUs.
+    were 10-35 % slower: twice the launches), 32 on CPUs.  Where the time
+    still goes: the update beats cuSOLVER's refactorization only for small k
+    (nvidia-h200-2026-11-26-update.txt: 2.3× at n = 8192, k = 1; 1.3× at
+    k = 16; 0.6× at k = 64, float32), the panels' chain of rows is about two
+    thirds of it, and neither roof is near (1-3 %).
 
     The rotation sweep was kept over the blocked formulation that
     accumulates a panel's rotations into a (PANEL + k)-square matrix and
