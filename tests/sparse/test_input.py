@@ -4,6 +4,7 @@ input (formats, dtypes, triangles), every bad input, the caller's matrix untouch
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, strategies as st
 
 from oclla.sparse import gallery
 from oclla.sparse._input import lower_triangle
@@ -178,3 +179,27 @@ def test_dense_in_a_sparse_type_and_empty():
     _same(lower_triangle(sp.csr_matrix(a)), a)
     out = lower_triangle(sp.csc_array((0, 0)))
     assert out.shape == (0, 0) and out.nnz == 0 and out.indptr.tolist() == [0]
+
+
+@given(n=st.integers(1, 12), k=st.integers(0, 40), seed=st.integers(0, 10**6),
+       fmt=st.sampled_from(FORMATS), lower=st.sampled_from([None, True, False]))
+def test_random_coordinates_against_dense(n, k, seed, fmt, lower):
+    """Random entries with repeats (summed), mirrored for the full matrix, in any format:
+    the result is the dense sum's lower triangle, explicit zeros of A's entries kept."""
+    rng = np.random.default_rng(seed)
+    r, c = rng.integers(0, n, k), rng.integers(0, n, k)
+    v = rng.choice([0.0, 1.0, -2.5, 3.0], k)
+    if lower is None:
+        r, c, v = np.concatenate([r, c]), np.concatenate([c, r]), np.concatenate([v, v])
+    a = sp.coo_array((v, (r, c)), shape=(n, n))
+    dense = np.zeros((n, n))
+    np.add.at(dense, (r, c), v)
+    out = lower_triangle(a.asformat(fmt), lower=lower)
+    ref = dense if lower is not False else dense.T
+    np.testing.assert_array_equal(out.toarray(), np.tril(ref) if lower is not None
+                                  else np.tril(dense))
+    if fmt in ("coo", "csr", "csc"):           # formats that keep explicit zeros as given
+        side = (r >= c) if lower is not False else (r <= c)
+        cells = {(max(i, j), min(i, j)) for i, j in zip(r[side], c[side])}
+        got = set(zip(out.tocoo().row.tolist(), out.tocoo().col.tolist()))
+        assert got == cells
