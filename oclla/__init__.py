@@ -20,7 +20,8 @@ Where each algorithm lives (kernels_cl/README.md maps each paper to its module a
   ``lu_blocked.py`` the blocked LU and its panel strategies.
 * ``cholesky.py`` full-storage Cholesky (per-pivot and blocked) and its solve; ``rfp.py``
   LAPACK's rectangular full packed storage and the packed Cholesky; ``ad2at.py`` A·D²·Aᵀ;
-  ``wls.py`` weighted least squares with mixed-precision refinement.
+  ``wls.py`` weighted least squares with mixed-precision refinement; ``hybrid.py`` the
+  Cholesky whose diagonal blocks the host's LAPACK factors while the device updates.
 * ``tiled.py`` matrices in many buffers (``TiledMatrix``) and the tiled Cholesky;
   ``out_of_core.py`` the Cholesky of a host matrix streamed through the device.
 * ``blas.py`` the device-level GEMM/SYRK/TRSM/laswp that the factorizations share, on
@@ -59,7 +60,7 @@ from . import accuracy, blas
 from ._device import DeviceError, DeviceInfo, device_info, devices, get_queue
 from ._profiles import PROFILES, Profile, set_profile
 from .lu import lu, lu_factor, lu_solve
-from . import rfp
+from . import hybrid, rfp
 from . import sparse
 from .ad2at import assemble_ad2at
 from .cholesky import cho_factor, cho_solve, cholesky
@@ -80,5 +81,5 @@ __all__ = [
     "WLSResult", "assemble_ad2at", "cho_factor", "cho_solve", "cholesky", "rfp", "wls_solve",
     "cholesky_update",
     "cho_inverse", "cho_logdet", "inv_spd", "trtri",
-    "warmup", "sparse", "TiledMatrix", "tiled",
+    "warmup", "sparse", "TiledMatrix", "tiled", "hybrid",
 ]

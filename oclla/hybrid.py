@@ -38,6 +38,8 @@ from ._validate import factor_in_place
 from .blas import View, gemm, syrk, trsm, view_of
 from .cholesky import cholesky_flops, not_positive_definite, zero_other_triangle
 
+__all__ = ["SCHEDULES", "block_schedule", "cholesky"]
+
 #: ``schedule`` values: one block width, or halving towards the centre and doubling after.
 SCHEDULES = ("static", "dynamic")
 
@@ -45,11 +47,25 @@ SCHEDULES = ("static", "dynamic")
 def block_schedule(n: int, schedule: str = "static", block: int = 128) -> list[int]:
     """The widths of the block columns of an order-n hybrid factorization (sum n).
 
-    ``"static"``: ``block`` wide (the last one what is left).  ``"dynamic"``: the
-    first half of the matrix in widths n/4, n/8, ... (multiples of ``block``, at
-    least ``block``), the same widths mirrored over the second half, and what is
-    left in the middle: the thesis's "start at N/2 [the first half], halve
-    towards the centre, then double until the end".
+    Parameters
+    ----------
+    n : the order of the matrix
+    schedule : "static" or "dynamic"
+        ``"static"``: ``block`` wide (the last one what is left).  ``"dynamic"``:
+        the first half of the matrix in widths n/4, n/8, ... (multiples of
+        ``block``, at least ``block``), the same widths mirrored over the second
+        half, and what is left in the middle: the thesis's "start at N/2 [the
+        first half], halve towards the centre, then double until the end".
+    block : the static width, or the dynamic schedule's narrowest one
+
+    Returns
+    -------
+    widths : list of int, positive, summing to n
+
+    Raises
+    ------
+    ValueError
+        an unknown ``schedule``, or ``block`` < 1
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -132,10 +148,52 @@ def cholesky(a, *, lower: bool = False, schedule: str = "static", block: int | N
              overwrite_a: bool = False, check_finite: bool = True, queue=None):
     """Cholesky factor with the diagonal blocks factored by the host's LAPACK.
 
-    Same arguments, result (the other triangle zero) and errors as
-    :func:`oclla.cholesky`, plus ``schedule`` ("static" or "dynamic", see
-    :func:`block_schedule`) and ``block``: the static width, or the dynamic
-    schedule's narrowest one (default: the device's ``chol`` NB).
+    Macindoe's hybrid schedule (2013, Algorithms 1 and 2): per block
+    column the device updates the diagonal block (SYRK), the host factors it with
+    LAPACK ``?potrf`` while the device multiplies the panel (GEMM), then the device
+    solves the panel (TRSM).  The arithmetic of the diagonal blocks runs on the
+    host, as the thesis puts it there; everything else on the device.
+
+    Not the default of :func:`oclla.cholesky`: on an H100 (n = 8192) it ran at
+    0.75x the device-only factorization, so the thesis's overlap no longer pays
+    on a modern GPU; on the PoCL CPU device (2 cores, one OpenBLAS thread) it was
+    1.3-2.3x faster, because the host's LAPACK factors a diagonal block faster than
+    PoCL's leaf kernel (benchmarks/hybrid.py measures both on any device).
+
+    Parameters
+    ----------
+    a : (n, n) array_like of float32/float64, or a pyopencl array
+        Only the triangle named by ``lower`` is read.
+    lower : return L with A = L·Lᵀ instead of U with A = Uᵀ·U (scipy's default)
+    schedule : "static" or "dynamic"
+        The block widths (:func:`block_schedule`): one width, or the thesis's
+        wide-narrow-wide schedule that balances host and device.
+    block : int, optional
+        The static width, or the dynamic schedule's narrowest one (default: the
+        device's ``chol`` NB).
+    overwrite_a : allow the result to be written into ``a`` (as :func:`oclla.cholesky`)
+    check_finite : reject NaN/Inf anywhere in ``a`` (ValueError)
+    queue : pyopencl.CommandQueue, optional
+        The queue to run on, with profiling enabled (default: the queue of the
+        default device, :func:`oclla.get_queue`)
+
+    Returns
+    -------
+    c : (n, n) array, the factor with the other triangle zero; a device array
+        when ``a`` is one.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "leading minor of order k is not positive definite" (LAPACK's info k).
+    ValueError
+        ``a`` not square, NaN/Inf with ``check_finite``, an unknown ``schedule``,
+        ``block`` < 1
+    TypeError
+        a dtype other than float32/float64
+    oclla.DeviceError
+        float64 on a device without ``cl_khr_fp64``, or an allocation the device
+        cannot make
     """
     queue = resolve_queue(queue)
     if schedule not in SCHEDULES:

@@ -9,7 +9,6 @@ import re
 import pytest
 
 import oclla
-from oclla import rfp
 
 SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}$", re.M)
 
@@ -38,18 +37,22 @@ def public_objects():
         obj = getattr(oclla, name)
         if not inspect.ismodule(obj) and (inspect.isfunction(obj) or inspect.isclass(obj)):
             yield f"oclla.{name}", obj
-    for name in rfp.__all__:
-        obj = getattr(rfp, name)
-        if inspect.isfunction(obj) or inspect.isclass(obj):
-            yield f"oclla.rfp.{name}", obj
+    for module_name in oclla.__all__:
+        module = getattr(oclla, module_name)
+        if not inspect.ismodule(module):
+            continue
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                yield f"oclla.{module_name}.{name}", obj
 
 
 PUBLIC = dict(public_objects())
 
 
 def test_the_public_names_are_found():
-    assert {"oclla.lu_factor", "oclla.get_queue", "oclla.Recording", "oclla.rfp.pack"} \
-        <= set(PUBLIC)
+    assert {"oclla.lu_factor", "oclla.get_queue", "oclla.Recording", "oclla.rfp.pack",
+            "oclla.sparse.cholesky", "oclla.hybrid.cholesky"} <= set(PUBLIC)
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC))
