@@ -49,7 +49,7 @@ def etree(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     parent = np.full(n, -1, dtype=np.int64)
     if hi.size == 0:
         return parent
-    # weights hi + 1 > 0 (scipy drops zero weights); duplicates keep one entry
+    # weights hi + 1 > 0 (scipy drops zero weights); the (hi, lo) pairs are distinct
     g = sp.csr_array((hi.astype(np.float64) + 1.0, (hi, lo)), shape=(n, n))
     f = minimum_spanning_tree(g).tocoo()
     fr, fc = f.row.astype(np.int64), f.col.astype(np.int64)
