@@ -203,6 +203,24 @@ def test_gpu_kernels_accuracy_both_signs_and_layouts(queue, dtype):
                             f"n={n} k={k} sign={sign} lower={lower}: {err:.3g}"
 
 
+def test_gpu_kernels_packed_and_streamed_equal_resident(queue):
+    """The RFP layout and the streamed panels go through the same kernels (one layout:
+    each other one is a program build of its own)."""
+    lower = True
+    n = 2 * GPU_KERNELS["PANEL"] + 3
+    at, c, v = problem(n, 17, -1, np.float32)
+    full = c.T.copy() if lower else c
+    with gpu_kernels(queue, np.float32):
+        ref = oclla.cholesky_update(full, v, sign=-1, lower=lower, queue=queue)
+        packed = rfp.cholesky_update(rfp.pack(full, lower=lower), n, v, sign=-1, lower=lower,
+                                     queue=queue)
+        streamed = update.stream_update(full, v, sign=-1, lower=lower, check_finite=True,
+                                        queue=queue)
+    np.testing.assert_array_equal(packed, rfp.pack(ref, lower=lower))
+    np.testing.assert_array_equal(streamed, ref)
+    assert accuracy.passes(accuracy.cholesky_backward_error(at, ref, lower))
+
+
 def test_gpu_kernels_refuse_failing_downdates_and_zero_diagonals(queue):
     p = GPU_KERNELS["PANEL"]
     n, order = 2 * p + 5, p + 3
