@@ -79,6 +79,9 @@ class Algorithm:
     rank: bool = False               # takes k, the columns of V
     failing: str = ""                # label of the option that makes it fail on purpose
     traced: str = ""                 # the trace's algorithm name, where not ``key``
+    make_matrix: Callable | None = None   # (family, n, seed) -> its own matrix (sparse)
+    families: dict = field(default_factory=dict)   # its own matrix families (key -> label)
+    orderings: tuple = ()            # fill-reducing orderings it takes, default first
 
     @property
     def trace_name(self) -> str:
@@ -262,6 +265,55 @@ def _hybrid(a, variant, options, queue):
     return function(HYBRID)(a, lower=True, queue=queue, **kwargs)
 
 
+# ---- sparse Cholesky ----
+
+SPARSE_FAMILIES = {"laplace2d": "2-D Laplacian (5-point), grid side √n",
+                   "laplace3d": "3-D Laplacian (7-point), grid side ∛n",
+                   "sparse_spd": "random sparse SPD (about 5 entries a row)"}
+SPARSE_ORDERINGS = ("metis", "amd", "rcm", "natural")
+
+
+def sparse_matrix(family: str, n: int, seed: int = 0):
+    """The scipy.sparse matrix of a sparse family of order about n (a grid's side is the
+    rounded root of n, so the order is the nearest square or cube)."""
+    from oclla.sparse import gallery
+    if family == "laplace2d":
+        return gallery.laplacian_2d(max(int(round(n ** 0.5)), 1))
+    if family == "laplace3d":
+        return gallery.laplacian_3d(max(int(round(n ** (1 / 3))), 1))
+    if family == "sparse_spd":
+        return gallery.random_spd(n, density=min(1.0, 5.0 / max(n, 1)), seed=seed)
+    raise ValueError(f"sparse matrix family must be one of {', '.join(SPARSE_FAMILIES)}, "
+                     f"got {family!r}")
+
+
+def _sparse(a, variant, options, queue):
+    """oclla.sparse.cholesky with the chosen ordering and, where given, the flop count
+    from which a supernode takes the BLAS-3 route (``options["large"]``)."""
+    large = options.get("large")
+    return function(SPARSE)(a, ordering=options.get("ordering") or SPARSE_ORDERINGS[0],
+                            queue=queue, large=float(large) if large else None,
+                            **_kwargs(variant, options))
+
+
+def _sparse_finish(run, a, factor) -> None:
+    """The patterns the sparse view draws (:mod:`viewer.sparse`) and the backward error
+    ‖PAPᵀ − LLᵀ‖∞/(n‖A‖∞ε), on the host in float64."""
+    import scipy.sparse as sp
+
+    from . import sparse
+    low = sp.tril(sp.csc_array(a)).tocsc()
+    run.metrics["sparse"] = sparse.structure_metrics(low, factor)
+    full = sp.csc_array(a, dtype=np.float64)
+    p = factor.P()
+    l_factor = sp.csc_array(factor.L(), dtype=np.float64)
+    resid = full[p][:, p] - l_factor @ l_factor.T
+    norm = lambda m: float(abs(m).sum(axis=1).max()) if m.nnz else 0.0   # noqa: E731
+    denom = full.shape[0] * norm(full) * float(np.finfo(factor.dtype).eps)
+    run.metrics["backward_error"] = norm(resid) / denom if denom else 0.0
+
+
+SPARSE = "oclla.sparse.factor:cholesky"
 LU = "oclla.lu:lu_factor"
 CHOLESKY = "oclla.cholesky:cholesky"
 RFP_PACK = "oclla.rfp:pack"
@@ -342,6 +394,13 @@ ALGORITHMS: tuple = (
         Variant("dynamic", "the thesis's widths: halving towards the centre, then doubling",
                 {"schedule": "dynamic"}, blocked=True),
     ), _hybrid, needs=(HYBRID,), family="spd", spd=True, traced="cholesky"),
+    Algorithm("sparse_cholesky", "Sparse Cholesky (supernodal, right-looking)", (
+        Variant("rl", "RL: each supernode's update matrix by one SYRK, then assembled",
+                {"method": "rl"}),
+        Variant("rlb", "RLB: blocks updated straight into L (no working storage)",
+                {"method": "rlb"}),
+    ), _sparse, needs=(SPARSE,), family="laplace2d", spd=True, finish=_sparse_finish,
+        make_matrix=sparse_matrix, families=SPARSE_FAMILIES, orderings=SPARSE_ORDERINGS),
 )
 
 
@@ -528,6 +587,8 @@ DISPLAYS: dict = {
     "rfp_pack": Display(title="packing into RFP storage"),
     "lu_solve": Display(title="LU solve"),
     "cho_solve": Display(title="Cholesky solve"),
+    "sparse_cholesky": Display(title="Sparse Cholesky", multipliers=False,
+                               variants={"rl": "RL", "rlb": "RLB"}),
 }
 """Trace algorithm name -> Display; ``"triangle"`` reads the side from the run."""
 
@@ -576,6 +637,9 @@ def run_attributes(run) -> dict:
         out["block"] = f"block {run.params['block']}"
     if run.params.get("rank"):
         out["rank"] = f"k = {run.params['rank']}"
+    sparse = run.metrics.get("sparse") if isinstance(run.metrics, dict) else None
+    if isinstance(sparse, dict) and isinstance(sparse.get("ordering"), str):
+        out["ordering"] = f"{sparse['ordering']} ordering"
     out["dtype"] = str(run.dtype)
     out["order"] = f"n = {run.shape[0]}" if run.shape else ""
     out["device"] = run.device or ""

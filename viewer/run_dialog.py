@@ -16,7 +16,7 @@ from PySide6 import QtWidgets
 import oclla
 
 from . import matrices, registry
-from .runner import DTYPES, RunRequest, build_matrix
+from .runner import DTYPES, MAX_SPARSE_N, RunRequest, build_matrix
 
 MAX_N = 4096
 
@@ -52,6 +52,12 @@ class RunDialog(QtWidgets.QDialog):
         self.variant.setSizeAdjustPolicy(            # variant names in full
             QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.pivoting = QtWidgets.QComboBox()
+        self.sparse_family = QtWidgets.QComboBox()   # sparse: its own matrices
+        self.ordering = QtWidgets.QComboBox()        # sparse: the fill-reducing ordering
+        self.large = QtWidgets.QDoubleSpinBox()      # sparse: the BLAS-3 route's threshold
+        self.large.setDecimals(0)
+        self.large.setRange(0, 1e15)
+        self.large.setSpecialValueText("device default")
         self.block = QtWidgets.QSpinBox()
         self.block.setRange(0, 1024)
         self.block.setSpecialValueText("device default")
@@ -90,6 +96,9 @@ class RunDialog(QtWidgets.QDialog):
         self.error.setStyleSheet("color: #D50000")
         self.error.setWordWrap(True)
         for label, widget in (("Algorithm", self.algorithm), ("Variant", self.variant),
+                              ("Sparse matrix", self.sparse_family),
+                              ("Ordering", self.ordering),
+                              ("Large supernodes from (flops)", self.large),
                               ("Pivoting", self.pivoting), ("Block size", self.block),
                               ("Order n", self.n), ("Rank k (columns of V)", self.rank),
                               ("", self.fail), ("dtype", self.dtype),
@@ -116,7 +125,7 @@ class RunDialog(QtWidgets.QDialog):
         self.n.valueChanged.connect(self._size_changed)
         self._list_devices(device_lister)
         self.set_request(initial or RunRequest())
-        self._show_row(self.same, self._same_matrix is not None)
+        self._family_changed()
 
     # ---- filling ----
     def _list_devices(self, lister) -> None:
@@ -141,6 +150,9 @@ class RunDialog(QtWidgets.QDialog):
         self._variant_changed()
         if req.pivoting:
             self._select(self.pivoting, req.pivoting)
+        if req.ordering:
+            self._select(self.ordering, req.ordering, by_text=True)
+        self.large.setValue(float(req.large or 0))
         self.block.setValue(req.block or 0)
         self.n.setValue(int(req.n))
         self.rank.setValue(int(req.rank or registry.DEFAULT_RANK))
@@ -149,6 +161,7 @@ class RunDialog(QtWidgets.QDialog):
         if req.device is not None:
             self._select(self.device, str(req.device))
         self._select(self.family, req.family if req.family != "file" else "random")
+        self._select(self.sparse_family, req.family)
         self.seed.setValue(int(req.seed))
         self.warmup.setChecked(req.warmup)
         self.solve.setChecked(req.solve)
@@ -176,11 +189,23 @@ class RunDialog(QtWidgets.QDialog):
             self.variant.addItem(f"{v.key}: {v.label}", v.key)
         self.variant.blockSignals(False)
         self._select(self.family, spec.family)
+        self.sparse_family.clear()
+        for key, label in spec.families.items():
+            self.sparse_family.addItem(label, key)
+        self._select(self.sparse_family, spec.family)
+        self.ordering.clear()
+        self.ordering.addItems(list(spec.orderings))
+        for widget in (self.sparse_family, self.ordering, self.large):
+            self._show_row(widget, self.is_sparse)
+        for widget in (self.pivoting, self.block):
+            self._show_row(widget, not self.is_sparse)
+        self.n.setMaximum(MAX_SPARSE_N if self.is_sparse else MAX_N)
         self._show_row(self.solve, spec.key == "lu")
         self._show_row(self.rank, spec.rank)
         self.fail.setText(spec.failing)
         self._show_row(self.fail, bool(spec.failing))
         self._variant_changed()
+        self._family_changed()
 
     def _variant_changed(self) -> None:
         if self.variant.currentData() is None:
@@ -192,11 +217,25 @@ class RunDialog(QtWidgets.QDialog):
         self.block.setEnabled(v.blocked)
 
     @property
+    def is_sparse(self) -> bool:
+        """The algorithm makes its own (sparse) matrices: the sparse rows replace the
+        dense matrix's."""
+        return bool(self._spec().families)
+
+    @property
     def same_matrix(self) -> bool:
         """The run will use the compared run's matrix."""
-        return self._same_matrix is not None and self.same.isChecked()
+        return self._same_matrix is not None and self.same.isChecked() \
+            and not self.is_sparse
 
     def _family_changed(self) -> None:
+        if self.is_sparse:          # the sparse family row instead; n and seed always
+            for widget in (self.family, self.kappa, self.typed, self.file_button, self.same):
+                self._show_row(widget, False)
+            self._show_row(self.seed, True)
+            self.n.setEnabled(True)
+            return
+        self._show_row(self.same, self._same_matrix is not None)
         fam = self.family.currentData()
         own = not self.same_matrix
         self._show_row(self.family, own)
@@ -257,7 +296,9 @@ class RunDialog(QtWidgets.QDialog):
         v = self._spec().variant(self.variant.currentData())
         matrix = None
         source = self._file_name if fam == "file" else ""
-        if self.same_matrix:
+        if self.is_sparse:
+            fam = self.sparse_family.currentData()
+        elif self.same_matrix:
             fam, matrix, source = "typed", self._same_matrix, "same matrix as A"
         elif fam == "typed":
             matrix = matrices.parse_matrix(self.typed.toPlainText())
@@ -276,7 +317,9 @@ class RunDialog(QtWidgets.QDialog):
             snapshots=self.snapshots.isChecked(), warmup=self.warmup.isChecked(),
             solve=self.solve.isChecked() and self._spec().key == "lu",
             rank=self.rank.value() if self._spec().rank else None,
-            fail=self.fail.isChecked() and bool(self._spec().failing))
+            fail=self.fail.isChecked() and bool(self._spec().failing),
+            ordering=self.ordering.currentText() if self.is_sparse else None,
+            large=(self.large.value() or None) if self.is_sparse else None)
         build_matrix(req)          # surfaces a bad family/size before the run starts
         return req
 

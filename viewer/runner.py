@@ -48,6 +48,8 @@ class RunRequest:
     solve: bool = False                 # LU: then solve A·x = b, substitution steps shown
     rank: int | None = None             # update/downdate: k, the columns of V
     fail: bool = False                  # downdate: V chosen to break positive definiteness
+    ordering: str | None = None         # sparse: the fill-reducing ordering
+    large: float | None = None          # sparse: flops from which a supernode takes BLAS-3
 
     def describe(self) -> dict:
         """Where the matrix came from (stored with the run so a replay can say it)."""
@@ -60,6 +62,10 @@ class RunRequest:
             d["rank"] = int(self.rank)
         if self.fail:
             d["fail"] = True
+        if self.ordering:
+            d["ordering"] = str(self.ordering)
+        if self.large:
+            d["large"] = float(self.large)
         return d
 
 
@@ -106,18 +112,31 @@ class ProgressRecording(oclla.Recording):
 
 
 def build_matrix(request: RunRequest) -> np.ndarray:
-    """The request's matrix in its working dtype (MatrixError for a bad one)."""
+    """The request's matrix in its working dtype (MatrixError for a bad one); a
+    scipy.sparse matrix for an algorithm that makes its own (``make_matrix``)."""
     if request.dtype not in DTYPES:
         raise matrices.MatrixError(f"dtype must be one of {DTYPES}, got {request.dtype!r}")
+    spec = registry.algorithm(request.algorithm)
+    if spec.make_matrix is not None:
+        if request.family not in spec.families:
+            raise matrices.MatrixError(f"{spec.label} takes the matrices "
+                                       f"{', '.join(spec.families)}, not {request.family!r}")
+        if not 1 <= int(request.n) <= MAX_SPARSE_N:
+            raise matrices.MatrixError(f"n must be between 1 and {MAX_SPARSE_N}")
+        return spec.make_matrix(request.family, int(request.n),
+                                int(request.seed)).astype(request.dtype)
     if request.family in ("typed", "file"):
         if request.matrix is None:
             raise matrices.MatrixError("no matrix was given (type values or choose a file)")
         a = np.asarray(request.matrix, dtype=np.float64)
     else:
-        spec = registry.algorithm(request.algorithm)
         a = matrices.generate(request.family, request.n, request.seed, request.kappa,
                               symmetric=spec.spd)
     return np.ascontiguousarray(a, dtype=request.dtype)
+
+
+MAX_SPARSE_N = 200_000
+"""Largest order of a generated sparse matrix."""
 
 
 def expected_steps(request: RunRequest) -> int:
@@ -144,6 +163,10 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
     missing = spec.missing()
     if missing:
         return RunOutcome(error=f"{spec.label} cannot run: {missing}")
+    if request.ordering is not None and request.ordering not in spec.orderings:
+        return RunOutcome(error=f"{spec.key} takes the orderings "
+                                f"{', '.join(spec.orderings) or '(none)'}, "
+                                f"not {request.ordering!r}")
     if variant.pivoting and request.pivoting not in (None, *variant.pivoting):
         return RunOutcome(error=f"{spec.key} {variant.key} allows pivoting "
                                 f"{' or '.join(variant.pivoting)}, not {request.pivoting!r}")
@@ -152,7 +175,8 @@ def execute(request: RunRequest, on_step=None, cancel=None) -> RunOutcome:
     except matrices.MatrixError as exc:
         return RunOutcome(error=str(exc))
     options = {"pivoting": request.pivoting, "block": request.block, "seed": request.seed,
-               "rank": request.rank, "fail": request.fail and bool(spec.failing)}
+               "rank": request.rank, "fail": request.fail and bool(spec.failing),
+               "ordering": request.ordering, "large": request.large}
     outcome = RunOutcome()
     prepared = result = None
     rec = ProgressRecording(snapshots=request.snapshots, on_step=on_step, cancel=cancel)
@@ -231,7 +255,7 @@ def _warm_up(spec, variant, a, options, queue) -> None:
     here is ignored: the recorded run meets it again and reports it.
     """
     m = min(a.shape[0], WARMUP_N)
-    small = np.ascontiguousarray(a[:m, :m])
+    small = a[:m, :m].tocsc() if hasattr(a, "tocsc") else np.ascontiguousarray(a[:m, :m])
     try:
         if spec.prepare is not None:
             small = spec.prepare(small, options, queue)

@@ -19,16 +19,17 @@ from PySide6 import QtCore, QtGui, QtWidgets
 import oclla
 
 from . import actions as actions_mod
-from . import analysis, export, first_runs, registry, model as model_mod
+from . import analysis, export, first_runs, registry, sparse, model as model_mod
 from . import theme as themes
 from .details import DetailsPanel, status_text
 from .pick_bar import PickBar
 from .pick_pivot import PickError, PivotGame
 from .matrix_view import NUMBERS_MAX_N
 from .run_dialog import RunDialog
-from .run_view import RunView
+from .run_view import RunView, position_title
 from .runner import RunRequest
 from .settings import Settings
+from .sparse_view import SparseView
 from .timeline import TimelineView
 from .transport import TransportBar
 from .welcome import WelcomePage
@@ -90,8 +91,14 @@ class MainWindow(QtWidgets.QMainWindow):
         self.compare_view = RunView("B: ")
         self.compare_view.setVisible(False)
         self.views = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        self.sparse_main = SparseView()            # a sparse run: patterns and tree instead
+        self.sparse_compare = SparseView()
+        for w in (self.sparse_main, self.sparse_compare):
+            w.setVisible(False)
         self.views.addWidget(self.main_view)
+        self.views.addWidget(self.sparse_main)
         self.views.addWidget(self.compare_view)
+        self.views.addWidget(self.sparse_compare)
         self.run_choice = QtWidgets.QComboBox()
         self.run_choice.setSizeAdjustPolicy(
             QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -237,6 +244,8 @@ class MainWindow(QtWidgets.QMainWindow):
         font.setPointSizeF(size * theme.font_scale)
         self.setFont(font)
         numbers = matrix_numbers(self.settings.numbers)
+        for view in (self.sparse_main, self.sparse_compare):
+            view.apply_theme(self.current_theme())
         for view in (self.main_view, self.compare_view):
             view.apply_theme(theme, self.settings.colormap, numbers, self.settings.decimals)
         self.timeline.apply_theme(theme)
@@ -283,7 +292,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if "recording" in changes:
             self._show_recording()
         if "compare" in changes and self.timeline.runs != [run, m.compare_run]:
-            self.compare_view.setVisible(m.compare_run is not None)
+            self._show_sides()
             self.timeline.set_runs(run, m.compare_run)
             self._name_views()
         self.pages.setCurrentWidget(self.views if run is not None else self.welcome)
@@ -292,8 +301,17 @@ class MainWindow(QtWidgets.QMainWindow):
             comparing = m.compare_run is not None
             vmax = self.colour_range()
             region = m.highlighted_region if m.selected_kernel is not None else None
-            self.main_view.show_run(run, m.position, vmax, region, m.frame, summary=comparing)
-            if comparing:
+            self._show_sides()
+            if self.sparse_main.isVisibleTo(self):
+                self.sparse_main.show_run(run, m.position, position_title(
+                    run, m.position, self.main_view.label + self.main_view.name))
+            else:
+                self.main_view.show_run(run, m.position, vmax, region, m.frame,
+                                        summary=comparing)
+            if comparing and self.sparse_compare.isVisibleTo(self):
+                self.sparse_compare.show_run(m.compare_run, m.compare_position, position_title(
+                    m.compare_run, m.compare_position, "B: " + self.compare_view.name))
+            elif comparing:
                 self.compare_view.show_run(m.compare_run, m.compare_position, vmax,
                                            summary=True)
             self.timeline.set_position(m.position, m.step_kernels, m.selected_kernel,
@@ -302,6 +320,16 @@ class MainWindow(QtWidgets.QMainWindow):
             self.details.show_position(run, m.position, m.step_kernels, m.selected_kernel)
         self.transport.update_state(m.position, m.n_positions, m.speed)
         self.status.setText(status_text(m))
+
+    def _show_sides(self) -> None:
+        """Each side of the view shows its run as a heat map, or a sparse run as patterns
+        and its tree (:mod:`viewer.sparse_view`)."""
+        m = self.model
+        for heat, sparse_side, run in ((self.main_view, self.sparse_main, m.run),
+                                       (self.compare_view, self.sparse_compare, m.compare_run)):
+            is_sparse = run is not None and sparse.structure(run) is not None
+            heat.setVisible(run is not None and not is_sparse)
+            sparse_side.setVisible(is_sparse)
 
     def colour_range(self) -> float:
         """Half-width of the colour scale: one scale for both sides of a comparison."""
