@@ -237,6 +237,16 @@ WRONG = {
               lambda X, y: _standard_errors(X, y, root=False),
               lambda X, y: _standard_errors(X, y, diag_of_inverse=False)],
     (10, 4): [_wall_minus_busy, _idle_with_host, _idle_from_queued],
+    (11, 1): [(27, 55),                                # swapped
+              (45, 17),                                # without the diagonal
+              (100, 27),                               # the full matrix, not its triangle
+              (55, 55), 55, "55, 27"],                 # no fill either way; not a pair
+    (11, 2): [[2, 3, 5, 4, -1, -1],                    # A's first nonzeros: fill ignored
+              [3, 4, 5, 5, 6, 0],                      # 1-based
+              [2, 3, 4, 4, 5],                         # the root left out
+              [2, 3, 4, 5, 5, -1]],
+    (11, 3): [10, 1, 5, 9.5],                          # every column; one chain; halves
+    (11, 4): ["metis", "natural", "rcm", "best", 3],   # nested dissection is not always best
 }
 
 # Right answers other than the teacher's solution that a checker must accept: estimates
@@ -254,6 +264,10 @@ ALSO_RIGHT = {
               lambda a: float(np.linalg.slogdet(a)[1])],
     (10, 4): [lambda run: _idle_with_host(SimpleNamespace(
         kernels=[k for k in run.kernels if k.device != "host"]))],
+    (11, 1): [[55, 27], np.array([55, 27]), (55.0, 27.0)],
+    (11, 2): [(2, 3, 4, 4, 5, -1), np.array([2, 3, 4, 4, 5, -1])],
+    (11, 3): [9.0, np.int64(9)],
+    (11, 4): ["AMD"],
 }
 
 
