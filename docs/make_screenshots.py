@@ -66,6 +66,10 @@ SHOTS = {
     "viewer-hybrid.png": ["--algorithm", "hybrid", "--variant", "static", "--n", "256",
                           "--block", "32", "--seed", "1", "--step", "10", "--view", "timeline",
                           "--size", "1100x560"],
+    "viewer-sparse.png": ["--algorithm", "sparse_cholesky", "--variant", "rl", "--family",
+                          "laplace2d", "--n", "900", "--ordering", "metis", "--large", "5e3",
+                          "--compare-variant", "rl", "--compare-ordering", "rcm",
+                          "--step", "40", "--view", "compare", "--size", "1500x640"],
 }
 
 

@@ -188,7 +188,11 @@ class Overlays:
 
 
 def finished_by_position(run) -> np.ndarray:
-    """Columns of the factor that are final at each position (non-decreasing)."""
+    """Columns of the factor that are final at each position (non-decreasing); of a
+    sparse run, the columns whose supernodes its steps have reached."""
+    structure = sparse.structure(run)
+    if structure is not None:
+        return sparse.columns_by_position(run, structure)
     disp = registry.display(run.algorithm)
     out = np.zeros(n_positions(run), dtype=np.int64)
     for i, s in enumerate(run.steps):

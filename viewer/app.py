@@ -67,8 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a downdate whose V breaks positive definiteness at order n/2 + 1")
     src.add_argument("--dtype", choices=DTYPES, default="float64",
                      help="element type (default float64)")
-    src.add_argument("--family", choices=matrices.GENERATED,
+    src.add_argument("--family", choices=(*matrices.GENERATED, *registry.SPARSE_FAMILIES),
                      help="matrix family (default: what suits the algorithm)")
+    src.add_argument("--ordering", choices=registry.SPARSE_ORDERINGS,
+                     help="sparse Cholesky: the fill-reducing ordering (default metis)")
+    src.add_argument("--large", type=float, metavar="FLOPS",
+                     help="sparse Cholesky: flops from which a supernode takes the BLAS-3 route")
+    src.add_argument("--compare-ordering", choices=registry.SPARSE_ORDERINGS,
+                     help="sparse Cholesky: B's ordering (with --compare-variant)")
     src.add_argument("--cond", type=float, default=1e3, metavar="KAPPA",
                      help="condition number for --family cond (default 1e3)")
     src.add_argument("--matrix", metavar="FILE", help="a .npy or .mtx matrix instead of --family")
@@ -146,7 +152,7 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def request_from_args(args, variant: str | None = None,
-                      pivoting: str | None = None) -> RunRequest:
+                      pivoting: str | None = None, ordering: str | None = None) -> RunRequest:
     """The RunRequest the arguments describe (CliError for a bad combination)."""
     try:
         spec = registry.algorithm(args.algorithm)
@@ -162,7 +168,9 @@ def request_from_args(args, variant: str | None = None,
                      pivoting=pivoting or args.pivoting, block=args.block, device=args.device,
                      warmup=not args.no_warmup, solve=args.solve and spec.key == "lu",
                      rank=args.rank if spec.rank else None,
-                     fail=args.fail and bool(spec.failing))
+                     fail=args.fail and bool(spec.failing),
+                     ordering=(ordering or args.ordering) if spec.orderings else None,
+                     large=args.large if spec.orderings else None)
     if args.matrix:
         try:
             req.matrix = matrices.load_matrix(args.matrix)
@@ -346,7 +354,7 @@ def _populate(window, args, headless: bool) -> None:
         raise CliError(window.message.text())
     if args.compare_variant:
         req = request_from_args(args, args.compare_variant,
-                                args.compare_pivoting or args.pivoting)
+                                args.compare_pivoting or args.pivoting, args.compare_ordering)
         if headless:
             _run_now(window, req, "compare")
         else:

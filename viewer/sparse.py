@@ -243,6 +243,23 @@ def progress(run, s: Structure, position: int) -> Progress:
     return Progress(current, done, route)
 
 
+def columns_by_position(run, s: Structure) -> np.ndarray:
+    """Columns of L factored (their supernode reached by a step) at each position:
+    what a comparison of two orderings keeps level (non-decreasing)."""
+    ncols = np.diff(s.super_ptr)
+    seen = np.zeros(s.ns, bool)
+    out = np.zeros(len(run.steps) + 1, np.int64)
+    for i, step in enumerate(run.steps):
+        ss = step_supernodes(step)
+        if ss.size and step_route(step) is not None:
+            new = ss[~seen[ss]]
+            seen[new] = True
+            out[i + 1] = out[i] + int(ncols[new].sum())
+        else:
+            out[i + 1] = out[i]
+    return out
+
+
 def summary(run, s: Structure) -> str:
     """"nnz(L) 1 234 (fill +567) · 12 supernodes · factor 1.2 ms" for titles."""
     fill = s.nnz_l - s.a_rows.size

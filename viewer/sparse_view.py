@@ -140,8 +140,7 @@ class SparseView(QtWidgets.QWidget):
         xs = np.stack([c0, c1, c1, c1, c1, c0, c0, c0], axis=1).ravel()
         ys = np.stack([c0, c0, c0, c1, c1, c1, c1, c0], axis=1).ravel()
         self.blocks.setData(xs, ys)
-        self.image.setRect(QtCore.QRectF(0, 0, n, n))
-        self.strip.setRect(QtCore.QRectF(0, -0.04 * n, n, 0.03 * n))
+        self._rects = (QtCore.QRectF(0, 0, n, n), QtCore.QRectF(0, -0.04 * n, n, 0.03 * n))
         self.pattern.setRange(xRange=(0, n), yRange=(-0.05 * n, n), padding=0.02)
         x, y = tree_layout(s)
         self._xy = (x, y)
@@ -198,11 +197,13 @@ class SparseView(QtWidgets.QWidget):
         lower = np.tril(np.ones((side, side), bool))
         rgba[lower & ~done[None, :] & (rgba[..., 3] > 0), 3] = PENDING_ALPHA
         self.image.setImage(rgba, autoLevels=False)
+        self.image.setRect(self._rects[0])
         strip = np.zeros((1, side, 4), np.uint8)
         for code, name in ((-1, "pending"), (0, "batched"), (1, "large")):
             strip[0, route == code, :3] = COLOURS[name]
             strip[0, route == code, 3] = 255
         self.strip.setImage(strip, autoLevels=False)
+        self.strip.setRect(self._rects[1])
         xs, ys = [], []
         n = float(s.n)
         for v in p.current.tolist():

@@ -267,3 +267,18 @@ def test_bad_sparse_requests():
     assert "n must be" in out.error
     with pytest.raises(ValueError):
         registry.sparse_matrix("banded", 10)
+
+
+def test_compare_keeps_the_columns_factored_level(made):
+    from oclla.viewer.model import ViewerModel
+    m = ViewerModel()
+    m.set_recording(made["metis"][0].recording)
+    m.set_compare(made["natural"][1])
+    mine = sparse.columns_by_position(m.run, sparse.structure(m.run))
+    theirs = sparse.columns_by_position(m.compare_run, sparse.structure(m.compare_run))
+    assert mine[0] == theirs[0] == 0 and mine[-1] == theirs[-1] == 144
+    assert np.all(np.diff(mine) >= 0)
+    for p in range(m.n_positions):
+        m.go_to(p)
+        assert theirs[m.compare_position] >= mine[p]
+        assert m.compare_position == 0 or theirs[m.compare_position - 1] < mine[p]
