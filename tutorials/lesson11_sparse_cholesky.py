@@ -100,8 +100,8 @@ def tree_height(parent):
 #
 # Eliminating column $k$ subtracts $l_{ik} l_{jk}$ from every entry $(i, j)$
 # whose row and column both meet column $k$: in graph language, **the
-# neighbours of $k$ become a clique**. An entry that was zero in $A$ and is
-# not in $L$ is *fill*. Take the arrow matrix: a diagonal, plus one row and
+# neighbours of $k$ become a clique**. An entry that is zero in $A$ but not
+# in $L$ is *fill*. Take the arrow matrix: a diagonal, plus one row and
 # column full of entries. With the full row **first**, eliminating column 0
 # connects every unknown to every other one. With it **last**, each
 # elimination touches only itself and the last unknown, which is already
@@ -241,10 +241,11 @@ for name in ORDERINGS:
 # with parent$(j)$ = the row of the first nonzero below the diagonal in
 # column $j$ of $L$. Columns in different subtrees never touch each other:
 # they can be factored **at the same time**. The tree's height is the length
-# of the longest chain of columns that must follow one another: the natural
-# ordering's tree is a single path ($n$ levels, no parallelism at all, see the
-# table of section 2), nested dissection's is bushy (the separator at the
-# root, the two halves below it).
+# of the longest chain of columns that must follow one another: the band
+# orderings' trees (natural, RCM) are single paths ($n$ levels, no
+# parallelism at all: the last column of section 2's table), nested
+# dissection's is bushy (the separator at the root, the two halves below
+# it), and so is AMD's.
 #
 # `oclla.sparse.analyze` reorders the columns in a **postorder** of the tree
 # (every subtree's columns consecutive, children before parents: the same
@@ -354,6 +355,8 @@ for w in (1, 2, 4, 8, 16, 32):
         widths, fl = flops_by_width(sym)
         row += f" {int(np.sum(widths >= w)):11d} {100 * fl[widths >= w].sum() / fl.sum():9.1f}%"
     print(row)
+print(f"total flops {flops_by_width(sym_merged)[1].sum():.6g}; the analysis counts "
+      f"{sym_merged.flops:.6g} (Symbolic.flops, Σ over the columns of |L_j|²)")
 
 # %% [markdown]
 # Most supernodes are narrow (the leaves of the tree: single grid points
@@ -378,13 +381,13 @@ for phase, (steps, kernels, ns, flops) in run.phase_totals().items():
 # `potrf` (each supernode's diagonal block and the TRSM below it) and `syrk`
 # (the update matrices) do the arithmetic; `scatter` puts $A$'s entries into
 # $L$'s storage and `assemble` adds the update matrices into the ancestors:
-# pure data movement, the price of sparsity. Keep the total device time in
-# mind for the next section: the wall time of the same numeric factorization
-# (`refactor`) is several times longer, the rest is launches, tables and
-# copies on the host. At this size on a CPU device all
-# of them are small batched launches, level by level up the tree; on a GPU
-# with grids of $10^5$ to $10^6$ unknowns the root's supernodes are
-# thousands of columns wide and the BLAS-3 share dominates.
+# pure data movement, the price of sparsity. At this size on a CPU device
+# all of them are small batched launches, level by level up the tree; on a
+# GPU with grids of $10^5$ to $10^6$ unknowns the root's supernodes are
+# hundreds to thousands of columns wide and the BLAS-3 share dominates.
+# Keep the total device time in mind for the next section: the wall time of
+# the same numeric factorization (`refactor`) is several times longer; the
+# rest is launches, tables and copies on the host.
 #
 # ## 5. Timing, and refactoring with the same pattern
 #
@@ -414,7 +417,8 @@ for what, fn in timing.items():
 print(f"relative residual of f.solve: {np.linalg.norm(A_big @ x - b) / np.linalg.norm(b):.1e}; "
       f"difference from spsolve: "
       f"{np.linalg.norm(x - spla.spsolve(A_csc, b)) / np.linalg.norm(x):.1e}")
-print(f"log det A = {f.logdet():.6f} (2 Σ log l_jj on the device)")
+print(f"log det A = {f.logdet():.6f} (2 Σ log l_jj on the device); from SuperLU's U: "
+      f"{np.sum(np.log(np.abs(lu.U.diagonal()))):.6f}")
 
 # %% [markdown]
 # Read the table honestly. At $n = 4096$ SuperLU (compiled C, one core) is
@@ -481,9 +485,22 @@ for what, fn in (("cholesky once, refactor() each step", heat_refactor),
 # the order and with a GPU (measure it with `OCLLA_DEVICE=...` and larger
 # `k_heat`). (The initial condition is an eigenvector of $-\Delta_h$, so
 # each step multiplies it by $1/(1 + \tau_m\lambda)$: the answer of the
-# recurrence is known, and the difference printed above is rounding.) A
-# matrix of another pattern is refused with a `ValueError`, another dtype
-# with a `TypeError`.
+# recurrence is known, and the difference printed above is rounding.) The
+# analysis belongs to one pattern: `refactor` refuses a matrix with another
+# pattern (one more entry, say) and one of another dtype, and the factor
+# stays as it was:
+
+# %%
+f_small = oclla.sparse.cholesky(A_small)
+other = sp.lil_array(A_small)
+other[0, 143] = other[143, 0] = -0.5                      # one more pair of entries
+for bad in (sp.csc_array(other), A_small.astype(np.float32)):
+    try:
+        f_small.refactor(bad)
+    except (ValueError, TypeError) as err:
+        print(f"{type(err).__name__}: {err}")
+print("the factor still solves A_small:",
+      np.allclose(A_small @ f_small.solve(np.ones(144)), 1.0))
 
 # %% [markdown]
 # ## Exercises
