@@ -12,7 +12,9 @@ NVIDIA's: ``CUDA_CACHE_PATH`` and ``CUDA_CACHE_DISABLE``; PoCL's: ``POCL_CACHE_D
 so every program is compiled from source.  For each order n and routine the child
 times a first call and a second call (host arrays in and out, so each call ends
 with its results on the host), and counts the programs the first call built and the
-seconds those builds took (:func:`oclla._programs.builds`).  The table ends with the
+seconds those builds took (:func:`oclla._programs.builds`); builds while an order's
+operands are prepared (the packed copy; on a device without stored parameters, the
+parameter self-checks of a first use) get a line of their own.  The table ends with the
 process's totals; ``--list`` also prints every program built (source and options),
 ``--binaries DIR`` writes each one's device binary there (NVIDIA's is PTX: its
 ``.entry`` sections show which kernel of a program is large).
@@ -88,9 +90,12 @@ def child(args) -> None:
     for n in args.sizes:
         # the operands' own preparation (a factor to solve with, a packed copy) may
         # build programs: those are counted apart, before the timed calls
-        before = _programs.build_count()
+        before, before_s = _programs.build_count(), _programs.build_seconds()
         calls = _calls(n, dtype, rng)
         setup = _programs.build_count() - before
+        if setup:
+            print(json.dumps({"n": n, "setup_built": setup,
+                              "setup_s": _programs.build_seconds() - before_s}), flush=True)
         for name in args.routines:
             first_builds, first_seconds = _programs.build_count(), _programs.build_seconds()
             t0 = time.perf_counter()
@@ -101,9 +106,8 @@ def child(args) -> None:
             print(json.dumps({"n": n, "routine": name, "first_ms": 1e3 * (t1 - t0),
                               "second_ms": 1e3 * (t2 - t1),
                               "built": _programs.build_count() - first_builds,
-                              "build_s": _programs.build_seconds() - first_seconds,
-                              "setup_built": setup}), flush=True)
-            setup = 0
+                              "build_s": _programs.build_seconds() - first_seconds}),
+                  flush=True)
     if args.binaries:
         _write_binaries(args.binaries)
     print(json.dumps({"total_built": _programs.build_count(),
@@ -142,6 +146,9 @@ def row_text(r: dict, listing: bool) -> str:
     if "warmup" in r:
         return (f"warmup: {r['warmup']:.2f} s, {r['built']} programs built in "
                 f"{r['build_s']:.2f} s")
+    if "setup_built" in r:
+        return (f"{r['n']:>6} (operands)      {r['setup_built']:>28} {r['setup_s']:>8.2f}"
+                "   (building the operands: pack, a device's first parameter self-checks)")
     if "routine" in r:
         return (f"{r['n']:>6} {r['routine']:<15} {r['first_ms']:>10.1f} "
                 f"{r['second_ms']:>10.1f} {r['built']:>6} {r['build_s']:>8.2f} "
