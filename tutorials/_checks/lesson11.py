@@ -40,7 +40,7 @@ def check_exercise_1(answer):
 
 
 def _etree():
-    """The column elimination tree of EDGES' matrix (from the symbolic factorization)."""
+    """The column elimination tree of EDGES' matrix, by elimination on its pattern."""
     n = 6
     pattern = np.eye(n, dtype=bool)
     for i, j in EDGES:
@@ -75,9 +75,9 @@ def check_exercise_2(answer):
         raise Wrong(f"column {wrong[0]}'s parent is not {got[wrong[0]]}.")
 
 
-@exercise(3, correct="Columns 0..7 each have one entry below the diagonal, so |L_j| = "
-                     "|L_j+1| and none joins its neighbour; the last column has none, so "
-                     "columns 8 and 9 form one supernode: 9 in all.")
+@exercise(3, correct="Columns 0..8 each have one entry below the diagonal (|L_j| = 2), "
+                     "so none of 0..7 joins its right neighbour; the last column has none "
+                     "(|L_9| = 1), so columns 8 and 9 form one supernode: 9 in all.")
 def check_exercise_3(answer):
     """9 fundamental supernodes (the last two columns join)."""
     import scipy.sparse as sp
@@ -99,9 +99,10 @@ def check_exercise_3(answer):
           hint="Count |L_j| for every column, then apply the rule to each pair j, j+1.")
 
 
-@exercise(4, correct="AMD: on a strip nested dissection's separators (3 points each) buy "
-                     "nothing a band does not, and the natural order's band is 150 wide. "
-                     "Measure rather than trust a rule: ordering='best' does.")
+@exercise(4, correct="AMD. On a strip, nested dissection's separators of 3 points buy "
+                     "little over a band numbered across (RCM's), and the natural order's "
+                     "band is 150 wide. Measure rather than trust a rule: ordering='best' "
+                     "does.")
 def check_exercise_4(answer):
     """The ordering of least nnz(L) for gallery.laplacian_2d(150, 3)."""
     import oclla.sparse
