@@ -149,7 +149,8 @@ class SparseView(QtWidgets.QWidget):
         ey = np.stack([y[kids], y[s.parent[kids]]], axis=1).ravel()
         self.edges.setData(ex, ey)
         ncols = np.diff(s.super_ptr)
-        self._sizes = 5 + 10 * np.sqrt(ncols / max(ncols.max(initial=1), 1))
+        # four sizes, so the scatter renders a handful of symbols however many nodes
+        self._sizes = 6 + 3 * np.round(3 * np.sqrt(ncols / max(ncols.max(initial=1), 1)))
         self.tree.setRange(xRange=(x.min(initial=0) - 1, x.max(initial=0) + 1),
                            yRange=(-0.5, y.max(initial=0) + 0.5), padding=0.02)
 
@@ -212,12 +213,15 @@ class SparseView(QtWidgets.QWidget):
             ys += [c0, n, c0, n, c0, c0, n, n]
         self.current_box.setData(np.asarray(xs, float), np.asarray(ys, float))
 
+    _BRUSHES = None
+
     def _draw_tree(self, s: sparse.Structure, p: sparse.Progress) -> None:
         x, y = self._xy
-        names = np.array(["pending", "batched", "large"])
-        brushes = [pg.mkBrush(*COLOURS[k]) for k in names[p.route + 1]]
-        current = np.zeros(s.ns, bool)
-        current[p.current] = True
-        pens = [pg.mkPen(COLOURS["current"], width=3) if c else pg.mkPen(None)
-                for c in current]
-        self.nodes.setData(x=x, y=y, size=self._sizes, brush=brushes, pen=pens)
+        if self._BRUSHES is None:      # shared objects: one symbol per (size, brush, pen)
+            SparseView._BRUSHES = np.array([pg.mkBrush(*COLOURS[k])
+                                            for k in ("pending", "batched", "large")])
+            SparseView._PENS = np.array([pg.mkPen(None), pg.mkPen(COLOURS["current"], width=3)])
+        current = np.zeros(s.ns, np.int64)
+        current[p.current] = 1
+        self.nodes.setData(x=x, y=y, size=self._sizes, brush=self._BRUSHES[p.route + 1],
+                           pen=self._PENS[current])

@@ -282,3 +282,17 @@ def test_compare_keeps_the_columns_factored_level(made):
         m.go_to(p)
         assert theirs[m.compare_position] >= mine[p]
         assert m.compare_position == 0 or theirs[m.compare_position - 1] < mine[p]
+
+
+def test_a_kernel_clicked_on_the_timeline_shows_its_supernodes(made, window):
+    out, run = made["mixed"]
+    window.model.set_recording(out.recording)
+    shown = window.model.run
+    for route in ("large", "batched"):
+        index = next(i for i, k in enumerate(shown.kernels)
+                     if shown.steps[k.step].info.get("route") == route)
+        window.timeline.kernel_clicked.emit(index)
+        step = shown.steps[shown.kernels[index].step]
+        assert window.model.position == step.index + 1
+        np.testing.assert_array_equal(window.sparse_main.progress.current,
+                                      sparse.step_supernodes(step))
