@@ -11,13 +11,25 @@
  * gemm_tile computes the block whose top-left entry is C(row0, col0),
  * staging TILE_K-deep slabs of op(A) and op(B) through local memory (two
  * buffers: the next slab is fetched into registers while the current one is
- * multiplied).  Each work-item owns a WPT_M x WPT_N register block of
- * contiguous rows and columns, read from local memory as vectors.
+ * multiplied).  Each work-item owns a WPT_M x WPT_N register block, read
+ * from local memory as vectors of LVM (LVN) reals: the widest of VEC_LOCAL,
+ * 2 and 1 that divides WPT_M (WPT_N).
  *
- *              TILE_N                 work-group: (TILE_N/WPT_N) x (TILE_M/WPT_M)
- *         +--+--+--+--+               item (x, y) owns rows y*WPT_M .. +WPT_M
- *  TILE_M |  |  |  |  |                         and cols x*WPT_N .. +WPT_N
+ *              TILE_N                 work-group: WG_X x WG_Y items,
+ *         +--+--+--+--+               WG_X = TILE_N/WPT_N, WG_Y = TILE_M/WPT_M
+ *  TILE_M |  |  |  |  |
  *         +--+--+--+--+
+ *
+ * INTERLEAVE = 0: item (x, y) owns the contiguous rows y*WPT_M .. +WPT_M and
+ * columns x*WPT_N .. +WPT_N.  INTERLEAVE = 1: its rows are WPT_M/LVM vectors
+ * of LVM rows, vector g starting at row g*(WG_Y*LVM) + y*LVM (columns alike),
+ * so that at each k the items of a row of the work-group read consecutive
+ * vectors of the slab: no two of them in the same bank of a banked local
+ * memory (the contiguous blocks' reads are WPT wide apart, which on 32 banks
+ * of 4 bytes puts up to 8 items on one bank for WPT_N = 8 in float64: on an
+ * H100, 128 x 128 tiles of 8 x 8 in float64 ran at 36 % of the FP64 peak
+ * contiguous and 62 % interleaved with 2-wide reads,
+ * benchmarks/results/nvidia-h100-2026-11-26-dgemm.txt).
  *
  * Global loads are VEC_A / VEC_B wide along the operand's contiguous
  * dimension where the operand is aligned for it: its address and leading
@@ -67,6 +79,12 @@
 #ifndef VEC_B
 #define VEC_B 1            /* width of global loads of an aligned B (1, 2, 4) */
 #endif
+#ifndef VEC_LOCAL
+#define VEC_LOCAL 4        /* widest local-memory read of a register block (1, 2, 4) */
+#endif
+#ifndef INTERLEAVE
+#define INTERLEAVE 0       /* 0: contiguous register blocks, 1: interleaved vectors */
+#endif
 
 /* May X (leading dimension ldx) be read VECW elements at a time? */
 #define VEC_ALIGNED(X, ldx, VECW) \
@@ -112,20 +130,37 @@
 #define B_PER (TILE_N * TILE_K / NTHREADS)
 
 /* width of the local-memory reads of a register block */
-#if WPT_M % 4 == 0
+#if WPT_M % 4 == 0 && VEC_LOCAL >= 4
 #define LVM 4
-#elif WPT_M % 2 == 0
+#elif WPT_M % 2 == 0 && VEC_LOCAL >= 2
 #define LVM 2
 #else
 #define LVM 1
 #endif
-#if WPT_N % 4 == 0
+#if WPT_N % 4 == 0 && VEC_LOCAL >= 4
 #define LVN 4
-#elif WPT_N % 2 == 0
+#elif WPT_N % 2 == 0 && VEC_LOCAL >= 2
 #define LVN 2
 #else
 #define LVN 1
 #endif
+
+/* Where an item's register block lies in the tile: its first row (column)
+ * and the distance between its consecutive local-memory vectors; register
+ * row i is tile row ROW_OF(i), register column j tile column COL_OF(j). */
+#if INTERLEAVE
+#define FIRST_M (ty * LVM)
+#define FIRST_N (tx * LVN)
+#define STEP_M (WG_Y * LVM)
+#define STEP_N (WG_X * LVN)
+#else
+#define FIRST_M (ty * WPT_M)
+#define FIRST_N (tx * WPT_N)
+#define STEP_M LVM
+#define STEP_N LVN
+#endif
+#define ROW_OF(i) (FIRST_M + ((i) / LVM) * STEP_M + (i) % LVM)
+#define COL_OF(j) (FIRST_N + ((j) / LVN) * STEP_N + (j) % LVN)
 #define LDAS (TILE_M + LVM)     /* padded rows of the slabs (keep vector alignment) */
 #define LDBS (TILE_N + LVN)
 #define GEMM_AS_SIZE (2 * TILE_K * LDAS)    /* reals of the caller's local buffers */
@@ -211,19 +246,19 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
             FETCH_SLAB(rb, B, ldb, col0, N, k1, TILE_N, VEC_B, B_PER, TRANS_B,
                        full_n && full_k)
         }
-        __local const real *as = As + cur * TILE_K * LDAS + ty * WPT_M;
-        __local const real *bs = Bs + cur * TILE_K * LDBS + tx * WPT_N;
+        __local const real *as = As + cur * TILE_K * LDAS + FIRST_M;
+        __local const real *bs = Bs + cur * TILE_K * LDBS + FIRST_N;
         #pragma unroll
         for (int kk = 0; kk < TILE_K; kk++) {
             real a[WPT_M], b[WPT_N];
             #pragma unroll
             for (int i = 0; i < WPT_M / LVM; i++) {
-                const REALV(LVM) v = *(__local const REALV(LVM) *)(as + kk * LDAS + i * LVM);
+                const REALV(LVM) v = *(__local const REALV(LVM) *)(as + kk * LDAS + i * STEP_M);
                 UNPACK(LVM)(v, a, i * LVM)
             }
             #pragma unroll
             for (int j = 0; j < WPT_N / LVN; j++) {
-                const REALV(LVN) v = *(__local const REALV(LVN) *)(bs + kk * LDBS + j * LVN);
+                const REALV(LVN) v = *(__local const REALV(LVN) *)(bs + kk * LDBS + j * STEP_N);
                 UNPACK(LVN)(v, b, j * LVN)
             }
             #pragma unroll
@@ -241,14 +276,27 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
+    /* C = alpha * acc + beta * C: every load of C before the first store, so that
+     * an item's loads are in flight together (a store between two loads could
+     * alias the second, which then waits for it). */
     #pragma unroll
     for (int i = 0; i < WPT_M; i++) {
-        const int r = row0 + ty * WPT_M + i;
+        const int r = row0 + ROW_OF(i);
         #pragma unroll
         for (int j = 0; j < WPT_N; j++) {
-            const int c = col0 + tx * WPT_N + j;
+            const int c = col0 + COL_OF(j);
+            acc[i][j] = (beta != ZERO && r < M && c < N && IN_TRIANGLE(r, c))
+                ? alpha * acc[i][j] + beta * C[AT(r, c, ldc)] : alpha * acc[i][j];
+        }
+    }
+    #pragma unroll
+    for (int i = 0; i < WPT_M; i++) {
+        const int r = row0 + ROW_OF(i);
+        #pragma unroll
+        for (int j = 0; j < WPT_N; j++) {
+            const int c = col0 + COL_OF(j);
             if (r < M && c < N && IN_TRIANGLE(r, c))
-                STORE_C(r, c, acc[i][j]);
+                C[AT(r, c, ldc)] = acc[i][j];
         }
     }
 }

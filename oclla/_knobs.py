@@ -198,8 +198,24 @@ def _both(values: tuple) -> dict:
 
 # ---- gemm and gemm_thin ----
 
-def _lv(w: int) -> int:
-    return 4 if w % 4 == 0 else (2 if w % 2 == 0 else 1)
+def _lv(w: int, widest: int) -> int:
+    """Width of the local-memory reads of a register block of ``w`` (gemm_tile.h's LVM,
+    LVN): the widest of ``widest`` (VEC_LOCAL), 2 and 1 that divides ``w``."""
+    return next(v for v in (4, 2, 1) if v <= widest and w % v == 0)
+
+
+#: Values of the tiled gemm's knobs added after sets were first stored, as those sets
+#: meant them (contiguous register blocks read 4 wide): a stored, overridden or given
+#: set without them takes these (:func:`complete_gemm`).
+GEMM_LATER = {"VEC_LOCAL": 4, "INTERLEAVE": 0}
+
+
+def complete_gemm(p: dict) -> dict:
+    """A tiled gemm set ``p`` with the knobs of :data:`GEMM_LATER` it lacks added (the
+    set itself where it has them all or is not tiled)."""
+    if p.get("KERNEL") != "tiled" or all(key in p for key in GEMM_LATER):
+        return p
+    return {**GEMM_LATER, **p}
 
 
 def _gemm_constraint(p: dict, d: Device) -> str | None:
@@ -208,7 +224,7 @@ def _gemm_constraint(p: dict, d: Device) -> str | None:
     whose items share each TILE_M x TILE_K and TILE_N x TILE_K slab evenly; two
     slabs of each operand (double buffering, rows padded by the load vector) in
     local memory: 2·TILE_K·(TILE_M + lv(WPT_M) + TILE_N + lv(WPT_N)) reals,
-    lv(w) = 4, 2 or 1 as w divides (kernels_cl/gemm_tile.h)."""
+    lv(w) = the widest of VEC_LOCAL, 2 and 1 that divides w (kernels_cl/gemm_tile.h)."""
     if p["KERNEL"] == "direct":
         return None if d.fits(p["LX"]) else f"LX={p['LX']} exceeds the work-group limits"
     tm, tn, tk, wm, wn = (p[k] for k in ("TILE_M", "TILE_N", "TILE_K", "WPT_M", "WPT_N"))
@@ -226,8 +242,9 @@ def _gemm_constraint(p: dict, d: Device) -> str | None:
 
 def gemm_local_bytes(p: dict, itemsize: int) -> int:
     """Local memory of the tiled gemm kernel with tile parameters ``p``."""
-    return 2 * p["TILE_K"] * (p["TILE_M"] + _lv(p["WPT_M"]) + p["TILE_N"]
-                              + _lv(p["WPT_N"])) * itemsize
+    widest = p.get("VEC_LOCAL", GEMM_LATER["VEC_LOCAL"])
+    return 2 * p["TILE_K"] * (p["TILE_M"] + _lv(p["WPT_M"], widest) + p["TILE_N"]
+                              + _lv(p["WPT_N"], widest)) * itemsize
 
 
 #: The tiled gemm's shapes tried in turn (TILE_M, TILE_N, TILE_K, WPT_M, WPT_N): 64 x 64
@@ -243,16 +260,18 @@ def _gemm_settle(d: Device, p: dict) -> dict:
         return p
     for tm, tn, tk, wm, wn in GEMM_SHAPES:
         shape = dict(KERNEL="tiled", TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn,
-                     VEC=4)
+                     VEC=4, **GEMM_LATER)
         if check("gemm", shape, d) is None:
             return shape
-    return dict(KERNEL="tiled", TILE_M=1, TILE_N=1, TILE_K=1, WPT_M=1, WPT_N=1, VEC=1)
+    return dict(KERNEL="tiled", TILE_M=1, TILE_N=1, TILE_K=1, WPT_M=1, WPT_N=1, VEC=1,
+                **GEMM_LATER)
 
 
 def _gemm_keep(p: dict, kind: str) -> bool:
-    if kind == "GPU":
+    if kind == "GPU":        # contiguous blocks only as they were first read (4 wide)
         return (p["WPT_M"] * p["WPT_N"] >= 16
-                and not (p["TILE_K"] == 32 and p["TILE_M"] * p["TILE_N"] > 8192))
+                and not (p["TILE_K"] == 32 and p["TILE_M"] * p["TILE_N"] > 8192)
+                and (p["INTERLEAVE"] or p["VEC_LOCAL"] == 4))
     return p["RM"] * p["NV"] * p["VW"] <= 8 * 2 * 16      # <= 16 512-bit accumulators
 
 
@@ -305,6 +324,16 @@ def _gemm_knobs(thin: bool) -> tuple:
         Knob("VEC", "tiled: widest vector of a global load (narrowed per operand to what "
              "its alignment allows)", _fixed(4), choice(1, 2, 4), blas,
              tuned({"GPU": (4,)}), tiled),
+        Knob("VEC_LOCAL", "tiled: widest vector of a work-item's local-memory reads of its "
+             "rows of A and columns of B (narrowed to what divides WPT_M, WPT_N; 16 bytes, "
+             "2 in float64, is the widest one access of most GPUs' local memory serves)",
+             _fixed(GEMM_LATER["VEC_LOCAL"]), choice(1, 2, 4),
+             blas + ("kernels_cl/gemm_tile.h",), tuned({"GPU": (2, 4)}), tiled),
+        Knob("INTERLEAVE", "tiled: 0: a work-item's WPT_M rows and WPT_N columns of C are "
+             "contiguous; 1: they are vectors of the local-read width spread over the tile, "
+             "so that neighbouring work-items read neighbouring vectors of local memory "
+             "(no bank conflicts)", _fixed(GEMM_LATER["INTERLEAVE"]), BOOL,
+             blas + ("kernels_cl/gemm_tile.h",), tuned({"GPU": (0, 1)}), tiled),
     )
 
 

@@ -117,7 +117,10 @@ def chol_fused_leaf(p: dict, gemm: dict) -> bool:
 
 def check(family: str, p: dict, info, itemsize: int) -> str | None:
     """None if ``p`` is a usable parameter set of ``family`` on this device, else why not
-    (:func:`oclla._knobs.check`)."""
+    (:func:`oclla._knobs.check`; a gemm set as :func:`oclla._knobs.complete_gemm`
+    reads it)."""
+    if family in ("gemm", "gemm_thin"):
+        p = _knobs.complete_gemm(p)
     return _knobs.check(family, p, _knobs.Device(info, itemsize))
 
 
@@ -168,8 +171,12 @@ def stored(info, dtype_name: str) -> dict:
 
 
 def _merge(family: str, base: dict, given: dict) -> dict:
-    """``given`` over ``base`` (a gemm set stands alone: its keys depend on its KERNEL)."""
-    return dict(given) if family in ("gemm", "gemm_thin") else {**base, **given}
+    """``given`` over ``base`` (a gemm set stands alone: its keys depend on its KERNEL;
+    knobs added since it was stored take the values it meant,
+    :func:`oclla._knobs.complete_gemm`)."""
+    if family in ("gemm", "gemm_thin"):
+        return _knobs.complete_gemm(dict(given))
+    return {**base, **given}
 
 
 @lru_cache(maxsize=None)

@@ -21,6 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._device import device_info, resolve_queue
+from ._knobs import complete_gemm
 from ._params import check, params, thin_gemm
 from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
 from ._validate import as_matrix
@@ -64,8 +65,10 @@ def tile_launch(p: dict, m: int, n: int, trans_a: bool, trans_b: bool,
     threads = (tm // wm) * (tn // wn)
     vec_a = _vector_width(p["VEC"], tm if trans_a else tk, tm * tk // threads)
     vec_b = _vector_width(p["VEC"], tk if trans_b else tn, tn * tk // threads)
+    p = complete_gemm(p)
     defines = dict(TRANS_A=int(trans_a), TRANS_B=int(trans_b), TRIANGLE=tri, TILE_M=tm,
-                   TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b)
+                   TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b,
+                   VEC_LOCAL=p["VEC_LOCAL"], INTERLEAVE=p["INTERLEAVE"])
     return defines, tile_grid(p, m, n), (tn // wn, tm // wm)
 
 
@@ -122,6 +125,7 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
         return None
     k = max(k, 0)
     if tile is not None:
+        tile = complete_gemm(tile)
         problem = check("gemm", tile, device_info(queue), np.dtype(dtype).itemsize)
         if problem is not None:
             raise ValueError(f"gemm parameters {tile}: {problem}")

@@ -28,6 +28,9 @@ GEMM_SETS = [
     dict(KERNEL="direct", RM=3, VW=4, NV=3, LX=2),
     dict(KERNEL="tiled", TILE_M=32, TILE_N=32, TILE_K=8, WPT_M=4, WPT_N=4, VEC=4),
     dict(KERNEL="tiled", TILE_M=16, TILE_N=8, TILE_K=16, WPT_M=2, WPT_N=1, VEC=2),
+    # interleaved register blocks, 4-wide local reads down the rows and 2-wide across
+    dict(KERNEL="tiled", TILE_M=32, TILE_N=16, TILE_K=8, WPT_M=4, WPT_N=2, VEC=2,
+         VEC_LOCAL=4, INTERLEAVE=1),
 ]
 
 
@@ -162,8 +165,13 @@ def test_one_tiled_program_for_every_alignment(queue):
     assert _programs.build_count() == built
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("p", [GEMM_SETS[1], GEMM_SETS[3]], ids=lambda p: p["KERNEL"])
+# the interleaved tiles in float64 only, where a shipped set uses them
+SYRK_CASES = [(GEMM_SETS[i], d) for i in (1, 3) for d in DTYPES] + [(GEMM_SETS[4], np.float64)]
+
+
+@pytest.mark.parametrize("p, dtype", SYRK_CASES, ids=[
+    f"{'interleaved' if p.get('INTERLEAVE') else p['KERNEL']}-{np.dtype(d).name}"
+    for p, d in SYRK_CASES])
 def test_syrk_one_triangle(queue, p, dtype):
     _skip_fp64(queue, dtype)
     rng = np.random.default_rng(13)
@@ -297,6 +305,27 @@ def test_stored_parameters_are_validated(queue):
     assert _params.check("gemm", _params.params(queue, "gemm", np.float32), info, 4) is None
     with pytest.raises(KeyError):
         _params.params(queue, "nonsense", np.float32)
+
+
+def test_gemm_sets_stored_before_the_layout_knobs_keep_their_meaning(queue):
+    """A tiled set without VEC_LOCAL and INTERLEAVE (stored, overridden or given before
+    they existed) is read as contiguous register blocks read 4 wide; their local
+    memory follows VEC_LOCAL."""
+    from oclla import _knobs
+    from oclla.blas import tile_launch
+    old = dict(KERNEL="tiled", TILE_M=64, TILE_N=64, TILE_K=16, WPT_M=4, WPT_N=4, VEC=4)
+    full = _knobs.complete_gemm(old)
+    assert full == dict(old, VEC_LOCAL=4, INTERLEAVE=0) and "INTERLEAVE" not in old
+    assert _params._merge("gemm", {}, old) == full
+    assert _params.check("gemm", old, oclla.device_info(queue), 4) is None
+    defines = tile_launch(old, 64, 64, False, False, 0)[0]
+    assert (defines["VEC_LOCAL"], defines["INTERLEAVE"]) == (4, 0)
+    narrow = dict(full, WPT_M=8, WPT_N=2, VEC_LOCAL=2, INTERLEAVE=1)
+    # rows padded by the read width: 2 slabs x 16 deep x (64 + 2 + 64 + 2) reals
+    assert _knobs.gemm_local_bytes(narrow, 8) == 2 * 16 * 132 * 8
+    assert _knobs.gemm_local_bytes(dict(narrow, VEC_LOCAL=4), 8) == 2 * 16 * 134 * 8
+    direct = dict(KERNEL="direct", RM=8, VW=16, NV=2, LX=4)
+    assert _knobs.complete_gemm(direct) is direct
 
 
 def test_tuned_file_is_used_and_bad_entries_ignored(queue, tmp_path, monkeypatch):
