@@ -443,8 +443,12 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # ---- exports ----
     def view_widget(self, name: str) -> QtWidgets.QWidget:
-        """The widget behind a view name of :data:`VIEWS`."""
-        return {"window": self, "matrix": self.main_view, "compare": self.views,
+        """The widget behind a view name of :data:`VIEWS` (a sparse run's "matrix" is its
+        sparse view)."""
+        run = self.model.run
+        matrix = self.sparse_main if run is not None and sparse.structure(run) is not None \
+            else self.main_view
+        return {"window": self, "matrix": matrix, "compare": self.views,
                 "timeline": self.timeline, "steps": self.timeline.steps_plot,
                 "details": self.details}[name]
 

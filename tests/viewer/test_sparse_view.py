@@ -296,3 +296,26 @@ def test_a_kernel_clicked_on_the_timeline_shows_its_supernodes(made, window):
         assert window.model.position == step.index + 1
         np.testing.assert_array_equal(window.sparse_main.progress.current,
                                       sparse.step_supernodes(step))
+
+
+def test_headless_export_of_the_sparse_view(tmp_path):
+    from PIL import Image
+
+    from oclla.viewer.app import main
+    gif = tmp_path / "sparse.gif"
+    code = main(["--algorithm", "sparse_cholesky", "--variant", "rlb", "--family", "laplace2d",
+                 "--n", "49", "--ordering", "amd", "--no-warmup", "--steps", "1-3",
+                 "--view", "matrix", "--size", "600x400", "--export", str(gif)])
+    assert code == 0
+    with Image.open(gif) as img:
+        assert img.n_frames == 3 and img.size[0] > 200 and img.size[1] > 100
+    png = tmp_path / "sparse.png"
+    assert main(["--algorithm", "sparse_cholesky", "--family", "laplace2d", "--n", "49",
+                 "--no-warmup", "--step", "3", "--view", "matrix", "--export", str(png)]) == 0
+    with Image.open(png) as img:
+        px = np.asarray(img.convert("RGB")).reshape(-1, 3).astype(int)
+    assert np.any(np.abs(px - np.asarray(COLOURS["batched"])).max(axis=1) < 30)
+    with pytest.raises(SystemExit) as exc:
+        main(["--algorithm", "sparse_cholesky", "--ordering", "nested",
+              "--export", str(tmp_path / "x.png")])
+    assert exc.value.code == 2
