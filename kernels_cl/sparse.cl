@@ -33,8 +33,9 @@
 #define WG 64              /* work-group size of the batched kernels */
 #endif
 #ifndef ROWS_CHUNKED
-#define ROWS_CHUNKED 0     /* factor_batch: 1 = each item a contiguous run of rows
-                              (CPUs), 0 = rows strided by WG (GPUs) */
+#define ROWS_CHUNKED 0     /* 1 (CPUs): factor_batch gives each item a contiguous run of
+                              rows, assemble whole target columns; 0 (GPUs): rows
+                              strided by WG, neighbouring items on neighbouring rows */
 #endif
 #ifndef RLB
 #define RLB 0              /* assemble: 0 reads the update matrices from w (RL),
@@ -127,16 +128,20 @@ void factor_batch(__global const int *list, __global const int *sp, __global con
         }
 #endif
         barrier(CLK_GLOBAL_MEM_FENCE);
-        const real d = X(x, nr, j, j);        /* every item sees the same d */
-        if (!(d > ZERO)) {
-            if (lid == 0)
-                record_failure(info, sp[s] + j + 1);
-            return;
-        }
-        const real r = sqrt(d);
+        /* a pivot that is not positive is recorded and replaced by one, so that the
+         * group's control flow stays the same for every item (no return between
+         * barriers); the rest of this block is then meaningless, and the later
+         * launches see the flag and return at once */
+        const real d = X(x, nr, j, j);
+        if (!(d > ZERO) && lid == 0)
+            record_failure(info, sp[s] + j + 1);
+        const real r = d > ZERO ? sqrt(d) : ONE;
         for (int i = i0; i < i1; i += step)
-            X(x, nr, i, j) = i == j ? r : X(x, nr, i, j) / r;
+            if (i != j)
+                X(x, nr, i, j) /= r;
         barrier(CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0)               /* after every item has read d; no later step reads it */
+            X(x, nr, j, j) = r;
     }
 }
 
@@ -196,9 +201,10 @@ void syrk_batch(__global const int *list, __global const int *sp, __global const
 /* Assemble the listed sources' updates into their targets' columns
  * (scatter-subtract through the relative indices), one work-group per target
  * and column slice (dimension 1 of the NDRange: slice z of Z takes the target
- * columns c with c % Z == z, so a wide target is shared by Z work-groups):
+ * columns c with (c / 4) % Z == z, so a wide target is shared by Z work-groups):
  *     L_t(rel(i), row_j - sp[t]) -= C_s(i, j)      j0 <= j < j1, i >= j
- * C_s from w + pw[q] (RL) or formed from X_s (RLB). */
+ * C_s from w + pw[q] (RL) or formed from X_s (RLB: four columns j at a time,
+ * each X(nc+i,k) read once for up to four products). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void assemble(__global const int *targets, __global const int *pair_ptr,
               __global const int *src, __global const int *j0s, __global const int *j1s,
@@ -208,8 +214,42 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
 {
     const int tg = get_group_id(0), t = targets[tg];
     const int z = get_group_id(1), slices = get_num_groups(1);
-    const int nrt = (int)(rp[t + 1] - rp[t]);
+    const int nrt = (int)(rp[t + 1] - rp[t]), ct = sp[t];
     __global real *lt = l + lp[t];
+#if ROWS_CHUNKED
+    /* CPUs: work-item (z, lid) owns the target columns c with c % (Z*WG) == z*WG + lid
+     * and walks each of its columns down, pair after pair: no two items share an
+     * entry, so no barriers (a barrier per pair costs a CPU a loop over all WG items) */
+    const int owner = z * WG + get_local_id(0);
+    for (int q = pair_ptr[tg]; q < pair_ptr[tg + 1]; q++) {
+        const int s = src[q], j0 = j0s[q], j1 = j1s[q];
+        const int nc = sp[s + 1] - sp[s];
+        const int nr = (int)(rp[s + 1] - rp[s]);
+        const int m = nr - nc;
+        __global const int *rq = rel + relp[q] - j0;
+        __global const int *rows = ri + rp[s] + nc;
+        for (int j = j0; j < j1; j++) {
+            const int col = rows[j] - ct;
+            if (col % (slices * WG) != owner)
+                continue;
+            __global real *lc = lt + (long)col * nrt;
+#if RLB
+            __global const real *x = l + lp[s] + nc;
+            for (int k = 0; k < nc; k++) {
+                __global const real *xk = x + (long)k * nr;
+                const real a = xk[j];
+                for (int i = j; i < m; i++)
+                    lc[rq[i]] = MUL_ADD(-xk[i], a, lc[rq[i]]);
+            }
+#else
+            __global const real *c = w + pw[q] + (long)j * m;
+            for (int i = j; i < m; i++)
+                lc[rq[i]] -= c[i];
+#endif
+        }
+    }
+    return;
+#endif
     for (int q = pair_ptr[tg]; q < pair_ptr[tg + 1]; q++) {
         const int s = src[q], j0 = j0s[q], j1 = j1s[q];
         const int nc = sp[s + 1] - sp[s];
@@ -222,20 +262,37 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
 #else
         __global const real *c = w + pw[q];
 #endif
-        for (int j = j0; j < j1; j++) {
-            if ((rows[j] - sp[t]) % slices != z)
-                continue;
-            const long col = (long)(rows[j] - sp[t]) * nrt;
-            for (int i = j + get_local_id(0); i < m; i += WG) {
+        for (int j = j0; j < j1; ) {
+            /* a group of at most four columns j .. je-1 of one slice */
+            const int group = (rows[j] - ct) / 4;
+            int je = j + 1;
+            while (je < j1 && je < j + 4 && (rows[je] - ct) / 4 == group)
+                je++;
+            if (group % slices == z) {
+                const int g = je - j;
+                for (int i = j + get_local_id(0); i < m; i += WG) {
+                    real v[4];
 #if RLB
-                real v = ZERO;
-                for (int k = 0; k < nc; k++)
-                    v = MUL_ADD(X(x, nr, nc + i, k), X(x, nr, nc + j, k), v);
+                    v[0] = v[1] = v[2] = v[3] = ZERO;
+                    __global const real *xj = x + nc + j;
+                    for (int k = 0; k < nc; k++) {
+                        const long ck = (long)k * nr;
+                        const real yi = x[ck + nc + i];
+                        v[0] = MUL_ADD(yi, xj[ck], v[0]);
+                        v[1] = MUL_ADD(yi, xj[ck + min(1, g - 1)], v[1]);
+                        v[2] = MUL_ADD(yi, xj[ck + min(2, g - 1)], v[2]);
+                        v[3] = MUL_ADD(yi, xj[ck + min(3, g - 1)], v[3]);
+                    }
 #else
-                const real v = c[(long)j * m + i];
+                    for (int u = 0; u < 4; u++)
+                        v[u] = u < g && i >= j + u ? c[(long)(j + u) * m + i] : ZERO;
 #endif
-                lt[col + rq[i - j0]] -= v;
+                    for (int u = 0; u < g; u++)
+                        if (i >= j + u)
+                            lt[(long)(rows[j + u] - ct) * nrt + rq[i - j0]] -= v[u];
+                }
             }
+            j = je;
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
