@@ -49,8 +49,7 @@ class Factor:
         Number of supernodes.
     """
 
-    def __init__(self, symbolic: Symbolic, plan, lbuf, a_low, *, method: str, queue,
-                 large: float | None):
+    def __init__(self, symbolic: Symbolic, plan, lbuf, a_low, *, method: str, queue):
         self.symbolic = symbolic
         self.method = method
         self.dtype = np.dtype(a_low.dtype)
@@ -59,7 +58,6 @@ class Factor:
         self._indptr = a_low.indptr.copy()
         self._indices = a_low.indices.copy()
         self._queue = queue
-        self._large = large
 
     @property
     def nnz(self) -> int:
@@ -281,9 +279,6 @@ def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
             enqueue(q, k_out, grid, None, int_arg(n), int_arg(nrhs), perm, work, x2.data)
 
 
-METHODS = numeric.METHODS
-
-
 def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | None = None,
              check_finite: bool = True, large: float | None = None, merge: bool = True,
              refine: bool = True, queue=None) -> Factor:
@@ -333,7 +328,7 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
     oclla.DeviceError
         float64 on a device without fp64, allocations the device cannot make.
     """
-    check_method(method, METHODS)
+    check_method(method, numeric.METHODS)
     queue = resolve_queue(queue)
     a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
     check_fp64(queue, a_low.dtype)
@@ -341,4 +336,4 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
     plan = numeric.make_plan(sym, large=numeric.large_threshold(queue) if large is None
                              else large)
     lbuf = _numeric(queue, sym, plan, a_low, method)
-    return Factor(sym, plan, lbuf, a_low, method=method, queue=queue, large=large)
+    return Factor(sym, plan, lbuf, a_low, method=method, queue=queue)
