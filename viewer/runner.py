@@ -248,14 +248,16 @@ WARMUP_N = 64
 
 
 def _warm_up(spec, variant, a, options, queue) -> None:
-    """Run once, unrecorded, on the leading WARMUP_N × WARMUP_N block of ``a``.
+    """Run once, unrecorded, on the leading WARMUP_N × WARMUP_N block of ``a`` (all of a
+    sparse ``a``).
 
     The first call of a kernel includes its build and the device's warm-up;
     the recorded run then shows steady-state times.  A mathematical failure
     here is ignored: the recorded run meets it again and reports it.
     """
     m = min(a.shape[0], WARMUP_N)
-    small = a[:m, :m].tocsc() if hasattr(a, "tocsc") else np.ascontiguousarray(a[:m, :m])
+    # a sparse matrix whole: its large supernodes' BLAS-3 kernels are built too
+    small = a if hasattr(a, "tocsc") else np.ascontiguousarray(a[:m, :m])
     try:
         if spec.prepare is not None:
             small = spec.prepare(small, options, queue)
