@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from oclla.trace import MAX_ORDER, RecordingError
 
@@ -79,22 +80,11 @@ class Structure:
         nrows = np.diff(self.row_ptr)
         return int(np.sum(ncols * nrows - ncols * (ncols - 1) // 2))
 
-    def depth(self) -> np.ndarray:
-        """Depth of each supernode in the tree (0 at roots; parent[s] > s: one pass down)."""
-        depth = np.zeros(self.ns, np.int64)
-        for s in range(self.ns - 1, -1, -1):
-            p = self.parent[s]
-            if p >= 0:
-                depth[s] = depth[p] + 1
-        return depth
-
 
 def structure_metrics(a_low, factor) -> dict:
     """``run.metrics["sparse"]`` of a factorization ``factor`` (:class:`oclla.sparse.Factor`)
     of the matrix whose lower triangle is ``a_low`` (scipy.sparse)."""
-    import scipy.sparse as sp
     sym = factor.symbolic
-    perm = np.asarray(sym.perm)
     iperm = np.asarray(sym.iperm)
     coo = sp.coo_array(a_low)
     r, c = iperm[coo.row], iperm[coo.col]
@@ -106,7 +96,7 @@ def structure_metrics(a_low, factor) -> dict:
             "row_ptr": np.asarray(sym.row_ptr).tolist(),
             "row_idx": np.asarray(sym.row_idx).tolist(),
             "parent": np.asarray(sym.parent).tolist(),
-            "nnz_a": int(key.size), "nnz_l": int(sym.nnz_l), "n_perm": int(perm.size)}
+            "nnz_a": int(key.size), "nnz_l": int(sym.nnz_l)}
 
 
 def _ints(meta: dict, key: str, lo: int, hi: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from oclla.viewer import analysis, registry, runner, sparse
 from oclla.viewer.export import qimage_to_rgb
 from oclla.viewer.run_dialog import RunDialog
 from oclla.viewer.runner import RunRequest
-from oclla.viewer.sparse_view import COLOURS, SparseView, spy_image, tree_layout
+from oclla.viewer.sparse_view import COLOURS, spy_image, tree_layout
 
 
 def _run(**kwargs):
@@ -114,7 +114,6 @@ def test_tree_layout_and_spy_image():
     x, y = tree_layout(s)
     np.testing.assert_array_equal(y, [0, 0, 1, 2])          # height above the leaves
     assert x[0] == 0 and x[1] == 1 and x[2] == 0 and x[3] == 0.5
-    np.testing.assert_array_equal(s.depth(), [2, 1, 1, 0])
     fr, fc = s.fill()
     assert sorted(zip(fr.tolist(), fc.tolist())) == [(3, 2)]
     cat, side = spy_image(s)
