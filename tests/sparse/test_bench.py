@@ -1,0 +1,28 @@
+"""oclla bench sparse: one small problem end to end, the JSON it prints, bad options."""
+
+import json
+
+import pytest
+
+from oclla import bench_sparse
+
+
+def test_bench_sparse_json(capsys):
+    assert bench_sparse.main(["--sizes", "3d:4", "--methods", "rl,rlb", "--large",
+                              "default,0", "--repeat", "1", "--no-reference",
+                              "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = doc["records"]
+    assert doc["routine"] == "sparse" and len(rows) == 4
+    assert {(r["method"], r["large"] == 0) for r in rows} == {
+        ("rl", False), ("rl", True), ("rlb", False), ("rlb", True)}
+    for r in rows:
+        assert r["factor_s"] > 0 and r["err"] < 30
+        assert 0 <= r["large_share"] <= 1
+        if r["large"] == 0:
+            assert r["large_supernodes"] == r["supernodes"] and r["large_share"] > 0
+
+
+def test_bench_sparse_refuses_unknown_problems():
+    with pytest.raises(SystemExit):
+        bench_sparse.parse_args(["--sizes", "4d:3"])
