@@ -54,11 +54,12 @@ def test_active_submatrix_outline_has_the_overlay_colour(qtbot, tmp_path):
 def test_overlays_follow_the_step(qtbot, tmp_path):
     run = synthetic_run(n=6, swaps={0: [(0, 4)]})
     view, image = render(qtbot, run, 1, tmp_path)       # step 0: swap rows 0 and 4
-    assert close_to(pixel(view, image, 0.0, 3.5), themes.OVERLAYS["active"])   # left edge
+    # the left edge, off the middle of the row where a cell's number may reach the edge
+    assert close_to(pixel(view, image, 0.0, 3.15), themes.OVERLAYS["active"])
     assert close_to(pixel(view, image, 3.5, 4.0), themes.OVERLAYS["swap"])    # outlined,
     assert not close_to(pixel(view, image, 3.5, 4.5), themes.OVERLAYS["swap"])  # not tinted
     view.show_matrix(analysis.matrix_at(run, 0), 4.0, analysis.overlays(run, 0), "start")
     qtbot.wait(20)
     start = qimage_to_rgb(view.grab().toImage())
     assert not view.active.isVisible() and not view.pivot.isVisible()
-    assert not close_to(pixel(view, start, 0.0, 3.5), themes.OVERLAYS["active"])
+    assert not close_to(pixel(view, start, 0.0, 3.15), themes.OVERLAYS["active"])
