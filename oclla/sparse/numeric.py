@@ -61,14 +61,16 @@ from ..cholesky import _solve_panel, factor_blocked
 #: BLAS-3 route (one supernode at a time on :mod:`oclla.blas` and the dense blocked potrf)
 #: instead of the batched kernels (one work-group per supernode), by device kind.
 #: CPU: measured on PoCL (2 shared cores, float64, RL, METIS; ``oclla bench sparse --large
-#: 1e7,3e7,1e8,3e8,inf``, best of 3; benchmarks/results/pocl-2core-epyc-2026-11-26-sparse-threshold.txt):
-#: factor seconds for thresholds 1e7 / 3e7 / 1e8 / 3e8 / inf -- 3-D 25³ 1.29 / 1.55 / 1.53 /
-#: 3.83 / 3.42, 3-D 30³ 7.59 / 3.88 / 4.29 / 4.48 / 8.32, 2-D 300² 2.60 / 0.85 / 1.16 /
-#: 0.84 / 1.03: 3e7 is best or close to it on all three (the machine was shared: the
-#: numbers scatter by some 30 %).
+#: 3e7,1e8,3e8,inf``, best of 2; benchmarks/results/pocl-2core-epyc-2026-11-26-sparse-*):
+#: factor seconds for thresholds 3e7 / 1e8 / 3e8 / inf -- 3-D 25³ 1.60 / 1.49 / 0.74 /
+#: 1.08, 3-D 30³ 3.78 / 3.08 / 1.94 / 1.25, 2-D 300² 0.32 / 0.37 / 0.27 / 0.28 (the
+#: machine was shared: the numbers scatter by some 30 %).  The dense potrf's leaves run
+#: at a few hundredths of a GFLOP/s there, so on a CPU device only supernodes beyond
+#: these sizes (3e8 flops: the roots of larger 3-D problems, which one work-group would
+#: factor on one core) take the BLAS route.
 #: GPU: provisional (a work-group of one supernode against about ten launches of the
 #: BLAS route), to be replaced by the same sweep on the GPU.
-LARGE_FLOPS = {"CPU": 3.0e7, "GPU": 2.0e6}
+LARGE_FLOPS = {"CPU": 3.0e8, "GPU": 2.0e6}
 
 
 def large_threshold(queue) -> float:
