@@ -60,17 +60,16 @@ from ..cholesky import _solve_panel, factor_blocked
 #: Flop count (potrf + trsm + syrk of one supernode) from which a supernode takes the
 #: BLAS-3 route (one supernode at a time on :mod:`oclla.blas` and the dense blocked potrf)
 #: instead of the batched kernels (one work-group per supernode), by device kind.
-#: CPU: measured on PoCL (2 shared cores, float64, RL, METIS; ``oclla bench sparse --large
-#: 3e7,1e8,3e8,inf``, best of 2; benchmarks/results/pocl-2core-epyc-2026-11-26-sparse-*):
-#: factor seconds for thresholds 3e7 / 1e8 / 3e8 / inf -- 3-D 25³ 1.60 / 1.49 / 0.74 /
-#: 1.08, 3-D 30³ 3.78 / 3.08 / 1.94 / 1.25, 2-D 300² 0.32 / 0.37 / 0.27 / 0.28 (the
-#: machine was shared: the numbers scatter by some 30 %).  The dense potrf's leaves run
-#: at a few hundredths of a GFLOP/s there, so on a CPU device only supernodes beyond
-#: these sizes (3e8 flops: the roots of larger 3-D problems, which one work-group would
-#: factor on one core) take the BLAS route.
+#: CPU: measured on PoCL (2 cores, float64, RL, METIS; ``oclla bench sparse --large
+#: 3e7,1e8,3e8,inf``, best of 2; benchmarks/results/pocl-2core-epyc-2026-11-26-sparse-*),
+#: factor seconds for thresholds 3e7 / 1e8 / 3e8 / inf with the machine otherwise quiet:
+#: 3-D 25³ 0.31 / 0.28 / 0.26 / 0.29, 3-D 30³ 0.68 / 0.62 / 0.87 / 0.79, 2-D 300² 0.175 /
+#: 0.169 / 0.172 / 0.181 -- 1e8 best or within 7 % (under a load of 8-10 on the two
+#: cores the BLAS route, whose dense potrf spreads over both, lost more: 3-D 30³ 3.8 /
+#: 3.1 / 1.9 / 1.3 s).
 #: GPU: provisional (a work-group of one supernode against about ten launches of the
 #: BLAS route), to be replaced by the same sweep on the GPU.
-LARGE_FLOPS = {"CPU": 3.0e8, "GPU": 2.0e6}
+LARGE_FLOPS = {"CPU": 1.0e8, "GPU": 2.0e6}
 
 
 def large_threshold(queue) -> float:
