@@ -38,6 +38,9 @@ supernode, ``0`` sends every one to the BLAS route), one line:
 
 The device is oclla's default or ``--device``; progress goes to stderr.  On a
 machine whose cores are shared, run with ``OPENBLAS_NUM_THREADS=1`` and say so.
+CHOLMOD is only as fast as the BLAS it links (``ldd`` its ``libcholmod``): with the
+reference ``libblas3`` it runs several times slower than with OpenBLAS, so say which
+one it had.  The METIS ordering needs ``pymetis``; elsewhere pass ``--ordering amd``.
 """
 
 from __future__ import annotations
