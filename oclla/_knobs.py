@@ -653,7 +653,9 @@ FAMILIES = {f.name: f for f in (
         Knob("NB", "block column width", _by_kind(256, 128), ints(1), _CHOL,
              {"GPU": (64, 128, 256, 384, 512), "CPU": (64, 96, 128, 192, 256)}),
         Knob("LEAF", "largest diagonal block factored by one work-group in its registers "
-             "(larger ones are split recursively into TRSM and SYRK)", _fixed(64), ints(1),
+             "(larger ones are split recursively into TRSM and SYRK); 32 on CPUs, where "
+             "PoCL (2 cores) factored n = 256 / 1024 in 4.7 / 61 ms with LEAF 32 and WG 64 "
+             "against 24.5 / 128 ms with 64 and 1024", _by_kind(64, 32), ints(1),
              _CHOL + ("kernels_cl/cholesky.cl",), _both((16, 32, 64))),
         Knob("TRSM_INVERSE", "1: solve the panels by multiplication with inverted diagonal "
              "blocks (from the leaf kernel itself where NB <= LEAF, else the trsm INVERSE "
@@ -675,9 +677,9 @@ FAMILIES = {f.name: f for f in (
              _both((0, 1))),
         Knob("WG", "work-items of a block leaf (at least LEAF²/64); with row leaves it "
              "sizes only the panel solve apply_inverse (min(LEAF, 4·WG/LEAF) rows of the "
-             "panel per work-group)", lambda d, p: d.group(256, 1024), pow2(),
+             "panel per work-group)", lambda d, p: d.group(256, 64), pow2(),
              _CHOL + ("kernels_cl/cholesky.cl",),
-             {"GPU": (128, 256, 512, 1024), "CPU": (256, 1024)})),
+             {"GPU": (128, 256, 512, 1024), "CPU": (16, 32, 64, 256)})),
         _chol_settle, _chol_constraint),
     Family("pivot", "The per-pivot LU kernels (kernels_cl/lu_inplace.cl, "
            "oclla/lu_pivot.py): a work-group is WX x WY items and owns WX·VW·NV columns "
