@@ -628,7 +628,9 @@ FAMILIES = {f.name: f for f in (
              _by_kind(8, 1), pow2(), _LU, {"GPU": (4, 8, 16), "CPU": (1, 2)}),
         Knob("GRID_PER_CU", 'PANEL = "grid": work-groups launched per compute unit',
              _fixed(1), ints(1, 8), _LU, _both((1, 2))),
-        Knob("GRID_RPI", 'PANEL = "grid": rows per work-item held in registers (0: none)',
+        Knob("GRID_RPI", 'PANEL = "grid": the most rows per work-item held in registers '
+             '(the program is built for this many; a panel that needs fewer passes its '
+             'count as an argument; 0: none)',
              _by_kind(16, 4), choice(0, 1, 2, 4, 8, 16, 32), _LU,
              {"GPU": (4, 8, 16, 32), "CPU": (0, 2, 4, 8)}),
         Knob("FLAT_N", "the trailing matrix is factored as one panel once its order is at "

@@ -49,8 +49,8 @@ REFINE_MIN_COLS = 2      # supernodes narrower than this keep their column order
 
 @dataclass(frozen=True)
 class Symbolic:
-    """The pattern of L in P·A·Pᵀ = L·Lᵀ, by supernodes (see the module docstring for the
-    storage).  All arrays int64.
+    """The pattern of L in P·A·Pᵀ = L·Lᵀ, by supernodes, and where each supernode's
+    dense block lives in the flat L storage.  All arrays int64.
 
     Attributes
     ----------
