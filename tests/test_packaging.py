@@ -73,6 +73,21 @@ def _project() -> dict:
         return tomllib.load(fh)["project"]
 
 
+def test_every_subpackage_is_packaged():
+    """Each folder of the three source trees that holds an __init__.py is a listed package."""
+    import tomllib
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        setuptools = tomllib.load(fh)["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    found = set()
+    for package, folder in setuptools["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            if "__pycache__" not in init.parts:
+                relative = init.parent.relative_to(ROOT / folder).parts
+                found.add(".".join((package,) + relative))
+    assert found - listed == set(), f"not in [tool.setuptools] packages: {found - listed}"
+
+
 def test_metadata_names_license_authors_and_the_pythons_tested():
     project = _project()
     assert project["license"] == "MIT"                      # an SPDX expression

@@ -67,9 +67,10 @@ from ..cholesky import _solve_panel, factor_blocked
 #: 0.169 / 0.172 / 0.181 -- 1e8 best or within 7 % (under a load of 8-10 on the two
 #: cores the BLAS route, whose dense potrf spreads over both, lost more: 3-D 30³ 3.8 /
 #: 3.1 / 1.9 / 1.3 s).
-#: GPU: provisional (a work-group of one supernode against about ten launches of the
-#: BLAS route), to be replaced by the same sweep on the GPU.
-LARGE_FLOPS = {"CPU": 1.0e8, "GPU": 2.0e6}
+#: GPU (H200, NVIDIA OpenCL, float64 RL, METIS), factor seconds for thresholds 1e5 / 1e6 /
+#: 1e7 / never on 3-D 40³: 0.241 / 0.109 / 0.0685 / more than 90 (every supernode batched,
+#: the root's by one work-group).
+LARGE_FLOPS = {"CPU": 1.0e8, "GPU": 1.0e7}
 
 
 def large_threshold(queue) -> float:
