@@ -99,7 +99,8 @@ def current(results: str = RESULTS) -> tuple:
     for path in sorted(glob.glob(os.path.join(results, "*.json"))):
         added = _committed(path)
         with open(path, encoding="utf-8") as f:
-            docs = [d for d in documents(f.read()) if "records" in d]
+            docs = [d for d in documents(f.read())
+                    if "records" in d and d.get("routine") in ROUTINES]
         for doc in docs:
             for dtype in sorted({r["dtype"] for r in doc["records"]}):
                 key = (doc["device"], doc["routine"], dtype)

@@ -118,13 +118,17 @@ def _inline_commands() -> list:
 
 def _parse(words: list) -> None:
     """Parse a command's arguments as the command would (SystemExit for a bad one)."""
-    from oclla import bench, bench_wls, cli, tune
+    from oclla import bench, bench_sparse, bench_update, bench_wls, cli, tune
     from oclla.viewer.app import build_parser
     program, rest = words[0], words[1:]
     if program == "oclla-viewer":
         build_parser().parse_args(rest)
     elif rest[:2] == ["bench", "wls"]:
         bench_wls.parser().parse_args(rest[2:])
+    elif rest[:2] == ["bench", "update"]:
+        bench_update.parser().parse_args(rest[2:])
+    elif rest[:2] == ["bench", "sparse"]:
+        bench_sparse.parse_args(rest[2:])
     elif rest[:1] == ["bench"]:
         bench.parse_args(rest[1:])
     elif rest[:1] == ["tune"]:
