@@ -1,7 +1,9 @@
-"""Small helpers shared by the benchmark drivers: timing and the optional CuPy reference."""
+"""Small helpers shared by the benchmark drivers: timing, the optional CuPy reference and
+argument types."""
 
 from __future__ import annotations
 
+import argparse
 import time
 
 
@@ -38,3 +40,25 @@ def cupy_best_of(cp, fn, repeat: int = 3, warmup: int = 1) -> float:
         cp.cuda.Device().synchronize()
     cp.cuda.Device().synchronize()
     return best_of(timed, repeat, warmup)
+
+
+def int_list(minimum: int):
+    """An argparse ``type``: comma-separated integers, each at least ``minimum``."""
+    def parse(text: str) -> list:
+        try:
+            values = [int(s) for s in text.split(",") if s.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"comma-separated integers, got {text!r}") from None
+        if not values or min(values) < minimum:
+            raise argparse.ArgumentTypeError(f"integers >= {minimum}, got {text!r}")
+        return values
+    return parse
+
+
+def dtype_list(text: str) -> list:
+    """An argparse ``type``: float32 and/or float64, comma-separated."""
+    values = [s.strip() for s in text.split(",") if s.strip()]
+    if not values or any(v not in ("float32", "float64") for v in values):
+        raise argparse.ArgumentTypeError(f"float32 and/or float64, got {text!r}")
+    return values

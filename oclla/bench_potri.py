@@ -34,6 +34,8 @@ import sys
 
 import numpy as np
 
+from ._bench import dtype_list, int_list
+
 
 def factor(n: int, dtype, lower: bool):
     """(A, its factor) in ``dtype``: A of condition number 100 (three reflections)."""
@@ -142,23 +144,6 @@ def measure_logdet(n: int, dtype, queue, repeat: int, cp) -> dict:
     return row
 
 
-def _ints(text: str) -> list:
-    try:
-        values = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"positive integers, got {text!r}")
-    return values
-
-
-def _dtypes(text: str) -> list:
-    values = [s.strip() for s in text.split(",") if s.strip()]
-    if not values or any(v not in ("float32", "float64") for v in values):
-        raise argparse.ArgumentTypeError(f"float32 and/or float64, got {text!r}")
-    return values
-
-
 def parser(what: str) -> argparse.ArgumentParser:
     """The argument parser of ``oclla bench potri`` or ``oclla bench logdet``."""
     from .cli import add_device_option, version_text
@@ -172,9 +157,9 @@ def parser(what: str) -> argparse.ArgumentParser:
                      "numpy and CuPy, in the same run."))
     p.add_argument("--version", action="version", version=version_text(prog))
     default = "1024,2048,3072,4096" if potri else "4096,8192"
-    p.add_argument("--sizes", type=_ints, default=_ints(default),
+    p.add_argument("--sizes", type=int_list(1), default=int_list(1)(default),
                    help=f"orders n, comma separated (default {default})")
-    p.add_argument("--dtype", type=_dtypes, default=["float32", "float64"],
+    p.add_argument("--dtype", type=dtype_list, default=["float32", "float64"],
                    help="float32, float64 or both comma-separated (default both)")
     if potri:
         p.add_argument("--upper", action="store_true", help="A = UᵀU (default: A = LLᵀ)")

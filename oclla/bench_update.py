@@ -41,6 +41,8 @@ import time
 
 import numpy as np
 
+from ._bench import dtype_list, int_list
+
 #: Memory bandwidth in GB/s of the SXM parts, by name substring (the roof column).
 BANDWIDTH = {"H100": 3350.0, "H200": 4800.0}
 
@@ -184,23 +186,6 @@ def measure_streamed(n: int, k: int, dtype, sign: int, queue) -> dict:
                 bus=float(n) * (n + 1) * np.dtype(dtype).itemsize / elapsed / 1e9)
 
 
-def _ints(text: str) -> list:
-    try:
-        values = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 0:
-        raise argparse.ArgumentTypeError(f"non-negative integers, got {text!r}")
-    return values
-
-
-def _dtypes(text: str) -> list:
-    values = [s.strip() for s in text.split(",") if s.strip()]
-    if not values or any(v not in ("float32", "float64") for v in values):
-        raise argparse.ArgumentTypeError(f"float32 and/or float64, got {text!r}")
-    return values
-
-
 def parser() -> argparse.ArgumentParser:
     """The argument parser of ``oclla bench update``."""
     from .cli import add_device_option, version_text
@@ -209,11 +194,11 @@ def parser() -> argparse.ArgumentParser:
         description="Rank-k Cholesky update/downdate against refactorization (scipy, "
                     "oclla, cuSOLVER), in the same run.")
     p.add_argument("--version", action="version", version=version_text("oclla bench update"))
-    p.add_argument("--sizes", type=_ints, default=[1000, 2000, 4000],
+    p.add_argument("--sizes", type=int_list(1), default=[1000, 2000, 4000],
                    help="orders n, comma separated (default 1000,2000,4000)")
-    p.add_argument("--ranks", type=_ints, default=[1, 16, 64],
+    p.add_argument("--ranks", type=int_list(0), default=[1, 16, 64],
                    help="ranks k, comma separated (default 1,16,64)")
-    p.add_argument("--dtype", type=_dtypes, default=["float32", "float64"],
+    p.add_argument("--dtype", type=dtype_list, default=["float32", "float64"],
                    help="float32, float64 or both comma-separated (default both)")
     p.add_argument("--sign", type=int, default=1, choices=(1, -1),
                    help="+1 update (default), -1 downdate")
