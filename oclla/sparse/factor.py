@@ -290,6 +290,9 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
         Symmetric positive definite.  Any scipy.sparse format; never modified.
     ordering : "metis" (default), "amd", "rcm", "natural" or "best"
         The fill-reducing ordering (``"best"`` tries several, keeps the least fill).
+        The analysis then postorders the elimination tree (as CHOLMOD does), so
+        :meth:`Factor.P` is a permutation of the ordering's, not the identity even
+        for ``"natural"``; the fill is the ordering's.
     method : "rl" (default) or "rlb"
         Right-looking supernodal: "rl" forms each supernode's whole update matrix
         by one SYRK in working storage and assembles it into the ancestors; "rlb"

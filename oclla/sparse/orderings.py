@@ -4,7 +4,8 @@ Each ordering takes the lower triangle of A (CSC, :func:`._input.lower_triangle`
 ``perm`` (int64, a permutation of 0..n-1): pivot k is the original column perm[k], and
 A[perm][:, perm] is factored.
 
-* ``"natural"``: the identity;
+* ``"natural"``: the identity (the analysis then postorders the elimination tree, which
+  keeps the fill);
 * ``"rcm"``: reverse Cuthill-McKee (scipy.sparse.csgraph), a small profile, not small fill;
 * ``"amd"``: approximate minimum degree (:mod:`._amd`, pure Python: ~30 s of CPU for the
   3-D 50³ Laplacian, n = 125 000; METIS takes 1.5 s there);
