@@ -34,7 +34,8 @@ def key(info, dtype_name: str, what: str, values=None) -> str:
     """The key of a verdict on ``what`` (with parameter ``values``) for this device."""
     limits = (f"{info.profile}:{info.kind}:{info.max_work_group_size}:"
               f"{'x'.join(map(str, info.max_work_item_sizes))}:{info.local_mem_size}:"
-              f"{info.native_width_float}:{info.native_width_double}:{int(info.fp64)}"
+              f"{info.native_width_float}:{info.native_width_double}:{int(info.fp64)}:"
+              f"{info.max_alloc_size}:{info.global_mem_size}"
               if info.profile else "")
     parts = [info.name, info.driver_version, limits, dtype_name, what]
     if values is not None:

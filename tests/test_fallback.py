@@ -1,6 +1,7 @@
 """Parameters that a device cannot build or run: the ladder of safer sets, one warning,
 verdicts remembered per device and driver, and DeviceError with the log when all fail."""
 
+import dataclasses
 import json
 import warnings
 
@@ -149,3 +150,13 @@ def test_builds_are_quiet(queue, capfd):
         oclla.lu_factor(np.eye(30, dtype=np.float32) * 2, queue=queue)
     captured = capfd.readouterr()
     assert "warning" not in captured.err.lower() and "generated" not in captured.err
+
+
+def test_verdicts_under_profiles_with_other_memory_limits_are_apart(queue):
+    """A profile's memory limits are part of a verdict's key: a check that fails with a tiny
+    max_alloc_size is not remembered for the same profile name with room to spare."""
+    info = dataclasses.replace(oclla.device_info(queue), profile="amd-gcn")
+    small = dataclasses.replace(info, max_alloc_size=1 << 20, global_mem_size=2 << 20)
+    assert _checked.key(info, "float32", "chol") != _checked.key(small, "float32", "chol")
+    assert (_checked.key(info, "float32", "chol")
+            == _checked.key(dataclasses.replace(info), "float32", "chol"))
