@@ -99,3 +99,19 @@ def buildable(queue, dtype, p: dict, key: str = "VW") -> dict:
         return p
     width = buildable_width(queue, dtype, p[key])
     return {**p, key: 1 if key == "LEAF_W" and width == 2 else width}   # no 2-wide leaves
+
+
+#: 1 MiB buffers and 2 MiB of device memory: matrices of a few hundred rows take the tiled
+#: and out-of-core routes (tests/test_tiled.py, tests/test_out_of_core.py).
+SMALL_MEMORY = oclla.Profile(name="tiled-tests", max_alloc_size=1 << 20,
+                             global_mem_size=2 << 20)
+
+
+@pytest.fixture(scope="module")
+def small_device():
+    """The default queue under :data:`SMALL_MEMORY`; the previous profile restored after."""
+    previous = oclla.set_profile(SMALL_MEMORY)
+    try:
+        yield oclla.get_queue()
+    finally:
+        oclla.set_profile(previous)

@@ -20,7 +20,6 @@ from conftest import spd
 
 #: Buffers of 1 MiB, 2 MiB of memory: a float64 matrix of order 700 (3.7 MiB) is
 #: beyond the device's memory even in tiles, and streams in panels of 80 columns.
-SMALL = oclla.Profile(name="tiled-tests", max_alloc_size=1 << 20, global_mem_size=2 << 20)
 
 
 def expected_bytes(n: int, w: int, itemsize: int) -> tuple:
@@ -78,14 +77,6 @@ def test_interval_arithmetic():
 
 
 # ---- the public functions, on a device with less memory than the matrix ---------------
-
-@pytest.fixture(scope="module")
-def small_device():
-    previous = oclla.set_profile(SMALL)
-    try:
-        yield oclla.get_queue()
-    finally:
-        oclla.set_profile(previous)
 
 
 def test_plan_follows_the_device_limits(small_device):

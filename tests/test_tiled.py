@@ -23,7 +23,6 @@ from conftest import spd
 
 #: A device whose buffers hold 1 MiB and whose memory is 2 MiB: a float64 matrix of
 #: order 363 or more exceeds one buffer; up to about 590 its triangle fits in tiles.
-SMALL = oclla.Profile(name="tiled-tests", max_alloc_size=1 << 20, global_mem_size=2 << 20)
 
 
 def factor_and_solve(queue, a, tile, lower, triangle=None):
@@ -156,14 +155,6 @@ def test_bad_arguments(queue):
 
 
 # ---- the public functions, on a device whose buffers are smaller than the matrix ----------
-
-@pytest.fixture(scope="module")
-def small_device():
-    previous = oclla.set_profile(SMALL)
-    try:
-        yield oclla.get_queue()
-    finally:
-        oclla.set_profile(previous)
 
 
 def test_route_and_tile_follow_the_device_limits(small_device):
