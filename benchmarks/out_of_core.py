@@ -14,8 +14,11 @@ built then):
 ``tiled``        :func:`oclla.tiled.factor_tiles` of a TiledMatrix of order n
                  (tiles of --tile), data already on the device;
 ``out-of-core``  :func:`oclla.out_of_core.factor_streamed` of the host matrix
-                 of order n in place, panels of --stream-tile: the time is the
-                 wall time, every transfer included; the achieved bus
+                 of order n in place, panels of --stream-tile (several widths:
+                 one run each, the matrix made again before each), transfers
+                 through page-locked staging buffers (``--transfers pinned``)
+                 and/or straight from pageable memory (``pageable``): the time
+                 is the wall time, every transfer included; the achieved bus
                  bandwidth (bytes over the copy queue's busy time) and the
                  share of the transfer time hidden behind computation come
                  from the OpenCL events' profiling times.
@@ -105,11 +108,13 @@ def run_tiled(queue, a: np.ndarray, tile: int, check: bool) -> dict:
     return out
 
 
-def run_streamed(queue, a: np.ndarray, tile: int, check: bool) -> dict:
+def run_streamed(queue, a: np.ndarray, tile: int, check: bool, pinned: bool = True) -> dict:
     n = a.shape[0]
     reference = symmetric(a) if check else None
-    stats = out_of_core.factor_streamed(a, a, lower=True, queue=queue, tile=tile)
-    out = dict(mode="out-of-core", n=n, tile=stats.tile,
+    stats = out_of_core.factor_streamed(a, a, lower=True, queue=queue, tile=tile,
+                                        pinned=pinned)
+    out = dict(mode="out-of-core", n=n, tile=stats.tile, pinned=pinned,
+               host_copy_s=stats.host_copy_s,
                device_gib=out_of_core.BUFFERS * n * stats.tile * a.dtype.itemsize / 2**30,
                seconds=stats.seconds, gflops=stats.gflops, up_gb=stats.bytes_up / 1e9,
                down_gb=stats.bytes_down / 1e9, transfer_s=stats.transfer_s,
@@ -120,18 +125,35 @@ def run_streamed(queue, a: np.ndarray, tile: int, check: bool) -> dict:
     return out
 
 
-def bus_bandwidth(queue, dtype, nbytes: int = 1 << 30) -> float:
-    """GB/s of one plain host-to-device copy of ``nbytes`` (pageable numpy memory)."""
+def bus_bandwidth(queue, dtype, pinned: bool, nbytes: int = 1 << 30) -> tuple:
+    """GB/s (up, down) of one plain copy of ``nbytes`` between host and device: from
+    pageable numpy memory, or from a mapped CL_MEM_ALLOC_HOST_PTR buffer (``pinned``)."""
     nbytes = min(nbytes, oclla.device_info(queue).max_alloc_size // 2)
-    host = np.ones(nbytes // np.dtype(dtype).itemsize, dtype)
+    entries = nbytes // np.dtype(dtype).itemsize
+    staging = None
+    if pinned:
+        staging = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE
+                            | cl.mem_flags.ALLOC_HOST_PTR, entries * np.dtype(dtype).itemsize)
+        host, event = cl.enqueue_map_buffer(queue, staging, cl.map_flags.READ
+                                            | cl.map_flags.WRITE, 0, (entries,), dtype)
+        event.wait()
+        host[:] = 1
+    else:
+        host = np.ones(entries, dtype)
     buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, host.nbytes)
     cl.enqueue_copy(queue, buf, host).wait()
-    event = cl.enqueue_copy(queue, buf, host)
-    event.wait()
-    return host.nbytes / ((event.profile.end - event.profile.start) * 1e-9) / 1e9
+    rates = []
+    for event in (cl.enqueue_copy(queue, buf, host), cl.enqueue_copy(queue, host, buf)):
+        event.wait()
+        rates.append(host.nbytes / ((event.profile.end - event.profile.start) * 1e-9) / 1e9)
+    if staging is not None:
+        host.base.release(queue)
+        staging.release()
+    buf.release()
+    return tuple(rates)
 
 
-def warm_up(queue, dtype, ref_n: int, tile: int, stream_tile: int, modes) -> None:
+def warm_up(queue, dtype, ref_n: int, tile: int, stream_tiles, modes) -> None:
     """Build every kernel the timed runs use: the one-buffer run past the device's
     SMALL_N (where the blocked potrf changes its leaves), the others with their tiles."""
     if "one-buffer" in modes:
@@ -141,7 +163,8 @@ def warm_up(queue, dtype, ref_n: int, tile: int, stream_tile: int, modes) -> Non
     if "tiled" in modes:
         run_tiled(queue, make_spd(2 * tile + 7, dtype), tile, False)
     if "out-of-core" in modes:
-        run_streamed(queue, make_spd(3 * stream_tile + 7, dtype), stream_tile, False)
+        for stream_tile in stream_tiles:
+            run_streamed(queue, make_spd(3 * stream_tile + 7, dtype), stream_tile, False)
 
 
 def size(nbytes: float) -> str:
@@ -156,6 +179,8 @@ def report(row: dict) -> None:
         line += f"  tile={row['tile']}  device {size(row['device_gib'] * 2**30)}"
     print(line)
     if row["mode"] == "out-of-core":
+        print(f"{'':>14}{'pinned staging' if row['pinned'] else 'pageable memory'}: host "
+              f"copies {row['host_copy_s']:.2f} s on the host thread")
         print(f"{'':>14}bus: {size(row['up_gb'] * 1e9)} up, {size(row['down_gb'] * 1e9)} down in "
               f"{row['transfer_s']:.2f} s of transfers = {row['bus_gbs']:.1f} GB/s; compute "
               f"{row['compute_s']:.2f} s; overlap {row['overlap_s']:.2f} s = "
@@ -175,9 +200,12 @@ def main(argv=None) -> int:
     p.add_argument("--tile", type=int, default=None,
                    help=f"tile of the tiled run (default: oclla.tiled.TILE = {tiled.TILE}, "
                         f"narrowed to a multiple of 16 whose panel fits a buffer)")
-    p.add_argument("--stream-tile", type=int, default=None,
-                   help=f"panel width of the out-of-core run (default: "
+    p.add_argument("--stream-tile", default=None,
+                   help=f"panel width(s) of the out-of-core runs, comma-separated (default: "
                         f"oclla.out_of_core.TILE = {out_of_core.TILE}, narrowed to fit)")
+    p.add_argument("--transfers", default="pinned",
+                   help="comma-separated: pinned (page-locked staging), pageable (straight "
+                        "from numpy memory); one out-of-core run per width and kind")
     p.add_argument("--reference-n", type=int, default=None,
                    help="order of the one-buffer run (default: n if it fits one buffer, "
                         "else the largest power of two that does)")
@@ -193,15 +221,22 @@ def main(argv=None) -> int:
     n = args.n
     check = args.check and n <= 4096
     tile = tiled.choose_tile(queue, n, dtype, args.tile or tiled.TILE)
-    stream_tile = out_of_core.plan_tile(queue, n, dtype, args.stream_tile)
+    stream_tiles = [out_of_core.plan_tile(queue, n, dtype, int(t) if t else None)
+                    for t in (args.stream_tile or "").split(",")]
+    kinds = [k.strip() for k in args.transfers.split(",") if k.strip()]
+    if set(kinds) - {"pinned", "pageable"}:
+        p.error(f"--transfers takes pinned and/or pageable, got {args.transfers}")
     one_buffer = n * n * dtype.itemsize <= min(info.max_alloc_size, info.global_mem_size // 2)
     ref_n = args.reference_n or (n if one_buffer else largest_one_buffer_order(queue, dtype))
     print(info.describe())
     print(f"n={n} {dtype.name}: {size(n * n * dtype.itemsize)} "
           f"({'fits' if one_buffer else 'exceeds'} one buffer of "
-          f"{size(info.max_alloc_size)}); tile {tile}, stream tile {stream_tile}")
-    print(f"plain host-to-device copy (pageable): {bus_bandwidth(queue, dtype):.1f} GB/s")
-    warm_up(queue, dtype, ref_n, tile, stream_tile, modes)
+          f"{size(info.max_alloc_size)}); tile {tile}, stream tiles {stream_tiles}")
+    for pinned in (False, True):
+        up, down = bus_bandwidth(queue, dtype, pinned)
+        print(f"plain copy of 1 GiB ({'pinned' if pinned else 'pageable'}): host-to-device "
+              f"{up:.1f} GB/s, device-to-host {down:.1f} GB/s")
+    warm_up(queue, dtype, ref_n, tile, stream_tiles, modes)
     rows = []
     if "one-buffer" in modes:
         rows.append(run_one_buffer(queue, ref_n, dtype, check and ref_n <= 4096))
@@ -211,19 +246,23 @@ def main(argv=None) -> int:
         rows.append(run_tiled(queue, a, tile, check))
         report(rows[-1])
     if "out-of-core" in modes:
-        rows.append(run_streamed(queue, a, stream_tile, check))
-        report(rows[-1])
+        runs = [(t, k) for t in stream_tiles for k in kinds]
+        for i, (stream_tile, kind) in enumerate(runs):
+            if i:                       # the previous run factored the matrix in place
+                a = make_spd(n, dtype)
+            rows.append(run_streamed(queue, a, stream_tile, check, kind == "pinned"))
+            report(rows[-1])
     by = {r["mode"]: r for r in rows}
     if "tiled" in by and "one-buffer" in by:
         print(f"tiled n={n} / one buffer n={ref_n}: "
               f"{by['tiled']['gflops'] / by['one-buffer']['gflops']:.0%} (goal for float64 "
               f"n=65536 vs 32768: >= 90%)")
-    if "out-of-core" in by:
-        base = by.get("tiled") or by.get("one-buffer")
-        if base:
-            print(f"out-of-core / {base['mode']} (in core): "
-                  f"{by['out-of-core']['gflops'] / base['gflops']:.0%} (goal for float32 "
-                  f"n=100000: >= 70%)")
+    base = by.get("tiled") or by.get("one-buffer")
+    for row in rows:
+        if row["mode"] == "out-of-core" and base:
+            print(f"out-of-core (tile {row['tile']}, "
+                  f"{'pinned' if row['pinned'] else 'pageable'}) / {base['mode']} (in core): "
+                  f"{row['gflops'] / base['gflops']:.0%} (goal for float32 n=100000: >= 70%)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(device=info.name, dtype=dtype.name, rows=rows), fh, indent=1)

@@ -164,3 +164,42 @@ def test_ill_conditioned(queue, dtype, lower):
     work = a.copy()
     out_of_core.factor_streamed(work, work, lower=lower, queue=queue, tile=20)
     assert accuracy.cholesky_backward_error(a, work, lower) < accuracy.THRESHOLD
+
+
+# ---- page-locked staging ---------------------------------------------------------------
+
+
+def test_pinned_and_pageable_transfers_agree(queue):
+    """The same factor and the same bytes with and without the staging buffers."""
+    a = spd(61, np.float32)
+    pinned, pageable = np.zeros_like(a), np.zeros_like(a)
+    s1 = out_of_core.factor_streamed(a, pinned, lower=True, queue=queue, tile=16)
+    s2 = out_of_core.factor_streamed(a, pageable, lower=True, queue=queue, tile=16,
+                                     pinned=False)
+    assert s1.pinned and not s2.pinned and s2.host_copy_s == 0 and s1.host_copy_s > 0
+    np.testing.assert_array_equal(pinned, pageable)
+    assert (s1.bytes_up, s1.bytes_down) == (s2.bytes_up, s2.bytes_down)
+
+
+def test_staging_round_trip(queue, monkeypatch):
+    """Rectangles up and down through two slots, copied in row blocks by threads; an
+    upload of a rectangle a pending download writes sees the downloaded values."""
+    import pyopencl as cl
+    from oclla import _staging
+    monkeypatch.setattr(_staging, "SMALL", 16)
+    copyq = tiled.copy_queue(queue)
+    host = np.arange(40 * 30, dtype=np.float64).reshape(40, 30)
+    out = np.zeros_like(host)
+    bufs = [cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 40 * 30 * 8) for _ in range(3)]
+    with _staging.Staging(copyq, 40 * 30, np.float64, slots=2, threads=3) as st:
+        st.upload(bufs[0], host, 5, 7, 20, 11)
+        st.download(bufs[0], out, 0, 0, 20, 11)        # out[:20, :11] = host[5:25, 7:18]
+        st.upload(bufs[1], out, 0, 0, 20, 11)          # waits for that download
+        st.download(bufs[1], out, 20, 19, 20, 11)
+        whole = np.zeros_like(host)
+        st.download(bufs[2], whole, 0, 0, 40, 30,
+                    wait_for=[st.upload(bufs[2], host, 0, 0, 40, 30)])
+    np.testing.assert_array_equal(out[:20, :11], host[5:25, 7:18])
+    np.testing.assert_array_equal(out[20:, 19:], host[5:25, 7:18])
+    np.testing.assert_array_equal(out[20:, :19], 0)
+    np.testing.assert_array_equal(whole, host)
