@@ -42,6 +42,10 @@
                               1 forms each entry from the source's block (RLB) */
 #endif
 
+#ifndef BATCH_GEMM
+#define BATCH_GEMM 0       /* 1: the program holds rlb_gemm (and the gemm tile defines) */
+#endif
+
 #define X(base, nr, i, k) (base)[(long)(k) * (nr) + (i)]
 
 /* x[i] = 0 for i < size */
@@ -297,6 +301,53 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
+
+/* ---- RLB's block-pair GEMMs, batched (programs built with BATCH_GEMM = 1) ----------------
+ *
+ * One launch covers a list of GEMMs of one supernode s (nr rows, nc columns; base: the
+ * position in l of X(nc, 0), its first off-diagonal row): GEMM d (desc[5d .. 5d+4] =
+ * rj, ri, j0, i0, ldt) subtracts the product of the row blocks Bj = rows j0 .. j0+rj-1
+ * and Bi = rows i0 .. i0+ri-1 (positions among the off-diagonal rows, Bi at or below Bj)
+ * from the ancestor's block at l + tgt[d]:
+ *
+ *     C(r, c) -= sum_k X(nc+j0+r, k) X(nc+i0+c, k),   C(r, c) = l[tgt[d] + r*ldt + c]
+ *
+ * (C read row-major is the ancestor's column-major block: r its column, c its row).
+ * Row-major, X's columns from position nc are the nc x m matrix U12 (leading dimension nr),
+ * so this is gemm_tile (gemm_tile.h) with op(A) = U12[:, Bj]^T (TRANS_A = 1), B = U12[:, Bi],
+ * alpha = -1, beta = 1; a diagonal pair (Bi = Bj) writes the upper triangle (TRIANGLE = 2,
+ * the ancestor's lower one), and the host launches those apart from the others.  The
+ * launch's work-groups are the GEMMs' TILE_M x TILE_N tiles, GEMM d owning groups
+ * tile_ptr[d] .. tile_ptr[d+1]-1 in row-major order of its tile grid, so one large GEMM
+ * spreads over many work-groups and many small ones share the launch.  No two GEMMs of
+ * a list touch the same entry (distinct pairs of blocks map to distinct entries). */
+#if BATCH_GEMM
+#include "gemm_tile.h"
+
+__kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
+void rlb_gemm(const int count, __global const int *tile_ptr, __global const int *desc,
+              __global const long *tgt, __global real *l, const long base, const int nr,
+              const int nc)
+{
+    __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
+    __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
+    const int g = get_group_id(0);
+    int lo = 0, hi = count - 1;            /* the d with tile_ptr[d] <= g < tile_ptr[d+1] */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (tile_ptr[mid] <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    __global const int *e = desc + 5 * lo;
+    const int rj = e[0], ri = e[1], ldt = e[4];
+    const int tiles_n = (ri + TILE_N - 1) / TILE_N, t = g - tile_ptr[lo];
+    gemm_tile(rj, ri, nc, -ONE, l + base + e[2], nr, l + base + e[3], nr, ONE,
+              l + tgt[lo], ldt, (t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N,
+              (__local real *)As_v, (__local real *)Bs_v);
+}
+#endif
 
 /* ---- solves: x is n x nrhs, column-major (x[r*n + i]) ---------------------------------- */
 

@@ -26,8 +26,10 @@ RLB: blocked updates straight into L (no working storage)
     the off-diagonal rows fall in *row blocks* (maximal runs of consecutive
     rows inside one ancestor supernode); for each pair of blocks
     (Bᵢ below or equal to Bⱼ) one GEMM (SYRK for i = j) subtracts
-    L[Bᵢ,:]·L[Bⱼ,:]ᵀ from the ancestor's block at its offset (up to
-    :data:`RLB_MAX_GEMMS` pairs; beyond, the batched RLB assembly).
+    L[Bᵢ,:]·L[Bⱼ,:]ᵀ from the ancestor's block at its offset.  The GEMMs of
+    one supernode go in two launches of one batched kernel (``rlb_gemm``:
+    the diagonal pairs, then the others), whose work-groups are the tiles of
+    all of them (:func:`rlb_launches`).
 
 Routes: supernodes whose factorization flops reach ``large`` (default
 :data:`LARGE_FLOPS` of the device's kind) run one by one on :mod:`oclla.blas` / the dense
@@ -54,7 +56,9 @@ from numpy.linalg import LinAlgError
 from .. import trace
 from .._device import device_info
 from .._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
-from ..blas import View, gemm, syrk
+from .._knobs import complete_gemm
+from .._params import check
+from ..blas import View, gemm_shape, syrk, tile_launch
 from ..cholesky import _solve_panel, factor_blocked
 
 #: Flop count (potrf + trsm + syrk of one supernode) from which a supernode takes the
@@ -172,7 +176,7 @@ class Plan:
     work: int                    # RL working storage, elements
     flops: np.ndarray            # float64 (ns,)
     dev: dict = field(default_factory=dict)
-    blocks: dict = field(default_factory=dict)    # large s -> RLB gemm list
+    blocks: dict = field(default_factory=dict)    # RLB's launches: rlb_launches()
 
 
 def _levels(parent: np.ndarray) -> np.ndarray:
@@ -292,41 +296,79 @@ def make_plan(sym, *, large: float) -> Plan:
                 work, flops)
 
 
-#: RLB: most GEMMs (pairs of row blocks) one large supernode's update may take; a
-#: supernode whose off-diagonal rows fall in more blocks is updated by the batched
-#: RLB assembly instead (each entry formed from the block and subtracted in place,
-#: still without working storage): a launch per pair of tiny blocks would cost more.
-RLB_MAX_GEMMS = 256
+#: Tiles of RLB's batched GEMMs (kernels_cl/sparse.cl rlb_gemm) on devices whose own
+#: gemm is not the tiled kernel (CPUs: gemm_direct streams from global memory and has no
+#: batched form).
+RLB_CPU_TILE = dict(KERNEL="tiled", TILE_M=32, TILE_N=32, TILE_K=16, WPT_M=4, WPT_N=4, VEC=4)
 
 
-def _rlb_blocks(sym, plan: Plan, s: int) -> list | None:
-    """RLB's GEMMs of the large supernode s: (rows_j, rows_i, j0, i0, target offset,
-    target ld, diagonal?) per pair of row blocks Bᵢ >= Bⱼ (positions among s's
-    off-diagonal rows); None where they would be more than :data:`RLB_MAX_GEMMS`."""
-    sp, rp, ri = sym.super_ptr, sym.row_ptr, sym.row_idx
+def rlb_tile(queue, nc: int, dtype) -> dict:
+    """The tile parameters of RLB's batched GEMMs of inner dimension ``nc``: the shared
+    layer's choice (:func:`oclla.blas.gemm_shape`) where it is the tiled kernel, else
+    :data:`RLB_CPU_TILE` (checked against the device's limits)."""
+    p = gemm_shape(queue, nc, dtype)
+    if p["KERNEL"] == "tiled":
+        return p
+    p = complete_gemm(RLB_CPU_TILE)
+    problem = check("gemm", p, device_info(queue), np.dtype(dtype).itemsize)
+    if problem is not None:
+        raise ValueError(f"RLB_CPU_TILE {RLB_CPU_TILE}: {problem}")
+    return p
+
+
+def rlb_gemms(sym, plan: Plan, s: int) -> tuple:
+    """RLB's GEMMs of supernode s, one per pair of row blocks Bᵢ at or below Bⱼ (a row
+    block: a maximal run of consecutive off-diagonal rows inside one ancestor t, so
+    Bⱼ is a run of t's columns and Bᵢ a run of t's rows): ``desc`` int32 (P, 5) rows
+    (rows of Bⱼ, rows of Bᵢ, their first positions among s's off-diagonal rows, t's
+    leading dimension), ``target`` int64 (P,) the position in L of t's entry (row of
+    Bᵢ's first, column of Bⱼ's first), ``diagonal`` bool (P,) where Bᵢ = Bⱼ."""
+    sp_, rp, ri = sym.super_ptr, sym.row_ptr, sym.row_idx
     nc = int(plan.nc[s])
     rows = ri[rp[s] + nc:rp[s + 1]]
-    if rows.size == 0:
-        return []
     owner = sym.col_super[rows]
     cut = np.ones(rows.size, bool)
     cut[1:] = (owner[1:] != owner[:-1]) | (rows[1:] != rows[:-1] + 1)
     starts = np.flatnonzero(cut)
-    if starts.size * (starts.size + 1) // 2 > RLB_MAX_GEMMS:
-        return None
     ends = np.append(starts[1:], rows.size)
-    mine = np.flatnonzero(plan.pair_src == s)
+    lo, hi = np.searchsorted(plan.pair_src, [s, s + 1])       # s's pairs, by j0
+    q = lo + np.searchsorted(plan.pair_j0[lo:hi], starts, side="right") - 1
+    t = owner[starts]
+    nrt = plan.nr[t].astype(np.int64)
+    bj, bi = np.triu_indices(starts.size)
+    qj = q[bj]
+    r0 = plan.rel[plan.rel_ptr[qj] + starts[bi] - plan.pair_j0[qj]]
+    desc = np.stack([ends[bj] - starts[bj], ends[bi] - starts[bi], starts[bj], starts[bi],
+                     nrt[bj]], axis=1).astype(np.int32)
+    target = sym.l_ptr[t[bj]] + (rows[starts[bj]] - sp_[t[bj]]) * nrt[bj] + r0
+    return desc, target.astype(np.int64), bj == bi
+
+
+def rlb_launches(queue, sym, plan: Plan, s: int, dtype) -> list:
+    """The launches of RLB's update of the large supernode s (made once per context and
+    dtype, kept in ``plan.blocks``): (kernel, work-groups, GEMMs, tile_ptr, desc, target
+    device buffers) for the diagonal pairs (upper triangle) and for the others."""
+    key = (s, queue.context, np.dtype(dtype).name)
+    if key in plan.blocks:
+        return plan.blocks[key]
+    desc, target, diagonal = rlb_gemms(sym, plan, s)
+    nc = int(plan.nc[s])
+    p = rlb_tile(queue, nc, dtype)
     out = []
-    for b, (bj0, bj1) in enumerate(zip(starts.tolist(), ends.tolist())):
-        t = int(owner[bj0])
-        q = int(mine[np.searchsorted(plan.pair_j0[mine], bj0, side="right") - 1])
-        j0 = int(plan.pair_j0[q])
-        nrt = int(plan.nr[t])
-        col = int(rows[bj0] - sp[t])
-        for bi0, bi1 in zip(starts[b:].tolist(), ends[b:].tolist()):
-            r0 = int(plan.rel[plan.rel_ptr[q] + bi0 - j0])
-            out.append((bj1 - bj0, bi1 - bi0, bj0, bi0,
-                        int(sym.l_ptr[t]) + col * nrt + r0, nrt, bi0 == bj0))
+    for tri, sel in ((2, diagonal), (0, ~diagonal)):
+        if not np.any(sel):
+            continue
+        d = desc[sel]
+        tiles = (-(-d[:, 0] // p["TILE_M"])) * (-(-d[:, 1] // p["TILE_N"]))
+        ptr = np.zeros(d.shape[0] + 1, np.int64)
+        np.cumsum(tiles, out=ptr[1:])
+        defines, _, local = tile_launch(p, 1, 1, True, False, tri)
+        kernel = get_kernel(queue, "sparse.cl", "rlb_gemm", dtype, BATCH_GEMM=1, **defines)
+        ctx = queue.context
+        out.append((kernel, int(ptr[-1]), local, d.shape[0],
+                    _buffer(ctx, ptr.astype(np.int32)), _buffer(ctx, d.ravel()),
+                    _buffer(ctx, target[sel])))
+    plan.blocks[key] = out
     return out
 
 
@@ -490,19 +532,10 @@ def _large(q, sym, plan: Plan, s: int, lbuf, wbuf, info, tab, k_asm, wg, *,
                 _assemble(q, k_asm, wg, pair_tables(queue, plan, pairs), pairs, tab, lbuf,
                           wbuf)
         return
-    if s not in plan.blocks:
-        plan.blocks[s] = _rlb_blocks(sym, plan, s)
-    blocks = plan.blocks[s]
-    if blocks is None:               # too many row blocks: the batched RLB assembly
-        pairs = plan.levels[level].large_pairs[s]
-        with trace.step("assemble", (c0 + nc, last, c0 + nc, last), flops=syrk_flops,
-                        **extra):
-            _assemble(q, k_asm, wg, pair_tables(queue, plan, pairs), pairs, tab, lbuf, lbuf)
-        return
+    base = int(sym.l_ptr[s]) + nc
+    launches = rlb_launches(queue, sym, plan, s, dtype)
     with trace.step("syrk", (c0 + nc, last, c0 + nc, last), flops=syrk_flops,
-                    gemms=len(blocks), **extra):
-        base = int(sym.l_ptr[s]) + nc
-        for rj, rows_i, j0, i0, target, ldt, on_diag in blocks:
-            gemm(q, rj, rows_i, nc, -1.0, View(lbuf, base + j0, nr), View(lbuf, base + i0, nr),
-                 1.0, View(lbuf, target, ldt), dtype=dtype, trans_a=True,
-                 triangle="upper" if on_diag else None)
+                    gemms=sum(launch[3] for launch in launches), **extra):
+        for kernel, groups, local, count, ptr, desc, target in launches:
+            enqueue(q, kernel, (groups * local[0], local[1]), local, int_arg(count), ptr,
+                    desc, target, lbuf, np.int64(base), int_arg(nr), int_arg(nc))

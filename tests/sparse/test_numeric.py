@@ -159,11 +159,50 @@ def test_trace_steps_per_supernode(queue):
     assert all(k.end >= k.start > 0 for s in run.steps for k in s.kernels)
 
 
-def test_rlb_many_row_blocks_take_the_batched_assembly(queue, monkeypatch):
+def test_rlb_batched_gemms_two_launches_per_large_supernode(queue):
+    """RLB's large supernodes: each pair of row blocks is one GEMM, all of a supernode's
+    GEMMs in at most two launches (diagonal pairs, the others); the factor equals RL's."""
     a = _matrix(40, seed=12, density=0.08)
     perm = np.random.default_rng(2).permutation(40)
-    _, _, ref = _factor(queue, a, np.float64, perm, method="rlb", large=0.0)
-    monkeypatch.setattr(numeric, "RLB_MAX_GEMMS", 0)
-    sym, plan, l = _factor(queue, a, np.float64, perm, method="rlb", large=0.0)
-    assert all(plan.blocks[s] is None for s in plan.blocks) and plan.blocks
+    _, _, ref = _factor(queue, a, np.float64, perm, method="rl", large=0.0)
+    with record() as rec:
+        sym, plan, l = _factor(queue, a, np.float64, perm, method="rlb", large=0.0)
     assert np.abs(l - ref).max() <= 50 * 40 * accuracy.eps(np.float64) * np.abs(ref).max()
+    steps = [st for st in rec.runs[-1].steps if st.phase == "syrk"]
+    assert steps and all(st.info["route"] == "large" for st in steps)
+    for st in steps:
+        s = st.info["supernode"]
+        desc, target, diagonal = numeric.rlb_gemms(sym, plan, s)
+        nb = int(diagonal.sum())                  # row blocks
+        assert st.info["gemms"] == desc.shape[0] == nb * (nb + 1) // 2
+        assert len(st.kernels) == (1 if nb == 1 else 2)
+    assert max(st.info["gemms"] for st in steps) > 2
+
+
+def test_rlb_gemms_cover_every_update_once():
+    """Every (column, row) entry an RLB supernode updates lies in exactly one GEMM's block,
+    at the position the relative indices give (numpy only)."""
+    a = _matrix(60, seed=5, density=0.06)
+    low = _lower(a, np.float64)
+    sym = handmade_symbolic(low, np.random.default_rng(4).permutation(60))
+    plan = numeric.make_plan(sym, large=0.0)
+    for s in range(plan.ns):
+        if plan.m[s] == 0:
+            continue
+        desc, target, _ = numeric.rlb_gemms(sym, plan, s)
+        hit = []
+        for (rj, ri, j0, i0, ldt), t0 in zip(desc.tolist(), target.tolist()):
+            for r in range(rj):
+                for c in range(ri):
+                    if i0 + c >= j0 + r:
+                        hit.append(t0 + r * ldt + c)
+        want = []
+        for q in np.flatnonzero(plan.pair_src == s):
+            t = plan.pair_tgt[q]
+            rows = sym.row_idx[sym.row_ptr[s] + plan.nc[s]:sym.row_ptr[s + 1]]
+            for j in range(plan.pair_j0[q], plan.pair_j1[q]):
+                col = rows[j] - sym.super_ptr[t]
+                for i in range(j, plan.m[s]):
+                    pos = plan.rel[plan.rel_ptr[q] + i - plan.pair_j0[q]]
+                    want.append(int(sym.l_ptr[t] + col * plan.nr[t] + pos))
+        assert sorted(hit) == sorted(want)
