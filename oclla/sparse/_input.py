@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from .._validate import NONFINITE, check_dtype
 
-__all__ = ["lower_triangle"]
+__all__ = ["lower_triangle", "Refill", "refill_map", "refill"]
 
 NOT_SYMMETRIC = "not symmetric; pass lower=True/False to use one triangle"
 
@@ -171,3 +171,63 @@ def lower_triangle(a, *, lower: bool | None = None, check_finite: bool = True,
     low, up = r >= c, r < c
     return _csc(np.concatenate([r[low], c[up]]), np.concatenate([c[low], r[up]]),
                 np.concatenate([v[low], np.zeros(int(up.sum()), dtype=v.dtype)]), n, dtype)
+
+
+class Refill:
+    """Where the lower-triangle values of a matrix of one stored pattern come from: for a
+    canonical CSC or CSR ``a`` (sorted indices, no duplicates) of that pattern,
+    ``lower_triangle(a, lower=lower).data`` is ``a.data[take]`` (and for ``lower=None``
+    the matrix is symmetric exactly when ``a.data == a.data[mirror]``, the pattern
+    being structurally symmetric).  Built once by :func:`refill_map`; a refactorization
+    then validates and gathers the values without sorting anything (:func:`refill`)."""
+
+    def __init__(self, fmt, indptr, indices, lower, take, mirror):
+        self.fmt, self.indptr, self.indices, self.lower = fmt, indptr, indices, lower
+        self.take, self.mirror = take, mirror
+
+
+def refill_map(a, *, lower: bool | None = None) -> Refill | None:
+    """The :class:`Refill` of a valid ``a`` (one :func:`lower_triangle` accepted), or None
+    where ``a`` is not canonical CSC/CSR, or (``lower=None``) its stored pattern is not
+    structurally symmetric."""
+    if not sp.issparse(a) or a.format not in ("csc", "csr") or not a.has_canonical_format:
+        return None
+    n = int(a.shape[0])
+    major = np.repeat(np.arange(n, dtype=np.int64), np.diff(a.indptr))
+    minor = a.indices.astype(np.int64)
+    rows, cols = (minor, major) if a.format == "csc" else (major, minor)
+    if lower is False:
+        rows, cols = cols, rows              # the upper triangle, transposed
+    key = cols * max(n, 1) + rows            # the result's (column, row) order
+    mirror = None
+    if lower is None:
+        order = np.argsort(key, kind="stable")
+        pos = np.searchsorted(key[order], rows * max(n, 1) + cols)
+        pos = np.minimum(pos, max(key.size - 1, 0))
+        if key.size and not np.array_equal(key[order][pos], rows * max(n, 1) + cols):
+            return None                      # an entry without its mirror
+        mirror = order[pos]
+    keep = np.flatnonzero(rows >= cols)
+    take = keep[np.argsort(key[keep], kind="stable")]
+    return Refill(a.format, a.indptr.copy(), a.indices.copy(), lower, take, mirror)
+
+
+def refill(a, m: Refill, *, lower: bool | None, check_finite: bool, dtype,
+           name: str = "A") -> np.ndarray | None:
+    """The lower-triangle values of ``a`` (a new array, in the order of
+    :func:`lower_triangle`'s result) if ``a`` has ``m``'s stored pattern, format and
+    ``lower``, is canonical and of ``dtype``; None otherwise (the caller then takes
+    :func:`lower_triangle`).  Raises ValueError for NaN/Inf (``check_finite``) and,
+    for ``lower=None``, a matrix that is not symmetric."""
+    if (not sp.issparse(a) or a.format != m.fmt or lower is not m.lower
+            or a.dtype != dtype or not a.has_canonical_format
+            or a.indptr.shape != m.indptr.shape or a.indices.shape != m.indices.shape
+            or not np.array_equal(a.indptr, m.indptr)
+            or not np.array_equal(a.indices, m.indices)):
+        return None
+    data = a.data
+    if check_finite and not np.all(np.isfinite(data)):
+        raise ValueError(f"{name}: {NONFINITE}")
+    if m.mirror is not None and not np.array_equal(data, data[m.mirror], equal_nan=True):
+        raise ValueError(f"{name} is {NOT_SYMMETRIC}")
+    return data[m.take]

@@ -25,7 +25,7 @@ from .._validate import check_fp64, check_method, solve_in_place
 from ..blas import View, gemm, trsm
 from ..inverse import logdet_device
 from . import numeric
-from ._input import lower_triangle
+from ._input import lower_triangle, refill, refill_map
 from .symbolic import Symbolic, analyze_lower
 
 __all__ = ["Factor", "cholesky"]
@@ -58,6 +58,7 @@ class Factor:
         self._indptr = a_low.indptr.copy()
         self._indices = a_low.indices.copy()
         self._queue = queue
+        self._refill = None          # the last refactor's input pattern (_input.Refill)
 
     @property
     def nnz(self) -> int:
@@ -174,17 +175,25 @@ class Factor:
         numpy.linalg.LinAlgError
             ``a`` is not positive definite (this Factor then stays as it was).
         """
-        a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
-        if (a_low.shape[0] != self.n or a_low.indptr.size != self._indptr.size
-                or not np.array_equal(a_low.indptr, self._indptr)
-                or not np.array_equal(a_low.indices, self._indices)):
-            raise ValueError("refactor needs a matrix with the pattern of the analysed one "
-                             "(its lower triangle); call oclla.sparse.cholesky for a new "
-                             "pattern")
-        if a_low.dtype != self.dtype:
-            raise TypeError(f"refactor needs a {self.dtype} matrix (the factor's dtype), "
-                            f"got {a_low.dtype}")
-        self._l = _numeric(self._queue, self.symbolic, self._plan, a_low, self.method)
+        values = None
+        if self._refill is not None:
+            values = refill(a, self._refill, lower=lower, check_finite=check_finite,
+                            dtype=self.dtype)
+        if values is None:
+            a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
+            if (a_low.shape[0] != self.n or a_low.indptr.size != self._indptr.size
+                    or not np.array_equal(a_low.indptr, self._indptr)
+                    or not np.array_equal(a_low.indices, self._indices)):
+                raise ValueError("refactor needs a matrix with the pattern of the analysed "
+                                 "one (its lower triangle); call oclla.sparse.cholesky for "
+                                 "a new pattern")
+            if a_low.dtype != self.dtype:
+                raise TypeError(f"refactor needs a {self.dtype} matrix (the factor's dtype), "
+                                f"got {a_low.dtype}")
+            values = a_low.data
+            self._refill = refill_map(a, lower=lower)
+        self._l = _numeric(self._queue, self.symbolic, self._plan, values, self.dtype,
+                           self.method)
         return self
 
     def __repr__(self) -> str:
@@ -193,9 +202,11 @@ class Factor:
                 f"dtype={self.dtype.name}>")
 
 
-def _numeric(queue, sym, plan, a_low, method):
-    values = cl_array.to_device(queue, np.ascontiguousarray(a_low.data))
-    return numeric.factor(queue, sym, plan, values, dtype=a_low.dtype, method=method)
+def _numeric(queue, sym, plan, values: np.ndarray, dtype, method):
+    """L storage of the matrix whose lower-triangle values (CSC order of the analysis)
+    are ``values``: one upload, then :func:`.numeric.factor`."""
+    dev = cl_array.to_device(queue, np.ascontiguousarray(values))
+    return numeric.factor(queue, sym, plan, dev, dtype=dtype, method=method)
 
 
 def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
@@ -338,5 +349,5 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
     sym = analyze_lower(a_low, ordering=ordering, merge=merge, refine=refine)
     plan = numeric.make_plan(sym, large=numeric.large_threshold(queue) if large is None
                              else large)
-    lbuf = _numeric(queue, sym, plan, a_low, method)
+    lbuf = _numeric(queue, sym, plan, a_low.data, a_low.dtype, method)
     return Factor(sym, plan, lbuf, a_low, method=method, queue=queue)

@@ -151,6 +151,8 @@ class Level:
     small_pairs: Pairs | None
     small_wp: np.ndarray         # int64 (len(small),): each one's update matrix in w
     large_pairs: dict            # s -> Pairs of s alone
+    potrf_flops: float = 0.0     # of the batched supernodes (potrf + trsm)
+    update_flops: float = 0.0    # of the batched supernodes (syrk)
 
 
 @dataclass
@@ -291,7 +293,10 @@ def make_plan(sym, *, large: float) -> Plan:
             mine = big_idx[src[big_idx] == s]
             if mine.size:
                 large_pairs[s] = _group_pairs(mine, src, tgt, np.zeros(ns, np.int64))
-        levels.append(Level(small, big.astype(np.int64), small_pairs, offsets, large_pairs))
+        snc, sm = nc[small].astype(float), m[small].astype(float)
+        levels.append(Level(small, big.astype(np.int64), small_pairs, offsets, large_pairs,
+                            float(np.sum(snc ** 3 / 3 + snc * snc * sm)),
+                            float(np.sum(snc * sm * (sm + 1)))))
     return Plan(sym.n, ns, nc, nr, m, is_large, levels, src, tgt, j0, j1, rel_ptr, rel,
                 work, flops)
 
@@ -456,15 +461,13 @@ def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl") -> cl.B
                 small_buf, wp_buf = tab["levels"][h]
                 if lev.small.size:
                     reg = _region(sym, lev.small) if recording else None
-                    nc, m = plan.nc[lev.small].astype(float), plan.m[lev.small].astype(float)
                     info_step = dict(level=h, route="batched",
                                      supernodes=lev.small.tolist() if recording else [])
-                    with trace.step("potrf", reg, flops=float(np.sum(nc ** 3 / 3 + nc * nc * m)),
-                                    **info_step):
+                    with trace.step("potrf", reg, flops=lev.potrf_flops, **info_step):
                         enqueue(q, k_factor, (lev.small.size * wg,), (wg,), small_buf,
                                 tab["sp"], tab["rp"], tab["lp"], lbuf, info.data)
                     if lev.small_pairs is not None:
-                        update = float(np.sum(nc * m * (m + 1)))
+                        update = lev.update_flops
                         if not rlb:
                             with trace.step("syrk", reg, flops=update, **info_step):
                                 enqueue(q, k_syrk, (lev.small.size * wg,), (wg,), small_buf,

@@ -12,6 +12,7 @@ from numpy.linalg import LinAlgError
 import oclla
 from oclla import accuracy
 from oclla.sparse import gallery, numeric
+from oclla.sparse._input import lower_triangle
 from oclla.sparse.orderings import ORDERINGS
 
 
@@ -115,6 +116,60 @@ def test_refactor_refuses_another_pattern_and_keeps_the_factor(queue, lap2d):
     with pytest.raises(LinAlgError, match="not positive definite"):
         f.refactor(bad)
     assert np.array_equal(f.L().toarray(), before)
+
+
+@pytest.mark.parametrize("fmt,lower", [("csc", None), ("csr", None), ("csc", True),
+                                       ("csr", False)])
+def test_refactor_fast_path_matches_full_validation(queue, monkeypatch, lap2d, fmt, lower):
+    """A second refactor of the same stored pattern gathers the values through the
+    cached map (no sorting, no full validation): same factor as a fresh cholesky, and
+    the same errors."""
+    from oclla.sparse import factor as factor_module
+    n = lap2d.shape[0]
+    rng = np.random.default_rng(8)
+    off = sp.triu(lap2d, 1)
+    off.data = rng.uniform(-1.0, -0.1, off.nnz)
+    sym = off + off.T
+    a1 = (sym + sp.diags(np.asarray(abs(sym).sum(axis=1)).ravel() + 1.0)).asformat(fmt)
+    a2 = (3.0 * a1 + sp.eye(n, format=fmt)).asformat(fmt)
+
+    def pick(a):
+        return {None: a, True: sp.tril(a, format=fmt), False: sp.triu(a, format=fmt)}[lower]
+    f = oclla.sparse.cholesky(pick(a1), lower=lower, queue=queue)
+    f.refactor(pick(a1), lower=lower)               # full validation; builds the map
+    assert f._refill is not None
+    fresh = oclla.sparse.cholesky(a2, queue=queue)
+    full = []
+    monkeypatch.setattr(factor_module, "lower_triangle",
+                        lambda *a, **k: full.append(1) or lower_triangle(*a, **k))
+    f.refactor(pick(a2), lower=lower)
+    assert not full                                 # the fast path
+    assert abs(f.L() - fresh.L()).max() <= 1e-14 * abs(fresh.L()).max()
+    if lower is None:
+        bad = a2.copy()
+        k = int(np.flatnonzero(bad.indices != np.repeat(np.arange(n), np.diff(bad.indptr)))[0])
+        bad.data[k] += 1.0                          # one entry without its mirror's value
+        with pytest.raises(ValueError, match="not symmetric"):
+            f.refactor(bad)
+    nan = pick(a2).copy()
+    nan.data[0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        f.refactor(nan, lower=lower)
+    assert not full
+    assert abs(f.L() - fresh.L()).max() <= 1e-14 * abs(fresh.L()).max()   # kept
+
+
+def test_refactor_fast_path_falls_back_for_other_formats_and_patterns(queue, lap2d):
+    f = oclla.sparse.cholesky(lap2d, queue=queue)
+    f.refactor(sp.csc_array(lap2d))
+    coo = sp.coo_array(lap2d * 2.0)                 # another format: full validation
+    f.refactor(coo)
+    assert abs(f.L() - oclla.sparse.cholesky(coo, queue=queue).L()).max() < 1e-13
+    other = sp.csc_array(lap2d + sp.eye(lap2d.shape[0], k=5) + sp.eye(lap2d.shape[0], k=-5))
+    with pytest.raises(ValueError, match="pattern"):
+        f.refactor(other)
+    with pytest.raises(TypeError, match="float64"):
+        f.refactor(sp.csc_array(lap2d).astype(np.float32))
 
 
 @pytest.mark.parametrize("large", [np.inf, 0.0], ids=["batched", "blas"])
