@@ -15,9 +15,11 @@ Problems: ``2d:N`` is the 5-point Laplacian on an N x N grid (n = N²), ``3d:N``
 :data:`oclla.sparse.numeric.LARGE_FLOPS` by default; ``inf`` batches every
 supernode, ``0`` sends every one to the BLAS route), one line:
 
-* ``analyze_s``: ordering + symbolic analysis + plan (host, once per pattern);
-* ``first_s``: the first ``oclla.sparse.cholesky`` call (validation, analysis, plan,
-  program builds, numeric factorization);
+* ``analyze_s``: validation + ordering + symbolic analysis + plan (host, once per
+  pattern; the analysis is made once per problem and shared by the lines of its
+  dtypes, methods and thresholds, only the plan being made again);
+* ``first_s``: what a first ``oclla.sparse.cholesky`` call costs: ``analyze_s`` plus
+  the first numeric factorization (program builds, uploads of the tables);
 * ``factor_s``: the numeric factorization alone (A's values already on the device:
   zero L, scatter A into it, every supernode; best of ``--repeat``; ends when the
   device is idle and the failure flag is read);
@@ -36,11 +38,17 @@ supernode, ``0`` sends every one to the BLAS route), one line:
   else scipy's ``splu`` (SuperLU, an LU, COLAMD on A's columns: a rough yardstick
   only, not a Cholesky) and ``ref`` says which.
 
-The device is oclla's default or ``--device``; progress goes to stderr.  On a
-machine whose cores are shared, run with ``OPENBLAS_NUM_THREADS=1`` and say so.
-CHOLMOD is only as fast as the BLAS it links (``ldd`` its ``libcholmod``): with the
-reference ``libblas3`` it runs several times slower than with OpenBLAS, so say which
-one it had.  The METIS ordering needs ``pymetis``; elsewhere pass ``--ordering amd``.
+The device is oclla's default or ``--device``; progress goes to stderr.
+
+A fair reference: CHOLMOD is only as fast as the BLAS it links.  scikit-sparse
+(the ``bench-sparse`` extra) uses the distribution's SuiteSparse, which calls
+``libblas.so.3``; on Debian that is the reference BLAS unless OpenBLAS is installed:
+``apt-get install libopenblas0-pthread`` switches it (check with
+``update-alternatives --display libblas.so.3-x86_64-linux-gnu``).  On 2 cores of
+an EPYC, 3-D 30³ with METIS, CHOLMOD's numeric factorization took 1.19 s with the
+reference BLAS and 0.43 s with OpenBLAS on one thread.  Give CHOLMOD the cores the
+OpenCL device has (``OPENBLAS_NUM_THREADS=2`` against PoCL on 2 cores) and say which
+BLAS it had.  The METIS ordering needs ``pymetis``; elsewhere pass ``--ordering amd``.
 """
 
 from __future__ import annotations
@@ -139,29 +147,43 @@ def reference(a, ordering: str, repeat: int) -> dict:
     return dict(ref="splu", ref_s=t, ref_nnz_l=None)
 
 
+def analysis(spec: str, ordering: str) -> dict:
+    """Problem ``spec``'s matrix, its validated lower triangle and its analysis (timed),
+    made once per problem and shared by every dtype, method and threshold."""
+    from .sparse._input import lower_triangle
+    from .sparse.symbolic import analyze_lower
+    a = problem(spec)
+    start = time.perf_counter()
+    a_low = lower_triangle(a)
+    sym = analyze_lower(a_low, ordering=ordering)
+    return dict(a=a, a_low=a_low, sym=sym, analyze_s=time.perf_counter() - start)
+
+
 def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repeat: int,
-            check_max: int, ref: dict | None) -> dict:
+            check_max: int, ref: dict | None, cached: dict | None = None) -> dict:
     import oclla
     import pyopencl.array as cl_array
 
     from . import accuracy
-    from .sparse import numeric
-    from .sparse._input import lower_triangle
-    from .sparse.symbolic import analyze_lower
-    a = problem(spec).astype(dtype)
+    from .sparse import factor, numeric
+    cached = cached or analysis(spec, ordering)
+    a = cached["a"].astype(dtype)
+    a_low = cached["a_low"].astype(dtype)
+    sym = cached["sym"]
     n = a.shape[0]
     threshold = numeric.large_threshold(queue) if large is None else large
     start = time.perf_counter()
-    numeric.make_plan(analyze_lower(lower_triangle(a), ordering=ordering), large=threshold)
-    analyze_s = time.perf_counter() - start
+    plan = numeric.make_plan(sym, large=threshold)
+    analyze_s = cached["analyze_s"] + time.perf_counter() - start
     start = time.perf_counter()
-    f = oclla.sparse.cholesky(a, ordering=ordering, method=method, large=large, queue=queue)
-    first = time.perf_counter() - start
-    plan = f._plan
-    values = cl_array.to_device(queue, lower_triangle(a).data)
+    f = factor.Factor(sym, plan, factor._numeric(queue, sym, plan, a_low.data, a_low.dtype,
+                                                 method),
+                      a_low, method=method, queue=queue)
+    first = analyze_s + time.perf_counter() - start
+    values = cl_array.to_device(queue, a_low.data)
 
     def numeric_only():
-        return numeric.factor(queue, f.symbolic, plan, values, dtype=dtype, method=method)
+        return numeric.factor(queue, sym, plan, values, dtype=dtype, method=method)
 
     t = best_time(numeric_only, repeat)
     with oclla.record() as rec:
@@ -226,9 +248,10 @@ def _run(args, argv) -> int:
     info = oclla.device_info(queue)
     rows = []
     for spec in args.sizes:
+        cached = analysis(spec, args.ordering)
         ref = None
         if not args.no_reference:
-            ref = reference(problem(spec), args.ordering, args.repeat)
+            ref = reference(cached["a"], args.ordering, args.repeat)
         for dtype in args.dtypes:
             if dtype == "float64" and not info.fp64:
                 continue
@@ -236,7 +259,7 @@ def _run(args, argv) -> int:
                 for large in args.large:
                     row = measure(spec, np.dtype(dtype), method, large, queue=queue,
                                   ordering=args.ordering, repeat=args.repeat,
-                                  check_max=args.check_max, ref=ref)
+                                  check_max=args.check_max, ref=ref, cached=cached)
                     rows.append(row)
                     print(f"oclla bench sparse: {spec} {dtype} {method} large={row['large']:g}"
                           f" {row['factor_s']:.4f} s", file=sys.stderr, flush=True)
