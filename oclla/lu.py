@@ -137,9 +137,13 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
 
     Parameters
     ----------
-    a : (n, n) array_like of float32 or float64, or pyopencl.array.Array
+    a : (n, n) array_like of float32 or float64, pyopencl.array.Array, or TiledMatrix
         The matrix.  A device array may be any view (offset, strides,
-        transpose); a view is gathered into a dense work array.
+        transpose); a view is gathered into a dense work array.  A host matrix
+        larger than one buffer of the device, or an
+        :class:`oclla.tiled.TiledMatrix` in full storage, is factored in tiles
+        (:mod:`oclla.tiled_lu`; the blocked method with partial pivoting): the
+        result is then a numpy array, or a TiledMatrix with numpy pivots.
     method : {"blocked", "pivot"}, default "blocked"
         ``"blocked"``: the right-looking blocked LU (panels factored on the
         device, row interchanges, TRSM and a GEMM update of the trailing
@@ -216,6 +220,15 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     """
     method, variant, pivoting = _resolve_options(method, variant, pivoting)
     queue = resolve_queue(queue)
+    from . import tiled, tiled_lu
+    if isinstance(a, tiled.TiledMatrix) or tiled_lu.route(a, queue):
+        if (method, pivoting) != ("blocked", "partial"):
+            raise ValueError("a matrix larger than one buffer is factored in tiles by the "
+                             "blocked LU with partial pivoting only")
+        lu_, piv, info = tiled_lu.lu_factor_beyond(a, overwrite_a=overwrite_a,
+                                                   check_finite=check_finite, queue=queue)
+        _report_info(info, lu_.shape[0], pivoting)
+        return lu_, piv
 
     def factor(work, deferred):
         piv, info = _factor_device(queue, work, method, variant, pivoting, block,
@@ -257,7 +270,18 @@ def _device_piv(piv, n: int, queue, flags):
 
 
 def _enqueue_solve(queue, d_lu, d_piv, x2, trans: int) -> None:
-    """X := op(A)⁻¹·X on the device from the dense factor ``d_lu`` and pivots ``d_piv``."""
+    """X := op(A)⁻¹·X on the device from the dense factor ``d_lu`` and pivots ``d_piv``.
+
+    Both triangles are solved block by block by substitution (``inverse=False``,
+    whatever the trsm family's INVERSE knob says), with GEMM updates between the
+    blocks, as LAPACK's xGETRS: backward stable for any conditioning of L and U.
+    An inverted diagonal block multiplies the right-hand side with an error of
+    order κ(T_kk)·ε: with U a Kahan matrix of order 63 (κ ≈ 6e10) and a unit L
+    of multipliers in [-1, 1], the inverting route's backward error was 4e4 nε
+    in float64 (scipy: 5e-3), 4.4 nε with L still inverted.  On PoCL (2 cores,
+    n = 1024-2048, 1 or 64 right-hand sides) the substitution costs what the
+    inverse's GEMMs cost.
+    """
     n, nrhs = x2.shape
     dtype = d_lu.dtype
     L, B = view_of(d_lu), view_of(x2)
@@ -265,11 +289,14 @@ def _enqueue_solve(queue, d_lu, d_piv, x2, trans: int) -> None:
         with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
             if trans == 0:
                 laswp(queue, B, 0, nrhs, d_piv.data, 0, n, dtype=dtype)
-                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, unit=True)
-                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False)
+                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, unit=True,
+                     inverse=False)
+                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False, inverse=False)
             else:
-                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False, trans=True)
-                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, trans=True, unit=True)
+                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False, trans=True,
+                     inverse=False)
+                trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, trans=True, unit=True,
+                     inverse=False)
                 laswp(queue, B, 0, nrhs, d_piv.data, 0, n, dtype=dtype, forward=False)
 
 
@@ -278,7 +305,9 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
     """Solve A·x = b (trans=0) or Aᵀ·x = b (trans=1 or 2) from ``lu_factor``'s output.
 
     The row interchanges, both triangular solves and their GEMM updates run
-    on the device (2n²k flops for k right-hand sides).
+    on the device (2n²k flops for k right-hand sides).  The diagonal blocks of
+    L and U are solved by substitution, never multiplied by inverted blocks,
+    so the backward error stays within a few nε however ill-conditioned U is.
 
     Parameters
     ----------
@@ -335,6 +364,10 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
         raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
     lu_, piv = unpack_pair(lu_and_piv, "lu_and_piv", "lu_factor")
     queue = resolve_queue(queue)
+    from . import tiled, tiled_lu
+    if isinstance(lu_, tiled.TiledMatrix) or tiled.exceeds_buffer(lu_, queue):
+        return tiled_lu.lu_solve_beyond(lu_, piv, b, trans=trans, overwrite_b=overwrite_b,
+                                        check_finite=check_finite, queue=queue)
     # NaN/Inf in device operands is counted beside the solve and read with X, unless
     # X goes into b itself: then before it, so that bad input never overwrites b
     in_place = overwrite_b and is_device_array(b) and not is_view(b)
