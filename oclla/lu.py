@@ -137,9 +137,13 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
 
     Parameters
     ----------
-    a : (n, n) array_like of float32 or float64, or pyopencl.array.Array
+    a : (n, n) array_like of float32 or float64, pyopencl.array.Array, or TiledMatrix
         The matrix.  A device array may be any view (offset, strides,
-        transpose); a view is gathered into a dense work array.
+        transpose); a view is gathered into a dense work array.  A host matrix
+        larger than one buffer of the device, or an
+        :class:`oclla.tiled.TiledMatrix` in full storage, is factored in tiles
+        (:mod:`oclla.tiled_lu`; the blocked method with partial pivoting): the
+        result is then a numpy array, or a TiledMatrix with numpy pivots.
     method : {"blocked", "pivot"}, default "blocked"
         ``"blocked"``: the right-looking blocked LU (panels factored on the
         device, row interchanges, TRSM and a GEMM update of the trailing
@@ -216,6 +220,15 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     """
     method, variant, pivoting = _resolve_options(method, variant, pivoting)
     queue = resolve_queue(queue)
+    from . import tiled, tiled_lu
+    if isinstance(a, tiled.TiledMatrix) or tiled_lu.route(a, queue):
+        if (method, pivoting) != ("blocked", "partial"):
+            raise ValueError("a matrix larger than one buffer is factored in tiles by the "
+                             "blocked LU with partial pivoting only")
+        lu_, piv, info = tiled_lu.lu_factor_beyond(a, overwrite_a=overwrite_a,
+                                                   check_finite=check_finite, queue=queue)
+        _report_info(info, lu_.shape[0], pivoting)
+        return lu_, piv
 
     def factor(work, deferred):
         piv, info = _factor_device(queue, work, method, variant, pivoting, block,
@@ -351,6 +364,10 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
         raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
     lu_, piv = unpack_pair(lu_and_piv, "lu_and_piv", "lu_factor")
     queue = resolve_queue(queue)
+    from . import tiled, tiled_lu
+    if isinstance(lu_, tiled.TiledMatrix) or tiled.exceeds_buffer(lu_, queue):
+        return tiled_lu.lu_solve_beyond(lu_, piv, b, trans=trans, overwrite_b=overwrite_b,
+                                        check_finite=check_finite, queue=queue)
     # NaN/Inf in device operands is counted beside the solve and read with X, unless
     # X goes into b itself: then before it, so that bad input never overwrites b
     in_place = overwrite_b and is_device_array(b) and not is_view(b)
