@@ -39,6 +39,15 @@ from . import _trace_hooks
 FORMAT_NAME = "oclla-recording"
 HOST = "host"
 """The ``device`` of a :class:`KernelRecord` that times host work (:func:`host_work`)."""
+
+_device_labels: dict = {}
+
+
+def label_device(device, label: str) -> None:
+    """Record the kernels that run on ``device`` (a pyopencl.Device) under ``label``
+    instead of its name: devices of one name (two GPUs of a kind, sub-devices) then
+    get a lane each on the timeline."""
+    _device_labels[device.int_ptr] = str(label)
 FORMAT_VERSION = 1
 
 
@@ -278,7 +287,8 @@ class Recording:
             prof = event.profile
             rec.queued, rec.submit = int(prof.queued), int(prof.submit)
             rec.start, rec.end = int(prof.start), int(prof.end)
-            name = device_info(event.command_queue).name
+            queue = event.command_queue
+            name = _device_labels.get(queue.device.int_ptr) or device_info(queue).name
             if name != run_device:
                 rec.device = name
 
