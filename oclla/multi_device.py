@@ -1,0 +1,254 @@
+"""Tiled Cholesky over several OpenCL devices of one context.
+
+The lower triangle of an SPD matrix of order n is held in panels of ``tile``
+columns (block column p: rows p·tile .. n, row-major, as a lower
+:class:`oclla.tiled.TiledMatrix` stores it); panel p lives on device
+``p mod D`` (1-D block-cyclic by tile columns, so every device keeps a share
+of the trailing matrix to the end).  Right-looking, with one panel of
+look-ahead::
+
+    device owner(0) factors panel 0                  potrf + TRSM (finish_panel)
+    for each panel k:
+        every device that owns a panel j > k receives a copy of panel k
+            (its copy queue; waits for the owner's event of panel k)
+        on each device, for its panels j > k, the next panel first:
+            A[R_j, J] -= L[R_j, K]·L[J, K]ᵀ           one GEMM (update_panel)
+            if j = k + 1: factor panel j now           (look-ahead: its copies
+                                                        leave while the device
+                                                        updates the rest)
+
+All the devices share one context (NVIDIA's OpenCL lists every GPU of a host
+in one platform; :func:`context_queues` makes the context and a profiling
+queue per device), so events order work across them and a panel is copied
+from one device's buffer into another's with ``clEnqueueCopyBuffer``.  Each
+device's kernels are recorded on its own lane of the trace
+(:func:`oclla.trace.label_device`).  An SPD failure is read after the whole
+factorization: :class:`numpy.linalg.LinAlgError` names LAPACK's order (the
+first failing pivot over all devices).
+
+:func:`cholesky` factors a host matrix (the factor comes back to the host);
+:class:`MultiTiles` keeps the panels on the devices (:meth:`MultiTiles.factor`,
+:meth:`MultiTiles.to_numpy`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from . import trace
+from ._device import DeviceError, device_info, resolve_queue
+from ._programs import int_zeros
+from ._validate import check_dtype, check_fp64
+from .cholesky import not_positive_definite
+from .tiled import (MEMORY_SHARE, TILE, Panel, check_finite_rows, copy_panel, finish_panel,
+                    panel_extent, update_panel)
+
+#: Receive buffers per device: panel k + 1 arrives while panel k is still being read.
+SLOTS = 2
+
+
+def context_queues(devices) -> list:
+    """One context over ``devices`` (of one platform) and a profiling queue on each."""
+    devices = list(devices)
+    if not devices:
+        raise ValueError("devices must name at least one device")
+    ctx = cl.Context(devices)
+    props = cl.command_queue_properties.PROFILING_ENABLE
+    return [cl.CommandQueue(ctx, d, properties=props) for d in devices]
+
+
+def _check_queues(queues) -> list:
+    queues = [resolve_queue(q) for q in queues]
+    if not queues:
+        raise ValueError("queues must hold at least one queue")
+    if any(q.context != queues[0].context for q in queues):
+        raise ValueError("the queues must share one context (context_queues makes one)")
+    return queues
+
+
+class MultiTiles:
+    """The lower triangle of an n x n matrix in panels of ``tile`` columns spread
+    block-cyclically over the devices of ``queues`` (panel p on ``queues[p % D]``).
+
+    Two queues on one device are allowed (they share its memory and compute units:
+    a test of the schedule, not a speed-up).
+
+    Raises ValueError (a negative order, no queues, queues of several contexts),
+    TypeError (dtype), DeviceError (float64 without fp64 on a device, a
+    panel beyond one buffer, or a device's panels and receive buffers beyond
+    :data:`~oclla.tiled.MEMORY_SHARE` of its memory).
+    """
+
+    def __init__(self, n: int, dtype, *, queues, tile: int | None = None):
+        self.queues = _check_queues(queues)
+        if int(n) < 0:
+            raise ValueError(f"n must be non-negative, got {n}")
+        self.n, self.dtype = int(n), check_dtype(dtype)
+        for q in self.queues:
+            check_fp64(q, self.dtype)
+        self.tile = int(tile) if tile else min(TILE, max(self.n, 1))
+        if self.tile < 1:
+            raise ValueError(f"tile must be a positive integer, got {tile!r}")
+        count = -(-self.n // self.tile)
+        item = self.dtype.itemsize
+        per_device = [SLOTS * self.n * self.tile * item] * len(self.queues)
+        extents = [panel_extent(p, (self.n, self.n), self.tile, "lower") for p in range(count)]
+        for p, (_, _, h, w) in enumerate(extents):
+            per_device[p % len(self.queues)] += h * w * item
+        for q, need in zip(self.queues, per_device):
+            info = device_info(q)
+            if need > MEMORY_SHARE * info.global_mem_size:
+                raise DeviceError(f"{need / 2**20:.1f} MiB of panels on {info.name}, more than "
+                                  f"{MEMORY_SHARE:.0%} of its {info.global_mem_size / 2**20:.1f}"
+                                  f" MiB; use more devices")
+            if self.n * self.tile * item > info.max_alloc_size:
+                raise DeviceError(f"a panel of {self.n} x {self.tile} entries is beyond one "
+                                  f"buffer of {info.name}; choose a smaller tile")
+        ctx = self.queues[0].context
+        self.panels = [Panel(cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(h * w, 1) * item),
+                             r0, c0, h, w) for r0, c0, h, w in extents]
+
+    def owner(self, p: int) -> int:
+        """Index of the queue whose device holds panel p."""
+        return p % len(self.queues)
+
+    @classmethod
+    def from_numpy(cls, a, *, queues, tile: int | None = None,
+                   check_finite: bool = True) -> "MultiTiles":
+        """The lower triangle of the square host array ``a`` (never written) in panels
+        on the devices.  ValueError for a non-square ``a`` or NaN/Inf."""
+        arr = np.asarray(a)
+        if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+            raise ValueError(f"a must be square, got shape {arr.shape}")
+        check_dtype(arr.dtype)
+        if check_finite:
+            check_finite_rows(arr)
+        mt = cls(arr.shape[0], arr.dtype, queues=queues, tile=tile)
+        host = np.ascontiguousarray(arr)
+        for p, panel in enumerate(mt.panels):
+            copy_panel(mt.queues[mt.owner(p)], panel, host, upload=True)
+        for q in mt.queues:
+            q.finish()
+        return mt
+
+    def to_numpy(self) -> np.ndarray:
+        """The stored panels in a new host array, zero above the diagonal tiles."""
+        out = np.zeros((self.n, self.n), self.dtype)
+        for p, panel in enumerate(self.panels):
+            copy_panel(self.queues[self.owner(p)], panel, out, upload=False)
+        for q in self.queues:
+            q.finish()
+        return out
+
+    def release(self) -> None:
+        """Free the device buffers now."""
+        for panel in self.panels:
+            panel.buf.release()
+        self.panels = []
+
+    def factor(self, *, block: int | None = None) -> None:
+        """A = L·Lᵀ in place over the devices (module docstring); the diagonal tiles'
+        upper triangle zeroed.  LinAlgError "leading minor of order k is not positive
+        definite" once every device is done (the panels then partly factored)."""
+        factor_multi(self, block=block)
+
+
+def _copy_queues(queues) -> list:
+    props = cl.command_queue_properties.PROFILING_ENABLE
+    return [cl.CommandQueue(q.context, q.device, properties=props) for q in queues]
+
+
+def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
+    """The right-looking factorization of :class:`MultiTiles` with look-ahead."""
+    n, nb, dtype, queues = mt.n, mt.tile, mt.dtype, mt.queues
+    count, devices = len(mt.panels), len(queues)
+    if n == 0:
+        return
+    item = dtype.itemsize
+    for d, q in enumerate(queues):
+        trace.label_device(q.device, f"{device_info(q).name} [{d}]")
+    copyqs = _copy_queues(queues)
+    flags = [int_zeros(q) for q in queues]
+    ctx = queues[0].context
+    recv = [[cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(n * nb, 1) * item)
+             if devices > 1 else None for _ in range(SLOTS)] for _ in range(devices)]
+    last_read = [[None] * SLOTS for _ in range(devices)]
+    factored = [None] * count
+
+    def finish(p: int) -> None:
+        panel, q = mt.panels[p], queues[mt.owner(p)]
+        j0, jb = panel.c0, panel.w
+        finish_panel(q, panel.view(j0, j0), j0, jb, n - j0 - jb, lower=True, dtype=dtype,
+                     info=flags[mt.owner(p)], block=block, clean=True)
+        factored[p] = cl.enqueue_marker(q)
+        q.flush()
+
+    with trace.run("cholesky", "multi_device", queues[0], (n, n), dtype, tile=nb,
+                   devices=devices):
+        finish(0)
+        for k in range(count - 1):
+            src = mt.panels[k]
+            k0, kb = src.c0, src.w
+            for d in range(devices):
+                mine = [j for j in range(k + 1, count) if mt.owner(j) == d]
+                if not mine:
+                    continue
+                q = queues[d]
+                if d == mt.owner(k):
+                    panel = src
+                else:                   # panel k's rows from k0 on into a receive slot
+                    slot = k % SLOTS
+                    buf, wait = recv[d][slot], [factored[k]]
+                    if last_read[d][slot] is not None:
+                        wait.append(last_read[d][slot])
+                    with trace.step("receive", (k0, n, k0, k0 + kb),
+                                    nbytes=(n - k0) * kb * item):
+                        arrived = cl.enqueue_copy(copyqs[d], buf, src.buf,
+                                                  byte_count=(n - k0) * kb * item,
+                                                  wait_for=wait)
+                    copyqs[d].flush()
+                    cl.enqueue_barrier(q, wait_for=[arrived])
+                    panel = Panel(buf, k0, k0, n - k0, kb)
+                for j in mine:
+                    target = mt.panels[j]
+                    j0, jb = target.c0, target.w
+                    update_panel(q, n - j0, jb, kb, panel.view(j0, k0), target.view(j0, j0),
+                                 lower=True, dtype=dtype, region=(j0, n, j0, j0 + jb))
+                    if j == k + 1:
+                        finish(j)
+                if d != mt.owner(k):
+                    last_read[d][k % SLOTS] = cl.enqueue_marker(q)
+                q.flush()
+        for q in copyqs + queues:
+            q.finish()
+    failed = [int(f.get()[0]) for f in flags]
+    failed = [f for f in failed if f]
+    if failed:
+        raise not_positive_definite(min(failed))
+
+
+def cholesky(a, *, queues, lower: bool = True, tile: int | None = None,
+             check_finite: bool = True, block: int | None = None) -> np.ndarray:
+    """The Cholesky factor of the SPD host matrix ``a`` computed on the devices of
+    ``queues`` (one context, :func:`context_queues`), as :func:`oclla.cholesky` with
+    ``clean`` output: L (``lower``, from a's lower triangle) or U = Lᵀ (from the
+    upper triangle) in a new array, the other triangle zero.  ``a`` is never
+    written.  ``tile`` (default :data:`oclla.tiled.TILE`, at most n) is the panel
+    width; the panels go round-robin to the devices.
+
+    Raises ValueError (not square, NaN/Inf, queues of several contexts),
+    TypeError, numpy.linalg.LinAlgError ("leading minor of order k is not
+    positive definite"), DeviceError.
+    """
+    arr = np.asarray(a)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"a must be square, got shape {arr.shape}")
+    mt = MultiTiles.from_numpy(arr if lower else arr.T, queues=queues, tile=tile,
+                               check_finite=check_finite)
+    try:
+        mt.factor(block=block)
+        out = mt.to_numpy()
+    finally:
+        mt.release()
+    return out if lower else np.ascontiguousarray(out.T)

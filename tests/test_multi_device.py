@@ -1,0 +1,82 @@
+"""Tiled Cholesky over several devices (oclla.multi_device) on PoCL: two sub-devices of
+the CPU in one context (or, where PoCL cannot partition, two queues on the device), a
+third queue on one of them for a three-way round-robin; backward errors below 30 on
+orders straddling the tile, both dtypes and triangles; LAPACK's order on failure; a
+timeline lane per device; bad input."""
+
+import numpy as np
+import pyopencl as cl
+import pytest
+from numpy.linalg import LinAlgError
+
+import oclla
+from oclla import accuracy, multi_device as md
+
+from conftest import spd
+
+
+@pytest.fixture(scope="module")
+def queues():
+    device = oclla.get_queue().device
+    try:
+        subs = device.create_sub_devices([cl.device_partition_property.EQUALLY, 1])[:2]
+    except cl.Error:
+        subs = []
+    return md.context_queues(subs if len(subs) == 2 else [device, device])
+
+
+@pytest.mark.parametrize("n, tile", [(1, 16), (47, 16), (64, 16), (61, 20)])
+@pytest.mark.parametrize("lower", [True, False])
+def test_two_devices(queues, dtype, n, tile, lower):
+    a = spd(n, dtype)
+    before = a.copy()
+    c = md.cholesky(a, queues=queues, tile=tile, lower=lower)
+    np.testing.assert_array_equal(a, before)
+    assert accuracy.cholesky_backward_error(a, c, lower) < accuracy.THRESHOLD
+    assert not (np.triu(c, 1) if lower else np.tril(c, -1)).any()
+
+
+def test_three_queues_and_the_factor_on_the_devices(queues):
+    a = spd(70, np.float64)
+    mt = md.MultiTiles.from_numpy(a, queues=queues + queues[:1], tile=16)
+    assert [mt.owner(p) for p in range(len(mt.panels))] == [0, 1, 2, 0, 1]
+    mt.factor()
+    c = mt.to_numpy()
+    assert accuracy.cholesky_backward_error(a, c, True) < accuracy.THRESHOLD
+    np.testing.assert_allclose(c, np.linalg.cholesky(a), atol=1e-12)
+
+
+@pytest.mark.parametrize("order", [3, 20, 50])
+def test_failure_names_lapack_order(queues, order):
+    a = spd(50, np.float32)
+    a[order - 1, order - 1] = -1.0
+    with pytest.raises(LinAlgError, match=f"leading minor of order {order} is not"):
+        md.cholesky(a, queues=queues, tile=16)
+
+
+def test_a_lane_per_device(queues):
+    with oclla.record() as rec:
+        md.cholesky(spd(40, np.float32), queues=queues, tile=16)
+    run, = rec.runs
+    assert run.variant == "multi_device"
+    lanes = {k.device for s in run.steps for k in s.kernels}
+    assert len(lanes) == 2 and all(lane.endswith(("[0]", "[1]")) for lane in lanes)
+    assert {s.phase for s in run.steps} >= {"receive", "syrk", "trsm"}
+
+
+def test_bad_input(queues):
+    a = spd(20, np.float32)
+    with pytest.raises(ValueError, match="one context"):
+        md.cholesky(a, queues=[queues[0], oclla.get_queue()])
+    with pytest.raises(ValueError, match="at least one"):
+        md.cholesky(a, queues=[])
+    with pytest.raises(ValueError, match="square"):
+        md.cholesky(a[:5], queues=queues)
+    bad = a.copy()
+    bad[4, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        md.cholesky(bad, queues=queues)
+    with pytest.raises(TypeError):
+        md.cholesky(a.astype(np.int64), queues=queues)
+    with pytest.raises(ValueError, match="tile"):
+        md.MultiTiles(20, np.float32, queues=queues, tile=-3)
