@@ -49,11 +49,12 @@ SLOTS = 2
 
 
 def context_queues(devices) -> list:
-    """One context over ``devices`` (of one platform) and a profiling queue on each."""
+    """One context over ``devices`` (of one platform) and a profiling queue on each (a
+    device named twice gets two queues: drivers refuse it twice in one context)."""
     devices = list(devices)
     if not devices:
         raise ValueError("devices must name at least one device")
-    ctx = cl.Context(devices)
+    ctx = cl.Context(list({d.int_ptr: d for d in devices}.values()))
     props = cl.command_queue_properties.PROFILING_ENABLE
     return [cl.CommandQueue(ctx, d, properties=props) for d in devices]
 
