@@ -512,6 +512,12 @@ def update_local_bytes(p: dict, itemsize: int) -> int:
     return (p["PANEL"] ** 2 + 5 * p["KF"] + 1) * itemsize + 4
 
 
+def _reflect_rank(d: Device, p: dict) -> int:
+    """GPUs: reflectors from k = 64 in float32, k = 16 in float64 (H200, n = 8192:
+    benchmarks/results/nvidia-h200-2026-11-26-update-2.txt); CPUs never."""
+    return (64 if d.itemsize == 4 else 16) if d.gpu else 0
+
+
 def _update_fits(p: dict, d: Device) -> bool:
     return d.fits(max(p["PANEL"], p["KF"])) and d.fits(p["APPLY_WG"]) and (
         not p["LOCAL_PANEL"] or update_local_bytes(p, d.itemsize) <= d.info.local_mem_size)
@@ -739,6 +745,12 @@ FAMILIES = {f.name: f for f in (
              "in parallel from prefix sums (factor_panel_local); 0: in global memory, a "
              "row's rotations formed one after the other by one work-item (factor_panel)",
              _by_kind(1, 0), BOOL, ("oclla/update.py",), _both((0, 1))),
+        Knob("REFLECT", "smallest rank k whose updates (sign +1, k <= KF) factor each "
+             "panel by Householder reflectors of length 1 + k (factor_panel_reflect, one "
+             "barrier per row) and apply them to the trailing part by forward substitution "
+             "(apply_panel_reflect); 0: never; downdates keep the rotations",
+             _reflect_rank, ints(0), ("oclla/update.py",),
+             {"GPU": (0, 16, 64), "CPU": (0,)}),
         Knob("KF", "most columns of V per pass of factor_panel_local (its items hold a "
              "row of them in registers; a row's rotations are formed by KF items)",
              _by_kind(64, 16), pow2(), ("oclla/update.py",), _both((16, 64))),
