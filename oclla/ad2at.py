@@ -165,6 +165,9 @@ def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
     Returns
     -------
     (m, m) array, or (m(m+1)/2,) RFP array; a device array when ``a`` is one.
+    A host ``a`` whose A or C is larger than one buffer of the device is
+    streamed through it in column blocks into a tiled C
+    (:mod:`oclla.tiled_ad2at`; full storage only), returned as a numpy array.
 
     Raises
     ------
@@ -180,6 +183,13 @@ def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
         raise ValueError("symmetric=True fills both triangles of full storage; packed "
                          "storage holds one triangle by design")
     queue = resolve_queue(queue)
+    from . import tiled_ad2at
+    if not packed and tiled_ad2at.route(a, queue):      # A or C beyond one buffer: tiles
+        if method != "blocked":
+            raise ValueError("a matrix larger than one buffer is assembled in tiles by the "
+                             "blocked method only")
+        return tiled_ad2at.assemble_host(a, d2, lower=bool(lower), symmetric=bool(symmetric),
+                                         check_finite=check_finite, queue=queue)
     a_ = as_matrix(a, queue, name="a", square=False, check_finite=check_finite)
     m, n = a_.shape
     check_shape(m, n)
