@@ -363,7 +363,7 @@ def cholesky(a, *, lower: bool = False, tile: int = 256, client=None,
     blocks = {(i, j): host[i * tile:(i + 1) * tile, j * tile:(j + 1) * tile]
               for i in range(t) for j in range(i + 1)}
     if client is not None and blocks:
-        futures = dict(zip(blocks, client.scatter(list(blocks.values()))))
+        futures = dict(zip(blocks, client.scatter(list(blocks.values()), hash=False)))
         dsk, _, out = _graph(lambda i, j: futures[(i, j)], t, n, tile, dtype, token)
     else:
         dsk, _, out = _graph(lambda i, j: (f"oclla-a-{token}", i, j), t, n, tile, dtype,

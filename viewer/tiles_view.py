@@ -127,15 +127,17 @@ class TilesView(QtWidgets.QWidget):
                                     brushes=[pg.mkBrush(*c) for c in colours],
                                     pen=pg.mkPen("w", width=1))
         self.time_plot.addItem(self.bars)
+        short = {name: name if len(name) <= 8 else f"#{p}" for name, p in lane_of.items()}
         axis = self.time_plot.getAxis("left")
-        axis.setTicks([[(p + 0.5, name) for name, p in lane_of.items()]])
+        axis.setTicks([[(p + 0.5, short[name]) for name, p in lane_of.items()]])
         self.time_plot.setYRange(0, max(len(lanes), 1))
         self.time_plot.setXRange(0, max(run.duration, 1e-9))
         self.legend.setText(
             f"n = {run.n}, tile {run.tile} ({run.t} x {run.t} tiles), {len(run.tasks)} tasks "
             f"on {len(lanes)} lane(s), {run.duration * 1e3:.1f} ms · "
             + " ".join(f'<span style="color: rgb{KIND_COLOURS[k]}">■ {k}</span>'
-                       for k in KINDS))
+                       for k in KINDS)
+            + "".join(f" · {short[name]} = {name}" for name in lanes if short[name] != name))
         self.slider.blockSignals(True)
         self.slider.setValue(SLIDER_STEPS)
         self.slider.blockSignals(False)

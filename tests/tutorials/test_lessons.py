@@ -247,6 +247,10 @@ WRONG = {
               [2, 3, 4, 5, 5, -1]],
     (11, 3): [10, 1, 5, 9.5],                          # every column; one chain; halves
     (11, 4): ["metis", "natural", "rcm", "best", 3],   # nested dissection is not always best
+    (12, 1): [64, 36, 56, "120"],                      # tiles; lower tiles; gemm only; text
+    (12, 2): [24, 8, 15, 120],                         # 3t; t; 2t - 1; every task
+    (12, 3): [4096, 256, 2048 / 3, 128],               # per entry; one flop; n/3; b/16
+    (12, 4): [2 * 1496, 1496 / 2, 374, 18.7e12 / 50e9],   # b flops; 4 bytes; F/B
 }
 
 # Right answers other than the teacher's solution that a checker must accept: estimates
@@ -268,6 +272,8 @@ ALSO_RIGHT = {
     (11, 2): [(2, 3, 4, 4, 5, -1), np.array([2, 3, 4, 4, 5, -1])],
     (11, 3): [9.0, np.int64(9)],
     (11, 4): ["AMD"],
+    (12, 1): [120.0, np.int64(120)],
+    (12, 3): [512.0, np.float32(512)],
 }
 
 
