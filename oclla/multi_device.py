@@ -69,8 +69,9 @@ def _check_queues(queues) -> list:
 
 
 class MultiTiles:
-    """The lower triangle of an n x n matrix in panels of ``tile`` columns spread
-    block-cyclically over the devices of ``queues`` (panel p on ``queues[p % D]``).
+    """The lower triangle of an n x n matrix (or, with ``full``, the whole matrix) in
+    panels of ``tile`` columns spread block-cyclically over the devices of ``queues``
+    (panel p on ``queues[p % D]``; panel p holds rows p·tile .. n, or every row).
 
     Two queues on one device are allowed (they share its memory and compute units:
     a test of the schedule, not a speed-up).
@@ -81,8 +82,10 @@ class MultiTiles:
     :data:`~oclla.tiled.MEMORY_SHARE` of its memory).
     """
 
-    def __init__(self, n: int, dtype, *, queues, tile: int | None = None):
+    def __init__(self, n: int, dtype, *, queues, tile: int | None = None,
+                 full: bool = False):
         self.queues = _check_queues(queues)
+        self.full = bool(full)
         if int(n) < 0:
             raise ValueError(f"n must be non-negative, got {n}")
         self.n, self.dtype = int(n), check_dtype(dtype)
@@ -94,7 +97,8 @@ class MultiTiles:
         count = -(-self.n // self.tile)
         item = self.dtype.itemsize
         per_device = [SLOTS * self.n * self.tile * item] * len(self.queues)
-        extents = [panel_extent(p, (self.n, self.n), self.tile, "lower") for p in range(count)]
+        triangle = None if self.full else "lower"
+        extents = [panel_extent(p, (self.n, self.n), self.tile, triangle) for p in range(count)]
         for p, (_, _, h, w) in enumerate(extents):
             per_device[p % len(self.queues)] += h * w * item
         for q, need in zip(self.queues, per_device):
@@ -115,17 +119,17 @@ class MultiTiles:
         return p % len(self.queues)
 
     @classmethod
-    def from_numpy(cls, a, *, queues, tile: int | None = None,
-                   check_finite: bool = True) -> "MultiTiles":
-        """The lower triangle of the square host array ``a`` (never written) in panels
-        on the devices.  ValueError for a non-square ``a`` or NaN/Inf."""
+    def from_numpy(cls, a, *, queues, tile: int | None = None, check_finite: bool = True,
+                   full: bool = False) -> "MultiTiles":
+        """The lower triangle (or all, ``full``) of the square host array ``a`` (never
+        written) in panels on the devices.  ValueError for a non-square ``a`` or NaN/Inf."""
         arr = np.asarray(a)
         if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
             raise ValueError(f"a must be square, got shape {arr.shape}")
         check_dtype(arr.dtype)
         if check_finite:
             check_finite_rows(arr)
-        mt = cls(arr.shape[0], arr.dtype, queues=queues, tile=tile)
+        mt = cls(arr.shape[0], arr.dtype, queues=queues, tile=tile, full=full)
         host = np.ascontiguousarray(arr)
         for p, panel in enumerate(mt.panels):
             copy_panel(mt.queues[mt.owner(p)], panel, host, upload=True)
@@ -134,7 +138,8 @@ class MultiTiles:
         return mt
 
     def to_numpy(self) -> np.ndarray:
-        """The stored panels in a new host array, zero above the diagonal tiles."""
+        """The stored panels in a new host array (zero above the diagonal tiles where
+        only the lower triangle is stored)."""
         out = np.zeros((self.n, self.n), self.dtype)
         for p, panel in enumerate(self.panels):
             copy_panel(self.queues[self.owner(p)], panel, out, upload=False)
@@ -162,6 +167,9 @@ def _copy_queues(queues) -> list:
 
 def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
     """The right-looking factorization of :class:`MultiTiles` with look-ahead."""
+    if mt.full:
+        raise ValueError("the Cholesky factorization reads lower-triangle panels; make the "
+                         "MultiTiles without full")
     n, nb, dtype, queues = mt.n, mt.tile, mt.dtype, mt.queues
     count, devices = len(mt.panels), len(queues)
     if n == 0:

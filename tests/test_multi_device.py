@@ -1,8 +1,9 @@
-"""Tiled Cholesky over several devices (oclla.multi_device) on PoCL: two sub-devices of
-the CPU in one context (or, where PoCL cannot partition, two queues on the device), a
-third queue on one of them for a three-way round-robin; backward errors below 30 on
-orders straddling the tile, both dtypes and triangles; LAPACK's order on failure; a
-timeline lane per device; bad input."""
+"""Tiled Cholesky and LU over several devices (oclla.multi_device, oclla.multi_device_lu)
+on PoCL: two sub-devices of the CPU in one context (or, where PoCL cannot partition, two
+queues on the device), a third queue on one of them for a three-way round-robin;
+backward errors below 30 on orders straddling the tile, both dtypes and triangles,
+scipy's pivots; LAPACK's order on failure and info for a zero pivot; a timeline lane per
+device; bad input."""
 
 import numpy as np
 import pyopencl as cl
@@ -10,7 +11,10 @@ import pytest
 from numpy.linalg import LinAlgError
 
 import oclla
-from oclla import accuracy, multi_device as md
+import scipy.linalg as sl
+from scipy.linalg import LinAlgWarning
+
+from oclla import accuracy, multi_device as md, multi_device_lu as mdl
 
 from conftest import spd
 
@@ -80,3 +84,40 @@ def test_bad_input(queues):
         md.cholesky(a.astype(np.int64), queues=queues)
     with pytest.raises(ValueError, match="tile"):
         md.MultiTiles(20, np.float32, queues=queues, tile=-3)
+
+
+# ---- LU ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, tile", [(1, 16), (47, 16), (64, 16), (61, 20)])
+def test_lu_two_devices(queues, dtype, n, tile):
+    a = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
+    before = a.copy()
+    lu, piv = mdl.lu_factor(a, queues=queues, tile=tile)
+    np.testing.assert_array_equal(a, before)
+    assert accuracy.lu_backward_error(a, lu, piv) < accuracy.THRESHOLD
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+
+
+def test_lu_three_queues_and_a_zero_pivot(queues):
+    a = np.random.default_rng(3).standard_normal((70, 70))
+    a[:, 37] = 0.0
+    with pytest.warns(LinAlgWarning, match="Diagonal number 38 is exactly zero"):
+        lu, piv = mdl.lu_factor(a, queues=queues + queues[:1], tile=16)
+    with pytest.warns(LinAlgWarning):
+        np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+    assert accuracy.lu_backward_error(a, lu, piv) < accuracy.THRESHOLD
+    with oclla.record() as rec:
+        mdl.lu_factor(a[:40, :40] + np.eye(40), queues=queues, tile=16)
+    lanes = {k.device for s in rec.runs[0].steps for k in s.kernels}
+    assert rec.runs[0].variant == "multi_device" and rec.runs[0].algorithm == "lu"
+    assert len(lanes) == 2 and all(lane.endswith(("[0]", "[1]")) for lane in lanes)
+
+
+def test_lu_bad_input(queues):
+    with pytest.raises(ValueError, match="square"):
+        mdl.lu_factor(np.ones((3, 4)), queues=queues)
+    with pytest.raises(ValueError, match="full storage"):
+        mdl.factor_lu_multi(md.MultiTiles(8, np.float32, queues=queues, tile=4))
+    with pytest.raises(ValueError, match="lower-triangle panels"):
+        md.factor_multi(md.MultiTiles(8, np.float32, queues=queues, tile=4, full=True))

@@ -1,0 +1,166 @@
+"""LU with partial pivoting over several OpenCL devices of one context.
+
+The matrix is a :class:`oclla.multi_device.MultiTiles` in full storage: tile
+column p (every row) on device ``p mod D``.  Right-looking over the tile
+columns, as :mod:`oclla.tiled_lu` on one device, with one panel of
+look-ahead::
+
+    owner(0) factors tile column 0          (the blocked LU's panel kernels)
+    for each tile column k (columns K, rows R = k0 .. n, R' below K):
+        every other device that owns a tile column receives L[R, K] and the
+        panel's pivots (its copy queue, after the owner's event)
+        on each device, for its own tile columns q ≠ k:
+            rows interchanged by panel k's pivots                  (laswp)
+            for q > k, the next one first:
+                A[K, Q]  = L[K, K]⁻¹·A[K, Q]                      (TRSM)
+                A[R', Q] -= L[R', K]·A[K, Q]                       (GEMM)
+                if q = k + 1: factor tile column q now             (look-ahead)
+        the owner of k waits for the copies of k before it interchanges
+        rows of tile column k again (step k + 1's laswp)
+
+The result has :func:`scipy.linalg.lu_factor`'s layout; LAPACK's info (the
+first exactly zero diagonal entry of U) comes back with the pivots.
+:func:`lu_factor` factors a host matrix.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+from scipy.linalg import LinAlgWarning
+
+from . import trace
+from ._device import device_info
+from ._programs import int_zeros
+from .blas import gemm, laswp, trsm
+from .multi_device import SLOTS, MultiTiles, _copy_queues
+from .tiled import Panel
+from .tiled_lu import _factor_panel, _panel_rows
+
+
+def factor_lu_multi(mt: MultiTiles) -> tuple:
+    """Factor the full-storage :class:`MultiTiles` in place (module docstring); returns
+    (piv, info): the 0-based interchanges (numpy int32, length n) and LAPACK's info."""
+    if not mt.full:
+        raise ValueError("the LU needs a MultiTiles in full storage (full=True)")
+    n, nb, dtype, queues = mt.n, mt.tile, mt.dtype, mt.queues
+    count, devices = len(mt.panels), len(queues)
+    if n == 0:
+        return np.empty(0, np.int32), 0
+    item = dtype.itemsize
+    for d, q in enumerate(queues):
+        trace.label_device(q.device, f"{device_info(q).name} [{d}]")
+    ctx = queues[0].context
+    copyqs = _copy_queues(queues)
+    scratch = [cl.Buffer(ctx, cl.mem_flags.READ_WRITE, n * nb * item) for _ in queues]
+    recv = [[cl.Buffer(ctx, cl.mem_flags.READ_WRITE, n * nb * item) if devices > 1 else None
+             for _ in range(SLOTS)] for _ in queues]
+    recv_piv = [[cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nb * 4) if devices > 1 else None
+                 for _ in range(SLOTS)] for _ in queues]
+    last_read = [[None] * SLOTS for _ in queues]
+    pivots, flags, factored = [None] * count, [None] * count, [None] * count
+
+    def factor(p: int) -> None:
+        panel, d = mt.panels[p], mt.owner(p)
+        q, j0, jb = queues[d], mt.panels[p].c0, mt.panels[p].w
+        m = n - j0
+        pivots[p] = cl_array.to_device(q, np.arange(jb, dtype=np.int32), async_=True)
+        flags[p] = int_zeros(q)
+        with trace.step("panel", (j0, n, j0, j0 + jb), pivot=(j0, j0),
+                        flops=m * jb * jb - jb ** 3 / 3.0):
+            cl.enqueue_copy(q, scratch[d], panel.buf, byte_count=m * jb * item,
+                            src_offset=j0 * jb * item)
+            _factor_panel(q, scratch[d], m, jb, pivots[p], flags[p], dtype)
+            cl.enqueue_copy(q, panel.buf, scratch[d], byte_count=m * jb * item,
+                            dst_offset=j0 * jb * item)
+        factored[p] = cl.enqueue_marker(q)
+        q.flush()
+
+    with trace.run("lu", "multi_device", queues[0], (n, n), dtype, tile=nb, devices=devices):
+        factor(0)
+        for k in range(count):
+            src, home = mt.panels[k], mt.owner(k)
+            k0, kb = src.c0, src.w
+            m = n - k0
+            copies = []
+            for d in range(devices):
+                own = [j for j in range(count) if mt.owner(j) == d and j != k]
+                if not own:
+                    continue
+                q = queues[d]
+                if d == home:
+                    lpanel, piv = src, pivots[k].data
+                else:                   # L[R, K] and the pivots into a receive slot
+                    slot = k % SLOTS
+                    wait = [factored[k]] + ([last_read[d][slot]] if last_read[d][slot] else [])
+                    with trace.step("receive", (k0, n, k0, k0 + kb), nbytes=m * kb * item):
+                        cl.enqueue_copy(copyqs[d], recv[d][slot], src.buf,
+                                        byte_count=m * kb * item, src_offset=k0 * kb * item,
+                                        wait_for=wait)
+                        arrived = cl.enqueue_copy(copyqs[d], recv_piv[d][slot],
+                                                  pivots[k].data, byte_count=kb * 4)
+                    copyqs[d].flush()
+                    copies.append(arrived)
+                    cl.enqueue_barrier(q, wait_for=[arrived])
+                    lpanel, piv = Panel(recv[d][slot], k0, k0, m, kb), recv_piv[d][slot]
+                with trace.step("laswp", (k0, n, 0, n)):
+                    for j in own:
+                        other = mt.panels[j]
+                        laswp(q, _panel_rows(other, k0), 0, other.w, piv, 0, kb, dtype=dtype)
+                for j in own:
+                    if j < k:
+                        continue
+                    other = mt.panels[j]
+                    j0, jb = other.c0, other.w
+                    with trace.step("trsm", (k0, k0 + kb, j0, j0 + jb), flops=float(kb * kb * jb)):
+                        trsm(q, kb, jb, lpanel.view(k0, k0), other.view(k0, j0), dtype=dtype,
+                             left=True, lower=True, unit=True)
+                    if m > kb:
+                        with trace.step("gemm", (k0 + kb, n, j0, j0 + jb),
+                                        flops=2.0 * (m - kb) * jb * kb):
+                            gemm(q, m - kb, jb, kb, -1.0, lpanel.view(k0 + kb, k0),
+                                 other.view(k0, j0), 1.0, other.view(k0 + kb, j0), dtype=dtype)
+                    if j == k + 1:
+                        factor(j)
+                if d != home:
+                    last_read[d][k % SLOTS] = cl.enqueue_marker(q)
+                q.flush()
+            if copies:                  # tile column k is interchanged again at step k + 1
+                cl.enqueue_barrier(queues[home], wait_for=copies)
+        for q in copyqs + queues:
+            q.finish()
+    starts = [p.c0 for p in mt.panels]
+    piv = np.concatenate([j0 + p.get() for j0, p in zip(starts, pivots)]).astype(np.int32)
+    info = next((j0 + int(f.get()[0]) for j0, f in zip(starts, flags) if int(f.get()[0])), 0)
+    if not info:
+        last = mt.panels[-1]
+        corner = np.empty(1, dtype)
+        cl.enqueue_copy(queues[mt.owner(count - 1)], corner, last.buf,
+                        src_offset=((n - 1 - last.r0) * last.w + last.w - 1) * item)
+        info = n if corner[0] == 0 else 0
+    return piv, info
+
+
+def lu_factor(a, *, queues, tile: int | None = None, check_finite: bool = True) -> tuple:
+    """P·A = L·U of the square host matrix ``a`` on the devices of ``queues`` (one
+    context, :func:`oclla.multi_device.context_queues`), as :func:`oclla.lu_factor`:
+    (lu, piv) in scipy's layout, new host arrays (``a`` is never written).  Warns
+    LinAlgWarning for an exactly singular U.  Raises ValueError (not square,
+    NaN/Inf, queues of several contexts), TypeError, DeviceError."""
+    arr = np.asarray(a)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"a must be square, got shape {arr.shape}")
+    mt = MultiTiles.from_numpy(arr, queues=queues, tile=tile, check_finite=check_finite,
+                               full=True)
+    try:
+        piv, info = factor_lu_multi(mt)
+        lu = mt.to_numpy()
+    finally:
+        mt.release()
+    if info:
+        warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.",
+                      LinAlgWarning, stacklevel=2)
+    return lu, piv
