@@ -17,6 +17,8 @@ the same SPD matrix of order n (A = L·Lᵀ), each after a warm-up of order
 Only the factorization is timed (the panels are uploaded before, read back
 after).  GFLOP/s count n³/3 + n²/2 + n/6; the ratio of the last two is the
 speed-up (the issue's goal: two H100s ≥ 1.8x one at n = 65536 float32).
+``--lu`` also times the LU with partial pivoting (oclla.multi_device_lu) on one
+and on N devices (the same matrix, read whole; 2n³/3 flops).
 ``--same-device`` puts every queue on the first device (a check of the
 schedule where only one GPU exists; no speed-up expected).  ``--check``
 measures the backward error (n ≤ 4096); ``--json PATH`` writes the rows.
@@ -34,7 +36,7 @@ import pyopencl as cl
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import oclla                                                    # noqa: E402
-from oclla import accuracy, multi_device, tiled                 # noqa: E402
+from oclla import accuracy, multi_device, multi_device_lu, tiled  # noqa: E402
 from oclla.cholesky import cholesky_flops                       # noqa: E402
 from out_of_core import make_spd, symmetric                     # noqa: E402
 
@@ -62,6 +64,21 @@ def timed_multi(a: np.ndarray, queues, tile: int, check: bool) -> dict:
     if check:
         row["backward_error"] = accuracy.cholesky_backward_error(symmetric(a), mt.to_numpy(),
                                                                  True)
+    mt.release()
+    return row
+
+
+def timed_lu(a: np.ndarray, queues, tile: int, check: bool) -> dict:
+    mt = multi_device.MultiTiles.from_numpy(a, queues=queues, tile=tile, check_finite=False,
+                                            full=True)
+    start = time.perf_counter()
+    piv, _ = multi_device_lu.factor_lu_multi(mt)
+    seconds = time.perf_counter() - start
+    n = a.shape[0]
+    row = dict(mode=f"LU {len(queues)} dev", n=n, tile=tile, devices=len(queues),
+               seconds=seconds, gflops=2 * n ** 3 / 3 / seconds / 1e9)
+    if check:
+        row["backward_error"] = accuracy.lu_backward_error(a, mt.to_numpy(), piv)
     mt.release()
     return row
 
@@ -103,6 +120,7 @@ def main(argv=None) -> int:
                    help="every queue on the first device (a check where one GPU exists)")
     p.add_argument("--modes", default="tiled,one,many",
                    help="comma-separated subset of tiled, one, many")
+    p.add_argument("--lu", action="store_true", help="also the LU on one and on N devices")
     p.add_argument("--check", action="store_true", help="backward errors (n <= 4096)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -127,6 +145,9 @@ def main(argv=None) -> int:
         timed_multi(small, queues[:1], tile, False)
     if "many" in modes:
         timed_multi(small, queues, tile, False)
+    if args.lu:
+        for qs in (queues[:1], queues):
+            timed_lu(small, qs, tile, False)
     a = make_spd(n, dtype)
     rows = []
     if "tiled" in modes:
@@ -138,11 +159,18 @@ def main(argv=None) -> int:
     if "many" in modes:
         rows.append(timed_multi(a, queues, tile, check))
         report(rows[-1])
+    if args.lu:
+        for qs in (queues[:1], queues):
+            rows.append(timed_lu(a, qs, tile, check))
+            report(rows[-1])
     by = {r["mode"]: r for r in rows}
-    one, many = by.get("1 device"), next((r for r in rows if r["devices"] > 1), None)
-    if one and many:
-        print(f"{many['mode']} / 1 device: {many['gflops'] / one['gflops']:.2f}x "
-              f"(goal for two H100s, n=65536 float32: >= 1.8x)")
+    for kind, one_name in (("Cholesky", "1 device"), ("LU", "LU 1 dev")):
+        one = by.get(one_name)
+        many = next((r for r in rows if r["devices"] > 1
+                     and r["mode"].startswith("LU") == (kind == "LU")), None)
+        if one and many:
+            print(f"{kind}: {many['mode']} / {one['mode']}: {many['gflops'] / one['gflops']:.2f}x"
+                  f" (goal for two H100s, Cholesky n=65536 float32: >= 1.8x)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(devices=[oclla.device_info(q).name for q in queues],
