@@ -23,7 +23,11 @@ Where each algorithm lives (kernels_cl/README.md maps each paper to its module a
   ``wls.py`` weighted least squares with mixed-precision refinement; ``hybrid.py`` the
   Cholesky whose diagonal blocks the host's LAPACK factors while the device updates.
 * ``tiled.py`` matrices in many buffers (``TiledMatrix``) and the tiled Cholesky;
-  ``out_of_core.py`` the Cholesky of a host matrix streamed through the device.
+  ``tiled_lu.py`` the LU with partial pivoting on tiles; ``tiled_ad2at.py`` A·D²·Aᵀ into
+  tiles; ``out_of_core.py`` the Cholesky of a host matrix streamed through the device
+  (``_staging.py`` its page-locked staging buffers); ``multi_device.py`` and
+  ``multi_device_lu.py`` the tiled Cholesky and LU over several devices of one context;
+  ``tile_tasks.py`` the tile kernels one at a time, for external schedulers.
 * ``blas.py`` the device-level GEMM/SYRK/TRSM/laswp that the factorizations share, on
   ``View`` s (buffer, element offset, leading dimension; the queue first, as in BLAS).
 * ``_validate.py`` what every public function does with its arguments: validation, views
