@@ -5,13 +5,18 @@ One check per parameter family of :mod:`oclla._params`.  Each runs the
 library's own code paths (so it builds exactly the kernels those paths build
 with the family's parameters) on seeded inputs whose sizes straddle the
 family's block sizes, and measures the result the LAPACK way
-(:mod:`oclla.accuracy`: backward error below the threshold).  They serve
+(:mod:`oclla.accuracy`: backward error below the threshold).  Every operand
+fits one buffer of the device (:func:`order_limit`): a matrix the device cannot
+hold in one buffer is tiled or refused by the library, never given to the
+kernels whole, so the checks test the orders the kernels can meet.  They serve
 twice: :func:`oclla._params.params` runs a family's check before it first
 uses parameters derived from the device's limits (falling back to safer ones
 if it fails), and ``oclla devices --check`` runs all of them.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyopencl.array as cl_array
@@ -21,6 +26,18 @@ from ._params import params, trial
 
 #: The largest order a check factors: the checks stay tiny on any device.
 LARGEST = 300
+
+
+def order_limit(queue, dtype) -> int:
+    """The largest order (at most :data:`LARGEST`) of a square ``dtype`` matrix that fits
+    one buffer of the device (its maximum allocation and its memory, as
+    :func:`oclla.device_info` reports them: a profile's limits included).  Every
+    dimension of a check's operands is at most this, so no operand is refused by
+    the library's size checks or sent to its tiled routes."""
+    from ._device import device_info
+    info = device_info(queue)
+    room = min(info.max_alloc_size, info.global_mem_size) // np.dtype(dtype).itemsize
+    return min(LARGEST, math.isqrt(max(room, 0)))
 
 
 class CheckFailed(RuntimeError):
@@ -42,19 +59,20 @@ def _expect(error: float, what: str) -> None:
                           f"{accuracy.THRESHOLD:g})")
 
 
-def _straddling(*blocks: int) -> list:
-    """Orders on both sides of each block size (at most :data:`LARGEST`)."""
+def _straddling(limit: int, *blocks: int) -> list:
+    """Orders on both sides of each block size, at most ``limit`` (:func:`order_limit`)."""
     sizes = {1, 17}
     for b in blocks:
-        if 0 < b < LARGEST:
+        if 0 < b < limit:
             sizes.update({b, b + 3})
-    return sorted(s for s in sizes if s <= LARGEST)
+    return sorted(s for s in sizes if s <= limit)
 
 
 def _lu_case(queue, dtype, sizes, **options) -> None:
     from .lu import lu_factor, lu_solve
     rng = np.random.default_rng(7)
-    for n in sizes:
+    limit = order_limit(queue, dtype)
+    for n in (n for n in sizes if n <= limit):
         a = _matrix(rng, n, n, dtype)
         lu, piv = lu_factor(a, queue=queue, **options)
         _expect(accuracy.lu_backward_error(a, lu, piv), f"LU {options or ''} n={n}")
@@ -70,27 +88,30 @@ def _check_gemm(queue, dtype) -> None:
     p = params(queue, "gemm", dtype)
     rng = np.random.default_rng(11)
     tm, tn, tk = (p.get(key, 8) for key in ("TILE_M", "TILE_N", "TILE_K"))
-    shapes = [(5, 3, 7), (min(2 * tm + 1, LARGEST), min(tn + 3, LARGEST),
-                          min(3 * tk + 1, LARGEST)), (37, 45, 29)]
-    for m, n, k in shapes:
+    limit = order_limit(queue, dtype)
+    shapes = [(5, 3, 7), (2 * tm + 1, tn + 3, 3 * tk + 1), (37, 45, 29)]
+    for m, n, k in (tuple(min(d, limit) for d in shape) for shape in shapes):
         for trans_a, trans_b in ((False, False), (True, False), (False, True)):
             a = _matrix(rng, k, m, dtype) if trans_a else _matrix(rng, m, k, dtype)
             b = _matrix(rng, n, k, dtype) if trans_b else _matrix(rng, k, n, dtype)
             c = matmul(a, b, trans_a=trans_a, trans_b=trans_b, queue=queue)
             _expect(accuracy.product_error(c, a.T if trans_a else a, b.T if trans_b else b),
                     f"GEMM {m}x{n}x{k} trans=({trans_a}, {trans_b})")
-    a = _matrix(rng, 23, 41, dtype)
-    d2 = rng.uniform(0.5, 2.0, 41).astype(dtype)
+    m, n = min(23, limit), min(41, limit)
+    a = _matrix(rng, m, n, dtype)
+    d2 = rng.uniform(0.5, 2.0, n).astype(dtype)
     c = assemble_ad2at(a, d2, symmetric=True, queue=queue)
-    _expect(accuracy.product_error(c, a * d2, a.T), "AD²Aᵀ 23x41")
+    _expect(accuracy.product_error(c, a * d2, a.T), f"AD²Aᵀ {m}x{n}")
 
 
 def _check_gemm_thin(queue, dtype) -> None:
     from .blas import matmul
     max_k = params(queue, "gemm_thin", dtype)["MAX_K"]
     rng = np.random.default_rng(13)
-    for k in sorted({1, max_k}) if max_k else ():
-        a, b = _matrix(rng, 70, k, dtype), _matrix(rng, k, 66, dtype)
+    limit = order_limit(queue, dtype)
+    m, n = min(70, limit), min(66, limit)
+    for k in sorted({1, min(max_k, limit)}) if max_k else ():
+        a, b = _matrix(rng, m, k, dtype), _matrix(rng, k, n, dtype)
         _expect(accuracy.product_error(matmul(a, b, queue=queue), a, b), f"thin GEMM k={k}")
 
 
@@ -99,7 +120,7 @@ def _check_small_kernels(queue, dtype) -> None:
     from . import rfp
     from .cholesky import cholesky
     rng = np.random.default_rng(17)
-    for n in (1, 18, 37):
+    for n in (n for n in (1, 18, 37) if n <= order_limit(queue, dtype)):
         a = _spd(rng, n, dtype)
         for lower in (True, False):
             arf = rfp.pack(a, lower=lower, queue=queue)
@@ -118,7 +139,7 @@ def _check_trsm(queue, dtype) -> None:
     from .blas import trsm, view_of
     nb = params(queue, "trsm", dtype)["TRSM_NB"]
     rng = np.random.default_rng(19)
-    for m in _straddling(nb, 2 * nb):
+    for m in _straddling(order_limit(queue, dtype), nb, 2 * nb):
         t = np.tril(_matrix(rng, m, m, dtype)) + 4 * np.eye(m, dtype=dtype)
         for left in (True, False):
             for lower in (True, False):
@@ -136,26 +157,28 @@ def _check_trsm(queue, dtype) -> None:
 def _check_laswp(queue, dtype) -> None:
     from .blas import laswp, view_of
     rng = np.random.default_rng(23)
-    n = 37
-    a = _matrix(rng, n, 29, dtype)
+    n, cols = (min(d, order_limit(queue, dtype)) for d in (37, 29))
+    a = _matrix(rng, n, cols, dtype)
     piv = np.array([rng.integers(i, n) for i in range(n)], np.int32)
     da = cl_array.to_device(queue, a)
     dpiv = cl_array.to_device(queue, piv)
-    laswp(queue, view_of(da), 0, 29, dpiv.data, 0, n, dtype=dtype)
+    laswp(queue, view_of(da), 0, cols, dpiv.data, 0, n, dtype=dtype)
     want = a.copy()
     for i, j in enumerate(piv):
         want[[i, j]] = want[[j, i]]
     if not np.array_equal(da.get(), want):
-        raise CheckFailed("LASWP of 37 interchanges on a 37 x 29 matrix")
+        raise CheckFailed(f"LASWP of {n} interchanges on a {n} x {cols} matrix")
 
 
 def _check_lu(queue, dtype) -> None:
     p = params(queue, "lu", dtype)
-    sizes = _straddling(p["NB"], p["SMALL_N"] + p["NB"] if p["SMALL_N"] else 2 * p["NB"])
+    limit = order_limit(queue, dtype)
+    sizes = _straddling(limit, p["NB"],
+                        p["SMALL_N"] + p["NB"] if p["SMALL_N"] else 2 * p["NB"])
     _lu_case(queue, dtype, sizes, method="blocked")
     if p["SMALL_N"] > 1:
         with trial(queue, "lu", dtype, {**p, "SMALL_N": 0}):
-            _lu_case(queue, dtype, _straddling(p["NB"]), method="blocked")
+            _lu_case(queue, dtype, _straddling(limit, p["NB"]), method="blocked")
 
 
 def _check_chol(queue, dtype) -> None:
@@ -166,7 +189,7 @@ def _check_chol(queue, dtype) -> None:
     rng = np.random.default_rng(29)
     for variant in variants:
         with trial(queue, "chol", dtype, variant):
-            for n in _straddling(variant["LEAF"], variant["NB"]):
+            for n in _straddling(order_limit(queue, dtype), variant["LEAF"], variant["NB"]):
                 a = _spd(rng, n, dtype)
                 for lower in (True, False):
                     c = cholesky(a, lower=lower, queue=queue)
@@ -186,9 +209,10 @@ def _check_update(queue, dtype) -> None:
 
     from .update import cholesky_update
     rng = np.random.default_rng(31)
-    for n in _straddling(params(queue, "update", dtype)["PANEL"]):
+    limit = order_limit(queue, dtype)
+    for n in _straddling(limit, params(queue, "update", dtype)["PANEL"]):
         b = _spd(rng, n, dtype)
-        for k in (1, 17):
+        for k in sorted({1, min(17, limit)}):
             v = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(dtype)
             a = (b + v @ v.T).astype(dtype)
             for sign, start, target in ((1, b, a), (-1, a, b)):
