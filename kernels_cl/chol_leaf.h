@@ -1,8 +1,10 @@
 /* chol_leaf.h -- the diagonal leaf of the blocked Cholesky, one work-item per row.
  *
- * Needs LEAF (largest block order), EL(i, j) through triangle.h (the stored triangle at `a`, leading dimension
- * `ld`) and unroll.h.  load_lower / store_lower move a block between the
- * stored triangle and a local copy with row stride LS.
+ * Needs LEAF (largest block order), EL(i, j) (the stored triangle at `a`, leading
+ * dimension `ld`: through triangle.h, or by the argument `lower` where the includer
+ * decides the triangle at run time) and unroll.h.  load_lower / store_lower move a
+ * block between the stored triangle and a local copy with row stride LS; `lower`
+ * (1: row-major lower, 0: upper) orders their walk.
  *
  * factor_rows factors the nb x nb diagonal block at a (nb <= LEAF; LEAF a
  * multiple of 8 up to 64) in place, A = L L^T, with a work-group of `items`
@@ -45,22 +47,18 @@
 
 /* (i, j) of entry idx of an nb x nb square, walked with the stored
  * triangle's contiguous index fastest (coalesced for either storage). */
-inline int2 square_entry(const int idx, const int nb)
+inline int2 square_entry(const int idx, const int nb, const int lower)
 {
-#if LOWER
-    return (int2)(idx / nb, idx % nb);
-#else
-    return (int2)(idx % nb, idx / nb);
-#endif
+    return lower ? (int2)(idx / nb, idx % nb) : (int2)(idx % nb, idx / nb);
 }
 
 /* The stored triangle's nb x nb diagonal block at a to the lower triangle of
  * t (row stride LS), walking its contiguous index fastest; `items` work-items. */
 inline void load_lower(__global const real *a, const int ld, __local real *t, const int nb,
-                       const int lid, const int items)
+                       const int lid, const int items, const int lower)
 {
     for (int idx = lid; idx < nb * nb; idx += items) {
-        const int2 e = square_entry(idx, nb);
+        const int2 e = square_entry(idx, nb, lower);
         if (e.y <= e.x)
             t[e.x * LS + e.y] = EL(e.x, e.y);
     }
@@ -69,10 +67,10 @@ inline void load_lower(__global const real *a, const int ld, __local real *t, co
 /* The lower triangle of the nb x nb block t (row stride LS) to the stored
  * triangle at a, walking its contiguous index fastest; `items` work-items. */
 inline void store_lower(__global real *a, const int ld, __local const real *t, const int nb,
-                        const int lid, const int items)
+                        const int lid, const int items, const int lower)
 {
     for (int idx = lid; idx < nb * nb; idx += items) {
-        const int2 e = square_entry(idx, nb);
+        const int2 e = square_entry(idx, nb, lower);
         if (e.y <= e.x)
             EL(e.x, e.y) = t[e.x * LS + e.y];
     }
@@ -104,9 +102,9 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
 
 inline int factor_rows(__global real *a, const int ld, const int nb, const int i,
                        const int items, __local real *t, __local real *col,
-                       __local real *rinv, __global real *w, const int ldw)
+                       __local real *rinv, __global real *w, const int ldw, const int lower)
 {
-    load_lower(a, ld, t, nb, i, items);
+    load_lower(a, ld, t, nb, i, items, lower);
     barrier(CLK_LOCAL_MEM_FENCE);
     const int row = i < LEAF;            /* items past LEAF only meet the barriers */
     real x[LEAF];
@@ -159,7 +157,7 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
             FROM_STEP(COL_UPDATE)
         }
     }
-    store_lower(a, ld, t, nb, i, items);
+    store_lower(a, ld, t, nb, i, items, lower);
     barrier(CLK_LOCAL_MEM_FENCE);
 #define COL_TO_LOCAL(p) t[i * LS + (p)] = y[p];     /* row i of W^T */
     if (row && inverse) {

@@ -34,7 +34,9 @@
  * compile time):
  *   LEAF undefined: the per-pivot kernels and zero_other_triangle;
  *   LEAF defined:   the leaf (inverting or not, chosen by ldw at run time)
- *                   and apply_inverse -- one program for every order.
+ *                   and apply_inverse -- one program for every order and
+ *                   both triangles: they take the triangle as an argument
+ *                   (lower: 1 row-major lower, 0 upper; LOWER is not used).
  *
  * info (one int, 0 on entry): the first kernel that meets a pivot that is
  * not > 0 (or NaN) stores base + k + 1, LAPACK's info, and every later
@@ -104,6 +106,8 @@ __kernel void zero_other_triangle(__global real *a, const long off, const int ld
 }
 
 #elif !PACKED              /* LEAF defined: the leaves' largest block order */
+#undef EL                  /* the stored triangle by the kernels' argument `lower` */
+#define EL(i, j) a[lower ? AT((i), (j), ld) : AT((j), (i), ld)]
 #include "unroll.h"
 #ifndef ROW_LEAF
 #define ROW_LEAF 0         /* the leaf kernel: 0 potf2_block, 1 potf2_rows */
@@ -138,7 +142,8 @@ __kernel void zero_other_triangle(__global real *a, const long off, const int ld
 #if !ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void potf2_block(__global real *a, const long off, const int ld, const int nb,
-                 const int base, __global int *info, __global real *w, const int ldw)
+                 const int base, __global int *info, __global real *w, const int ldw,
+                 const int lower)
 {
     __local real t[LEAF * LS];
     __local real col[2][LEAF];
@@ -148,7 +153,7 @@ void potf2_block(__global real *a, const long off, const int ld, const int nb,
     barrier(CLK_GLOBAL_MEM_FENCE);       /* all have read info before it may change */
     if (failed)
         return;
-    load_lower(a, ld, t, nb, lid, WG);
+    load_lower(a, ld, t, nb, lid, WG, lower);
     barrier(CLK_LOCAL_MEM_FENCE);
     real x[64];
 #define LOAD(s) if (LIVE(s)) x[s] = t[SLOT_ROW(s) * LS + SLOT_COL(s)];
@@ -197,7 +202,7 @@ void potf2_block(__global real *a, const long off, const int ld, const int nb,
             y[s] -= t[SLOT_ROW(s) * LS + p] * r[SLOT_COL(s)];
         ALL64(ELIM_W)
     }
-    store_lower(a, ld, t, nb, lid, WG);  /* here, not before the loop: PoCL 3.1 dropped
+    store_lower(a, ld, t, nb, lid, WG, lower);  /* here, not before the loop: PoCL 3.1 dropped
                                             global stores placed ahead of it */
 #define Y_TO_LOCAL(s) TO_LOCAL(y, s)
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -219,7 +224,8 @@ void potf2_block(__global real *a, const long off, const int ld, const int nb,
 #if ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(LEAF, 1, 1)))
 void potf2_rows(__global real *a, const long off, const int ld, const int nb,
-                const int base, __global int *info, __global real *w, const int ldw)
+                const int base, __global int *info, __global real *w, const int ldw,
+                const int lower)
 {
     __local real t[LEAF * LS];
     __local real col[COL_SIZE];
@@ -229,7 +235,7 @@ void potf2_rows(__global real *a, const long off, const int ld, const int nb,
     if (failed)
         return;
     const int bad = factor_rows(a + off, ld, nb, get_local_id(0), LEAF, t, col, rinv, w,
-                                ldw);
+                                ldw, lower);
     if (bad && get_local_id(0) == 0)
         *info = base + bad;
 }
@@ -249,7 +255,7 @@ void potf2_rows(__global real *a, const long off, const int ld, const int nb,
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void apply_inverse(__global real *a, const long off, const int ld, const int rows,
                    const int nb, __global const real *v, const int ldv,
-                   __global const int *info)
+                   __global const int *info, const int lower)
 {
     __local real bs[APPLY_ROWS * LS];
     a += off;
@@ -257,12 +263,12 @@ void apply_inverse(__global real *a, const long off, const int ld, const int row
     const int r0 = get_group_id(0) * APPLY_ROWS;
     const int h = *info ? 0 : min(APPLY_ROWS, rows - r0);  /* no return ahead of a barrier */
     for (int idx = lid; idx < h * nb; idx += WG) {
-        const int2 e = square_entry(idx, LOWER ? nb : h);
+        const int2 e = square_entry(idx, lower ? nb : h, lower);
         bs[e.x * LS + e.y] = EL(r0 + e.x, e.y);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int idx = lid; idx < h * nb; idx += WG) {
-        const int2 e = square_entry(idx, LOWER ? nb : h);
+        const int2 e = square_entry(idx, lower ? nb : h, lower);
         real s = ZERO;
         for (int p = 0; p < nb; p++)
             s += bs[e.x * LS + p] * v[AT(p, e.y, ldv)];

@@ -66,7 +66,8 @@ void syrk_leaf(const int rest, const int k, __global const real *p, const long p
         return;
     const int lid = get_local_id(1) * WG_X + get_local_id(0);
     const int bad = factor_rows(c + c_off, ldc, nb, lid, NTHREADS, shared,
-                                shared + LEAF * LS, shared + LEAF * LS + COL_SIZE, w, ldw);
+                                shared + LEAF * LS, shared + LEAF * LS + COL_SIZE, w, ldw,
+                                LOWER);
     if (bad && lid == 0)
         *info = base + bad;
 }

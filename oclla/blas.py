@@ -23,7 +23,7 @@ import pyopencl.array as cl_array
 from ._device import device_info, resolve_queue
 from ._knobs import complete_gemm
 from ._params import check, params, thin_gemm
-from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
+from ._programs import enqueue, get_kernel, index_width, int_arg, real_arg, round_up
 from ._validate import as_matrix
 
 
@@ -37,6 +37,15 @@ class View(NamedTuple):
     def at(self, r: int, c: int) -> "View":
         """The view whose (0, 0) is this view's (r, c)."""
         return View(self.buf, self.off + r * self.ld + c, self.ld)
+
+
+def indices_for(dtype, *views: View):
+    """The block within which kernels on ``views`` are looked up: their element indices
+    in 32 bits where every view's buffer holds fewer than 2³¹ elements, else in 64
+    (:func:`oclla._programs.index_width`).  Every routine here decides by its own
+    operands, so the factorizations and solves share one program per kernel, and a
+    64-bit twin is built only for a buffer that needs it."""
+    return index_width(max(v.buf.size for v in views) // np.dtype(dtype).itemsize)
 
 
 def view_of(array: cl_array.Array) -> View:
@@ -88,7 +97,8 @@ def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b
 
 def transpose(queue, rows: int, cols: int, src: View, dst: View, *, dtype):
     """dst (cols x rows) = src (rows x cols)ᵀ on the device."""
-    kernel = get_kernel(queue, "trsm.cl", "transpose", dtype)
+    with indices_for(dtype, src, dst):
+        kernel = get_kernel(queue, "trsm.cl", "transpose", dtype)
     side = 8
     return enqueue(queue, kernel, (round_up(rows, side), round_up(cols, side)), (side, side),
                   int_arg(rows), int_arg(cols), src.buf, np.int64(src.off), int_arg(src.ld),
@@ -132,8 +142,9 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
     p = tile or gemm_shape(queue, k, dtype)
     tri = {None: 0, "lower": 1, "upper": 2}[triangle]
     run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
-    return run(queue, p, m, n, k, alpha if k > 0 else 0.0, a, b, beta, c, dtype,
-               trans_a, trans_b, tri)
+    with indices_for(dtype, a, b, c):
+        return run(queue, p, m, n, k, alpha if k > 0 else 0.0, a, b, beta, c, dtype,
+                   trans_a, trans_b, tri)
 
 
 def gemm_shape(queue, k: int, dtype) -> dict:
@@ -165,7 +176,8 @@ def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans,
 def copy_block(queue, rows, cols, src: View, dst: View, dtype):
     """dst (rows x cols) = src (rows x cols) on the device, views with their own leading
     dimensions."""
-    kernel = get_kernel(queue, "trsm.cl", "copy_block", dtype)
+    with indices_for(dtype, src, dst):
+        kernel = get_kernel(queue, "trsm.cl", "copy_block", dtype)
     side = params(queue, "local2d", dtype)
     local = (side["X"], side["Y"])
     return enqueue(queue, kernel, (round_up(cols, local[0]), round_up(rows, local[1])), local,
@@ -245,6 +257,12 @@ def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True
     """
     if m <= 0 or nrhs <= 0:
         return
+    with indices_for(dtype, t, b):
+        _trsm(queue, m, nrhs, t, b, dtype=dtype, left=left, lower=lower, trans=trans,
+              unit=unit, block=block, inverse=inverse)
+
+
+def _trsm(queue, m, nrhs, t, b, *, dtype, left, lower, trans, unit, block, inverse):
     p = params(queue, "trsm", dtype)
     nb = min(block or p["TRSM_NB"], p["TRSM_NB"])
     forward = (lower != trans) if left else (lower == trans)
@@ -292,8 +310,9 @@ def laswp(queue, a: View, c0: int, ncols: int, piv: cl.Buffer, k1: int, k2: int,
     p = params(queue, "laswp", dtype)
     vw, wg = p["VW"], p["WG"]
     items = -(-gap_at // vw) + -(-(ncols - gap_at) // vw)
-    kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=vw,
-                        CHUNK=p["CHUNK"])
+    with indices_for(dtype, a):
+        kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=vw,
+                            CHUNK=p["CHUNK"])
     return enqueue(queue, kernel, (round_up(items, wg),), (wg,), a.buf, np.int64(a.off),
                   int_arg(a.ld), int_arg(c0), int_arg(ncols), int_arg(gap_at),
                   int_arg(gap_width), piv, int_arg(k1), int_arg(k2))

@@ -170,9 +170,9 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     rows = chol_row_leaf(p)
     # apply_inverse: about four entries of the panel per work-item
     apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
-    # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse
-    opts = dict(WG=p["WG"], LEAF=p["LEAF"], LOWER=int(lower), ROW_LEAF=int(rows),
-                APPLY_ROWS=apply_rows)
+    # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse,
+    # both triangles (an argument of the kernels)
+    opts = dict(WG=p["WG"], LEAF=p["LEAF"], ROW_LEAF=int(rows), APPLY_ROWS=apply_rows)
     name, wg = ("potf2_rows", p["LEAF"]) if rows else ("potf2_block", p["WG"])
     kernel = get_kernel(queue, "cholesky.cl", name, dtype, **opts)
     inverting = apply = None
@@ -216,7 +216,8 @@ def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype,
     """
     if n <= leaf.order:
         enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, np.int64(a.off),
-                int_arg(a.ld), int_arg(n), int_arg(base), info.data, a.buf, int_arg(0))
+                int_arg(a.ld), int_arg(n), int_arg(base), info.data, a.buf, int_arg(0),
+                int_arg(lower))
         return
     n1 = max(leaf.order, (n // 2) // leaf.order * leaf.order)
     _factor_diagonal(queue, a, n1, leaf, lower=lower, dtype=dtype, info=info, base=base)
@@ -264,7 +265,8 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                 if inverse is not None:
                     enqueue(queue, leaf.inverting, (leaf.wg,), (leaf.wg,), diag.buf,
                             np.int64(diag.off), int_arg(diag.ld), int_arg(jb),
-                            int_arg(base + j), info.data, inverse.data, int_arg(leaf.order))
+                            int_arg(base + j), info.data, inverse.data, int_arg(leaf.order),
+                            int_arg(lower))
                 else:
                     _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype,
                                      info=info, base=base + j)
@@ -277,7 +279,8 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                 enqueue(queue, leaf.apply, (-(-rest // leaf.apply_rows) * leaf.apply_wg,),
                         (leaf.apply_wg,),
                         panel.buf, np.int64(panel.off), int_arg(panel.ld), int_arg(rest),
-                        int_arg(jb), inverse.data, int_arg(leaf.order), info.data)
+                        int_arg(jb), inverse.data, int_arg(leaf.order), info.data,
+                        int_arg(lower))
             else:
                 panel = _solve_panel(queue, diag, jb, rest, lower=lower, dtype=dtype)
         reg, extra = region(j + jb, n, j + jb, n)
