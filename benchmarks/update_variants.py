@@ -1,10 +1,11 @@
 """cholesky_update's blocked method under several sets of the ``update`` knobs, one run.
 
     python benchmarks/update_variants.py SIZES RANKS SETS DTYPES
-    python benchmarks/update_variants.py 8192 1,16,64 64:1:16:32,64:1:64:32 float32,float64
+    python benchmarks/update_variants.py 8192 1,16,64 64:1:64:32:0,64:1:64:32:1 float32,float64
 
-SETS: comma-separated PANEL:LOCAL_PANEL:KF:APPLY_WG (docs/parameters.md), each
-run through :func:`oclla._params.trial`.  Per (dtype, n, k): CuPy's
+SETS: comma-separated PANEL:LOCAL_PANEL:KF:APPLY_WG[:REFLECT] (docs/parameters.md;
+the device's other update knobs as they are), each run through
+:func:`oclla._params.trial`.  Per (dtype, n, k): CuPy's
 refactorization of A + V·Vᵀ when CuPy sees a CUDA device, then per set the
 update of a factor on the device (best of 3 after a warm-up) and, in
 brackets, the device time in ms per kernel of one recorded call
@@ -23,10 +24,10 @@ import scipy.linalg as sla
 import oclla
 from oclla import accuracy, update
 from oclla._bench import cupy_best_of, cupy_or_none
-from oclla._params import trial
+from oclla._params import params, trial
 from oclla._programs import int_zeros
 
-KEYS = ("PANEL", "LOCAL_PANEL", "KF", "APPLY_WG")
+KEYS = ("PANEL", "LOCAL_PANEL", "KF", "APPLY_WG", "REFLECT")
 
 
 def kernel_times(queue, c, v) -> str:
@@ -78,7 +79,8 @@ def main(argv) -> int:
                     t = cupy_best_of(cp, lambda: cp.linalg.cholesky(da + dv @ dv.T), 3)
                     line.append(f"cupy {t * 1e3:.2f}ms")
                 for knobs in sets:
-                    with trial(queue, "update", dtype, knobs):
+                    with trial(queue, "update", dtype,
+                               {**params(queue, "update", dtype), **knobs}):
                         best, result = timed(queue, c, v, n)
                         kernels = kernel_times(queue, c, v)
                     err = ""
@@ -86,7 +88,8 @@ def main(argv) -> int:
                         v64 = v_host.astype(np.float64)
                         err = " err %.3f" % accuracy.cholesky_backward_error(
                             a.astype(np.float64) + v64 @ v64.T, result.get(), False)
-                    name = "P{PANEL}L{LOCAL_PANEL}K{KF}W{APPLY_WG}".format(**knobs)
+                    name = "P{PANEL}L{LOCAL_PANEL}K{KF}W{APPLY_WG}".format(**knobs) + (
+                        f"H{knobs['REFLECT']}" if "REFLECT" in knobs else "")
                     line.append(f"{name} {best * 1e3:.2f}ms [{kernels}]{err}")
                 print(" | ".join(line), flush=True)
     return 0

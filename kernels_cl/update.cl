@@ -348,3 +348,232 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
             R(i0 + r, j0 + u) = e[u];
     }
 }
+
+#ifndef HOUSEHOLDER
+#define HOUSEHOLDER 0
+#endif
+#if HOUSEHOLDER
+/* ---- updates by Householder reflectors (sign = +1, k <= KF) -------------------------
+ * Built only with HOUSEHOLDER=1 (their unrolled loops double a CPU build's time,
+ * and CPUs use the rotations).
+ *
+ * An update is the QR factorization of [R; V^T]: row i's k rotations can be
+ * replaced by one reflector of length 1 + k (LAPACK's dlarfg of the column
+ * (R(i,i); V(i,:)^T)):
+ *
+ *   alpha = R(i,i), nrm = |alpha| sqrt(1 + sum_p (V(i,p)/alpha)^2),
+ *   u = V(i,:) / (alpha + copysign(nrm, alpha)),  tau = 1 + |alpha| / nrm,
+ *   H = I - tau w w^T,  w = (e_i; u):  H (R(i,i); V(i,:)^T) = (-copysign(nrm, alpha); 0)
+ *
+ * and row i is then multiplied by flip = -sign(alpha), so that the new
+ * diagonal nrm is positive (the factor with a positive diagonal is unique:
+ * the same factor as the rotations', up to rounding).  Column j > i gets
+ *
+ *   d = R(i,j) + u . V(j,:),  R(i,j) = flip (R(i,j) - tau d),  V(j,:) -= tau d u.
+ *
+ * A row costs one reduction of k values and a rank-1 update instead of a
+ * chain of k square roots and divisions.  H is orthogonal only for sign = +1
+ * (the hyperbolic analogue loses the mixed rotations' stability), so
+ * downdates keep the rotations.
+ *
+ * The panel's reflectors go to h, row i0 + r holding (u_0 .. u_{kp-1}, tau,
+ * flip, M(r, 0 .. PANEL-1)) (row length kp + 2 + PANEL, zero-filled by the
+ * host), M(r, l) = tau_l (u_r . u_l) for l < r: the coupling of the panel's
+ * reflectors, which lets apply_panel_reflect find all of a column's d at once
+ * (d_r = z_r - sum_{l<r} M(r,l) d_l, z_r = R(i0+r,j) + u_r . V(j,:)) -- the
+ * compact WY representation's T, by forward substitution. */
+#define HROW(i) (h + AT((i), 0, kp + 2 + PANEL))
+
+/* dlarfg for the column owned by this item: alpha = *diag, the item's V row y
+ * (zero past k).  Publishes u, tau and flip in local memory and in h's row i,
+ * sets *diag to the new diagonal and y to u; 0 for a zero diagonal. */
+inline int reflector(__local real *diag, real *y, __local real *ul, __local real *tl,
+                     __global real *hi, const int kp, real *tau)
+{
+    const real alpha = *diag;
+    if (alpha == ZERO)
+        return 0;
+    const real inv = ONE / alpha;
+    real s0 = ZERO, s1 = ZERO;
+    #pragma unroll
+    for (int p = 0; p < KF; p += 2) {
+        s0 = MUL_ADD(y[p] * inv, y[p] * inv, s0);
+        if (p + 1 < KF)
+            s1 = MUL_ADD(y[p + 1] * inv, y[p + 1] * inv, s1);
+    }
+    const real mag = fabs(alpha), nrm = mag * sqrt(ONE + (s0 + s1));
+    const real scale = ONE / (alpha + copysign(nrm, alpha));
+    *tau = ONE + mag / nrm;
+    #pragma unroll
+    for (int p = 0; p < KF; p++) {
+        y[p] *= scale;
+        ul[p] = y[p];
+        if (p < kp)
+            hi[p] = y[p];
+    }
+    tl[0] = *tau;
+    tl[1] = alpha > ZERO ? -ONE : ONE;
+    hi[kp] = tl[0];
+    hi[kp + 1] = tl[1];
+    *diag = nrm;
+    return 1;
+}
+
+/* factor_panel_local's job for updates, by reflectors: item c owns panel
+ * column c (its entries of the triangle in local memory, its V row in
+ * registers).  Per row i: every item forms g = u_i . y from the published
+ * reflector; items c > i update R(i,c) and their V row, item i + 1 then forms
+ * the next reflector (its column is final); items c < i, whose y holds u_c,
+ * store M(i, c) = tau_c g.  One barrier per row (u double-buffered). */
+__kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
+void factor_panel_reflect(__global real *a, const long off, const int ld, const int n,
+                          const int i0, const int nb, __global real *v, const long voff,
+                          const int k, __global real *h, const int kp, const int sign,
+                          __global int *info)
+{
+    __local real tri[PANEL * PANEL];
+    __local real ul[2][KF];
+    __local real tl[2][2];                           /* tau, flip */
+    __local int failed;
+    a += off;
+    v += voff;
+    const int lid = get_local_id(0);
+    const int mine = lid < nb;
+    if (lid == 0)
+        failed = *info;
+    #pragma unroll 16
+    for (int e = lid; e < nb * nb; e += FWG) {
+        const int r = e / nb, c = e - r * nb;
+        if (r <= c)
+            tri[r * PANEL + c] = R(i0 + r, i0 + c);
+    }
+    real y[KF], tau = ZERO;
+    #pragma unroll
+    for (int p = 0; p < KF; p++)
+        y[p] = (mine && p < k) ? VAT(i0 + lid, p) : ZERO;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (failed)
+        return;
+    if (lid == 0 && !reflector(&tri[0], y, ul[0], tl[0], HROW(i0), kp, &tau))
+        failed = 1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = 0; i < nb; i++) {
+        if (failed) {
+            if (lid == 0)
+                *info = i0 + i + 1;                  /* row i's reflector failed */
+            return;
+        }
+        const int b = i & 1;
+        real g0 = ZERO, g1 = ZERO;
+        #pragma unroll
+        for (int p = 0; p < KF; p += 2) {
+            g0 = MUL_ADD(ul[b][p], y[p], g0);
+            if (p + 1 < KF)
+                g1 = MUL_ADD(ul[b][p + 1], y[p + 1], g1);
+        }
+        const real g = g0 + g1;
+        if (mine && lid > i) {
+            const real r = tri[i * PANEL + lid], t = tl[b][0] * (r + g);
+            tri[i * PANEL + lid] = tl[b][1] * (r - t);
+            #pragma unroll
+            for (int p = 0; p < KF; p++)
+                y[p] = MUL_ADD(-t, ul[b][p], y[p]);
+            if (lid == i + 1 && !reflector(&tri[lid * PANEL + lid], y, ul[b ^ 1], tl[b ^ 1],
+                                           HROW(i0 + lid), kp, &tau))
+                failed = 1;
+        } else if (lid < i) {
+            HROW(i0 + i)[kp + 2 + lid] = tau * g;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    #pragma unroll 16
+    for (int e = lid; e < nb * nb; e += FWG) {
+        const int r = e / nb, c = e - r * nb;
+        if (r <= c)
+            R(i0 + r, i0 + c) = tri[r * PANEL + c];
+    }
+}
+
+/* The panel's reflectors applied to columns j0 .. j0+VW-1 of the trailing
+ * part (VW as apply_panel): z_r = R(i0+r, j) + u_r . V(j,:) for the PANEL rows
+ * (V in groups of KB columns), d by forward substitution with M, then
+ * R(i0+r, j) = flip_r (R(i0+r, j) - tau_r d_r) and V(j,:) -= sum_r tau_r d_r u_r.
+ * Rows past nb take no part (their tau d is zero; h's rows there may be
+ * stale). */
+__kernel void apply_panel_reflect(__global real *a, const long off, const int ld,
+                                  const int n, const int i0, const int nb, __global real *v,
+                                  const long voff, const int k, __global const real *h,
+                                  const int kp, __global const int *info)
+{
+    a += off;
+    v += voff;
+    const int j0 = i0 + nb + VW * get_global_id(0);
+    if (j0 >= n || *info)
+        return;
+    const int m = min(VW, n - j0);
+    realv z[PANEL], y[KB];
+    real e[VW];
+    #pragma unroll
+    for (int r = 0; r < PANEL; r++) {
+        for (int u = 0; u < VW; u++)
+            e[u] = (r < nb && u < m) ? R(i0 + r, j0 + u) : ZERO;
+        z[r] = VLOAD(VW)(0, e);
+    }
+    for (int q = 0; q < k; q += KB) {
+        #pragma unroll
+        for (int p = 0; p < KB; p++) {
+            for (int u = 0; u < VW; u++)
+                e[u] = (q + p < k && u < m) ? VAT(j0 + u, q + p) : ZERO;
+            y[p] = VLOAD(VW)(0, e);
+        }
+        #pragma unroll
+        for (int r = 0; r < PANEL; r++) {
+            __global const real *hr = HROW(i0 + r) + q;
+            realv s0 = ZERO, s1 = ZERO;
+            #pragma unroll
+            for (int p = 0; p < KB; p += 2) {
+                s0 = MUL_ADD(hr[p], y[p], s0);
+                if (p + 1 < KB)
+                    s1 = MUL_ADD(hr[p + 1], y[p + 1], s1);
+            }
+            z[r] += s0 + s1;
+        }
+    }
+    #pragma unroll
+    for (int l = 0; l < PANEL - 1; l++) {
+        __global const real *ml = h + kp + 2 + l;
+        #pragma unroll
+        for (int r = l + 1; r < PANEL; r++)
+            z[r] = MUL_ADD(-ml[AT(i0 + r, 0, kp + 2 + PANEL)], z[l], z[r]);
+    }
+    #pragma unroll
+    for (int r = 0; r < PANEL; r++)
+        z[r] = r < nb ? HROW(i0 + r)[kp] * z[r] : (realv)ZERO;           /* tau_r d_r */
+    for (int r = 0; r < nb; r++) {
+        const real f = HROW(i0 + r)[kp + 1];
+        VSTORE(VW)(z[r], 0, e);
+        for (int u = 0; u < m; u++)
+            R(i0 + r, j0 + u) = f * (R(i0 + r, j0 + u) - e[u]);
+    }
+    for (int q = 0; q < k; q += KB) {
+        #pragma unroll
+        for (int p = 0; p < KB; p++) {
+            for (int u = 0; u < VW; u++)
+                e[u] = (q + p < k && u < m) ? VAT(j0 + u, q + p) : ZERO;
+            y[p] = VLOAD(VW)(0, e);
+        }
+        #pragma unroll
+        for (int r = 0; r < PANEL; r++) {
+            __global const real *hr = HROW(i0 + r) + q;
+            #pragma unroll
+            for (int p = 0; p < KB; p++)
+                y[p] = MUL_ADD(-z[r], hr[p], y[p]);
+        }
+        for (int p = 0; p < KB && q + p < k; p++) {
+            VSTORE(VW)(y[p], 0, e);
+            for (int u = 0; u < m; u++)
+                VAT(j0 + u, q + p) = e[u];
+        }
+    }
+}
+#endif

@@ -24,9 +24,10 @@ module knows them (:data:`BANDWIDTH`, :data:`oclla.bench.PEAKS`).  The
 backward error ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε) (:mod:`oclla.accuracy`).
 
 ``--stream`` times a host factor streamed through the device a panel at a
-time (:func:`oclla.update.stream_update`): seconds, GFLOP/s and the bus
-GB/s of the triangle going up and down; the host needs two copies of the
-factor (64 GiB at n = 65536 in float64).
+time (:func:`oclla.update_stream.stream_update`, in place): seconds, GFLOP/s
+and the bus GB/s of the triangle going up and down; the host needs one copy
+of the factor (32 GiB at n = 65536 in float64), made cheaply
+(:func:`synthetic_factor`).
 
 On a machine whose cores are shared with other work, a multi-threaded
 OpenBLAS behind scipy spins and slows down tenfold or more; set
@@ -167,19 +168,36 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
     return row
 
 
+def synthetic_factor(n: int, dtype, seed: int = 0, band: int = 8) -> np.ndarray:
+    """An upper factor made cheaply at any order: the identity plus a small random band
+    above the diagonal (entries of at most 0.1/band: a factor of a well-conditioned
+    matrix).  The array is zeroed by threads first, so that no page is first touched
+    inside a timed update."""
+    from concurrent.futures import ThreadPoolExecutor
+    c = np.empty((n, n), dtype)
+    cuts = np.linspace(0, n, 17).astype(int)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda ab: c[ab[0]:ab[1]].fill(0), zip(cuts[:-1], cuts[1:])))
+    flat = c.reshape(-1)
+    flat[::n + 1] = 1
+    rng = np.random.default_rng(seed + n)
+    for d in range(1, min(band, n - 1) + 1):
+        flat[d::n + 1][:n - d] = rng.random(n - d) * (0.1 / band)
+    return c
+
+
 def measure_streamed(n: int, k: int, dtype, sign: int, queue) -> dict:
-    """One streamed update of a synthetic host factor (unit diagonal, small upper part:
-    a factor of a well-conditioned matrix) by a small V: time and bus traffic."""
-    from . import update
+    """One streamed update, in place, of :func:`synthetic_factor` by a small V: time
+    and bus traffic (the triangle up and down)."""
+    from . import update, update_stream
+    c = synthetic_factor(n, dtype)
     rng = np.random.default_rng(n + k)
-    c = rng.random((n, n), dtype=dtype)
-    c *= 0.1 / n
-    np.fill_diagonal(c, 1.0)
     v = (0.1 * rng.standard_normal((n, k))).astype(dtype)
-    update.stream_update(c[:64, :64], v[:64], sign=sign, lower=False, check_finite=False,
-                         queue=queue)                                       # build kernels
+    update_stream.stream_update(c[:64, :64].copy(), v[:64], sign=sign, lower=False,
+                                check_finite=False, queue=queue)              # build kernels
     t = time.perf_counter()
-    update.stream_update(c, v, sign=sign, lower=False, check_finite=False, queue=queue)
+    update_stream.stream_update(c, v, sign=sign, lower=False, check_finite=False,
+                                queue=queue, overwrite_c=True)
     elapsed = time.perf_counter() - t
     return dict(dtype=np.dtype(dtype).name, n=n, k=k, s=elapsed,
                 gflops=update.update_flops(n, k) / elapsed / 1e9,

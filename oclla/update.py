@@ -82,11 +82,32 @@ Methods
     positive definite boundary, giving up the mixed form's stability in
     downdates.
 
+    Updates (sign +1) of rank REFLECT <= k <= KF (the ``update`` knobs;
+    :func:`reflects`) use Householder reflectors instead: an update is the QR
+    factorization of [R; Vᵀ], and row i's k rotations become one reflector
+    of length 1 + k (``factor_panel_reflect``: a reduction of k values and a
+    rank-1 update of the panel's remaining columns per row, one barrier per
+    row).  ``apply_panel_reflect`` finds a trailing column's PANEL
+    coefficients at once, z = R(P, j) + U·V(j, :)ᵀ, then d by forward
+    substitution with the panel's coupling M(r, l) = τ_l·u_r·u_l (the compact
+    WY form's T), and updates R(P, j) and V(j, :) with independent sums: no
+    chain of dependent rotations per column, PANEL²/2 more flops.  On the H200
+    at n = 8192 (benchmarks/results/nvidia-h200-2026-11-26-update-2.txt) the
+    reflector panels were no faster than the prefix-sum rotations (7.9
+    against 7.4 ms at k = 16 float32: the ~0.9 µs per row is neither the
+    square roots nor the second barrier), the apply faster for large k (8.0
+    against 12.8 ms at k = 64 float32, 8.4 against 12.0 ms at k = 16 float64)
+    and slower at k = 1 (the substitution): GPUs use them from k = 64 in
+    float32 and k = 16 in float64 (20.3 against 25.7 ms; 18.8 against
+    24.9 ms), CPUs never.  Downdates keep the rotations (a hyperbolic
+    reflector is not orthogonal; the mixed rotations are the stable form).
+
 Streamed (automatic)
     A host factor larger than one buffer of the device (or than its memory)
     stays on the host and goes through the device a panel at a time
-    (:func:`stream_update`, the paper's O(n) device memory): the same panel
-    kernels, bitwise the same result.
+    (:func:`oclla.update_stream.stream_update`, the paper's O(n) device memory):
+    the same panel kernels, bitwise the same result, transfers overlapping
+    the kernels (pinned staging, double buffering).
 
 Downdates (σ = −1) exist only while A − V·Vᵀ stays positive definite.
 Compute then needs R(i,i)² − V(i,p)² > 0; where it is not (or R(i,i) = 0)
@@ -114,11 +135,10 @@ import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
 from . import trace
-from ._device import device_info, resolve_queue, vector_width
+from ._device import resolve_queue, vector_width
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
-from ._validate import (NONFINITE, SUPPORTED_DTYPES, as_matrix, as_rhs, check_dtype,
-                        check_fp64, check_method, factor_in_place, is_device_array,
+from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_device_array,
                         read_status, status_flags, to_device)
 from .cholesky import _full_region
 
@@ -164,20 +184,21 @@ def panel_rows(queue, dtype) -> int:
     return params(queue, "update", dtype)["PANEL"]
 
 
-def _options(queue, dtype, k: int, lower: bool, packed: bool) -> dict:
+def _options(queue, dtype, k: int, lower: bool, packed: bool, reflect: bool = False) -> dict:
     """The defines of update.cl: one program per layout and group width serves both
     methods (each program is one build, several seconds on some CPU runtimes).
     apply_panel's VW columns per work-item: the device's native vector width
     (1 on GPUs: a column per item; a CPU gets explicit SIMD across columns).
     factor_panel_local's KF columns of V per pass (the next power of two >= k, at
     most the knob KF) and its work-group FWG: an item per panel column and per
-    rotation of a row."""
+    rotation of a row.  HOUSEHOLDER: the reflector kernels are in the program
+    (``reflect``; a program of their own)."""
     knobs = params(queue, "update", dtype)
     rows = knobs["PANEL"]
     kf = min(_pow2_at_least(k), knobs["KF"])
     return dict(LOWER=int(lower), PACKED=int(packed), WG=params(queue, "wg1d", dtype)["WG"],
                 PANEL=rows, KB=_group_width(k), VW=vector_width(queue, dtype.itemsize),
-                KF=kf, FWG=_pow2_at_least(max(rows, kf)))
+                KF=kf, FWG=_pow2_at_least(max(rows, kf)), HOUSEHOLDER=int(reflect))
 
 
 def _pow2_at_least(x: int) -> int:
@@ -221,24 +242,36 @@ def update_pivot(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lowe
 
 class _Panels(NamedTuple):
     """The blocked method's kernels, looked up once per call."""
-    panel: object              # factor_panel or factor_panel_local
-    apply: object              # apply_panel
+    panel: object              # factor_panel, factor_panel_local or factor_panel_reflect
+    apply: object              # apply_panel or apply_panel_reflect
     pwg: int                   # work-group size of the panel's kernel
     wg: int                    # work-group size of apply_panel (APPLY_WG)
     vw: int                    # trailing columns per apply_panel work-item
     rows: int                  # rows per panel
+    reflect: bool              # Householder reflectors (h array of :func:`rotations`)
 
 
-def _panel_kernels(queue, dtype, k: int, lower: bool, packed: bool) -> _Panels:
-    opts = _options(queue, dtype, k, lower, packed)
+def reflects(queue, dtype, k: int, sign: int) -> bool:
+    """Whether the blocked method uses reflectors: an update (sign +1) of rank k from
+    the knob REFLECT (0: never) to KF (a row of V in one work-item's registers)."""
     knobs = params(queue, "update", dtype)
-    local = knobs["LOCAL_PANEL"]
-    return _Panels(get_kernel(queue, "update.cl",
-                              "factor_panel_local" if local else "factor_panel", dtype, **opts),
-                   get_kernel(queue, "update.cl", "apply_panel", dtype, **opts),
+    return sign > 0 and 0 < knobs["REFLECT"] <= k <= knobs["KF"]
+
+
+def _panel_kernels(queue, dtype, k: int, lower: bool, packed: bool, sign: int) -> _Panels:
+    reflect = reflects(queue, dtype, k, sign)
+    opts = _options(queue, dtype, k, lower, packed, reflect)
+    knobs = params(queue, "update", dtype)
+    local = knobs["LOCAL_PANEL"] or reflect
+    panel = ("factor_panel_reflect" if reflect else
+             "factor_panel_local" if local else "factor_panel")
+    return _Panels(get_kernel(queue, "update.cl", panel, dtype, **opts),
+                   get_kernel(queue, "update.cl",
+                              "apply_panel_reflect" if reflect else "apply_panel", dtype,
+                              **opts),
                    _pow2_at_least(max(opts["PANEL"], opts["KF"])) if local else opts["WG"],
                    knobs["APPLY_WG"], opts["VW"],
-                   opts["PANEL"])
+                   opts["PANEL"], reflect)
 
 
 def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int, v, voff: int,
@@ -275,7 +308,7 @@ def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int
 def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lower: bool,
                    packed: bool, sign: int, info, region) -> None:
     """Per panel of :func:`panel_rows` rows: ``panel`` then ``apply`` (two launches)."""
-    kernels = _panel_kernels(queue, v.dtype, v.shape[1], lower, packed)
+    kernels = _panel_kernels(queue, v.dtype, v.shape[1], lower, packed, sign)
     for i0 in range(0, n, kernels.rows):
         _panel_pass(queue, kernels, buf, off, ld, n, i0, v, 0, rot, kp, sign=sign, info=info,
                     region=region)
@@ -287,24 +320,28 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     order n with ``packed``) by the dense (n, k) device array ``v``, which is consumed
     (overwritten).  A failing row sets ``info`` to its order (1-based).  ``region``
     maps a region of the logical lower factor to the recorded (region, extra info)."""
-    rot, kp = rotations(queue, n, v.shape[1], v.dtype, panel_rows(queue, v.dtype))
+    rot, kp = rotations(queue, n, v.shape[1], v.dtype, panel_rows(queue, v.dtype),
+                        reflect=method != "pivot" and reflects(queue, v.dtype, v.shape[1], sign))
     algorithm = update_pivot if method == "pivot" else update_blocked
     with launch_queue(queue) as loop_queue:
         algorithm(loop_queue, buf, off, ld, n, v, rot, kp, lower=lower, packed=packed,
                   sign=sign, info=info, region=region or _full_region(lower))
 
 
-def rotations(queue, n: int, k: int, dtype, rows: int) -> tuple:
+def rotations(queue, n: int, k: int, dtype, rows: int, *, reflect: bool = False) -> tuple:
     """update.cl's rotation array and its row length kp: (n + rows) x kp entries of
     (c, s, 1/c, sign·s), kp = k rounded up to apply_panel's group width, filled with
     identities (1, 0, 1, 0) by the device (``clEnqueueFillBuffer``); ``rows``: the
-    panel's rows."""
+    panel's rows.  With ``reflect``, the reflectors' array h instead: (n + rows) rows
+    of kp + 2 + rows reals (u, tau, flip, the panel's coupling M; update.cl), zeros."""
     kp = -(-k // _group_width(k)) * _group_width(k)
-    identity = np.array([1, 0, 1, 0], dtype)
-    size = (n + rows) * kp * identity.nbytes
+    fill = np.zeros(1, dtype) if reflect else np.array([1, 0, 1, 0], dtype)
+    count = (n + rows) * ((kp + 2 + rows) if reflect else 4 * kp)
+    size = count * fill.itemsize
     rot = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size)
-    cl.enqueue_fill_buffer(queue, rot, identity, 0, size)
-    return cl_array.Array(queue, ((n + rows) * kp, 4), dtype, data=rot), kp
+    cl.enqueue_fill_buffer(queue, rot, fill, 0, size)
+    shape = (count,) if reflect else (count // 4, 4)
+    return cl_array.Array(queue, shape, dtype, data=rot), kp
 
 
 def check_sign(sign) -> int:
@@ -369,64 +406,6 @@ def modify(c, v, *, validate, order, sign, lower, overwrite_c: bool, check_finit
     return result
 
 
-# ---- streamed: the factor on the host, panels on the device -------------------------------
-
-def streams(c, queue) -> bool:
-    """Whether :func:`cholesky_update` streams the host factor ``c``: a square float32 or
-    float64 matrix larger than one buffer of the device (or than its memory)."""
-    if is_device_array(c):
-        return False
-    arr = np.asarray(c)
-    info = device_info(queue)
-    return (arr.ndim == 2 and arr.shape[0] == arr.shape[1] and arr.dtype in SUPPORTED_DTYPES
-            and arr.nbytes > min(info.max_alloc_size, info.global_mem_size))
-
-
-def stream_update(c, v, *, sign: int, lower: bool, check_finite: bool, queue) -> np.ndarray:
-    """The factor of A + sign·V·Vᵀ from a host factor ``c`` that stays on the host.
-
-    The paper's point (its Section 4): only a panel of R is on the device at a
-    time.  Each panel's rows R(i0:i0+PANEL, i0:n) -- columns of L for ``lower``
-    -- go up as a matrix of their own, factor_panel and apply_panel finish them
-    (V and the rotations stay on the device, V rotated as it goes) and they
-    come back, final: no later panel touches them.  Device memory: the panel,
-    V and the panel's rotations, O(n·(k + PANEL)); each entry of the factor
-    crosses the bus once each way.  Returns a new array; ``c`` is never
-    written (on failure too).
-    """
-    c_ = np.asarray(c)
-    dtype = check_dtype(c_.dtype, "c")
-    check_fp64(queue, dtype)
-    if check_finite and not np.isfinite(c_).all():
-        raise ValueError(NONFINITE)
-    n = c_.shape[0]
-    v_ = rotations_input(v, queue, n, dtype, check_finite=check_finite)
-    out = np.array(c_, dtype=dtype, order="C")
-    k = v_.shape[1]
-    if k == 0:
-        return out
-    kernels = _panel_kernels(queue, dtype, k, lower=False, packed=False)
-    step = kernels.rows
-    rot, kp = rotations(queue, step, k, dtype, step)
-    panel = cl_array.empty(queue, step * n, dtype)
-    info = int_zeros(queue)
-    with trace.run("cholesky_update", "streamed", queue, (n, k), dtype, lower=lower, sign=sign,
-                   rank=k, panel=step):
-        for i0 in range(0, n, step):
-            m = n - i0
-            rows = out[i0:i0 + step, i0:] if not lower else out[i0:, i0:i0 + step].T
-            staged = np.ascontiguousarray(rows)
-            cl.enqueue_copy(queue, panel.data, staged)
-            _panel_pass(queue, kernels, panel.data, 0, m, m, 0, v_, i0 * k, rot, kp,
-                        sign=sign, info=info, region=_full_region(lower), shift=i0)
-            cl.enqueue_copy(queue, staged, panel.data)
-            code = int(info.get()[0])
-            if code:
-                raise _failure(i0 + code, sign)
-            rows[...] = staged
-    return out
-
-
 # ---- public API ---------------------------------------------------------------------------
 
 def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bool = False,
@@ -455,7 +434,7 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
     method : "blocked" (default) or "pivot" (per row, recorded step by step).
         A host ``c`` larger than one device buffer (or than the device's
         memory) is streamed through the device panel by panel whatever the
-        method (:func:`stream_update`; device memory O(n·(k + PANEL)))
+        method (:func:`oclla.update_stream.stream_update`; device memory O(n·(k + PANEL)))
     queue : pyopencl.CommandQueue, optional
         The queue to run on, with profiling enabled (default: the queue of the
         default device, :func:`oclla.get_queue`)
@@ -483,16 +462,12 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
     ValueError, TypeError
         Shapes, dtypes, NaN/Inf, ``sign`` or ``method`` out of range.
     """
+    from .update_stream import stream_update, streams
     queue = resolve_queue(queue)
     if streams(c, queue):
         check_method(method)
-        result = stream_update(c, v, sign=check_sign(sign), lower=bool(lower),
-                               check_finite=check_finite, queue=queue)
-        if overwrite_c and isinstance(c, np.ndarray) and c.flags.writeable \
-                and c.flags.c_contiguous and c.dtype == result.dtype:
-            c[...] = result
-            return c
-        return result
+        return stream_update(c, v, sign=check_sign(sign), lower=bool(lower),
+                             check_finite=check_finite, queue=queue, overwrite_c=overwrite_c)
     return modify(c, v, validate=lambda a, q, check_finite: as_matrix(
         a, q, name="c", check_finite=check_finite), order=_order, sign=sign, lower=lower,
         overwrite_c=overwrite_c, check_finite=check_finite, method=method, queue=queue,

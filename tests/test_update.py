@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from numpy.linalg import LinAlgError
 
 import oclla
-from oclla import accuracy, rfp, update
+from oclla import accuracy, rfp, update, update_stream
 from oclla._params import params, trial
 
 from conftest import spd
@@ -174,8 +174,9 @@ def test_downdate_near_the_boundary_loses_what_refactoring_loses(queue, dtype, m
 
 # ---- the GPU kernels (the update family's LOCAL_PANEL), run here ---------------------------
 
-#: GPUs' panel kernel, with panels of 16 rows so that small orders straddle them.
-GPU_KERNELS = dict(PANEL=16, LOCAL_PANEL=1)
+#: GPUs' panel kernel, with panels of 16 rows so that small orders straddle them (the
+#: rotations: REFLECT=0).
+GPU_KERNELS = dict(PANEL=16, LOCAL_PANEL=1, REFLECT=0)
 
 
 def gpu_kernels(queue, dtype, **knobs):
@@ -214,7 +215,7 @@ def test_gpu_kernels_packed_and_streamed_equal_resident(queue):
         ref = oclla.cholesky_update(full, v, sign=-1, lower=lower, queue=queue)
         packed = rfp.cholesky_update(rfp.pack(full, lower=lower), n, v, sign=-1, lower=lower,
                                      queue=queue)
-        streamed = update.stream_update(full, v, sign=-1, lower=lower, check_finite=True,
+        streamed = update_stream.stream_update(full, v, sign=-1, lower=lower, check_finite=True,
                                         queue=queue)
     np.testing.assert_array_equal(packed, rfp.pack(ref, lower=lower))
     np.testing.assert_array_equal(streamed, ref)
@@ -257,6 +258,57 @@ def test_gpu_kernels_downdate_near_the_boundary(queue, dtype):
     norm_a, norm_at = (np.abs(m).sum(axis=1).max() for m in (a, at))
     assert accuracy.passes(err * norm_at / norm_a)
     assert err < 5 * sequential, (err, sequential)
+
+
+# ---- Householder reflectors for updates (the update family's REFLECT), run here ---------
+
+def test_reflectors_accuracy_across_panels_and_streamed(queue):
+    """factor_panel_reflect and apply_panel_reflect (one reflector of length 1 + k per
+    row, the trailing part by forward substitution): orders straddling the 16-row
+    panel, rank 17 (float64, upper) and rank 1 (float32, lower: one program build
+    each), against scipy's factor of Ã and the backward error; the streamed panels
+    bitwise equal."""
+    p = GPU_KERNELS["PANEL"]
+    for dtype, k, lower, tol in ((np.float64, 17, False, 1e-12), (np.float32, 1, True, 1e-5)):
+        with gpu_kernels(queue, dtype, REFLECT=1, KF=32):
+            for n in (1, p - 1, p, 2 * p + 3):
+                assert update.reflects(queue, np.dtype(dtype), k, 1)
+                at, c, v = problem(n, k, 1, dtype)
+                factor = c.T.copy() if lower else c
+                r = oclla.cholesky_update(factor, v, lower=lower, queue=queue)
+                assert accuracy.passes(accuracy.cholesky_backward_error(at, r, lower))
+                ref = sl.cholesky(at, lower=lower)
+                np.testing.assert_allclose(r, ref, rtol=0, atol=tol * n)
+            np.testing.assert_array_equal(update_stream.stream_update(
+                factor, v, sign=1, lower=lower, check_finite=True, queue=queue), r)
+
+
+def test_reflectors_only_for_updates_up_to_kf(queue):
+    """Downdates, ranks below REFLECT and ranks above KF keep the rotations."""
+    f64 = np.dtype(np.float64)
+    with gpu_kernels(queue, f64, REFLECT=4, KF=32):
+        assert update.reflects(queue, f64, 4, 1) and update.reflects(queue, f64, 32, 1)
+        assert not update.reflects(queue, f64, 3, 1)
+        assert not update.reflects(queue, f64, 33, 1)
+        assert not update.reflects(queue, f64, 16, -1)
+    with gpu_kernels(queue, f64, REFLECT=0, KF=32):
+        assert not update.reflects(queue, f64, 16, 1)
+
+
+def test_reflectors_refuse_zero_diagonals_in_any_panel(queue):
+    """A zero diagonal entry names its order (first or a later panel) and leaves the
+    caller's factor alone."""
+    p = GPU_KERNELS["PANEL"]
+    c = sl.cholesky(spd(2 * p + 3, np.float64))
+    v = np.ones((2 * p + 3, 17))                  # the program of the test above
+    with gpu_kernels(queue, np.float64, REFLECT=1, KF=32):
+        for order in (1, 3, p + 3):
+            z = c.copy()
+            z[order - 1, order - 1] = 0.0
+            before = z.copy()
+            with pytest.raises(LinAlgError, match=f"zero diagonal entry at order {order}:"):
+                oclla.cholesky_update(z, v, queue=queue)
+            np.testing.assert_array_equal(z, before)
 
 
 @pytest.mark.parametrize("lower", [True, False])
@@ -386,7 +438,7 @@ def test_streamed_equals_resident(queue, dtype, lower):
         at, c, v = problem(n, k, sign, dtype)
         factor = c.T.copy() if lower else c
         before = factor.copy()
-        streamed = update.stream_update(factor, v, sign=sign, lower=lower, check_finite=True,
+        streamed = update_stream.stream_update(factor, v, sign=sign, lower=lower, check_finite=True,
                                         queue=queue)
         np.testing.assert_array_equal(streamed, oclla.cholesky_update(
             factor, v, sign=sign, lower=lower, queue=queue))
@@ -402,10 +454,10 @@ def test_streamed_failure_names_the_order_and_keeps_the_factor(queue):
     v[order - 1, 1] = 3 * np.sqrt(a[order - 1, order - 1])
     before = c.copy()
     with pytest.raises(LinAlgError, match=f"leading minor of order {order}$"):
-        update.stream_update(c, v, sign=-1, lower=False, check_finite=True, queue=queue)
+        update_stream.stream_update(c, v, sign=-1, lower=False, check_finite=True, queue=queue)
     np.testing.assert_array_equal(c, before)
     with pytest.raises(ValueError, match="infs or NaNs"):
-        update.stream_update(np.where(c == 0, np.nan, c), v, sign=1, lower=False,
+        update_stream.stream_update(np.where(c == 0, np.nan, c), v, sign=1, lower=False,
                              check_finite=True, queue=queue)
 
 
@@ -415,13 +467,13 @@ def test_a_factor_larger_than_a_buffer_is_streamed(queue, monkeypatch):
     import dataclasses
     c = sl.cholesky(spd(40, np.float64))
     v = np.ones((40, 2))
-    assert not update.streams(c, queue)
-    assert not update.streams(cl_array.to_device(queue, c), queue)
+    assert not update_stream.streams(c, queue)
+    assert not update_stream.streams(cl_array.to_device(queue, c), queue)
     small = dataclasses.replace(oclla.device_info(queue), max_alloc_size=c.nbytes - 1)
-    monkeypatch.setattr(update, "device_info", lambda q: small)
-    assert update.streams(c, queue)
-    assert not update.streams(c[:20, :20], queue)
-    ref = update.stream_update(c, v, sign=1, lower=False, check_finite=True, queue=queue)
+    monkeypatch.setattr(update_stream, "device_info", lambda q: small)
+    assert update_stream.streams(c, queue)
+    assert not update_stream.streams(c[:20, :20], queue)
+    ref = update_stream.stream_update(c, v, sign=1, lower=False, check_finite=True, queue=queue)
     with oclla.record() as rec:
         r = oclla.cholesky_update(c, v, queue=queue)
     assert rec.runs[-1].variant == "streamed"
