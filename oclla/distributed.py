@@ -1,4 +1,4 @@
-"""Tile Cholesky as a Dask task graph: tiles on Dask workers, each worker with its own device.
+"""Tile Cholesky and LU as Dask task graphs: tiles on Dask workers, each worker with its own device.
 
 A matrix of order n in t x t tiles of order ``tile`` (the last row and column of
 tiles narrower) is factored A = L·Lᵀ by the tasks of :mod:`oclla.tile_tasks`,
@@ -24,20 +24,28 @@ Each task copies its tiles to the device and its result back (numpy in, numpy
 out: what a worker can hold, spill and send), so against the in-process tiled
 factorization (:mod:`oclla.tiled`, whose panels stay on the device) a Dask run
 pays per-task host transfers, serialisation between processes and the
-scheduler's per-task cost (some hundreds of µs to a few ms).  Measured on PoCL
-(a 2-core CPU shared by both workers and by other work: load average ~11, so
-the times are rough), float64, tile 256, one warm ``LocalCluster(n_workers=2,
-threads_per_worker=1, processes=True)``, best of three, the same factor
-everywhere (backward error < 0.002)::
+scheduler's per-task cost (some hundreds of µs to a few ms).  Measured by
+``benchmarks/dask_overhead.py`` on PoCL (a 2-core CPU shared by both workers and
+by other work, load average ~9, so the times are rough), float64, tile 256, one
+warm ``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)``, best of
+three, the same factor everywhere (backward error < 0.002, the two Dask runs
+equal bit for bit)::
 
     n (tiles)      in-process tiled    Dask, this process    Dask, 2 workers
-    512  (2 x 2)   0.12 s              0.22 s                0.34 s
-    1024 (4 x 4)   0.45 s              1.01 s                1.41 s
-    2048 (8 x 8)   3.5 s               2.6 s                 14.2 s
+    512  (2 x 2)   0.031 s             0.058 s               0.36 s
+    1024 (4 x 4)   0.121 s             0.178 s               0.61 s
+    2048 (8 x 8)   0.88 s              1.20 s                4.5 s
 
-Two worker processes on two cores compete with each other's PoCL threads for
-the same cores, so the cluster cannot be faster than one process here; the
-measure is the overhead (tasks, transfers, serialisation), not a speed-up.
+The graph itself costs little (this process: +40-90 %, mostly the per-task copies
+to and from the device); two worker processes add serialisation, the transfers
+of tiles between them and the scheduler's round trips (0.3-3.7 s here), and on
+two shared cores they compete with each other's PoCL threads, so the cluster
+cannot be faster than one process here: the measure is the overhead, not a
+speed-up.
+
+:func:`lu_factor` does the same for LU with partial pivoting, one task per block
+column and step (the panel's factorization down the whole column, then its
+interchanges, TRSM and GEMM on each other block column).
 
 On a real cluster: one worker per device (``OCLLA_DEVICE=<index> dask worker
 <scheduler> --nthreads 1`` on each host, or ``client.register_plugin(
@@ -52,11 +60,16 @@ import threading
 import time
 from typing import NamedTuple
 
+import warnings
+
 import numpy as np
+import pyopencl.array as cl_array
 
 from . import tile_tasks
 from ._device import get_queue
-from ._validate import check_dtype, is_device_array
+from ._programs import int_zeros
+from ._validate import check_dtype, check_fp64, is_device_array
+from .blas import gemm, laswp, trsm, view_of
 from .tiled import check_finite_rows
 
 #: The task kinds in the order one step runs them.
@@ -201,7 +214,7 @@ def _zeros(h, w, dtype):
 # ---- the Dask graph -------------------------------------------------------------------------
 
 def _graph(inputs, t: int, n: int, tile: int, dtype, token: str):
-    """(Dask graph, key of each task, output tile keys ``(name, i, j)``) of the tile
+    """(Dask graph, name of the output tiles' keys ``(name, i, j)``) of the tile
     Cholesky; ``inputs(i, j)`` is the key (or Future) of input tile (i, j), i ≥ j."""
     def key(task):
         return (f"oclla-{task.kind}-{token}",) + task[1:]
@@ -233,7 +246,7 @@ def _graph(inputs, t: int, n: int, tile: int, dtype, token: str):
             else:
                 dsk[(out, i, j)] = (_zeros, min(tile, n - i * tile), min(tile, n - j * tile),
                                     np.dtype(dtype).str)
-    return dsk, key, out
+    return dsk, out
 
 
 def _runs(records, token: str) -> list:
@@ -257,7 +270,7 @@ def _runs(records, token: str) -> list:
 class _Timer:
     """Dask local-scheduler callback that records each task's start and stop."""
 
-    def __init__(self, token: str):
+    def __init__(self):
         from dask.callbacks import Callback
         self.records, starts = [], {}
 
@@ -313,8 +326,9 @@ def cholesky(a, *, lower: bool = False, tile: int = 256, client=None,
         Run on its cluster (each worker on its device: :class:`OpenCLDevice`);
         None: Dask's synchronous scheduler in this process, on the default device.
     check_finite : bool
-        Reject NaN/Inf (numpy input: the whole matrix, before any task; dask input:
-        each tile as a task reads it).
+        Scan a numpy input for NaN/Inf before any task (the whole matrix).  The
+        tile tasks reject NaN/Inf in every tile they read whatever this says (for
+        a dask array, that is the check).
     runs : list, optional
         Receives a :class:`TaskRun` per task (numpy input only: the run is over
         when this returns).
@@ -354,7 +368,7 @@ def cholesky(a, *, lower: bool = False, tile: int = 256, client=None,
     if lazy:
         import dask.array as da
         source = arr.rechunk((tile, tile))
-        dsk, _, out = _graph(lambda i, j: (source.name, i, j), t, n, tile, dtype, token)
+        dsk, out = _graph(lambda i, j: (source.name, i, j), t, n, tile, dtype, token)
         graph = HighLevelGraph.from_collections(f"oclla-cholesky-{token}", dsk,
                                                 dependencies=[source])
         factor = da.Array(graph, out, chunks, dtype=dtype)
@@ -364,9 +378,9 @@ def cholesky(a, *, lower: bool = False, tile: int = 256, client=None,
               for i in range(t) for j in range(i + 1)}
     if client is not None and blocks:
         futures = dict(zip(blocks, client.scatter(list(blocks.values()), hash=False)))
-        dsk, _, out = _graph(lambda i, j: futures[(i, j)], t, n, tile, dtype, token)
+        dsk, out = _graph(lambda i, j: futures[(i, j)], t, n, tile, dtype, token)
     else:
-        dsk, _, out = _graph(lambda i, j: (f"oclla-a-{token}", i, j), t, n, tile, dtype,
+        dsk, out = _graph(lambda i, j: (f"oclla-a-{token}", i, j), t, n, tile, dtype,
                              token)
         dsk.update({(f"oclla-a-{token}", i, j): b for (i, j), b in blocks.items()})
     keys = [(out, i, j) for i in range(t) for j in range(i + 1)]
@@ -376,7 +390,7 @@ def cholesky(a, *, lower: bool = False, tile: int = 256, client=None,
             tiles = client.get(dsk, keys)
         records = stream.data
     else:
-        timer = _Timer(token)
+        timer = _Timer()
         with timer.callback:
             tiles = dask.get(dsk, keys)
         records = timer.records
@@ -386,3 +400,149 @@ def cholesky(a, *, lower: bool = False, tile: int = 256, client=None,
     for (_, i, j), block in zip(keys, tiles):
         factor[i * tile:i * tile + block.shape[0], j * tile:j * tile + block.shape[1]] = block
     return factor if lower else np.ascontiguousarray(factor.T)
+
+
+# ---- LU with partial pivoting: block-column tasks -----------------------------------------
+
+def _panel_lu(column, k0):
+    """Task: P·A = L·U of rows k0.. of the block column ``column`` (n x w, m = n − k0
+    ≥ w rows) on the worker's device, by the blocked LU's panel kernels.  Returns
+    (column with those rows factored, pivots 0-based relative to row k0)."""
+    from .tiled_lu import _factor_panel
+    queue = worker_queue()
+    check_fp64(queue, column.dtype)
+    rows = np.ascontiguousarray(column[k0:])
+    m, w = rows.shape
+    dev = cl_array.to_device(queue, rows)
+    piv = cl_array.to_device(queue, np.arange(w, dtype=np.int32))
+    _factor_panel(queue, dev.base_data, m, w, piv, int_zeros(queue), column.dtype)
+    out = np.array(column)
+    out[k0:] = dev.get()
+    return out, piv.get()
+
+
+def _lu_apply(column, panel, k0, update):
+    """Task: the row interchanges of step k (rows k0..) applied to the block column
+    ``column``; with ``update`` (a column right of the panel) also
+    U = L_kk⁻¹·C[k0:k0+w] (unit lower TRSM) and C[k0+w:] −= L[k0+w:, k]·U (GEMM), on
+    the worker's device."""
+    queue = worker_queue()
+    factored, piv = panel
+    rows = np.ascontiguousarray(column[k0:])
+    m, wj = rows.shape
+    w = piv.size
+    dev = cl_array.to_device(queue, rows)
+    dpiv = cl_array.to_device(queue, piv)
+    laswp(queue, view_of(dev), 0, wj, dpiv.data, 0, w, dtype=rows.dtype)
+    if update:
+        lk = cl_array.to_device(queue, np.ascontiguousarray(factored[k0:]))
+        trsm(queue, w, wj, view_of(lk), view_of(dev), dtype=rows.dtype, left=True,
+             lower=True, unit=True)
+        if m > w:
+            gemm(queue, m - w, wj, w, -1.0, view_of(lk).at(w, 0), view_of(dev), 1.0,
+                 view_of(dev).at(w, 0), dtype=rows.dtype)
+    out = np.array(column)
+    out[k0:] = dev.get()
+    return out
+
+
+def _factored(panel):
+    """The block column of a panel task's (column, pivots)."""
+    return panel[0]
+
+
+def _lu_graph(inputs, t: int, tile: int, token: str):
+    """(graph, panel keys, final column keys) of the block-column LU; ``inputs(j)`` is
+    the key (or Future) of block column j."""
+    def col(k, j):                       # column j after the steps < k
+        if k == 0:
+            return inputs(j)
+        if j == k - 1:                   # the panel of step k − 1
+            return (f"oclla-panel-{token}", j)
+        return (f"oclla-lu-{token}", k - 1, j)
+
+    dsk = {}
+    for k in range(t):
+        panel = (f"oclla-getrf-{token}", k)
+        dsk[panel] = (_panel_lu, col(k, k), k * tile)
+        dsk[(f"oclla-panel-{token}", k)] = (_factored, panel)
+        for j in range(t):
+            if j != k:
+                dsk[(f"oclla-lu-{token}", k, j)] = (_lu_apply, col(k, j), panel, k * tile,
+                                                    j > k)
+    finals = [col(t, j) for j in range(t)]
+    return dsk, [(f"oclla-getrf-{token}", k) for k in range(t)], finals
+
+
+def lu_factor(a, *, tile: int = 256, client=None, check_finite: bool = True):
+    """LU factorization P·A = L·U with partial pivoting, by block-column tasks on Dask.
+
+    For each block column k (columns k0 .. k0 + w): one task factors its rows k0..
+    (the panel, on the worker's device, pivots chosen down the whole column), then one
+    task per other block column applies the panel's interchanges and, right of the
+    panel, the TRSM with its unit lower triangle and the GEMM update below it
+    (LAPACK's right-looking blocked getrf with each block column a task).
+
+    Parameters
+    ----------
+    a : (n, n) numpy array of float32 or float64
+        Never written.
+    tile : int
+        Width of the block columns.
+    client : distributed.Client, optional
+        Run on its cluster (each worker on its device, :class:`OpenCLDevice`); None:
+        Dask's synchronous scheduler in this process.
+    check_finite : bool
+        Reject NaN/Inf before any task.
+
+    Returns
+    -------
+    lu : numpy.ndarray
+        U on and above the diagonal, L's multipliers below (scipy's layout).
+    piv : numpy.ndarray of int32
+        Row i was interchanged with row piv[i] (0-based), in the order i = 0 .. n−1.
+
+    Raises
+    ------
+    ValueError
+        Not square, NaN/Inf, a tile that is not a positive integer.
+    TypeError
+        A dtype other than float32/float64, a pyopencl or dask array.
+    oclla.DeviceError
+        float64 on a worker's device without ``cl_khr_fp64``.
+    ImportError
+        Dask is not installed (``pip install oclla[dask]``).
+
+    A U with an exactly zero diagonal entry warns (scipy's LinAlgWarning, naming
+    LAPACK's info) as :func:`oclla.lu_factor` does.
+    """
+    arr, n, dtype, tile, lazy = _validated(a, tile, check_finite)
+    if lazy:
+        raise TypeError("lu_factor takes a numpy array (its block columns are scattered "
+                        "to the workers); compute the dask array first")
+    try:
+        import dask
+        from dask.base import tokenize
+    except ImportError as err:
+        raise ImportError("oclla.distributed needs Dask: pip install 'oclla[dask]'") from err
+    t = -(-n // tile)
+    host = np.ascontiguousarray(arr)
+    columns = [host[:, j * tile:(j + 1) * tile] for j in range(t)]
+    token = tokenize(id(arr), n, tile, dtype.str, time.time_ns())
+    if client is not None and columns:
+        scattered = client.scatter(columns, hash=False)
+        dsk, panels, finals = _lu_graph(lambda j: scattered[j], t, tile, token)
+        results = client.get(dsk, finals + panels)
+    else:
+        dsk, panels, finals = _lu_graph(lambda j: (f"oclla-a-{token}", j), t, tile, token)
+        dsk.update({(f"oclla-a-{token}", j): c for j, c in enumerate(columns)})
+        results = dask.get(dsk, finals + panels)
+    lu = np.concatenate(results[:t], axis=1) if t else np.zeros((0, 0), dtype)
+    piv = np.concatenate([k * tile + p for k, (_, p) in enumerate(results[t:])]) \
+        if t else np.zeros(0, np.int32)
+    zeros = np.flatnonzero(np.diagonal(lu) == 0)
+    if zeros.size:
+        from scipy.linalg import LinAlgWarning
+        warnings.warn(f"Diagonal number {int(zeros[0]) + 1} is exactly zero. Singular "
+                      f"matrix.", LinAlgWarning, stacklevel=2)
+    return lu, piv.astype(np.int32)

@@ -170,3 +170,49 @@ def test_task_graph_counts_order_and_flops(n, tile):
     assert sum(dd.task_flops(task, n, tile) for task in graph) == cholesky_flops(n)
     with pytest.raises(ValueError):
         dd.task_graph(-1)
+
+
+# ---- LU with partial pivoting -------------------------------------------------------------
+
+def test_lu_on_two_workers_matches_one_process_and_scipy(client, dtype):
+    import scipy.linalg as sl
+    a = np.random.default_rng(5).standard_normal((97, 97)).astype(dtype)
+    kept = a.copy()
+    lu, piv = dd.lu_factor(a, tile=32, client=client)
+    np.testing.assert_array_equal(a, kept)
+    assert lu.dtype == dtype and piv.dtype == np.int32
+    assert accuracy.lu_backward_error(a, lu, piv) < accuracy.THRESHOLD
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])      # no ties in random data
+    here = dd.lu_factor(a, tile=32)
+    np.testing.assert_array_equal(lu, here[0])
+    np.testing.assert_array_equal(piv, here[1])
+
+
+@pytest.mark.parametrize("n, tile", [(1, 4), (5, 7), (17, 2), (40, 40)])
+def test_lu_orders_and_tiles(n, tile):
+    a = np.random.default_rng(n).standard_normal((n, n))
+    lu, piv = dd.lu_factor(a, tile=tile)
+    assert accuracy.lu_backward_error(a, lu, piv) < accuracy.THRESHOLD
+    assert dd.lu_factor(np.zeros((0, 0)), tile=3)[0].shape == (0, 0)
+
+
+def test_lu_singular_warns_with_lapacks_info():
+    from scipy.linalg import LinAlgWarning
+    a = np.random.default_rng(1).standard_normal((20, 20))
+    a[:, 13] = 0.0                                # column 13 zero: U[13, 13] = 0 exactly
+    with pytest.warns(LinAlgWarning, match="Diagonal number 14 is exactly zero"):
+        lu, piv = dd.lu_factor(a, tile=8)
+    assert accuracy.lu_backward_error(a, lu, piv) < accuracy.THRESHOLD
+
+
+def test_lu_bad_inputs():
+    with pytest.raises(ValueError, match="square"):
+        dd.lu_factor(np.ones((3, 4)), tile=2)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        dd.lu_factor(np.array([[1.0, np.nan], [0.0, 1.0]]), tile=2)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        dd.lu_factor(np.eye(3, dtype=np.int32), tile=2)
+    with pytest.raises(TypeError, match="numpy array"):
+        dd.lu_factor(da.eye(4, chunks=2), tile=2)
+    with pytest.raises(ValueError, match="tile"):
+        dd.lu_factor(np.eye(3), tile=0)
