@@ -94,17 +94,30 @@ def _panel_rows(panel, j0: int) -> View:
 
 def _factor_panel(queue, scratch: cl.Buffer, m: int, jb: int, piv, info, dtype) -> None:
     """P·A = L·U of the m x jb panel at the start of ``scratch`` (row-major, leading
-    dimension jb) by the blocked LU's panel kernels; pivots (0-based, within the
-    panel) into ``piv``, the first zero pivot's column (1-based) into ``info``.  A
-    square panel (the last) that takes neither register leaves nor the grid kernel
-    is halved first (one leaf launch for the whole of it is the small-matrix path)."""
+    dimension jb); pivots (0-based, within the panel) into ``piv``, the first zero
+    pivot's column (1-based) into ``info``.
+
+    Right-looking in sub-panels of the device's LU block width NB (the panel kernels,
+    :class:`oclla.lu_blocked.Panels`, are built for panels that narrow: the grid
+    kernel holds a panel's columns in registers): each sub-panel factored by them,
+    its interchanges applied to the panel's columns left and right of it, then the
+    TRSM of its block row and the GEMM of the panel's columns right of it."""
     p = params(queue, "lu", dtype)
-    panels = Panels(queue, View(scratch, 0, jb), m, piv, info, p, dtype=dtype, no_pivot=False)
-    leaf = p["LEAF_W"]
-    if m == jb and jb > leaf and not panels.fits(m) and p["PANEL"] != "grid":
-        panels._split(0, jb, max(leaf, (jb // 2) // leaf * leaf))
-    else:
-        panels.factor(0, jb)
+    a = View(scratch, 0, jb)
+    panels = Panels(queue, a, m, piv, info, p, dtype=dtype, no_pivot=False)
+    nb = max(1, p["NB"])
+    for c in range(0, jb, nb):
+        w = min(nb, jb - c)
+        panels.factor(c, w)
+        rest = jb - c - w
+        if jb > w:                          # the columns left and right of it
+            laswp(queue, a, 0, jb - w, piv.data, c, c + w, dtype=dtype, gap=(c, w))
+        if rest:
+            trsm(queue, w, rest, a.at(c, c), a.at(c, c + w), dtype=dtype, left=True,
+                 lower=True, unit=True)
+            if m > c + w:
+                gemm(queue, m - c - w, rest, w, -1.0, a.at(c + w, c), a.at(c, c + w), 1.0,
+                     a.at(c + w, c + w), dtype=dtype)
 
 
 def factor_lu_tiles(tm: TiledMatrix) -> tuple:

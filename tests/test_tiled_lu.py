@@ -105,3 +105,16 @@ def test_float32_and_bad_input(small_device):
     with pytest.raises(ValueError, match="full storage"):
         tiled_lu.factor_lu_tiles(tiled.TiledMatrix((20, 20), np.float32, tile=8,
                                                    triangle="lower", queue=q))
+
+
+def test_panels_wider_than_the_block(queue):
+    """Tile columns wider than the LU's block width NB are factored in sub-panels of NB
+    (the panel kernels, the grid kernel above all, are built for panels that narrow)."""
+    from oclla import _params
+    _params.override("lu", dict(NB=8))
+    a = general(77, np.float32, seed=9)
+    tm = tiled.TiledMatrix.from_numpy(a, tile=40, queue=queue)
+    piv, info = tiled_lu.factor_lu_tiles(tm)
+    assert info == 0
+    assert accuracy.lu_backward_error(a, tm.to_numpy(), piv) < accuracy.THRESHOLD
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
