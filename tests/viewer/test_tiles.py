@@ -112,3 +112,18 @@ def test_view_draws_the_tiles_graph_and_lanes(qtbot):
         first = next(p for p, t in enumerate(run.tasks) if t.k == k)
         assert _has(chart, colours[first][:3], 20), k
     assert "2 lane(s)" in view.legend.text()
+
+
+def test_main_factors_and_shows_a_run(qtbot, monkeypatch):
+    pytest.importorskip("dask")
+    from PySide6 import QtWidgets
+
+    from oclla.viewer import tiles_view
+    shown = []
+    monkeypatch.setattr(QtWidgets.QApplication, "exec", lambda self: 0)
+    monkeypatch.setattr(tiles_view.TilesView, "show", lambda self: shown.append(self))
+    assert tiles_view.main(["--n", "40", "--tile", "16"]) == 0
+    (view,) = shown
+    qtbot.addWidget(view)
+    assert view.run.t == 3 and "backward error" in view.windowTitle()
+    assert view.time == view.run.duration
