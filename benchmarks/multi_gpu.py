@@ -138,6 +138,7 @@ def main(argv=None) -> int:
     check = args.check and n <= 4096
     print(f"n={n} {dtype.name}: {n * n * dtype.itemsize / 2**30:.1f} GiB, tile {tile}, "
           f"{-(-n // tile)} panels")
+    began = time.perf_counter()
     small = make_spd(3 * tile + 7, dtype)
     if "tiled" in modes:
         timed_tiled(small, queues[0], tile, False)
@@ -148,7 +149,11 @@ def main(argv=None) -> int:
     if args.lu:
         for qs in (queues[:1], queues):
             timed_lu(small, qs, tile, False)
+    print(f"warm-up (kernel builds) {time.perf_counter() - began:.1f} s")
+    began = time.perf_counter()
     a = make_spd(n, dtype)
+    print(f"matrix made on the host in {time.perf_counter() - began:.1f} s")
+    sys.stdout.flush()
     rows = []
     if "tiled" in modes:
         rows.append(timed_tiled(a, queues[0], tile, check))
