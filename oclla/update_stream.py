@@ -13,7 +13,8 @@ buffers (``ALLOC_HOST_PTR``, mapped), three in-order queues.  While the device
 factors panel p (the caller's queue), panel p + 1 goes up (an upload queue,
 from the pinned staging) and panel p − 1 comes down (a download queue); the
 host gathers panel p + 1 from the factor into its staging buffer and scatters
-panel p − 1 back, both by threads (numpy copies release the GIL).  Events
+panel p − 1 back, both by threads (numpy copies release the GIL); the
+failure flag is copied after each panel into pinned memory too.  Events
 order the queues: a panel's kernels wait for its upload, its download for its
 kernels, and a staging buffer is refilled only after its previous panel came
 down and was scattered.
@@ -105,7 +106,10 @@ def stream_update(c, v, *, sign: int, lower: bool, check_finite: bool, queue,
     upload, download = (cl.CommandQueue(ctx, queue.device) for _ in range(2))
     info = int_zeros(queue)
     starts = range(0, n, step)
-    codes = np.zeros(len(starts), np.int32)
+    codes_buf = cl.Buffer(ctx, mf.READ_WRITE | mf.ALLOC_HOST_PTR, 4 * len(starts))
+    codes = cl.enqueue_map_buffer(queue, codes_buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
+                                  (len(starts),), np.int32)[0]     # info after each panel
+    codes[:] = 0
 
     def block(i0: int, nb: int) -> np.ndarray:
         return out[i0:, i0:i0 + nb] if lower else out[i0:i0 + nb, i0:]
@@ -146,14 +150,16 @@ def stream_update(c, v, *, sign: int, lower: bool, check_finite: bool, queue,
             while in_flight:
                 land(*in_flight.pop(0))
             queue.finish()
+            nonzero = np.flatnonzero(codes)
+            failed = (int(nonzero[0]), int(codes[nonzero[0]])) if nonzero.size else None
     finally:
         for ev in in_flight:
             ev[3].wait()
-        for b, host in zip(pinned, staging):
+        queue.finish()
+        for host in staging + [codes]:
             host.base.release(queue)
         queue.finish()
-    failed = np.flatnonzero(codes)
-    if failed.size:
-        p = int(failed[0])
-        raise _failure(starts[p] + int(codes[p]), sign)
+    if failed:
+        p, code = failed
+        raise _failure(starts[p] + code, sign)
     return out
