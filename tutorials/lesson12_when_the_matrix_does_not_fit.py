@@ -159,7 +159,11 @@ print(f"n = {n} in tiles of {b}: share of the flops "
 # Streaming trades that for $2b$: the panel width, not the matrix, decides.
 #
 # `oclla.out_of_core.factor_streamed` counts what it moves. Here with
-# $n = 768$ in float32 and three panel widths:
+# $n = 768$ in float32 and three panel widths. Predict first: by what factor
+# do the bytes uploaded change from $b = 64$ to $b = 128$?
+
+# %%
+predicted_traffic_ratio = None    # your guess: bytes at b = 128 / bytes at b = 64
 
 # %%
 n = 768
@@ -179,6 +183,7 @@ for width in widths:
           f"{predicted / 1e6:6.2f} MB), {stats.flops / stats.bytes_up:5.1f} flop/byte "
           f"(2b/s = {2 * width / 4:5.1f} as n grows), backward error "
           f"{accuracy.cholesky_backward_error(a32, dest, True):.2f} nε")
+print(f"you predicted {predicted_traffic_ratio}; measured {measured[1] / measured[0]:.2f}")
 
 # %% [markdown]
 # The count matches the derivation to the byte, with two details of the
