@@ -180,7 +180,8 @@ def main(argv=None) -> int:
         with open(args.json, "w") as fh:
             json.dump(dict(devices=[oclla.device_info(q).name for q in queues],
                            dtype=dtype.name, rows=rows), fh, indent=1)
-    failed = [r for r in rows if "backward_error" in r and not accuracy.passes(r["backward_error"])]
+    failed = [r for r in rows
+              if "backward_error" in r and not accuracy.passes(r["backward_error"])]
     return 1 if failed else 0
 
 

@@ -7,7 +7,8 @@ factors A = L·Lᵀ of a matrix held as b x b tiles A[i][j] with four tasks::
         L[k][k] = potrf_tile(A[k][k])                    A[k][k] = L[k][k]·L[k][k]ᵀ
         for i > k:  L[i][k] = trsm_tile(L[k][k], A[i][k])         A[i][k]·L[k][k]⁻ᵀ
         for i > k:  A[i][i] = syrk_tile(L[i][k], A[i][i])         A[i][i] − L[i][k]·L[i][k]ᵀ
-        for i > j > k:  A[i][j] = gemm_tile(L[i][k], L[j][k], A[i][j])   A[i][j] − L[i][k]·L[j][k]ᵀ
+        for i > j > k:  A[i][j] = gemm_tile(L[i][k], L[j][k], A[i][j])
+                                                  A[i][j] − L[i][k]·L[j][k]ᵀ
 
 Each task runs on the device in the OpenCL kernels of :mod:`oclla.cholesky`
 and :mod:`oclla.blas`.  Operands are numpy arrays (copied to the device, the

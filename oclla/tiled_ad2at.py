@@ -31,7 +31,6 @@ from ._device import DeviceError, device_info
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
 from ._validate import check_dtype, check_fp64, check_shape, is_device_array, validate_weights
-from .ad2at import ad2at_flops
 from .blas import View, gemm
 from .tiled import MEMORY_SHARE, TiledMatrix, check_finite_rows, zero_other_triangle
 
@@ -151,4 +150,4 @@ def assemble_host(a, d2, *, lower: bool, symmetric: bool, check_finite: bool, qu
         c.release()
 
 
-__all__ = ["assemble_tiles", "assemble_host", "route", "plan_chunk", "ad2at_flops"]
+__all__ = ["assemble_tiles", "assemble_host", "route", "plan_chunk"]

@@ -112,7 +112,8 @@ def test_lu_three_queues_and_a_zero_pivot(queues):
         mdl.lu_factor(a[:40, :40] + np.eye(40), queues=queues, tile=16)
     lanes = {k.device for s in rec.runs[0].steps for k in s.kernels}
     assert rec.runs[0].variant == "multi_device" and rec.runs[0].algorithm == "lu"
-    assert len(lanes) == len({q.device.int_ptr for q in queues}) and all(lane.endswith(("[0]", "[1]")) for lane in lanes)
+    assert len(lanes) == len({q.device.int_ptr for q in queues})
+    assert all(lane.endswith(("[0]", "[1]")) for lane in lanes)
 
 
 def test_lu_bad_input(queues):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import oclla
-from oclla import accuracy, tiled, tiled_ad2at
+from oclla import accuracy, tiled_ad2at
 
 
 def problem(m, n, dtype, seed=0):
