@@ -71,6 +71,7 @@ from ._programs import int_zeros
 from ._validate import check_dtype, check_fp64, is_device_array
 from .blas import gemm, laswp, trsm, view_of
 from .tiled import check_finite_rows
+from .tiled_lu import _factor_panel
 
 #: The task kinds in the order one step runs them.
 KINDS = ("potrf", "trsm", "syrk", "gemm")
@@ -325,6 +326,7 @@ def cholesky(a, *, lower: bool = False, tile: int = 256, client=None,
     client : distributed.Client, optional
         Run on its cluster (each worker on its device: :class:`OpenCLDevice`);
         None: Dask's synchronous scheduler in this process, on the default device.
+        Unused for a dask array (compute the result where you like).
     check_finite : bool
         Scan a numpy input for NaN/Inf before any task (the whole matrix).  The
         tile tasks reject NaN/Inf in every tile they read whatever this says (for
@@ -408,7 +410,6 @@ def _panel_lu(column, k0):
     """Task: P·A = L·U of rows k0.. of the block column ``column`` (n x w, m = n − k0
     ≥ w rows) on the worker's device, by the blocked LU's panel kernels.  Returns
     (column with those rows factored, pivots 0-based relative to row k0)."""
-    from .tiled_lu import _factor_panel
     queue = worker_queue()
     check_fp64(queue, column.dtype)
     rows = np.ascontiguousarray(column[k0:])
