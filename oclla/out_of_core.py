@@ -341,25 +341,45 @@ def cholesky_host(a, *, lower: bool, overwrite_a: bool, check_finite: bool, clea
 
 
 def solve_streamed(c: np.ndarray, b: View, nrhs: int, *, lower: bool, queue,
-                   tile: int | None = None) -> None:
+                   tile: int | None = None, pinned: bool = True) -> None:
     """B := A⁻¹·B for the host factor ``c`` (A = L·Lᵀ, or Uᵀ·U), B n x nrhs on the
     device at ``b``: each panel of the factor is uploaded for the forward and again
-    for the backward substitution (two buffers, alternating)."""
+    for the backward substitution (two buffers, alternating), on the copy queue
+    through page-locked staging buffers (``pinned``; else straight from ``c`` on the
+    compute queue): panel p + 1 travels while panel p computes."""
     n, dtype = c.shape[0], c.dtype
     w = plan_tile(queue, n, dtype, tile)
     host = np.ascontiguousarray(c)
     size = n * w * dtype.itemsize
     bufs = [cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size) for _ in range(2)]
+    copyq = copy_queue(queue)
+    staging = Staging(copyq, n * w, dtype) if pinned else None
+    free = [None, None]           # the compute queue's marker after the last use of a buffer
+    last = [None]
 
     def panel(p: int) -> Panel:
         k0 = p * w
         kb = min(w, n - k0)
-        piece = Panel(bufs[p % 2], k0, k0, n - k0, kb) if lower else \
-            Panel(bufs[p % 2], k0, k0, kb, n - k0)
-        copy_panel(queue, piece, host, upload=True)
+        slot = p % 2
+        piece = Panel(bufs[slot], k0, k0, n - k0, kb) if lower else \
+            Panel(bufs[slot], k0, k0, kb, n - k0)
+        if last[0] is not None:   # everything enqueued so far used the previous panel
+            free[last[0]] = cl.enqueue_marker(queue)
+        last[0] = slot
+        if staging is None:
+            copy_panel(queue, piece, host, upload=True)
+        else:
+            arrived = staging.upload(piece.buf, host, piece.r0, piece.c0, piece.h, piece.w,
+                                     wait_for=[free[slot]] if free[slot] else None)
+            copyq.flush()
+            cl.enqueue_barrier(queue, wait_for=[arrived])
         return piece
 
-    with trace.run("cho_solve", "out_of_core", queue, (n, nrhs), dtype, tile=w):
-        with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
-            solve_panels(queue, n, w, panel, b, nrhs, lower=lower, dtype=dtype)
-    queue.finish()
+    try:
+        with trace.run("cho_solve", "out_of_core", queue, (n, nrhs), dtype, tile=w):
+            with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
+                solve_panels(queue, n, w, panel, b, nrhs, lower=lower, dtype=dtype)
+    finally:
+        if staging is not None:
+            staging.close()
+        queue.finish()

@@ -203,3 +203,19 @@ def test_staging_round_trip(queue, monkeypatch):
     np.testing.assert_array_equal(out[20:, 19:], host[5:25, 7:18])
     np.testing.assert_array_equal(out[20:, :19], 0)
     np.testing.assert_array_equal(whole, host)
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+def test_streamed_solve(queue, pinned, lower):
+    """The streamed solve with and without staging: panels alternate between two device
+    buffers, each upload waiting for the computation that last read its buffer."""
+    import pyopencl.array as cl_array
+    from oclla.blas import view_of
+    a = spd(71, np.float64)
+    c = np.linalg.cholesky(a) if lower else np.linalg.cholesky(a).T.copy()
+    b = np.linspace(-1, 1, 71 * 3).reshape(71, 3)
+    x = cl_array.to_device(queue, b)
+    out_of_core.solve_streamed(c, view_of(x), 3, lower=lower, queue=queue, tile=16,
+                               pinned=pinned)
+    assert accuracy.solve_backward_error(a, x.get(), b) < accuracy.THRESHOLD
