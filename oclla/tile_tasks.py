@@ -90,11 +90,35 @@ def _result(queue, dev, on_device: bool):
 
 
 def potrf_tile(a, *, base: int = 0, queue=None):
-    """L with A = L·Lᵀ for the b x b SPD tile ``a`` (its lower triangle is read; the
-    result's strict upper triangle is zero).  A device tile is overwritten by L.
-    ``base`` is the tile's first row in the whole matrix: a failing pivot at order k
-    of the tile raises LinAlgError naming order ``base + k`` (a device tile is then
-    partly factored)."""
+    """L with A = L·Lᵀ for one SPD tile (the POTRF task).
+
+    Parameters
+    ----------
+    a : (b, b) numpy.ndarray or pyopencl.array.Array of float32/float64
+        The tile; its lower triangle is read.  A device tile is overwritten by L.
+    base : int, default 0
+        The tile's first row in the whole matrix: a failing pivot at order k of
+        the tile is reported as order ``base + k``.
+    queue : pyopencl.CommandQueue, optional
+        Default: a device tile's own queue, else :func:`oclla.get_queue`.
+
+    Returns
+    -------
+    numpy.ndarray or pyopencl.array.Array
+        L, its strict upper triangle zero (a new numpy array, or ``a`` itself).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "leading minor of order k is not positive definite" (a device tile is
+        then partly factored).
+    ValueError
+        Not square, not 2-D, NaN/Inf in a host tile, another context.
+    TypeError
+        A dtype other than float32/float64.
+    oclla.DeviceError
+        float64 without ``cl_khr_fp64``.
+    """
     queue, dtype, on_device = _operands(("a",), (a,), queue)
     n = a.shape[0]
     if a.shape[1] != n:
@@ -111,8 +135,31 @@ def potrf_tile(a, *, base: int = 0, queue=None):
 
 
 def trsm_tile(l, b, *, queue=None):
-    """B·L⁻ᵀ for the lower-triangular k x k tile ``l`` (its upper triangle is not
-    read) and the m x k tile ``b``; a device ``b`` is overwritten."""
+    """B·L⁻ᵀ for a lower-triangular tile L (the TRSM task of the tile Cholesky).
+
+    Parameters
+    ----------
+    l : (k, k) numpy.ndarray or pyopencl.array.Array of float32/float64
+        L; its upper triangle is not read.
+    b : (m, k) array of l's kind and dtype
+        The tile below; a device tile is overwritten.
+    queue : pyopencl.CommandQueue, optional
+        Default: the device tiles' queue, else :func:`oclla.get_queue`.
+
+    Returns
+    -------
+    numpy.ndarray or pyopencl.array.Array
+        B·L⁻ᵀ (a new numpy array, or ``b`` itself).
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not conform, not 2-D, NaN/Inf in a host tile, another context.
+    TypeError
+        Dtypes other than one of float32/float64, host and device tiles mixed.
+    oclla.DeviceError
+        float64 without ``cl_khr_fp64``.
+    """
     queue, dtype, on_device = _operands(("l", "b"), (l, b), queue)
     k = l.shape[0]
     if l.shape[1] != k or b.shape[1] != k:
@@ -124,8 +171,32 @@ def trsm_tile(l, b, *, queue=None):
 
 
 def syrk_tile(a, c, *, queue=None):
-    """C − A·Aᵀ in the lower triangle of the n x n tile ``c`` (A is n x k); the strict
-    upper triangle of ``c`` is neither read nor written (copied as is for numpy)."""
+    """C − A·Aᵀ in the lower triangle of a diagonal tile (the SYRK task).
+
+    Parameters
+    ----------
+    a : (n, k) numpy.ndarray or pyopencl.array.Array of float32/float64
+        A tile of the finished panel.
+    c : (n, n) array of a's kind and dtype
+        The diagonal tile; its strict upper triangle is neither read nor
+        written (kept as is).  A device tile is overwritten.
+    queue : pyopencl.CommandQueue, optional
+        Default: the device tiles' queue, else :func:`oclla.get_queue`.
+
+    Returns
+    -------
+    numpy.ndarray or pyopencl.array.Array
+        The updated C (a new numpy array, or ``c`` itself).
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not conform, not 2-D, NaN/Inf in a host tile, another context.
+    TypeError
+        Dtypes other than one of float32/float64, host and device tiles mixed.
+    oclla.DeviceError
+        float64 without ``cl_khr_fp64``.
+    """
     queue, dtype, on_device = _operands(("a", "c"), (a, c), queue)
     n, k = a.shape
     if c.shape != (n, n):
@@ -136,8 +207,31 @@ def syrk_tile(a, c, *, queue=None):
 
 
 def gemm_tile(a, b, c, *, queue=None):
-    """C − A·Bᵀ for tiles ``a`` (m x k), ``b`` (n x k) and ``c`` (m x n); a device
-    ``c`` is overwritten."""
+    """C − A·Bᵀ (the GEMM task of the tile Cholesky).
+
+    Parameters
+    ----------
+    a : (m, k) numpy.ndarray or pyopencl.array.Array of float32/float64
+    b : (n, k) array of a's kind and dtype
+    c : (m, n) array of a's kind and dtype
+        Overwritten where it is a device tile.
+    queue : pyopencl.CommandQueue, optional
+        Default: the device tiles' queue, else :func:`oclla.get_queue`.
+
+    Returns
+    -------
+    numpy.ndarray or pyopencl.array.Array
+        C − A·Bᵀ (a new numpy array, or ``c`` itself).
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not conform, not 2-D, NaN/Inf in a host tile, another context.
+    TypeError
+        Dtypes other than one of float32/float64, host and device tiles mixed.
+    oclla.DeviceError
+        float64 without ``cl_khr_fp64``.
+    """
     queue, dtype, on_device = _operands(("a", "b", "c"), (a, b, c), queue)
     m, k = a.shape
     n = b.shape[0]
