@@ -51,74 +51,7 @@ void gemm_tiled(const int M, const int N, const int K, const real alpha,
 /* ================================ gemm_direct =============================== */
 
 #if DIRECT == 1 && TRANS_B == 0  /* gemm_direct streams rows of B: B must be K x N */
-#define RN (VW * NV)
-#if TRANS_A == 0
-#define A_ELEM(r, k) A[AT(r, k, lda)]
-#else
-#define A_ELEM(r, k) A[AT(k, r, lda)]
-#endif
-
-/* One RM x RN block; `full` (a literal at each call) selects the unguarded
- * path: all rows and columns inside C and inside the triangle. */
-inline __attribute__((always_inline))
-void direct_block(const int full, const int M, const int N, const int K, const real alpha,
-                  __global const real *A, const int lda,
-                  __global const real *B, const int ldb,
-                  const real beta, __global real *C, const int ldc,
-                  const int row0, const int col0)
-{
-    REALV(VW) acc[RM][NV];
-    #pragma unroll
-    for (int i = 0; i < RM; i++)
-        #pragma unroll
-        for (int v = 0; v < NV; v++)
-            acc[i][v] = (REALV(VW))(ZERO);
-    /* rows past M repeat the last one (computed, never stored) */
-    const int last = full ? row0 + RM - 1 : min(row0 + RM - 1, M - 1);
-    for (int k = 0; k < K; k++) {
-        REALV(VW) b[NV];
-        __global const real *brow = B + AT(k, col0, ldb);
-        #pragma unroll
-        for (int v = 0; v < NV; v++) {
-            if (full) {
-                b[v] = VLOAD(VW)(0, brow + v * VW);
-            } else {
-                real t[VW];
-                #pragma unroll
-                for (int q = 0; q < VW; q++)
-                    t[q] = (col0 + v * VW + q < N) ? brow[v * VW + q] : ZERO;
-                b[v] = VLOAD(VW)(0, t);
-            }
-        }
-        #pragma unroll
-        for (int i = 0; i < RM; i++) {
-            const REALV(VW) a = (REALV(VW))(A_ELEM(min(row0 + i, last), k));
-            #pragma unroll
-            for (int v = 0; v < NV; v++)
-                acc[i][v] = MUL_ADD(a, b[v], acc[i][v]);
-        }
-    }
-
-    #pragma unroll
-    for (int i = 0; i < RM; i++) {
-        #pragma unroll
-        for (int v = 0; v < NV; v++) {
-            const int r = row0 + i, c = col0 + v * VW;
-            if (full) {
-                __global real *p = C + AT(r, c, ldc);
-                const REALV(VW) x = alpha * acc[i][v];
-                VSTORE(VW)((beta == ZERO) ? x : x + beta * VLOAD(VW)(0, p), 0, p);
-            } else {
-                real t[VW];
-                VSTORE(VW)(acc[i][v], 0, t);
-                #pragma unroll
-                for (int q = 0; q < VW; q++)
-                    if (r < M && c + q < N && IN_TRIANGLE(r, c + q))
-                        STORE_C(r, c + q, t[q]);
-            }
-        }
-    }
-}
+#include "gemm_direct.h"
 
 __kernel void gemm_direct(const int M, const int N, const int K, const real alpha,
                           __global const real *A, const long a_off, const int lda,

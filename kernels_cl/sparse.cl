@@ -43,7 +43,8 @@
 #endif
 
 #ifndef BATCH_GEMM
-#define BATCH_GEMM 0       /* 1: the program holds rlb_gemm (and the gemm tile defines) */
+#define BATCH_GEMM 0       /* the program holds rlb_gemm: 1 on gemm_tile.h (its defines),
+                              2 on gemm_direct.h (RM, VW, NV) */
 #endif
 
 #define X(base, nr, i, k) (base)[(long)(k) * (nr) + (i)]
@@ -302,7 +303,7 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
     }
 }
 
-/* ---- RLB's block-pair GEMMs, batched (programs built with BATCH_GEMM = 1) ----------------
+/* ---- RLB's block-pair GEMMs, batched (programs built with BATCH_GEMM = 1 or 2) ----------
  *
  * One launch covers a list of GEMMs of one supernode s (nr rows, nc columns; base: the
  * position in l of X(nc, 0), its first off-diagonal row): GEMM d (desc[5d .. 5d+4] =
@@ -314,25 +315,29 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
  *
  * (C read row-major is the ancestor's column-major block: r its column, c its row).
  * Row-major, X's columns from position nc are the nc x m matrix U12 (leading dimension nr),
- * so this is gemm_tile (gemm_tile.h) with op(A) = U12[:, Bj]^T (TRANS_A = 1), B = U12[:, Bi],
+ * so this is a GEMM with op(A) = U12[:, Bj]^T (TRANS_A = 1), B = U12[:, Bi] (TRANS_B = 0),
  * alpha = -1, beta = 1; a diagonal pair (Bi = Bj) writes the upper triangle (TRIANGLE = 2,
  * the ancestor's lower one), and the host launches those apart from the others.  The
- * launch's work-groups are the GEMMs' TILE_M x TILE_N tiles, GEMM d owning groups
- * tile_ptr[d] .. tile_ptr[d+1]-1 in row-major order of its tile grid, so one large GEMM
- * spreads over many work-groups and many small ones share the launch.  No two GEMMs of
- * a list touch the same entry (distinct pairs of blocks map to distinct entries). */
-#if BATCH_GEMM
+ * launch's units are the GEMMs' blocks, GEMM d owning units tile_ptr[d] .. tile_ptr[d+1]-1,
+ * so one large GEMM spreads over many of them and many small ones share the launch:
+ *   BATCH_GEMM = 1 (GPUs): a unit is a work-group computing a TILE_M x TILE_N tile
+ *     (gemm_tile.h), the tiles of a GEMM in row-major order;
+ *   BATCH_GEMM = 2 (CPUs): a unit is a work-item computing an RM x RN block in registers
+ *     (gemm_direct.h, no barriers), down the rows first (neighbouring items share B).
+ * No two GEMMs of a list touch the same entry (distinct pairs of blocks map to distinct
+ * entries). */
+#if BATCH_GEMM                /* gemm_tile.h: the tiles (1), the triangle macros (both) */
 #include "gemm_tile.h"
+#endif
+#if BATCH_GEMM == 2
+#include "gemm_direct.h"
+#endif
 
-__kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
-void rlb_gemm(const int count, __global const int *tile_ptr, __global const int *desc,
-              __global const long *tgt, __global real *l, const long base, const int nr,
-              const int nc)
+#if BATCH_GEMM
+/* the GEMM d of a list whose units tile_ptr[d] .. tile_ptr[d+1]-1 hold unit g */
+int gemm_of(const int count, __global const int *tile_ptr, const int g)
 {
-    __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
-    __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
-    const int g = get_group_id(0);
-    int lo = 0, hi = count - 1;            /* the d with tile_ptr[d] <= g < tile_ptr[d+1] */
+    int lo = 0, hi = count - 1;
     while (lo < hi) {
         const int mid = (lo + hi + 1) / 2;
         if (tile_ptr[mid] <= g)
@@ -340,12 +345,48 @@ void rlb_gemm(const int count, __global const int *tile_ptr, __global const int 
         else
             hi = mid - 1;
     }
-    __global const int *e = desc + 5 * lo;
+    return lo;
+}
+#endif
+
+#if BATCH_GEMM == 1
+__kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
+void rlb_gemm(const int count, __global const int *tile_ptr, __global const int *desc,
+              __global const long *tgt, __global real *l, const long base, const int nr,
+              const int nc)
+{
+    __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
+    __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
+    const int g = get_group_id(0), d = gemm_of(count, tile_ptr, g);
+    __global const int *e = desc + 5 * d;
     const int rj = e[0], ri = e[1], ldt = e[4];
-    const int tiles_n = (ri + TILE_N - 1) / TILE_N, t = g - tile_ptr[lo];
+    const int tiles_n = (ri + TILE_N - 1) / TILE_N, t = g - tile_ptr[d];
     gemm_tile(rj, ri, nc, -ONE, l + base + e[2], nr, l + base + e[3], nr, ONE,
-              l + tgt[lo], ldt, (t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N,
+              l + tgt[d], ldt, (t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N,
               (__local real *)As_v, (__local real *)Bs_v);
+}
+#elif BATCH_GEMM == 2
+__kernel void rlb_gemm(const int count, __global const int *tile_ptr,
+                       __global const int *desc, __global const long *tgt, __global real *l,
+                       const long base, const int nr, const int nc)
+{
+    const int g = get_global_id(0);
+    if (g >= tile_ptr[count])
+        return;
+    const int d = gemm_of(count, tile_ptr, g);
+    __global const int *e = desc + 5 * d;
+    const int rj = e[0], ri = e[1], ldt = e[4];
+    const int blocks_m = (rj + RM - 1) / RM, t = g - tile_ptr[d];
+    const int row0 = (t % blocks_m) * RM, col0 = (t / blocks_m) * RN;
+    if (BLOCK_EMPTY(row0, col0, RM, RN))
+        return;
+    __global const real *A = l + base + e[2];
+    __global const real *B = l + base + e[3];
+    __global real *C = l + tgt[d];
+    if (row0 + RM <= rj && col0 + RN <= ri && BLOCK_INSIDE(row0, col0, RM, RN))
+        direct_block(1, rj, ri, nc, -ONE, A, nr, B, nr, ONE, C, ldt, row0, col0);
+    else
+        direct_block(0, rj, ri, nc, -ONE, A, nr, B, nr, ONE, C, ldt, row0, col0);
 }
 #endif
 

@@ -56,8 +56,6 @@ from numpy.linalg import LinAlgError
 from .. import trace
 from .._device import device_info
 from .._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
-from .._knobs import complete_gemm
-from .._params import check
 from ..blas import View, gemm_shape, syrk, tile_launch
 from ..cholesky import _solve_panel, factor_blocked
 
@@ -301,26 +299,6 @@ def make_plan(sym, *, large: float) -> Plan:
                 work, flops)
 
 
-#: Tiles of RLB's batched GEMMs (kernels_cl/sparse.cl rlb_gemm) on devices whose own
-#: gemm is not the tiled kernel (CPUs: gemm_direct streams from global memory and has no
-#: batched form).
-RLB_CPU_TILE = dict(KERNEL="tiled", TILE_M=32, TILE_N=32, TILE_K=16, WPT_M=4, WPT_N=4, VEC=4)
-
-
-def rlb_tile(queue, nc: int, dtype) -> dict:
-    """The tile parameters of RLB's batched GEMMs of inner dimension ``nc``: the shared
-    layer's choice (:func:`oclla.blas.gemm_shape`) where it is the tiled kernel, else
-    :data:`RLB_CPU_TILE` (checked against the device's limits)."""
-    p = gemm_shape(queue, nc, dtype)
-    if p["KERNEL"] == "tiled":
-        return p
-    p = complete_gemm(RLB_CPU_TILE)
-    problem = check("gemm", p, device_info(queue), np.dtype(dtype).itemsize)
-    if problem is not None:
-        raise ValueError(f"RLB_CPU_TILE {RLB_CPU_TILE}: {problem}")
-    return p
-
-
 def rlb_gemms(sym, plan: Plan, s: int) -> tuple:
     """RLB's GEMMs of supernode s, one per pair of row blocks Bᵢ at or below Bⱼ (a row
     block: a maximal run of consecutive off-diagonal rows inside one ancestor t, so
@@ -351,26 +329,40 @@ def rlb_gemms(sym, plan: Plan, s: int) -> tuple:
 
 def rlb_launches(queue, sym, plan: Plan, s: int, dtype) -> list:
     """The launches of RLB's update of the large supernode s (made once per context and
-    dtype, kept in ``plan.blocks``): (kernel, work-groups, GEMMs, tile_ptr, desc, target
-    device buffers) for the diagonal pairs (upper triangle) and for the others."""
+    dtype, kept in ``plan.blocks``): (kernel, global size, local size, GEMMs, tile_ptr,
+    desc, target device buffers) for the diagonal pairs (upper triangle) and for the
+    others."""
     key = (s, queue.context, np.dtype(dtype).name)
     if key in plan.blocks:
         return plan.blocks[key]
     desc, target, diagonal = rlb_gemms(sym, plan, s)
     nc = int(plan.nc[s])
-    p = rlb_tile(queue, nc, dtype)
+    # the shared layer's gemm parameters: tiled on GPUs, direct on CPUs (on PoCL, 2 cores,
+    # 3-D 25³ with 12 large supernodes, the tiled kernel with 16 x 16 to 64 x 64 tiles took
+    # 0.63-2.5 s for these updates against 0.44 s for RL's SYRK on the direct kernel)
+    p = gemm_shape(queue, nc, dtype)
     out = []
+    tiled = p["KERNEL"] == "tiled"
     for tri, sel in ((2, diagonal), (0, ~diagonal)):
         if not np.any(sel):
             continue
         d = desc[sel]
-        tiles = (-(-d[:, 0] // p["TILE_M"])) * (-(-d[:, 1] // p["TILE_N"]))
+        if tiled:
+            defines, _, local = tile_launch(p, 1, 1, True, False, tri)
+            bm, bn = p["TILE_M"], p["TILE_N"]
+        else:
+            defines = dict(TRANS_A=1, TRANS_B=0, TRIANGLE=tri, RM=p["RM"], VW=p["VW"],
+                           NV=p["NV"])
+            local, bm, bn = (p["LX"], 1), p["RM"], p["VW"] * p["NV"]
+        units = (-(-d[:, 0] // bm)) * (-(-d[:, 1] // bn))
         ptr = np.zeros(d.shape[0] + 1, np.int64)
-        np.cumsum(tiles, out=ptr[1:])
-        defines, _, local = tile_launch(p, 1, 1, True, False, tri)
-        kernel = get_kernel(queue, "sparse.cl", "rlb_gemm", dtype, BATCH_GEMM=1, **defines)
+        np.cumsum(units, out=ptr[1:])
+        total = int(ptr[-1])
+        kernel = get_kernel(queue, "sparse.cl", "rlb_gemm", dtype,
+                            BATCH_GEMM=1 if tiled else 2, **defines)
+        size = (total * local[0], local[1]) if tiled else (round_up(total, local[0]), 1)
         ctx = queue.context
-        out.append((kernel, int(ptr[-1]), local, d.shape[0],
+        out.append((kernel, size, local, d.shape[0],
                     _buffer(ctx, ptr.astype(np.int32)), _buffer(ctx, d.ravel()),
                     _buffer(ctx, target[sel])))
     plan.blocks[key] = out
@@ -539,6 +531,6 @@ def _large(q, sym, plan: Plan, s: int, lbuf, wbuf, info, tab, k_asm, wg, *,
     launches = rlb_launches(queue, sym, plan, s, dtype)
     with trace.step("syrk", (c0 + nc, last, c0 + nc, last), flops=syrk_flops,
                     gemms=sum(launch[3] for launch in launches), **extra):
-        for kernel, groups, local, count, ptr, desc, target in launches:
-            enqueue(q, kernel, (groups * local[0], local[1]), local, int_arg(count), ptr,
+        for kernel, size, local, count, ptr, desc, target in launches:
+            enqueue(q, kernel, size, local, int_arg(count), ptr,
                     desc, target, lbuf, np.int64(base), int_arg(nr), int_arg(nc))
