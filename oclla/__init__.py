@@ -70,6 +70,7 @@ from .ad2at import assemble_ad2at
 from .cholesky import cho_factor, cho_solve, cholesky
 from . import tiled
 from .tiled import TiledMatrix
+from . import multi_device, multi_device_lu, tile_tasks
 from .inverse import cho_inverse, cho_logdet, inv_spd, trtri
 from .update import cholesky_update
 from .wls import WLSResult, wls_solve
@@ -86,4 +87,5 @@ __all__ = [
     "cholesky_update",
     "cho_inverse", "cho_logdet", "inv_spd", "trtri",
     "warmup", "sparse", "TiledMatrix", "tiled", "hybrid",
+    "multi_device", "multi_device_lu", "tile_tasks",
 ]

@@ -44,13 +44,34 @@ from .cholesky import not_positive_definite
 from .tiled import (MEMORY_SHARE, TILE, Panel, check_finite_rows, copy_panel, finish_panel,
                     panel_extent, update_panel)
 
+__all__ = ["context_queues", "MultiTiles", "factor_multi", "cholesky"]
+
 #: Receive buffers per device: panel k + 1 arrives while panel k is still being read.
 SLOTS = 2
 
 
 def context_queues(devices) -> list:
-    """One context over ``devices`` (of one platform) and a profiling queue on each (a
-    device named twice gets two queues: drivers refuse it twice in one context)."""
+    """One context over ``devices`` and a profiling queue on each.
+
+    Parameters
+    ----------
+    devices : sequence of pyopencl.Device
+        Devices of one platform (e.g. both GPUs NVIDIA's platform lists, or the
+        sub-devices of ``device.create_sub_devices``).  A device named twice gets
+        two queues (drivers refuse it twice in one context).
+
+    Returns
+    -------
+    list of pyopencl.CommandQueue
+        One per entry of ``devices``, in order, all of one context.
+
+    Raises
+    ------
+    ValueError
+        No devices.
+    pyopencl.Error
+        The driver refuses the context (devices of several platforms).
+    """
     devices = list(devices)
     if not devices:
         raise ValueError("devices must name at least one device")
@@ -72,6 +93,25 @@ class MultiTiles:
     """The lower triangle of an n x n matrix (or, with ``full``, the whole matrix) in
     panels of ``tile`` columns spread block-cyclically over the devices of ``queues``
     (panel p on ``queues[p % D]``; panel p holds rows p·tile .. n, or every row).
+
+    Parameters
+    ----------
+    n : int
+        Order.
+    dtype : float32 or float64
+    queues : sequence of pyopencl.CommandQueue
+        Profiling queues of one context (:func:`context_queues`).
+    tile : int, optional
+        Panel width (default :data:`oclla.tiled.TILE`, at most n).
+    full : bool, default False
+        Every row of each panel (the LU's storage), not only the lower triangle.
+
+    Attributes
+    ----------
+    n, dtype, tile, full, queues
+        As given.
+    panels : list of oclla.tiled.Panel
+        The buffers (panel p owned by ``queues[owner(p)]``).
 
     Two queues on one device are allowed (they share its memory and compute units:
     a test of the schedule, not a speed-up).
@@ -166,7 +206,28 @@ def _copy_queues(queues) -> list:
 
 
 def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
-    """The right-looking factorization of :class:`MultiTiles` with look-ahead."""
+    """A = L·Lᵀ of a lower-triangle :class:`MultiTiles` in place over its devices.
+
+    Parameters
+    ----------
+    mt : MultiTiles
+        Lower storage (not ``full``); overwritten by L (the diagonal tiles' upper
+        triangle zeroed).
+    block : int, optional
+        Block width of the diagonal tiles' potrf (default: the device's).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "leading minor of order k is not positive definite", once every device
+        is done (the panels are then partly factored).
+    ValueError
+        ``mt`` in full storage.
+    """
     if mt.full:
         raise ValueError("the Cholesky factorization reads lower-triangle panels; make the "
                          "MultiTiles without full")
@@ -239,16 +300,39 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
 
 def cholesky(a, *, queues, lower: bool = True, tile: int | None = None,
              check_finite: bool = True, block: int | None = None) -> np.ndarray:
-    """The Cholesky factor of the SPD host matrix ``a`` computed on the devices of
-    ``queues`` (one context, :func:`context_queues`), as :func:`oclla.cholesky` with
-    ``clean`` output: L (``lower``, from a's lower triangle) or U = Lᵀ (from the
-    upper triangle) in a new array, the other triangle zero.  ``a`` is never
-    written.  ``tile`` (default :data:`oclla.tiled.TILE`, at most n) is the panel
-    width; the panels go round-robin to the devices.
+    """The Cholesky factor of an SPD host matrix computed on several devices.
 
-    Raises ValueError (not square, NaN/Inf, queues of several contexts),
-    TypeError, numpy.linalg.LinAlgError ("leading minor of order k is not
-    positive definite"), DeviceError.
+    Parameters
+    ----------
+    a : (n, n) array_like of float32/float64
+        Never written; only the triangle ``lower`` names is read.
+    queues : sequence of pyopencl.CommandQueue
+        Profiling queues of one context (:func:`context_queues`); the panels go
+        round-robin to them.
+    lower : bool, default True
+        L with A = L·Lᵀ from the lower triangle, else U = Lᵀ from the upper.
+    tile : int, optional
+        Panel width (default :data:`oclla.tiled.TILE`, at most n).
+    check_finite : bool, default True
+        Reject NaN/Inf (ValueError).
+    block : int, optional
+        Block width of the diagonal tiles' potrf (default: the device's).
+
+    Returns
+    -------
+    numpy.ndarray
+        The factor in a new array, the other triangle zero.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        "leading minor of order k is not positive definite".
+    ValueError
+        Not square, NaN/Inf, no queues or queues of several contexts.
+    TypeError
+        A dtype other than float32/float64.
+    oclla.DeviceError
+        float64 without ``cl_khr_fp64``, panels beyond a device's buffer or memory.
     """
     arr = np.asarray(a)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:

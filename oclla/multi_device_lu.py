@@ -41,9 +41,30 @@ from .tiled import Panel
 from .tiled_lu import _factor_panel, _panel_rows
 
 
+__all__ = ["factor_lu_multi", "lu_factor"]
+
+
 def factor_lu_multi(mt: MultiTiles) -> tuple:
-    """Factor the full-storage :class:`MultiTiles` in place (module docstring); returns
-    (piv, info): the 0-based interchanges (numpy int32, length n) and LAPACK's info."""
+    """P·A = L·U of a full-storage :class:`oclla.multi_device.MultiTiles` in place.
+
+    Parameters
+    ----------
+    mt : oclla.multi_device.MultiTiles
+        Made with ``full=True``; overwritten by U and L's multipliers.
+
+    Returns
+    -------
+    piv : numpy.ndarray of int32
+        The 0-based row interchanges (scipy's ``piv``).
+    info : int
+        LAPACK's info: 0, or the 1-based column of the first exactly zero
+        diagonal entry of U.
+
+    Raises
+    ------
+    ValueError
+        ``mt`` not in full storage.
+    """
     if not mt.full:
         raise ValueError("the LU needs a MultiTiles in full storage (full=True)")
     n, nb, dtype, queues = mt.n, mt.tile, mt.dtype, mt.queues
@@ -145,11 +166,41 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
 
 
 def lu_factor(a, *, queues, tile: int | None = None, check_finite: bool = True) -> tuple:
-    """P·A = L·U of the square host matrix ``a`` on the devices of ``queues`` (one
-    context, :func:`oclla.multi_device.context_queues`), as :func:`oclla.lu_factor`:
-    (lu, piv) in scipy's layout, new host arrays (``a`` is never written).  Warns
-    LinAlgWarning for an exactly singular U.  Raises ValueError (not square,
-    NaN/Inf, queues of several contexts), TypeError, DeviceError."""
+    """P·A = L·U of a square host matrix on several devices, as :func:`oclla.lu_factor`.
+
+    Parameters
+    ----------
+    a : (n, n) array_like of float32/float64
+        Never written.
+    queues : sequence of pyopencl.CommandQueue
+        Profiling queues of one context (:func:`oclla.multi_device.context_queues`);
+        the tile columns go round-robin to them.
+    tile : int, optional
+        Tile width (default :data:`oclla.tiled.TILE`, at most n).
+    check_finite : bool, default True
+        Reject NaN/Inf (ValueError).
+
+    Returns
+    -------
+    lu : numpy.ndarray
+        U on and above the diagonal, L's multipliers below (scipy's layout).
+    piv : numpy.ndarray of int32
+        The 0-based row interchanges.
+
+    Raises
+    ------
+    ValueError
+        Not square, NaN/Inf, no queues or queues of several contexts.
+    TypeError
+        A dtype other than float32/float64.
+    oclla.DeviceError
+        float64 without ``cl_khr_fp64``, tiles beyond a device's buffer or memory.
+
+    Warns
+    -----
+    scipy.linalg.LinAlgWarning
+        An exactly singular U (the zero diagonal entry named, as scipy does).
+    """
     arr = np.asarray(a)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise ValueError(f"a must be square, got shape {arr.shape}")
