@@ -38,7 +38,7 @@ from ._programs import int_zeros
 from .blas import gemm, laswp, trsm
 from .multi_device import SLOTS, MultiTiles, _copy_queues
 from .tiled import Panel
-from .tiled_lu import _factor_panel, _panel_rows
+from .tiled_lu import factor_panel, panel_rows
 
 
 __all__ = ["factor_lu_multi", "lu_factor"]
@@ -94,7 +94,7 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
                         flops=m * jb * jb - jb ** 3 / 3.0):
             cl.enqueue_copy(q, scratch[d], panel.buf, byte_count=m * jb * item,
                             src_offset=j0 * jb * item)
-            _factor_panel(q, scratch[d], m, jb, pivots[p], flags[p], dtype)
+            factor_panel(q, scratch[d], m, jb, pivots[p], flags[p], dtype)
             cl.enqueue_copy(q, panel.buf, scratch[d], byte_count=m * jb * item,
                             dst_offset=j0 * jb * item)
         factored[p] = cl.enqueue_marker(q)
@@ -130,7 +130,7 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
                 with trace.step("laswp", (k0, n, 0, n)):
                     for j in own:
                         other = mt.panels[j]
-                        laswp(q, _panel_rows(other, k0), 0, other.w, piv, 0, kb, dtype=dtype)
+                        laswp(q, panel_rows(other, k0), 0, other.w, piv, 0, kb, dtype=dtype)
                 for j in own:
                     if j < k:
                         continue

@@ -87,12 +87,12 @@ def check_square_full(tm: TiledMatrix) -> None:
                          f"(triangle=None), got {tm!r}")
 
 
-def _panel_rows(panel, j0: int) -> View:
+def panel_rows(panel, j0: int) -> View:
     """Rows j0 .. of a block column's buffer (its leading dimension is its width)."""
     return View(panel.buf, (j0 - panel.r0) * panel.w, panel.w)
 
 
-def _factor_panel(queue, scratch: cl.Buffer, m: int, jb: int, piv, info, dtype) -> None:
+def factor_panel(queue, scratch: cl.Buffer, m: int, jb: int, piv, info, dtype) -> None:
     """P·A = L·U of the m x jb panel at the start of ``scratch`` (row-major, leading
     dimension jb); pivots (0-based, within the panel) into ``piv``, the first zero
     pivot's column (1-based) into ``info``.
@@ -143,13 +143,13 @@ def factor_lu_tiles(tm: TiledMatrix) -> tuple:
                 nbytes = m * jb * item
                 cl.enqueue_copy(queue, scratch, panel.buf, byte_count=nbytes,
                                 src_offset=j0 * jb * item)
-                _factor_panel(queue, scratch, m, jb, piv, info, dtype)
+                factor_panel(queue, scratch, m, jb, piv, info, dtype)
                 cl.enqueue_copy(queue, panel.buf, scratch, byte_count=nbytes,
                                 dst_offset=j0 * jb * item)
             with trace.step("laswp", (j0, n, 0, n)):
                 for q, other in enumerate(tm.panels):
                     if q != p:
-                        laswp(queue, _panel_rows(other, j0), 0, other.w, piv.data, 0, jb,
+                        laswp(queue, panel_rows(other, j0), 0, other.w, piv.data, 0, jb,
                               dtype=dtype)
             for other in tm.panels[p + 1:]:
                 q0, qb = other.c0, other.w
