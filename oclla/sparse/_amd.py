@@ -44,6 +44,7 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
         adj[i].discard(i)
     elems = [set() for _ in range(n)]          # E[i]
     clique = {}                                # L[e] for live elements
+    clique_weight = {}                         # |L[e]| (weighted) for live elements
     weight = [1] * n                           # supervariable weights (0: absorbed)
     members = [[i] for i in range(n)]          # the variables a supervariable stands for
     degree = [len(a) for a in adj]
@@ -60,6 +61,7 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
         lp = set(adj[p])
         for e in elems[p]:
             lp |= clique.pop(e)
+            del clique_weight[e]
         lp.discard(p)
         lp = {i for i in lp if weight[i] and not done[i]}
         absorbed = elems[p]
@@ -69,6 +71,8 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
         adj[p] = set()
         elems[p] = set()
         clique[p] = lp
+        # |L[p]| never changes while p lives: variables leave a clique only when merged
+        # into a supervariable of the same cliques, which takes over their weight
         # prune A and E of the variables of L[p]
         for i in lp:
             adj[i] = adj[i] - lp        # (not -=: that walks all of L[p] for every i)
@@ -76,17 +80,16 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
             elems[i] -= absorbed
             elems[i].add(p)
         # |L[e] \ L[p]| for every element met, weighted
-        wlp = sum(weight[i] for i in lp)
+        wlp = clique_weight[p] = sum(weight[i] for i in lp)
         ext = {}
         for i in lp:
             wi = weight[i]
             for e in elems[i]:
                 if e != p:
-                    if e not in ext:
-                        ext[e] = sum(weight[k] for k in clique[e])
-                    ext[e] -= wi
+                    ext[e] = ext.get(e, clique_weight[e]) - wi
         for e, x in ext.items():
             if x == 0:                      # L[e] ⊆ L[p]: aggressive absorption
+                del clique_weight[e]
                 for i in clique.pop(e):
                     elems[i].discard(e)
         # supervariables: equal A and E
