@@ -19,8 +19,13 @@ look-ahead::
 
 All the devices share one context (NVIDIA's OpenCL lists every GPU of a host
 in one platform; :func:`context_queues` makes the context and a profiling
-queue per device), so events order work across them and a panel is copied
-from one device's buffer into another's with ``clEnqueueCopyBuffer``.  Each
+queue per device), so events order work across them.  A panel travels from
+its owner to the others through page-locked host memory (:class:`Relay`: one
+download, one upload per receiver, on copy queues): each device buffer is
+only ever used by its own device.  (A buffer of the shared context read by
+another device's command, ``clEnqueueCopyBuffer`` between devices, made
+NVIDIA's driver move whole panels between the GPUs behind the program's back:
+two H200s ran at 0.23x of one.)  Each
 device's kernels are recorded on its own lane of the trace
 (:func:`oclla.trace.label_device`).  An SPD failure is read after the whole
 factorization: :class:`numpy.linalg.LinAlgError` names LAPACK's order (the
@@ -205,6 +210,63 @@ def _copy_queues(queues) -> list:
     return [cl.CommandQueue(q.context, q.device, properties=props) for q in queues]
 
 
+class Relay:
+    """Copies from one device's buffer into other devices' buffers through page-locked
+    host memory (``slots`` mapped ``CL_MEM_ALLOC_HOST_PTR`` buffers of ``nbytes``).
+
+    The owner's copy queue downloads into a host slot (one DMA), each receiver's copy
+    queue uploads from it (one DMA each), tied by events.  So every device buffer is
+    only ever used by its own device's queues: a driver that keeps a buffer of a
+    multi-device context on one device at a time (NVIDIA's) never moves a whole
+    panel back and forth behind the program's back.
+    """
+
+    def __init__(self, copyqs: list, nbytes: int, slots: int = SLOTS):
+        self.copyqs = copyqs
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
+        self.buffers, self.hosts = [], []
+        for _ in range(slots):
+            buf = cl.Buffer(copyqs[0].context, flags, max(nbytes, 1))
+            host, event = cl.enqueue_map_buffer(copyqs[0], buf, cl.map_flags.READ
+                                                | cl.map_flags.WRITE, 0, (max(nbytes, 1),),
+                                                np.uint8)
+            event.wait()
+            self.buffers.append(buf)
+            self.hosts.append(host)
+        self.readers = [[] for _ in range(slots)]     # the uploads last reading each slot
+        self.next = 0
+
+    def send(self, owner: int, src: cl.Buffer, offset: int, nbytes: int, targets,
+             after) -> tuple:
+        """Copy ``nbytes`` of ``src`` from byte ``offset`` (on device ``owner``, once
+        the event ``after`` is complete) to offset 0 of each target: ``targets`` is
+        a list of (device index, buffer, events the upload must wait for).  Returns
+        the download's event and {device index: the upload's event}."""
+        slot = self.next
+        self.next = (slot + 1) % len(self.hosts)
+        host = self.hosts[slot][:nbytes]
+        down = cl.enqueue_copy(self.copyqs[owner], host, src, src_offset=offset,
+                               is_blocking=False, wait_for=[after] + self.readers[slot])
+        self.copyqs[owner].flush()
+        arrived = {}
+        for d, dst, wait in targets:
+            arrived[d] = cl.enqueue_copy(self.copyqs[d], dst, host, is_blocking=False,
+                                         wait_for=[down] + [e for e in wait if e is not None])
+            self.copyqs[d].flush()
+        self.readers[slot] = list(arrived.values())
+        return down, arrived
+
+    def close(self) -> None:
+        """Wait for every copy, then unmap and free the host buffers."""
+        for q in self.copyqs:
+            q.finish()
+        for host, buf in zip(self.hosts, self.buffers):
+            host.base.release(self.copyqs[0])
+            buf.release()
+        self.copyqs[0].finish()
+        self.hosts, self.buffers = [], []
+
+
 def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
     """A = L·Lᵀ of a lower-triangle :class:`MultiTiles` in place over its devices.
 
@@ -254,44 +316,48 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
         factored[p] = cl.enqueue_marker(q)
         q.flush()
 
-    with trace.run("cholesky", "multi_device", queues[0], (n, n), dtype, tile=nb,
-                   devices=devices):
-        finish(0)
-        for k in range(count - 1):
-            src = mt.panels[k]
-            k0, kb = src.c0, src.w
-            for d in range(devices):
-                mine = [j for j in range(k + 1, count) if mt.owner(j) == d]
-                if not mine:
-                    continue
-                q = queues[d]
-                if d == mt.owner(k):
+    relay = Relay(copyqs, n * nb * item) if devices > 1 else None
+    try:
+        with trace.run("cholesky", "multi_device", queues[0], (n, n), dtype, tile=nb,
+                       devices=devices):
+            finish(0)
+            for k in range(count - 1):
+                src, home = mt.panels[k], mt.owner(k)
+                k0, kb = src.c0, src.w
+                slot = k % SLOTS
+                users = [d for d in range(devices)
+                         if any(mt.owner(j) == d for j in range(k + 1, count))]
+                arrived = {}
+                targets = [(d, recv[d][slot], [last_read[d][slot]]) for d in users
+                           if d != home]
+                if targets:             # panel k's rows from k0 on, through host memory
+                    with trace.step("send", (k0, n, k0, k0 + kb), nbytes=(n - k0) * kb * item):
+                        _, arrived = relay.send(home, src.buf, 0, (n - k0) * kb * item,
+                                                targets, factored[k])
+                for d in users:
+                    q = queues[d]
                     panel = src
-                else:                   # panel k's rows from k0 on into a receive slot
-                    slot = k % SLOTS
-                    buf, wait = recv[d][slot], [factored[k]]
-                    if last_read[d][slot] is not None:
-                        wait.append(last_read[d][slot])
-                    with trace.step("receive", (k0, n, k0, k0 + kb),
-                                    nbytes=(n - k0) * kb * item):
-                        arrived = cl.enqueue_copy(copyqs[d], buf, src.buf,
-                                                  byte_count=(n - k0) * kb * item,
-                                                  wait_for=wait)
-                    copyqs[d].flush()
-                    cl.enqueue_barrier(q, wait_for=[arrived])
-                    panel = Panel(buf, k0, k0, n - k0, kb)
-                for j in mine:
-                    target = mt.panels[j]
-                    j0, jb = target.c0, target.w
-                    update_panel(q, n - j0, jb, kb, panel.view(j0, k0), target.view(j0, j0),
-                                 lower=True, dtype=dtype, region=(j0, n, j0, j0 + jb))
-                    if j == k + 1:
-                        finish(j)
-                if d != mt.owner(k):
-                    last_read[d][k % SLOTS] = cl.enqueue_marker(q)
-                q.flush()
-        for q in copyqs + queues:
-            q.finish()
+                    if d != home:
+                        cl.enqueue_barrier(q, wait_for=[arrived[d]])
+                        panel = Panel(recv[d][slot], k0, k0, n - k0, kb)
+                    for j in range(k + 1, count):
+                        if mt.owner(j) != d:
+                            continue
+                        target = mt.panels[j]
+                        j0, jb = target.c0, target.w
+                        update_panel(q, n - j0, jb, kb, panel.view(j0, k0),
+                                     target.view(j0, j0), lower=True, dtype=dtype,
+                                     region=(j0, n, j0, j0 + jb))
+                        if j == k + 1:
+                            finish(j)
+                    if d != home:
+                        last_read[d][slot] = cl.enqueue_marker(q)
+                    q.flush()
+            for q in copyqs + queues:
+                q.finish()
+    finally:
+        if relay is not None:
+            relay.close()
     failed = [int(f.get()[0]) for f in flags]
     failed = [f for f in failed if f]
     if failed:
