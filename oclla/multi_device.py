@@ -22,10 +22,11 @@ in one platform; :func:`context_queues` makes the context and a profiling
 queue per device), so events order work across them.  A panel travels from
 its owner to the others through page-locked host memory (:class:`Relay`: one
 download, one upload per receiver, on copy queues): each device buffer is
-only ever used by its own device.  (A buffer of the shared context read by
-another device's command, ``clEnqueueCopyBuffer`` between devices, made
-NVIDIA's driver move whole panels between the GPUs behind the program's back:
-two H200s ran at 0.23x of one.)  Each
+only ever used by its own device.  (With ``clEnqueueCopyBuffer`` from the
+owner's buffer on the receiver's queue instead, two H200s ran at 0.23x of one
+at n = 65536 float32; a driver that keeps each buffer of a multi-device context
+on one device at a time would move whole panels back and forth then, which is
+the likely cause; the relay has not yet run on two GPUs.)  Each
 device's kernels are recorded on its own lane of the trace
 (:func:`oclla.trace.label_device`).  An SPD failure is read after the whole
 factorization: :class:`numpy.linalg.LinAlgError` names LAPACK's order (the
