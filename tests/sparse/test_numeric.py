@@ -206,3 +206,21 @@ def test_rlb_gemms_cover_every_update_once():
                     pos = plan.rel[plan.rel_ptr[q] + i - plan.pair_j0[q]]
                     want.append(int(sym.l_ptr[t] + col * plan.nr[t] + pos))
         assert sorted(hit) == sorted(want)
+
+
+def test_rlb_batched_gemms_on_tiles(queue, monkeypatch):
+    """The GPUs' form of RLB's batched GEMMs (work-groups over gemm_tile.h's tiles, here
+    16 x 16 tiles of interleaved 2 x 2 blocks given by hand): a backward error below the
+    limit, launches of several tiles."""
+    from oclla._knobs import complete_gemm
+    shape = complete_gemm(dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2,
+                               WPT_N=2, VEC=2, INTERLEAVE=1, VEC_LOCAL=2))
+    monkeypatch.setattr(numeric, "gemm_shape", lambda queue, k, dtype: shape)
+    n = 70
+    a = _matrix(n, seed=21, density=0.06)
+    perm = np.random.default_rng(6).permutation(n)
+    _, plan, l = _factor(queue, a, np.float64, perm, method="rlb", large=0.0, max_cols=20)
+    assert any(launch[1][0] // launch[2][0] > 1 for launches in plan.blocks.values()
+               for launch in launches)                  # a launch of several tiles
+    err = accuracy.sparse_cholesky_backward_error(a, sp.csc_array(l), perm)
+    assert err < accuracy.THRESHOLD
