@@ -239,8 +239,19 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
                 continue;
             __global real *lc = lt + (long)col * nrt;
 #if RLB
+            /* four source columns k per pass down the target column (each scattered
+             * entry read and written once for four products) */
             __global const real *x = l + lp[s] + nc;
-            for (int k = 0; k < nc; k++) {
+            int k = 0;
+            for (; k + 4 <= nc; k += 4) {
+                __global const real *x0 = x + (long)k * nr;
+                const real a0 = x0[j], a1 = x0[nr + j], a2 = x0[2 * nr + j];
+                const real a3 = x0[3 * nr + j];
+                for (int i = j; i < m; i++)
+                    lc[rq[i]] -= MUL_ADD(x0[i], a0, MUL_ADD(x0[i + nr], a1,
+                                 MUL_ADD(x0[i + 2 * nr], a2, x0[i + 3 * nr] * a3)));
+            }
+            for (; k < nc; k++) {
                 __global const real *xk = x + (long)k * nr;
                 const real a = xk[j];
                 for (int i = j; i < m; i++)
