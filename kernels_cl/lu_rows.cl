@@ -1,5 +1,6 @@
 /* lu_rows.cl -- the blocked LU's register leaf (a file of its own: it is
- * built once per leaf shape, LW x ROWS).
+ * built once per leaf width LW and work-group size WG; ROWS is the most rows an
+ * item can hold, and the slots in use, ceil(m / WG), are found at run time).
  *
  * Same storage, piv and info conventions as lu_inplace.cl.  getf2_rows factors the
  * m x w leaf a[c0:n, c0:c0+w] (w <= LW, m <= ROWS * WG) of a panel held in
@@ -16,7 +17,10 @@
  *      +------+----+-----------+
  *
  * Row r of the leaf (relative to c0) lives in item r % WG, slot r / WG: its
- * LW entries are the item's registers x[slot * LW, slot * LW + LW).  An item
+ * LW entries are the item's registers x[slot * LW, slot * LW + LW).  Slots at
+ * or past ceil(m / WG) hold no row: the column steps skip them (a test that is
+ * the same in every item), and their chunks only meet the barriers, so one
+ * program serves every m up to ROWS * WG.  An item
  * thus holds its rows' multipliers itself, and a column step j needs from
  * the others only the pivot row:
  *   1. the item of row j publishes it (jrow, by parity of j) and every item
@@ -44,13 +48,14 @@
  * to the other half, and it leaves the strictly lower part of L11^-1 for the
  * update instead of touching any other column.
  *
- * With PREV = 1 as well, one launch does two leaves' work (flat_update.h's
+ * With PREV = 1 as well, one launch (with prev = 1) does two leaves' work (flat_update.h's
  * TILE_* / WPT_* with NX * NY = WG): work-group 0 is the leaf, which first
  * applies, as it loads its rows, the update of the leaf LW columns left of it
  * (A22 -= L21 U12 on its own columns, U12 = L11^-1 A12 formed once), and the
  * other work-groups apply that same update to the columns right of the leaf,
  * one tile each.  Neither reads what the other writes: the tiles read the map
- * this leaf reads, not the one it writes.
+ * this leaf reads, not the one it writes.  With prev = 0 the same program is a
+ * plain MAP leaf (the tail's first, launched as one work-group).
  */
 #include "unroll.h"
 
@@ -58,7 +63,7 @@
 #define LW 8               /* widest leaf: 1, 4, 8 or 16 */
 #endif
 #ifndef ROWS
-#define ROWS 2             /* leaf rows per work-item (at most 16); ROWS * LW <= 64 */
+#define ROWS 2             /* most leaf rows per work-item (at most 16); ROWS * LW <= 64 */
 #endif
 #ifndef STAGE
 #define STAGE WG           /* rows moved between memory and registers at once (a power of
@@ -230,15 +235,15 @@ __kernel void leaf_columns(__global real *a, const int lda, const int c0, const 
 
 /* Rows [r0, r0 + STAGE) of the leaf (columns [0, w) from column c0, rows below
  * m; zeros elsewhere) from memory rows from[r - r0] to stage; with PREV also
- * the previous leaf's columns [c0 - LW, c0) of those rows (its L21) to the
- * stage's second half.  Every load is issued before the first store (a store
+ * the previous leaf's columns [c0 - LW, c0) of those rows (its L21; zeros
+ * where prev = 0) to the stage's second half.  Every load is issued before the first store (a store
  * to the stage, which the compiler cannot tell from `from`, would otherwise
  * wait for the load before it).  A barrier must follow before the stage is
  * read, and precede it where the stage was read before. */
 #define LOAD_PARTS (1 + PREV)
 void load_chunk(__global const real *a, const int lda, const int c0, const int m,
                 const int w, const int r0, __local real *stage, __local const int *from,
-                const int lid)
+                const int lid, const int prev)
 {
     real v[LOAD_PARTS][CHUNK_PART];
     #pragma unroll
@@ -246,7 +251,7 @@ void load_chunk(__global const real *a, const int lda, const int c0, const int m
         #pragma unroll
         for (int k = 0; k < CHUNK_PART; k++) {
             const int r = CHUNK_ELEM(k) / LW, i = CHUNK_ELEM(k) % LW;
-            v[p][k] = r0 + r < m && i < (p ? LW : w)
+            v[p][k] = r0 + r < m && i < (p ? LW * prev : w)
                     ? a[AT(from[r], (p ? c0 - LW : c0) + i, lda)] : ZERO;
         }
     #pragma unroll
@@ -331,7 +336,7 @@ void store_l11_inverse(__local const real *l11, const int w, __global real *linv
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void getf2_rows(__global real *a, const int lda, const int n, const int c0, const int w,
 #if MAP
-                __global int *maps, __global real *linv,
+                __global int *maps, __global real *linv, const int prev,
 #else
                 const int p0, const int p1, __global int *perm,
 #endif
@@ -346,11 +351,13 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     __local int to[STAGE], jhome[2], uhome[1];     /* memory rows of a chunk, jrow, urow */
     const int lid = get_local_id(0);
     const int m = n - c0;
+    const int slots = (m + WG - 1) / WG;     /* slots holding rows: the same in every item */
     real x[ROWS * LW], u[LW];
     int home[ROWS];          /* memory row of each slot's row (with MAP it moves with the
                                 row; without, rows move and it stays c0 + r) */
 #if !MAP
     __global int *rowmap = 0, *map_out = 0;
+    const int prev = 0;
 #else
     __global int *rowmap = maps + LEAF_PARITY(c0) * n, *map_out = maps + (LEAF_PARITY(c0) ^ 1) * n;
 #endif
@@ -360,7 +367,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
      * for work-group 0 */
     __local real prev_a12[LW * LW], prev_li[LW * LW];
     __local REALV(LW) prev_u[LW];
-    if (get_group_id(0) > 0) {
+    if (get_group_id(0) > 0) {          /* launched only with prev = 1 */
         const int tiles_x = (n - c0 - w + TILE_N - 1) / TILE_N, g = get_group_id(0) - 1;
         __local real *l21 = stage, *a12 = l21 + TILE_M * LW, *u12 = a12 + LW * U12_COLS,
                      *li = u12 + LW * U12_COLS;
@@ -371,8 +378,9 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
         return;
     }
     for (int t = lid; t < LW * LW; t += WG) {
-        prev_a12[t] = t % LW < w ? a[AT(rowmap[c0 - LW + t / LW], c0 + t % LW, lda)] : ZERO;
-        prev_li[t] = linv[LEAF_SLOT(c0 - LW) + t];
+        prev_a12[t] = prev && t % LW < w ? a[AT(rowmap[c0 - LW + t / LW], c0 + t % LW, lda)]
+                                         : ZERO;
+        prev_li[t] = prev ? linv[LEAF_SLOT(c0 - LW) + t] : ZERO;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     form_u12(prev_li, prev_a12, (__local real *)prev_u, LW, lid, WG);
@@ -391,6 +399,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
  * L21 from the stage's second half, where load_chunk put it). */
 #define PREV_ENTRY(j, s, i) if ((i) < LW) X(s, i) = MUL_ADD(-l, uk[i], X(s, i));
 #define PREV_UPDATE(s) \
+                if (prev) \
                 for (int k = 0; k < LW; k++) { \
                     const real l = stage[STAGE * (LW + 1) + STAGED(lid % STAGE, k)]; \
                     real uk[LW]; \
@@ -405,9 +414,9 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
             if (lid / STAGE == h) \
                 to[lid % STAGE] = home[s]; \
             barrier(CLK_LOCAL_MEM_FENCE); \
-            load_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid); \
+            load_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid, prev); \
             barrier(CLK_LOCAL_MEM_FENCE); \
-            if (lid / STAGE == h) { \
+            if (lid / STAGE == h && (s) < slots) { \
                 const int r = (s) * WG + lid; \
                 EACH_COL(LOAD_ENTRY, j, s) \
                 PREV_UPDATE(s) \
@@ -444,7 +453,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #define SHIFT_ENTRY(j, s, i) if ((i) > 0 && (i) < LW) X(s, (i) - 1) = X(s, i) - f * u[i];
 #define SHIFT_ENTRY_ABOVE(j, s, i) if ((i) > 0 && (i) < LW) \
         X(s, (i) - 1) = below ? X(s, i) - f * u[i] : X(s, i);
-#define UPDATE(j, s) if ((s) < ROWS) { \
+#define UPDATE(j, s) if ((s) < ROWS && (s) < slots) { \
         const int r = (s) * WG + lid; \
         const int below = (s) > 0 && WG >= LW ? 1 : r > j; \
         const real first = X(s, 0); \
@@ -490,7 +499,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     }
     /* w rotations so far: LW - w more bring entry i back to column i */
 #define ROTATE_ENTRY(j, s, i) if ((i) > 0 && (i) < LW) X(s, (i) - 1) = X(s, i);
-#define ROTATE(j, s) if ((s) < ROWS) { \
+#define ROTATE(j, s) if ((s) < ROWS && (s) < slots) { \
         const real first = X(s, 0); \
         EACH_COL(ROTATE_ENTRY, j, s) \
         X(s, LW - 1) = first; }
@@ -506,7 +515,7 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #define STORE_ENTRY(j, s, i) if ((i) < LW) stage[STAGED(lid % STAGE, i)] = X(s, i);
 #define STORE(j, s) if ((s) < ROWS) \
         for (int h = 0; h < WG / STAGE; h++) { \
-            if (lid / STAGE == h) { \
+            if (lid / STAGE == h && (s) < slots) { \
                 const int r = (s) * WG + lid; \
                 to[lid % STAGE] = home[s]; \
                 if (MAP && r < m) \

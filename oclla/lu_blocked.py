@@ -72,9 +72,8 @@ class Panels:
         PANEL_WG) up to PANEL_WG, by powers of two, whose rows (a power of two, at
         most 16) take at most REG_SLOTS registers (rows x LEAF_W), and local memory
         for a stage of at least one row."""
-        most, lw = self.p["PANEL_WG"], self.p["LEAF_W"]
+        most, most_rows = self.p["PANEL_WG"], self._most_rows()
         wg = min(self.p["LEAF_WG"] or most, most)
-        most_rows = min(16, self.p["REG_SLOTS"] // lw)
         while wg < most and wg * most_rows < m:
             wg *= 2
         rows = 1
@@ -82,6 +81,12 @@ class Panels:
             rows *= 2
         fits = rows <= most_rows and self._stage_rows(wg) > 0
         return (wg, rows) if fits else None
+
+    def _most_rows(self) -> int:
+        """Rows per work-item a register leaf's program holds (its ROWS): REG_SLOTS /
+        LEAF_W, at most 16.  A leaf of m rows uses the first ceil(m / WG) of them (the
+        kernel finds how many at run time), so the program depends on WG alone."""
+        return min(16, self.p["REG_SLOTS"] // self.p["LEAF_W"])
 
     def _stage_rows(self, wg: int, tile: dict | None = None) -> int:
         """Rows a register leaf of wg items moves through local memory at once
@@ -137,8 +142,8 @@ class Panels:
         c = c0
         while c < end:
             jb = min(lw, end - c)
-            wg, rows = self._reg_shape(n - c)
-            defines = dict(WG=wg, LW=lw, ROWS=rows, STAGE=self._stage_rows(wg),
+            wg, _ = self._reg_shape(n - c)
+            defines = dict(WG=wg, LW=lw, ROWS=self._most_rows(), STAGE=self._stage_rows(wg),
                            ARGMAX_SCAN=self.p["LEAF_SCAN"])
             inline = w - jb <= wg
             self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0 if inline else c),
@@ -150,18 +155,18 @@ class Panels:
                      A.at(c, c + jb), 1.0, A.at(c + jb, c + jb), dtype=self.dtype)
             c += jb
 
-    def _flat_leaf(self, shape: tuple[int, int], tile: dict | None = None):
-        """The flat tail's leaf kernel (getf2_rows, MAP = 1) of ``shape`` (work-group
-        size, rows per item: ``_reg_shape``), its work-group size and None; with
-        the update's `tile`, the one that also
-        applies the previous leaf's update (PREV = 1: its tile rows scaled so that
-        a tile takes the leaf's items) and that tile, or None where that tile or
-        its local memory does not fit the leaf, or the leaf is one column wide
+    def _flat_leaf(self, wg: int, tile: dict | None = None):
+        """The flat tail's leaf kernel (getf2_rows, MAP = 1) of wg work-items
+        (``_reg_shape``), its work-group size and None; with the update's `tile`,
+        the one that can also apply the previous leaf's update (PREV = 1, launched
+        with prev = 1: its tile rows scaled so that a tile takes the leaf's items;
+        with prev = 0 it is the plain leaf) and that tile, or None where that tile
+        or its local memory does not fit the leaf, or the leaf is one column wide
         (PoCL 3.1 crashes running that kernel with LW = 1 under its default
         work-group method, loopvec)."""
-        wg, rows = shape
         lw = self.p["LEAF_W"]
-        defines = dict(WG=wg, LW=lw, ROWS=rows, ARGMAX_SCAN=self.p["LEAF_SCAN"], MAP=1)
+        defines = dict(WG=wg, LW=lw, ROWS=self._most_rows(), ARGMAX_SCAN=self.p["LEAF_SCAN"],
+                       MAP=1)
         if tile is not None:
             if lw == 1:
                 return None
@@ -195,26 +200,28 @@ class Panels:
         flat = dict(LW=lw, **tile)
         update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
         buf, ld, mbuf, lbuf = A.buf, A.ld, maps.data, linv.data
-        leaf_kernels: dict = {}           # (shape, with the previous update) -> _flat_leaf
+        leaf_kernels: dict = {}           # work-group size -> _flat_leaf
 
         def leaf_for(c):
-            """The leaf at column c: (kernel, work-group size, tile) of _flat_leaf, with
-            the previous leaf's update where FLAT_AHEAD is on and its tile fits."""
-            shape, prev = self._reg_shape(n - c), bool(self.p["FLAT_AHEAD"]) and c > c0
-            key = (shape, prev)
-            if key not in leaf_kernels:
-                leaf_kernels[key] = (prev and self._flat_leaf(shape, tile)
-                                     or self._flat_leaf(shape))
-            return leaf_kernels[key]
+            """The leaf at column c: (kernel, work-group size, tile) of _flat_leaf, the
+            kernel able to apply the previous leaf's update where FLAT_AHEAD is on and
+            its tile fits (the first leaf, c0, has none to apply: prev = 0)."""
+            wg = self._reg_shape(n - c)[0]
+            if wg not in leaf_kernels:
+                leaf_kernels[wg] = (self.p["FLAT_AHEAD"] and self._flat_leaf(wg, tile)
+                                    or self._flat_leaf(wg))
+            return leaf_kernels[wg]
 
         for c in range(c0, n, lw):
             jb = min(lw, n - c)
             leaf, wg, fused = leaf_for(c)
+            prev = int(fused is not None and c > c0)
             groups = 1
-            if fused is not None:         # tiles of the previous leaf's update right of it
+            if prev:                      # tiles of the previous leaf's update right of it
                 groups += (-(-(n - c - jb) // fused["TILE_N"])
                            * -(-(n - c) // fused["TILE_M"]))
-            set_args(leaf, buf, ld, n, c, jb, mbuf, lbuf, self.piv.data, self.info.data)
+            set_args(leaf, buf, ld, n, c, jb, mbuf, lbuf, prev, self.piv.data,
+                     self.info.data)
             launch(queue, leaf, (groups * wg,), (wg,))
             if c + jb < n and leaf_for(c + jb)[2] is None:
                 set_args(update, buf, ld, n, c, jb, c + jb, n, mbuf, lbuf)

@@ -125,25 +125,24 @@ def test_cholesky_programs_hold_what_their_route_launches(queue):
 
 
 def test_blocked_cholesky_builds_one_leaf_program(queue):
-    """A blocked factorization whose leaves invert (below SMALL_N) and one whose leaves
-    do not (recursive diagonal blocks, TRSM beside them) share one cholesky.cl program
-    for their leaf and apply_inverse; the results are right both ways (the upper
-    triangle: test_cholesky's parameter sets)."""
-    lower = True
-    from oclla.cholesky import factor_device
+    """Blocked factorizations whose leaves invert (below SMALL_N) and ones whose leaves
+    do not (recursive diagonal blocks, TRSM beside them), of either triangle, share one
+    cholesky.cl program for their leaf and apply_inverse (the triangle is an argument);
+    the results are right every way."""
     chol = dict(NB=16, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=0, TRSM_INVERSE=0,
                 RFP_TRSM_INVERSE=0, SMALL_N=20)
     _params.override("chol", chol)
     try:
         rng = np.random.default_rng(3)
-        for n in (19, 41):                 # 19: inverting leaves; 41 > SMALL_N: plain ones
+        for n, lower in ((19, True), (41, True), (19, False), (41, False)):
+            # 19: inverting leaves; 41 > SMALL_N: plain ones
             x = rng.standard_normal((n, n))
             a = x @ x.T + n * np.eye(n)
             a = a.astype(np.float32)
             c = oclla.cholesky(a, lower=lower, method="blocked", queue=queue)
             assert accuracy.cholesky_backward_error(a, c, lower) < 30
         leaves = [b for b in _programs.builds() if b.source == "cholesky.cl"
-                  and {"-DLEAF=8", "-DWG=16", "-DLOWER=1", "-DPRECISION=32"} <= set(b.options)]
+                  and {"-DLEAF=8", "-DWG=16", "-DPRECISION=32"} <= set(b.options)]
         assert len(leaves) == 1, leaves
     finally:
         _params.override("chol", None)
@@ -175,3 +174,60 @@ def test_grid_panels_build_one_program_for_every_order(queue, dtype):
         assert len(grids) <= 1, grids     # none where an earlier test built the same one
     finally:
         _params.override("lu", None)
+
+
+#: the flat tail in register leaves of LEAF_WG = 4 up to PANEL_WG = 8 items, up to 4 rows
+#: (REG_SLOTS / LEAF_W) each: leaves of 1..16 rows on 4 items, 17..32 on 8
+FLAT = dict(NB=8, LEAF_W=4, PANEL_WG=8, LEAF_WG=4, REG_SLOTS=16, PANEL="leaf", SMALL_N=0,
+            LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=1)
+
+
+@pytest.mark.parametrize("ahead", [1, 0])
+def test_flat_tail_builds_one_leaf_program_per_work_group_size(queue, ahead):
+    """The register leaf (lu_rows.cl) is one program per work-group size: the rows each
+    item holds (1, 2 or 4 here, by the order) are a run-time count, and with FLAT_AHEAD
+    the tail's first leaf (nothing to apply yet) runs the program that applies the
+    previous leaf's update in the others (prev = 0); the factors are right."""
+    _params.override("lu", dict(FLAT, FLAT_AHEAD=ahead))
+    _params.override("gemm_thin", dict(KERNEL="tiled", TILE_M=8, TILE_N=8, TILE_K=8,
+                                       WPT_M=2, WPT_N=2, VEC=1, MAX_K=8))
+    start = _programs.build_count()
+    try:
+        rng = np.random.default_rng(5)
+        for n in (3, 6, 9, 16, 21, 32):
+            a = rng.standard_normal((n, n)).astype(np.float32)
+            lu, piv = oclla.lu_factor(a, method="blocked", queue=queue)
+            assert accuracy.lu_backward_error(a, lu, piv) < 30
+        leaves = [b for b in _programs.builds()[start:] if b.source == "lu_rows.cl"]
+        assert {o for b in leaves for o in b.options if o.startswith("-DROWS=")} <= {"-DROWS=4"}
+        assert len(leaves) <= 2, leaves   # WG = 4 and 8 (fewer: built by an earlier test)
+    finally:
+        _params.override("lu", None)
+        _params.override("gemm_thin", None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_small_problems_build_no_64_bit_index_programs(queue, dtype):
+    """gemm, trsm and laswp take 32-bit element indices wherever their operands' buffers
+    hold fewer than 2³¹ elements, in every routine: the factorizations and solves share
+    their programs, and no 64-bit twin is built for them.  A context of its own, so that
+    every program those routines use is built (counted) here."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("no fp64")
+    fresh = cl.CommandQueue(cl.Context([queue.device]), properties=queue.properties)
+    start = _programs.build_count()
+    rng = np.random.default_rng(6)
+    n = 70
+    x = rng.standard_normal((n, n))
+    a, spd = x.astype(dtype), (x @ x.T + n * np.eye(n)).astype(dtype)
+    b = rng.standard_normal((n, 2)).astype(dtype)
+    lu_piv = oclla.lu_factor(a, queue=fresh)
+    oclla.lu_solve(lu_piv, b, queue=fresh)
+    for lower in (True, False):
+        c = oclla.cho_factor(spd, lower=lower, queue=fresh)
+        oclla.cho_solve(c, b, queue=fresh)
+    built = _programs.builds()[start:]
+    assert {"gemm.cl", "trsm.cl"} <= {b.source for b in built}
+    wide = [f"{b.source} {' '.join(b.options)}" for b in built
+            if b.source in ("gemm.cl", "trsm.cl", "laswp.cl") and "-DINDEX64=0" not in b.options]
+    assert not wide, "\n".join(wide)
