@@ -145,7 +145,8 @@ def index_width(elements: int):
     """Within the block, kernels from :func:`get_kernel` form element indices in 32 bits
     (``-DINDEX64=0``, kernels_cl/common.h) if every operand has fewer than 2³¹
     elements (``elements``: the largest operand's count, offsets included), else in
-    64 bits as everywhere outside such a block.  A 64-bit product per address costs
+    64 bits as everywhere outside such a block (the BLAS routines open their own, from
+    their operands' buffers: :func:`oclla.blas.indices_for`).  A 64-bit product per address costs
     the LU's panel and update kernels several per cent on a GPU at n = 16384; a
     matrix of 2³¹ entries or more (n >= 46341) needs it."""
     token = _index64.set(int(elements >= 2 ** 31))
