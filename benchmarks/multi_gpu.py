@@ -20,8 +20,21 @@ speed-up (the issue's goal: two H100s ≥ 1.8x one at n = 65536 float32).
 ``--lu`` also times the LU with partial pivoting (oclla.multi_device_lu) on one
 and on N devices (the same matrix, read whole; 2n³/3 flops).
 ``--same-device`` puts every queue on the first device (a check of the
-schedule where only one GPU exists; no speed-up expected).  ``--check``
+schedule where only one GPU exists; no speed-up expected); ``--split``
+partitions the first device into --devices equal sub-devices (PoCL's CPU:
+the schedule's idle time measured without a GPU, ``--device pthread --split
+--trace /tmp/t``).  ``--check``
 measures the backward error (n ≤ 4096); ``--json PATH`` writes the rows.
+
+``--trace PREFIX`` records the timed one- and N-device runs (oclla.record;
+the times reported are those of the recorded runs) and writes each as a
+Chrome trace, PREFIX-<mode>.json (chrome://tracing, ui.perfetto.dev: a lane
+per device for its kernels, one per device for its relay copies), then
+prints where the time went: per device the share of the wall time its
+kernels kept it busy, its idle time in each third of the run, and the time
+its copy queue spent downloading and uploading relayed panels; for the run,
+how long the host took to enqueue everything (near the wall time: the host,
+not the devices, sets the pace).
 """
 
 import argparse
@@ -37,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import oclla                                                    # noqa: E402
 from oclla import accuracy, multi_device, multi_device_lu, tiled  # noqa: E402
+from oclla.trace import HOST                                    # noqa: E402
 from oclla.cholesky import cholesky_flops                       # noqa: E402
 from out_of_core import make_spd, symmetric                     # noqa: E402
 
@@ -53,14 +67,93 @@ def platform_devices(match: str) -> list:
     raise SystemExit(f"no OpenCL device matches {match!r}")
 
 
-def timed_multi(a: np.ndarray, queues, tile: int, check: bool) -> dict:
+def union_ns(spans) -> int:
+    """Length of the union of (start, end) intervals (ns)."""
+    total, reach = 0, None
+    for lo, hi in sorted(spans):
+        if reach is None or lo > reach:
+            total, reach = total + hi - lo, hi
+        elif hi > reach:
+            total, reach = total + hi - reach, hi
+    return total
+
+
+def idle_thirds(spans, t0: int, t1: int) -> list:
+    """Idle ns of a lane in each third of [t0, t1] (spans: its busy intervals)."""
+    cuts = [t0 + (t1 - t0) * i // 3 for i in range(4)]
+    return [(b - a) - union_ns([(max(lo, a), min(hi, b)) for lo, hi in spans
+                                if hi > a and lo < b]) for a, b in zip(cuts, cuts[1:])]
+
+
+def where_time_went(rec, seconds: float, path: str) -> dict:
+    """Write ``rec``'s run as a Chrome trace (relay copies on lanes of their own)
+    and return / print each device's busy share, idle thirds and relay times."""
+    doc = rec.to_chrome_trace()
+    events = doc["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M"
+             and e["name"] == "thread_name"}
+    copy_tids = {}
+    for e in events:
+        if e["ph"] == "X" and e["name"].startswith("relay"):
+            key = (e["pid"], e["tid"])
+            if key not in copy_tids:
+                copy_tids[key] = 1000 + len(copy_tids)
+                events.append({"name": "thread_name", "ph": "M", "pid": e["pid"],
+                               "tid": copy_tids[key], "args": {"name": f"{names[key]} copies"}})
+            e["tid"] = copy_tids[key]
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh)
+    run = rec.runs[-1]
+    records = [k for k in run.kernels if k.device != HOST]
+    lanes = sorted({k.device for k in records})
+    t0 = min(k.start for k in records)
+    t1 = max(k.end for k in records)
+    summary = dict(trace=path, host_enqueue_s=(max(k.queued for k in records)
+                                               - min(k.queued for k in records)) / 1e9,
+                   devices={})
+    for lane in lanes:
+        mine = [k for k in records if k.device == lane]
+        work = [(k.start, k.end) for k in mine if not k.name.startswith("relay")]
+        down = union_ns([(k.start, k.end) for k in mine if k.name == "relay down"])
+        up = union_ns([(k.start, k.end) for k in mine if k.name == "relay up"])
+        busy = union_ns(work)
+        idle = idle_thirds(work, t0, t1)
+        summary["devices"][lane] = dict(busy_s=busy / 1e9, busy_share=busy / 1e9 / seconds,
+                                        idle_thirds_s=[i / 1e9 for i in idle],
+                                        relay_down_s=down / 1e9, relay_up_s=up / 1e9,
+                                        kernels=len(work))
+        print(f"    {lane}: busy {busy / 1e9:.3f} s = {busy / 1e9 / seconds:.0%} of the wall "
+              f"time, idle by thirds {' / '.join(f'{i / 1e9:.3f}' for i in idle)} s, relay "
+              f"down {down / 1e9:.3f} s, up {up / 1e9:.3f} s ({len(work)} kernels)")
+    print(f"    host enqueued for {summary['host_enqueue_s']:.3f} s of {seconds:.3f} s; "
+          f"device span {(t1 - t0) / 1e9:.3f} s; Chrome trace {path}")
+    sys.stdout.flush()
+    return summary
+
+
+def recorded(trace_to: str | None, mode: str, work) -> tuple:
+    """Run and time ``work()``, inside oclla.record() when ``trace_to`` is a prefix;
+    returns (seconds, summary or None)."""
+    if not trace_to:
+        start = time.perf_counter()
+        work()
+        return time.perf_counter() - start, None
+    with oclla.record() as rec:
+        start = time.perf_counter()
+        work()
+        seconds = time.perf_counter() - start
+    return seconds, (rec, f"{trace_to}-{mode.replace(' ', '')}.json")
+
+
+def timed_multi(a: np.ndarray, queues, tile: int, check: bool, trace_to=None) -> dict:
     mt = multi_device.MultiTiles.from_numpy(a, queues=queues, tile=tile, check_finite=False)
-    start = time.perf_counter()
-    mt.factor()
-    seconds = time.perf_counter() - start
+    mode = f"{len(queues)} device{'s' if len(queues) > 1 else ''}"
+    seconds, traced = recorded(trace_to, mode, mt.factor)
     n = a.shape[0]
-    row = dict(mode=f"{len(queues)} device{'s' if len(queues) > 1 else ''}", n=n, tile=tile,
+    row = dict(mode=mode, n=n, tile=tile,
                devices=len(queues), seconds=seconds, gflops=cholesky_flops(n) / seconds / 1e9)
+    if traced:
+        row["traced"] = traced
     if check:
         row["backward_error"] = accuracy.cholesky_backward_error(symmetric(a), mt.to_numpy(),
                                                                  True)
@@ -68,15 +161,19 @@ def timed_multi(a: np.ndarray, queues, tile: int, check: bool) -> dict:
     return row
 
 
-def timed_lu(a: np.ndarray, queues, tile: int, check: bool) -> dict:
+def timed_lu(a: np.ndarray, queues, tile: int, check: bool, trace_to=None) -> dict:
     mt = multi_device.MultiTiles.from_numpy(a, queues=queues, tile=tile, check_finite=False,
                                             full=True)
-    start = time.perf_counter()
-    piv, _ = multi_device_lu.factor_lu_multi(mt)
-    seconds = time.perf_counter() - start
+    result = []
+    mode = f"LU {len(queues)} dev"
+    seconds, traced = recorded(trace_to, mode,
+                               lambda: result.append(multi_device_lu.factor_lu_multi(mt)))
+    piv, _ = result[0]
     n = a.shape[0]
-    row = dict(mode=f"LU {len(queues)} dev", n=n, tile=tile, devices=len(queues),
+    row = dict(mode=mode, n=n, tile=tile, devices=len(queues),
                seconds=seconds, gflops=2 * n ** 3 / 3 / seconds / 1e9)
+    if traced:
+        row["traced"] = traced
     if check:
         row["backward_error"] = accuracy.lu_backward_error(a, mt.to_numpy(), piv)
     mt.release()
@@ -106,6 +203,9 @@ def report(row: dict) -> None:
         line += f"  backward error {row['backward_error']:.2f}"
     print(line)
     sys.stdout.flush()
+    if "traced" in row:
+        rec, path = row.pop("traced")
+        row["where"] = where_time_went(rec, row["seconds"], path)
 
 
 def main(argv=None) -> int:
@@ -116,6 +216,8 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="NVIDIA",
                    help="substring of the platform or device names (default NVIDIA)")
     p.add_argument("--devices", type=int, default=2, help="devices of the N-device run")
+    p.add_argument("--split", action="store_true",
+                   help="--devices equal sub-devices of the first device (PoCL's CPU)")
     p.add_argument("--same-device", action="store_true",
                    help="every queue on the first device (a check where one GPU exists)")
     p.add_argument("--modes", default="tiled,one,many",
@@ -123,11 +225,23 @@ def main(argv=None) -> int:
     p.add_argument("--lu", action="store_true", help="also the LU on one and on N devices")
     p.add_argument("--check", action="store_true", help="backward errors (n <= 4096)")
     p.add_argument("--json", default=None)
+    p.add_argument("--trace", default=None, metavar="PREFIX",
+                   help="record the timed one- and N-device runs: Chrome traces "
+                        "PREFIX-<mode>.json and each device's busy share and relay time")
+    p.add_argument("--chunks", type=int, default=multi_device.CHUNKS,
+                   help="most row chunks a relayed panel moves in (default %(default)s)")
     args = p.parse_args(argv)
     modes = {m.strip() for m in args.modes.split(",")}
+    multi_device.CHUNKS = max(1, args.chunks)
     dtype = np.dtype(args.dtype)
     found = platform_devices(args.device)
     chosen = [found[0]] * args.devices if args.same_device else found[:args.devices]
+    if args.split:
+        units = found[0].max_compute_units // args.devices
+        if units < 1:
+            raise SystemExit(f"{found[0].name} has fewer than {args.devices} compute units")
+        chosen = found[0].create_sub_devices(
+            [cl.device_partition_property.EQUALLY, units])[:args.devices]
     queues = multi_device.context_queues(chosen)
     for q in queues:
         print(oclla.device_info(q).describe())
@@ -159,14 +273,14 @@ def main(argv=None) -> int:
         rows.append(timed_tiled(a, queues[0], tile, check))
         report(rows[-1])
     if "one" in modes:
-        rows.append(timed_multi(a, queues[:1], tile, check))
+        rows.append(timed_multi(a, queues[:1], tile, check, args.trace))
         report(rows[-1])
     if "many" in modes:
-        rows.append(timed_multi(a, queues, tile, check))
+        rows.append(timed_multi(a, queues, tile, check, args.trace))
         report(rows[-1])
     if args.lu:
         for qs in (queues[:1], queues):
-            rows.append(timed_lu(a, qs, tile, check))
+            rows.append(timed_lu(a, qs, tile, check, args.trace))
             report(rows[-1])
     by = {r["mode"]: r for r in rows}
     for kind, one_name in (("Cholesky", "1 device"), ("LU", "LU 1 dev")):

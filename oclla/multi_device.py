@@ -21,8 +21,13 @@ All the devices share one context (NVIDIA's OpenCL lists every GPU of a host
 in one platform; :func:`context_queues` makes the context and a profiling
 queue per device), so events order work across them.  A panel travels from
 its owner to the others through page-locked host memory (:class:`Relay`: one
-download, one upload per receiver, on copy queues): each device buffer is
-only ever used by its own device.  (With ``clEnqueueCopyBuffer`` from the
+download, one upload per receiver, on copy queues, in row chunks of at least
+:data:`CHUNK_BYTES` so that the uploads of the first rows overlap the download
+of the last): each device buffer is only ever used by its own device.  The
+copy queues, the page-locked slots and the receive buffers are made once with
+the :class:`MultiTiles` (:class:`Exchange`), not inside the factorization:
+pinning 2 x n·tile entries of host memory costs about as much as a whole
+factorization step.  (With ``clEnqueueCopyBuffer`` from the
 owner's buffer on the receiver's queue instead, two H200s ran at 0.23x of one
 at n = 65536 float32; a driver that keeps each buffer of a multi-device context
 on one device at a time would move whole panels back and forth then, which is
@@ -42,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from . import trace
+from . import _trace_hooks, trace
 from ._device import DeviceError, device_info, resolve_queue
 from ._programs import int_zeros
 from ._validate import check_dtype, check_fp64
@@ -54,6 +59,11 @@ __all__ = ["context_queues", "MultiTiles", "factor_multi", "cholesky"]
 
 #: Receive buffers per device: panel k + 1 arrives while panel k is still being read.
 SLOTS = 2
+#: A relayed panel moves in up to this many row chunks (the upload of chunk i
+#: overlaps the download of chunk i + 1) ...
+CHUNKS = 4
+#: ... of at least this many bytes each (smaller copies cost more than they overlap).
+CHUNK_BYTES = 16 << 20
 
 
 def context_queues(devices) -> list:
@@ -118,6 +128,9 @@ class MultiTiles:
         As given.
     panels : list of oclla.tiled.Panel
         The buffers (panel p owned by ``queues[owner(p)]``).
+    exchange : Exchange
+        The copy queues, receive buffers and page-locked relay the
+        factorizations move panels with (made here, once).
 
     Two queues on one device are allowed (they share its memory and compute units:
     a test of the schedule, not a speed-up).
@@ -142,7 +155,7 @@ class MultiTiles:
             raise ValueError(f"tile must be a positive integer, got {tile!r}")
         count = -(-self.n // self.tile)
         item = self.dtype.itemsize
-        per_device = [SLOTS * self.n * self.tile * item] * len(self.queues)
+        per_device = [(SLOTS + self.full) * self.n * self.tile * item] * len(self.queues)
         triangle = None if self.full else "lower"
         extents = [panel_extent(p, (self.n, self.n), self.tile, triangle) for p in range(count)]
         for p, (_, _, h, w) in enumerate(extents):
@@ -159,6 +172,8 @@ class MultiTiles:
         ctx = self.queues[0].context
         self.panels = [Panel(cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(h * w, 1) * item),
                              r0, c0, h, w) for r0, c0, h, w in extents]
+        self.exchange = Exchange(self.queues, self.n * self.tile * item,
+                                 pivots=self.tile * 4 if self.full else 0)
 
     def owner(self, p: int) -> int:
         """Index of the queue whose device holds panel p."""
@@ -194,10 +209,13 @@ class MultiTiles:
         return out
 
     def release(self) -> None:
-        """Free the device buffers now."""
+        """Free the device buffers and the page-locked relay now."""
         for panel in self.panels:
             panel.buf.release()
         self.panels = []
+        if self.exchange is not None:
+            self.exchange.release()
+            self.exchange = None
 
     def factor(self, *, block: int | None = None) -> None:
         """A = L·Lᵀ in place over the devices (module docstring); the diagonal tiles'
@@ -238,22 +256,33 @@ class Relay:
         self.next = 0
 
     def send(self, owner: int, src: cl.Buffer, offset: int, nbytes: int, targets,
-             after) -> tuple:
+             after, row_bytes: int = 1) -> tuple:
         """Copy ``nbytes`` of ``src`` from byte ``offset`` (on device ``owner``, once
         the event ``after`` is complete) to offset 0 of each target: ``targets`` is
-        a list of (device index, buffer, events the upload must wait for).  Returns
-        the download's event and {device index: the upload's event}."""
+        a list of (device index, buffer, events the upload must wait for).  The bytes
+        move in pieces of whole rows of ``row_bytes`` (:func:`chunks`), each uploaded
+        as soon as it is down.  Returns the last download's event and {device index:
+        its last upload's event} (the copy queues are in order)."""
         slot = self.next
         self.next = (slot + 1) % len(self.hosts)
-        host = self.hosts[slot][:nbytes]
-        down = cl.enqueue_copy(self.copyqs[owner], host, src, src_offset=offset,
-                               is_blocking=False, wait_for=[after] + self.readers[slot])
-        self.copyqs[owner].flush()
-        arrived = {}
-        for d, dst, wait in targets:
-            arrived[d] = cl.enqueue_copy(self.copyqs[d], dst, host, is_blocking=False,
-                                         wait_for=[down] + [e for e in wait if e is not None])
-            self.copyqs[d].flush()
+        host = self.hosts[slot]
+        recorder = _trace_hooks.active()
+        down, arrived = None, {}
+        for lo, hi in chunks(nbytes, row_bytes):
+            first = lo == 0
+            down = cl.enqueue_copy(self.copyqs[owner], host[lo:hi], src, src_offset=offset + lo,
+                                   is_blocking=False,
+                                   wait_for=[after] + self.readers[slot] if first else None)
+            self.copyqs[owner].flush()
+            if recorder is not None:
+                recorder.add_kernel("relay down", down, None, None)
+            for d, dst, wait in targets:
+                waits = [down] + ([e for e in wait if e is not None] if first else [])
+                arrived[d] = cl.enqueue_copy(self.copyqs[d], dst, host[lo:hi], dst_offset=lo,
+                                             is_blocking=False, wait_for=waits)
+                self.copyqs[d].flush()
+                if recorder is not None:
+                    recorder.add_kernel("relay up", arrived[d], None, None)
         self.readers[slot] = list(arrived.values())
         return down, arrived
 
@@ -265,7 +294,55 @@ class Relay:
             host.base.release(self.copyqs[0])
             buf.release()
         self.copyqs[0].finish()
-        self.hosts, self.buffers = [], []
+        self.hosts, self.buffers, self.readers = [], [], []
+
+
+def chunks(nbytes: int, row_bytes: int = 1) -> list:
+    """(lo, hi) byte ranges that split ``nbytes`` into at most :data:`CHUNKS` pieces of
+    whole rows of ``row_bytes`` (the last maybe shorter), each of at least
+    :data:`CHUNK_BYTES` where there are several; [(0, 0)] for ``nbytes`` = 0."""
+    row_bytes = max(int(row_bytes), 1)
+    rows = -(-nbytes // row_bytes)
+    count = max(1, min(CHUNKS, nbytes // CHUNK_BYTES, rows))
+    cuts = [min(nbytes, (rows * i // count) * row_bytes) for i in range(count + 1)]
+    return list(zip(cuts, cuts[1:]))
+
+
+class Exchange:
+    """What the factorizations over the devices of ``queues`` move panels with, made
+    once per :class:`MultiTiles`: a copy queue per device (``copyqs``), ``SLOTS``
+    receive buffers of ``nbytes`` per device (``recv[d][slot]``) and the page-locked
+    :class:`Relay` of ``SLOTS`` x ``nbytes`` (``relay``); with ``pivots`` bytes (the
+    LU), also receive buffers and a relay of that size for the pivots (``recv_piv``,
+    ``relay_piv``) and a scratch buffer of ``nbytes`` per device (``scratch``).  With
+    one device nothing is sent: no receive buffers, no relay."""
+
+    def __init__(self, queues, nbytes: int, pivots: int = 0):
+        ctx, many = queues[0].context, len(queues) > 1
+        nbytes = max(nbytes, 1)
+        self.copyqs = _copy_queues(queues)
+
+        def buffers(size):
+            return [[cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size) if many else None
+                     for _ in range(SLOTS)] for _ in queues]
+        self.recv = buffers(nbytes)
+        self.relay = Relay(self.copyqs, nbytes) if many else None
+        self.recv_piv = buffers(pivots) if pivots else None
+        self.relay_piv = Relay(self.copyqs, pivots) if pivots and many else None
+        self.scratch = [cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
+                        for _ in queues] if pivots else None
+
+    def release(self) -> None:
+        """Wait for the copies, unmap the relays, free the buffers."""
+        for relay in (self.relay, self.relay_piv):
+            if relay is not None:
+                relay.close()
+        for group in (self.recv, self.recv_piv, [self.scratch]):
+            for row in group or []:
+                for buf in row or []:
+                    if buf is not None:
+                        buf.release()
+        self.relay = self.relay_piv = self.recv = self.recv_piv = self.scratch = None
 
 
 def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
@@ -301,11 +378,8 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
     item = dtype.itemsize
     for d, q in enumerate(queues):
         trace.label_device(q.device, f"{device_info(q).name} [{d}]")
-    copyqs = _copy_queues(queues)
+    ex = mt.exchange
     flags = [int_zeros(q) for q in queues]
-    ctx = queues[0].context
-    recv = [[cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(n * nb, 1) * item)
-             if devices > 1 else None for _ in range(SLOTS)] for _ in range(devices)]
     last_read = [[None] * SLOTS for _ in range(devices)]
     factored = [None] * count
 
@@ -317,48 +391,43 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
         factored[p] = cl.enqueue_marker(q)
         q.flush()
 
-    relay = Relay(copyqs, n * nb * item) if devices > 1 else None
-    try:
-        with trace.run("cholesky", "multi_device", queues[0], (n, n), dtype, tile=nb,
-                       devices=devices):
-            finish(0)
-            for k in range(count - 1):
-                src, home = mt.panels[k], mt.owner(k)
-                k0, kb = src.c0, src.w
-                slot = k % SLOTS
-                users = [d for d in range(devices)
-                         if any(mt.owner(j) == d for j in range(k + 1, count))]
-                arrived = {}
-                targets = [(d, recv[d][slot], [last_read[d][slot]]) for d in users
-                           if d != home]
-                if targets:             # panel k's rows from k0 on, through host memory
-                    with trace.step("send", (k0, n, k0, k0 + kb), nbytes=(n - k0) * kb * item):
-                        _, arrived = relay.send(home, src.buf, 0, (n - k0) * kb * item,
-                                                targets, factored[k])
-                for d in users:
-                    q = queues[d]
-                    panel = src
-                    if d != home:
-                        cl.enqueue_barrier(q, wait_for=[arrived[d]])
-                        panel = Panel(recv[d][slot], k0, k0, n - k0, kb)
-                    for j in range(k + 1, count):
-                        if mt.owner(j) != d:
-                            continue
-                        target = mt.panels[j]
-                        j0, jb = target.c0, target.w
-                        update_panel(q, n - j0, jb, kb, panel.view(j0, k0),
-                                     target.view(j0, j0), lower=True, dtype=dtype,
-                                     region=(j0, n, j0, j0 + jb))
-                        if j == k + 1:
-                            finish(j)
-                    if d != home:
-                        last_read[d][slot] = cl.enqueue_marker(q)
-                    q.flush()
-            for q in copyqs + queues:
-                q.finish()
-    finally:
-        if relay is not None:
-            relay.close()
+    with trace.run("cholesky", "multi_device", queues[0], (n, n), dtype, tile=nb,
+                   devices=devices):
+        finish(0)
+        for k in range(count - 1):
+            src, home = mt.panels[k], mt.owner(k)
+            k0, kb = src.c0, src.w
+            slot = k % SLOTS
+            users = [d for d in range(devices)
+                     if any(mt.owner(j) == d for j in range(k + 1, count))]
+            arrived = {}
+            targets = [(d, ex.recv[d][slot], [last_read[d][slot]]) for d in users
+                       if d != home]
+            if targets:             # panel k's rows from k0 on, through host memory
+                with trace.step("send", (k0, n, k0, k0 + kb), nbytes=(n - k0) * kb * item):
+                    _, arrived = ex.relay.send(home, src.buf, 0, (n - k0) * kb * item,
+                                               targets, factored[k], row_bytes=kb * item)
+            for d in users:
+                q = queues[d]
+                panel = src
+                if d != home:
+                    cl.enqueue_barrier(q, wait_for=[arrived[d]])
+                    panel = Panel(ex.recv[d][slot], k0, k0, n - k0, kb)
+                for j in range(k + 1, count):
+                    if mt.owner(j) != d:
+                        continue
+                    target = mt.panels[j]
+                    j0, jb = target.c0, target.w
+                    update_panel(q, n - j0, jb, kb, panel.view(j0, k0),
+                                 target.view(j0, j0), lower=True, dtype=dtype,
+                                 region=(j0, n, j0, j0 + jb))
+                    if j == k + 1:
+                        finish(j)
+                if d != home:
+                    last_read[d][slot] = cl.enqueue_marker(q)
+                q.flush()
+        for q in ex.copyqs + queues:
+            q.finish()
     failed = [int(f.get()[0]) for f in flags]
     failed = [f for f in failed if f]
     if failed:

@@ -9,7 +9,8 @@ look-ahead::
     for each tile column k (columns K, rows R = k0 .. n, R' below K):
         every other device that owns a tile column receives L[R, K] and the
         panel's pivots through page-locked host memory
-        (:class:`oclla.multi_device.Relay`, after the owner's event)
+        (:class:`oclla.multi_device.Relay` in row chunks, after the owner's event;
+        the buffers are the MultiTiles' :class:`~oclla.multi_device.Exchange`)
         on each device, for its own tile columns q ≠ k:
             rows interchanged by panel k's pivots                  (laswp)
             for q > k, the next one first:
@@ -37,7 +38,7 @@ from . import trace
 from ._device import device_info
 from ._programs import int_zeros
 from .blas import gemm, laswp, trsm
-from .multi_device import SLOTS, MultiTiles, Relay, _copy_queues
+from .multi_device import SLOTS, MultiTiles
 from .tiled import Panel
 from .tiled_lu import factor_panel, panel_rows
 
@@ -75,13 +76,8 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
     item = dtype.itemsize
     for d, q in enumerate(queues):
         trace.label_device(q.device, f"{device_info(q).name} [{d}]")
-    ctx = queues[0].context
-    copyqs = _copy_queues(queues)
-    scratch = [cl.Buffer(ctx, cl.mem_flags.READ_WRITE, n * nb * item) for _ in queues]
-    recv = [[cl.Buffer(ctx, cl.mem_flags.READ_WRITE, n * nb * item) if devices > 1 else None
-             for _ in range(SLOTS)] for _ in queues]
-    recv_piv = [[cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nb * 4) if devices > 1 else None
-                 for _ in range(SLOTS)] for _ in queues]
+    ex = mt.exchange
+    scratch, recv, recv_piv = ex.scratch, ex.recv, ex.recv_piv
     last_read = [[None] * SLOTS for _ in queues]
     pivots, flags, factored = [None] * count, [None] * count, [None] * count
 
@@ -101,72 +97,65 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
         factored[p] = cl.enqueue_marker(q)
         q.flush()
 
-    relay = Relay(copyqs, n * nb * item) if devices > 1 else None
-    relay_piv = Relay(copyqs, nb * 4) if devices > 1 else None
-    try:
-        with trace.run("lu", "multi_device", queues[0], (n, n), dtype, tile=nb,
-                       devices=devices):
-            factor(0)
-            for k in range(count):
-                src, home = mt.panels[k], mt.owner(k)
-                k0, kb = src.c0, src.w
-                m, slot = n - k0, k % SLOTS
-                users = [d for d in range(devices)
-                         if any(mt.owner(j) == d and j != k for j in range(count))]
-                targets = [d for d in users if d != home]
-                arrived = {}
-                if targets:             # L[R, K] and the pivots, through host memory
-                    with trace.step("send", (k0, n, k0, k0 + kb), nbytes=m * kb * item):
-                        panel_down, panels = relay.send(
-                            home, src.buf, k0 * kb * item, m * kb * item,
-                            [(d, recv[d][slot], [last_read[d][slot]]) for d in targets],
-                            factored[k])
-                        _, pivs = relay_piv.send(
-                            home, pivots[k].data, 0, kb * 4,
-                            [(d, recv_piv[d][slot], [last_read[d][slot]]) for d in targets],
-                            factored[k])
-                    arrived = {d: [panels[d], pivs[d]] for d in targets}
-                for d in users:
-                    q = queues[d]
-                    if d == home:
-                        lpanel, piv = src, pivots[k].data
-                    else:
-                        cl.enqueue_barrier(q, wait_for=arrived[d])
-                        lpanel, piv = Panel(recv[d][slot], k0, k0, m, kb), recv_piv[d][slot]
-                    own = [j for j in range(count) if mt.owner(j) == d and j != k]
-                    with trace.step("laswp", (k0, n, 0, n)):
-                        for j in own:
-                            other = mt.panels[j]
-                            laswp(q, panel_rows(other, k0), 0, other.w, piv, 0, kb,
-                                  dtype=dtype)
+    with trace.run("lu", "multi_device", queues[0], (n, n), dtype, tile=nb,
+                   devices=devices):
+        factor(0)
+        for k in range(count):
+            src, home = mt.panels[k], mt.owner(k)
+            k0, kb = src.c0, src.w
+            m, slot = n - k0, k % SLOTS
+            users = [d for d in range(devices)
+                     if any(mt.owner(j) == d and j != k for j in range(count))]
+            targets = [d for d in users if d != home]
+            arrived = {}
+            if targets:             # L[R, K] and the pivots, through host memory
+                with trace.step("send", (k0, n, k0, k0 + kb), nbytes=m * kb * item):
+                    panel_down, panels = ex.relay.send(
+                        home, src.buf, k0 * kb * item, m * kb * item,
+                        [(d, recv[d][slot], [last_read[d][slot]]) for d in targets],
+                        factored[k], row_bytes=kb * item)
+                    _, pivs = ex.relay_piv.send(
+                        home, pivots[k].data, 0, kb * 4,
+                        [(d, recv_piv[d][slot], [last_read[d][slot]]) for d in targets],
+                        factored[k])
+                arrived = {d: [panels[d], pivs[d]] for d in targets}
+            for d in users:
+                q = queues[d]
+                if d == home:
+                    lpanel, piv = src, pivots[k].data
+                else:
+                    cl.enqueue_barrier(q, wait_for=arrived[d])
+                    lpanel, piv = Panel(recv[d][slot], k0, k0, m, kb), recv_piv[d][slot]
+                own = [j for j in range(count) if mt.owner(j) == d and j != k]
+                with trace.step("laswp", (k0, n, 0, n)):
                     for j in own:
-                        if j < k:
-                            continue
                         other = mt.panels[j]
-                        j0, jb = other.c0, other.w
-                        with trace.step("trsm", (k0, k0 + kb, j0, j0 + jb),
-                                        flops=float(kb * kb * jb)):
-                            trsm(q, kb, jb, lpanel.view(k0, k0), other.view(k0, j0),
-                                 dtype=dtype, left=True, lower=True, unit=True)
-                        if m > kb:
-                            with trace.step("gemm", (k0 + kb, n, j0, j0 + jb),
-                                            flops=2.0 * (m - kb) * jb * kb):
-                                gemm(q, m - kb, jb, kb, -1.0, lpanel.view(k0 + kb, k0),
-                                     other.view(k0, j0), 1.0, other.view(k0 + kb, j0),
-                                     dtype=dtype)
-                        if j == k + 1:
-                            factor(j)
-                    if d != home:
-                        last_read[d][slot] = cl.enqueue_marker(q)
-                    q.flush()
-                if targets:             # tile column k is interchanged again at step k + 1
-                    cl.enqueue_barrier(queues[home], wait_for=[panel_down])
-            for q in copyqs + queues:
-                q.finish()
-    finally:
-        for r in (relay, relay_piv):
-            if r is not None:
-                r.close()
+                        laswp(q, panel_rows(other, k0), 0, other.w, piv, 0, kb,
+                              dtype=dtype)
+                for j in own:
+                    if j < k:
+                        continue
+                    other = mt.panels[j]
+                    j0, jb = other.c0, other.w
+                    with trace.step("trsm", (k0, k0 + kb, j0, j0 + jb),
+                                    flops=float(kb * kb * jb)):
+                        trsm(q, kb, jb, lpanel.view(k0, k0), other.view(k0, j0),
+                             dtype=dtype, left=True, lower=True, unit=True)
+                    if m > kb:
+                        with trace.step("gemm", (k0 + kb, n, j0, j0 + jb),
+                                        flops=2.0 * (m - kb) * jb * kb):
+                            gemm(q, m - kb, jb, kb, -1.0, lpanel.view(k0 + kb, k0),
+                                 other.view(k0, j0), 1.0, other.view(k0 + kb, j0),
+                                 dtype=dtype)
+                    if j == k + 1:
+                        factor(j)
+                if d != home:
+                    last_read[d][slot] = cl.enqueue_marker(q)
+                q.flush()
+            if targets:             # tile column k is interchanged again at step k + 1
+                cl.enqueue_barrier(queues[home], wait_for=[panel_down])
+        for q in ex.copyqs + queues:
+            q.finish()
     starts = [p.c0 for p in mt.panels]
     piv = np.concatenate([j0 + p.get() for j0, p in zip(starts, pivots)]).astype(np.int32)
     info = next((j0 + int(f.get()[0]) for j0, f in zip(starts, flags) if int(f.get()[0])), 0)

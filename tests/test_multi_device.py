@@ -123,3 +123,53 @@ def test_lu_bad_input(queues):
         mdl.factor_lu_multi(md.MultiTiles(8, np.float32, queues=queues, tile=4))
     with pytest.raises(ValueError, match="lower-triangle panels"):
         md.factor_multi(md.MultiTiles(8, np.float32, queues=queues, tile=4, full=True))
+
+
+# ---- the relay ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nbytes, row, most, least", [(0, 8, 4, 1), (100, 8, 4, 10),
+                                                       (1000, 7, 4, 10), (35, 10, 4, 10),
+                                                       (35, 10, 4, 40), (4096, 64, 3, 1)])
+def test_chunks_split_whole_rows(monkeypatch, nbytes, row, most, least):
+    monkeypatch.setattr(md, "CHUNKS", most)
+    monkeypatch.setattr(md, "CHUNK_BYTES", least)
+    pieces = md.chunks(nbytes, row)
+    assert pieces[0][0] == 0 and pieces[-1][1] == nbytes
+    assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+    assert 1 <= len(pieces) <= most
+    assert all(lo % row == 0 for lo, _ in pieces)
+    if len(pieces) > 1:
+        assert all(hi - lo >= least for lo, hi in pieces[:-1])
+    expected = max(1, min(most, nbytes // least, -(-nbytes // row)))
+    assert len(pieces) == expected
+
+
+def test_chunked_relay_and_its_trace(monkeypatch, queues):
+    """Panels relayed in three row chunks (the last shorter): the factors are those of
+    one piece, and the trace holds each chunk's download and uploads."""
+    monkeypatch.setattr(md, "CHUNKS", 3)
+    monkeypatch.setattr(md, "CHUNK_BYTES", 64)
+    a = spd(61, np.float64)
+    with oclla.record() as rec:
+        c = md.cholesky(a, queues=queues, tile=20)
+    assert accuracy.cholesky_backward_error(a, c, True) < accuracy.THRESHOLD
+    names = [k.name for k in rec.runs[0].kernels]
+    # panels 0..2 of 61, 41, 21 rows x 20 columns are sent: 3 chunks each
+    assert names.count("relay down") == 9 and names.count("relay up") == 9
+    b = np.random.default_rng(5).standard_normal((61, 61))
+    lu, piv = mdl.lu_factor(b, queues=queues, tile=20)
+    assert accuracy.lu_backward_error(b, lu, piv) < accuracy.THRESHOLD
+    np.testing.assert_array_equal(piv, sl.lu_factor(b)[1])
+
+
+def test_the_exchange_is_made_once_and_freed(queues):
+    mt = md.MultiTiles(40, np.float32, queues=queues, tile=16)
+    ex = mt.exchange
+    assert len(ex.recv) == 2 and all(len(r) == md.SLOTS for r in ex.recv)
+    assert ex.relay is not None and ex.scratch is None and ex.relay_piv is None
+    one = md.MultiTiles(40, np.float32, queues=queues[:1], tile=16, full=True)
+    assert one.exchange.relay is None and len(one.exchange.scratch) == 1
+    for m in (mt, one):
+        m.release()
+        assert m.exchange is None and m.panels == []
