@@ -25,12 +25,16 @@
  * (uniform: every item meets the same barriers either way), so one program
  * serves the inverting and the plain leaf.
  *
- * The steps are a loop; within a step the entries of the row are visited
- * with literal indices (UPTO_LEAF: x stays in registers), each under a test
- * of the step (j > k) that is the same in every item, and eight entries at a
- * time are skipped once the step is past them.  The code is LEAF statements
- * per pass, not LEAF² (a fully unrolled LEAF = 64 kernel took NVIDIA's
- * compiler about 19 s to build).
+ * The steps are a loop with one barrier; within a step a switch on its block
+ * of eight (k / 8, the same in every item) picks code with literal indices
+ * (x stays in registers): the entries of that block under a test of the step,
+ * those of the later blocks without one.  That is about LEAF²/16 + LEAF
+ * statements per pass, not LEAF² (a fully unrolled LEAF = 64 kernel took
+ * NVIDIA's compiler about 19 s to build).  Testing every entry of the row at
+ * every step instead (LEAF statements) made the leaf about four times slower
+ * on an H100: the fused update of the blocked potrf at n = 2048 took 5.4 ms
+ * of kernel time against 2.1 ms this way (float32; 5.8 against 2.5 in float64),
+ * benchmarks/results/nvidia-h100-2026-11-26-float64-2.txt.
  *
  * Local memory: t[LEAF * LS], col[COL_SIZE], rinv[LEAF].  Returns k + 1 for
  * the first pivot a_kk that is not > 0 (or NaN), else 0; the same in every
@@ -96,9 +100,14 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
 #define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16) G(F, 24) G(F, 32) G(F, 40) G(F, 48) G(F, 56)
 #endif
 #define UPTO_LEAF(F) BLOCKS8(A8, F)
-/* F(j) for the entries j >= the step `step` only, eight at a time */
-#define FROM8(F, b) if (step <= (b) + 7) { A8(F, b) }
-#define FROM_STEP(F) BLOCKS8(FROM8, F)
+/* F(j) for the entries of the blocks of eight after block b (b, bb literals: the
+ * tests fold away; BLK_ keeps the indices of a folded-away block inside the array) */
+#define BLK_(bb) ((bb) < LEAF ? (bb) : 0)
+#define AFTER1(F, b, bb) if ((bb) > (b) && (bb) < LEAF) { A8(F, BLK_(bb)) }
+#define AFTER8(F, b) AFTER1(F, b, 8) AFTER1(F, b, 16) AFTER1(F, b, 24) AFTER1(F, b, 32) \
+                     AFTER1(F, b, 40) AFTER1(F, b, 48) AFTER1(F, b, 56)
+/* the case of a `switch (step / 8)` for the steps of block b: F(b) */
+#define CASE8(F, b) case (b) / 8: F(b) break;
 
 inline int factor_rows(__global real *a, const int ld, const int nb, const int i,
                        const int items, __local real *t, __local real *col,
@@ -124,13 +133,22 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
         if (row) {
             const real d = sqrt(akk > ZERO ? akk : ONE), rd = ONE / d;
             const real l = c[i] * rd, s = l * rd;       /* c[i] = x[step] = a_ik */
-#define ROW_UPDATE(j) if ((j) > step) { \
+            /* the entries of the step's block of eight under a test of the step,
+             * those of the later blocks without one: literal indices, about LEAF/2
+             * updates a step as a fully unrolled leaf, in LEAF²/16 statements */
+#define ROW_NEAR(j) if ((j) > step) { \
                 x[j] -= s * c[j]; \
                 if ((j) == step + 1) \
                     next[i] = x[j]; \
             } else if ((j) == step) \
                 x[j] = i == step ? d : l;
-            FROM_STEP(ROW_UPDATE)
+#define ROW_FAR(j) x[j] -= s * c[j];
+#define ROW_BLOCK(b) A8(ROW_NEAR, b) AFTER8(ROW_FAR, b) \
+            if ((b) + 8 < LEAF && step == (b) + 7) \
+                next[i] = x[BLK_((b) + 8)];
+            switch (step / 8) {
+            BLOCKS8(CASE8, ROW_BLOCK)
+            }
             if (i == step)
                 rinv[step] = rd;
         }
@@ -145,16 +163,20 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
     real y[LEAF];                        /* column i of W: y[p] = W(p, i) */
 #define COL_INIT(p) y[p] = i == (p) ? ONE : ZERO;
     /* step p: y[p] /= L(p,p), then y[q] -= L(q,p) y[p] for q > p (visited after p) */
-#define COL_UPDATE(q) if ((q) == step) { \
+#define COL_NEAR(q) if ((q) == step) { \
                 y[q] *= rinv[q]; \
                 yp = y[q]; \
             } else if ((q) > step) \
                 y[q] -= t[(q) * LS + step] * yp;
+#define COL_FAR(q) y[q] -= t[(q) * LS + step] * yp;
+#define COL_BLOCK(b) A8(COL_NEAR, b) AFTER8(COL_FAR, b)
     if (row && inverse) {
         UPTO_LEAF(COL_INIT)
         for (int step = 0; step < nb; step++) {
             real yp = ZERO;
-            FROM_STEP(COL_UPDATE)
+            switch (step / 8) {
+            BLOCKS8(CASE8, COL_BLOCK)
+            }
         }
     }
     store_lower(a, ld, t, nb, i, items, lower);
