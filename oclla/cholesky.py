@@ -306,14 +306,23 @@ def solve_factored(queue, c: View, n: int, b: View, nrhs: int, *, lower: bool,
     trsm(queue, n, nrhs, c, b, dtype=dtype, left=True, lower=lower, trans=lower)
 
 
-def zero_other_triangle(queue, a: cl_array.Array, *, lower: bool) -> None:
-    n = a.shape[0]
-    loc = params(queue, "local2d", a.dtype)
-    kernel = get_kernel(queue, "cholesky.cl", "zero_other_triangle", a.dtype,
-                        LOWER=int(lower), PACKED=0)     # the per-pivot kernels' program
+def zero_other_triangle(queue, a, n: int | None = None, *, lower: bool, dtype=None) -> None:
+    """Zero the strict upper (``lower``) or strict lower triangle of the n x n block ``a``.
+
+    ``a`` is a C-contiguous n x n device array (``n`` and ``dtype`` taken from it) or a
+    :class:`oclla.blas.View` with its order ``n`` and ``dtype``.  One program for both
+    (the per-pivot kernels' one).
+    """
+    if isinstance(a, View):
+        buf, off, ld = a.buf, a.off, a.ld
+    else:
+        n, dtype = a.shape[0], a.dtype
+        buf, off, ld = a.data, a.offset // a.dtype.itemsize, n
+    loc = params(queue, "local2d", dtype)
+    kernel = get_kernel(queue, "cholesky.cl", "zero_other_triangle", dtype,
+                        LOWER=int(lower), PACKED=0)
     enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
-            (loc["X"], loc["Y"]), a.data, np.int64(a.offset // a.dtype.itemsize),
-            int_arg(n), int_arg(n))
+            (loc["X"], loc["Y"]), buf, np.int64(off), int_arg(ld), int_arg(n))
 
 
 def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,

@@ -37,7 +37,7 @@ from ._programs import int_zeros
 from ._validate import NONFINITE, check_dtype, check_fp64, is_device_array
 from .blas import gemm, trsm, view_of
 from .cholesky import factor_blocked, not_positive_definite
-from .tiled import zero_other_triangle
+from .cholesky import zero_other_triangle
 
 __all__ = ["potrf_tile", "trsm_tile", "syrk_tile", "gemm_tile"]
 

@@ -56,7 +56,7 @@ from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from ._validate import NONFINITE, check_dtype, check_fp64, is_device_array
 from .blas import View, gemm, trsm
-from .cholesky import _solve_panel, factor_blocked, not_positive_definite
+from .cholesky import _solve_panel, factor_blocked, not_positive_definite, zero_other_triangle
 
 #: Widest tile (panel width) chosen by default: each panel's GEMM then has an inner
 #: dimension of up to TILE (arithmetic intensity ~TILE/4 flop per byte of float64,
@@ -393,14 +393,6 @@ def finish_panel(queue, diag: View, j0: int, jb: int, rest: int, *, lower: bool,
     if clean:
         with trace.step("zero", (j0, j0 + jb, j0, j0 + jb)):
             zero_other_triangle(queue, diag, jb, lower=lower, dtype=dtype)
-
-
-def zero_other_triangle(queue, a: View, n: int, *, lower: bool, dtype) -> None:
-    """Zero the strict upper (``lower``) or lower triangle of the n x n block at ``a``."""
-    loc = params(queue, "local2d", dtype)
-    kernel = get_kernel(queue, "cholesky.cl", "zero_other_triangle", dtype, LOWER=int(lower))
-    enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
-            (loc["X"], loc["Y"]), a.buf, np.int64(a.off), int_arg(a.ld), int_arg(n))
 
 
 class InfoWatch:

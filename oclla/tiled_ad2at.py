@@ -32,7 +32,8 @@ from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
 from ._validate import check_dtype, check_fp64, check_shape, is_device_array, validate_weights
 from .blas import View, gemm
-from .tiled import MEMORY_SHARE, TiledMatrix, check_finite_rows, zero_other_triangle
+from .cholesky import zero_other_triangle
+from .tiled import MEMORY_SHARE, TiledMatrix, check_finite_rows
 
 
 def route(a, queue) -> bool:
