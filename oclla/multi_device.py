@@ -10,12 +10,16 @@ look-ahead::
     device owner(0) factors panel 0                  potrf + TRSM (finish_panel)
     for each panel k:
         every device that owns a panel j > k receives a copy of panel k
-            (its copy queue; waits for the owner's event of panel k)
+            (its copy queue; waits for the owner's event of panel k), the rows
+            through panel k + 1's diagonal tile first
         on each device, for its panels j > k, the next panel first:
             A[R_j, J] -= L[R_j, K]·L[J, K]ᵀ           one GEMM (update_panel)
             if j = k + 1: factor panel j now           (look-ahead: its copies
                                                         leave while the device
                                                         updates the rest)
+        (on a receiver, panel k + 1 goes: its diagonal tile's update and
+        potrf once the first rows of panel k are there, then the rows below
+        (GEMM, TRSM) once all are: the potrf overlaps the rest of the copy)
 
 All the devices share one context (NVIDIA's OpenCL lists every GPU of a host
 in one platform; :func:`context_queues` makes the context and a profiling
@@ -51,7 +55,8 @@ from . import _trace_hooks, trace
 from ._device import DeviceError, device_info, resolve_queue
 from ._programs import int_zeros
 from ._validate import check_dtype, check_fp64
-from .cholesky import not_positive_definite
+from .blas import gemm
+from .cholesky import _solve_panel, not_positive_definite
 from .tiled import (MEMORY_SHARE, TILE, Panel, check_finite_rows, copy_panel, finish_panel,
                     panel_extent, update_panel)
 
@@ -256,19 +261,21 @@ class Relay:
         self.next = 0
 
     def send(self, owner: int, src: cl.Buffer, offset: int, nbytes: int, targets,
-             after, row_bytes: int = 1) -> tuple:
+             after, row_bytes: int = 1, head: int = 0) -> tuple:
         """Copy ``nbytes`` of ``src`` from byte ``offset`` (on device ``owner``, once
         the event ``after`` is complete) to offset 0 of each target: ``targets`` is
         a list of (device index, buffer, events the upload must wait for).  The bytes
-        move in pieces of whole rows of ``row_bytes`` (:func:`chunks`), each uploaded
-        as soon as it is down.  Returns the last download's event and {device index:
-        its last upload's event} (the copy queues are in order)."""
+        move in pieces of whole rows of ``row_bytes`` (:func:`chunks`, the first
+        ``head`` bytes on their own), each uploaded as soon as it is down.  Returns
+        the last download's event, {device index: its last upload's event} (the
+        copy queues are in order: all its bytes are there then) and {device index:
+        [(end byte, upload event) of each piece]}."""
         slot = self.next
         self.next = (slot + 1) % len(self.hosts)
         host = self.hosts[slot]
         recorder = _trace_hooks.active()
-        down, arrived = None, {}
-        for lo, hi in chunks(nbytes, row_bytes):
+        down, arrived, pieces = None, {}, {d: [] for d, _, _ in targets}
+        for lo, hi in chunks(nbytes, row_bytes, head):
             first = lo == 0
             down = cl.enqueue_copy(self.copyqs[owner], host[lo:hi], src, src_offset=offset + lo,
                                    is_blocking=False,
@@ -281,10 +288,11 @@ class Relay:
                 arrived[d] = cl.enqueue_copy(self.copyqs[d], dst, host[lo:hi], dst_offset=lo,
                                              is_blocking=False, wait_for=waits)
                 self.copyqs[d].flush()
+                pieces[d].append((hi, arrived[d]))
                 if recorder is not None:
                     recorder.add_kernel("relay up", arrived[d], None, None)
         self.readers[slot] = list(arrived.values())
-        return down, arrived
+        return down, arrived, pieces
 
     def close(self) -> None:
         """Wait for every copy, then unmap and free the host buffers."""
@@ -297,10 +305,15 @@ class Relay:
         self.hosts, self.buffers, self.readers = [], [], []
 
 
-def chunks(nbytes: int, row_bytes: int = 1) -> list:
+def chunks(nbytes: int, row_bytes: int = 1, head: int = 0) -> list:
     """(lo, hi) byte ranges that split ``nbytes`` into at most :data:`CHUNKS` pieces of
     whole rows of ``row_bytes`` (the last maybe shorter), each of at least
-    :data:`CHUNK_BYTES` where there are several; [(0, 0)] for ``nbytes`` = 0."""
+    :data:`CHUNK_BYTES` where there are several; [(0, 0)] for ``nbytes`` = 0.  With
+    0 < ``head`` < ``nbytes`` (a multiple of ``row_bytes``), the first ``head`` bytes
+    are a piece of their own and the rest is split so."""
+    if 0 < head < nbytes:
+        return [(0, head)] + [(head + lo, head + hi)
+                              for lo, hi in chunks(nbytes - head, row_bytes)]
     row_bytes = max(int(row_bytes), 1)
     rows = -(-nbytes // row_bytes)
     count = max(1, min(CHUNKS, nbytes // CHUNK_BYTES, rows))
@@ -391,6 +404,28 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
         factored[p] = cl.enqueue_marker(q)
         q.flush()
 
+    def look_ahead(p: int, src: Panel, kb: int, head, whole) -> None:
+        """Panel p = k + 1 on a receiver of panel k (``src``, kb wide): its diagonal
+        tile updated and factored after the event ``head`` (panel k's rows through
+        that tile are there), the rows below updated and solved after ``whole``."""
+        target, q, d = mt.panels[p], queues[mt.owner(p)], mt.owner(p)
+        j0, jb = target.c0, target.w
+        rest, k0 = n - j0 - jb, src.c0
+        cl.enqueue_barrier(q, wait_for=[head])
+        update_panel(q, jb, jb, kb, src.view(j0, k0), target.view(j0, j0), lower=True,
+                     dtype=dtype, region=(j0, j0 + jb, j0, j0 + jb))
+        finish_panel(q, target.view(j0, j0), j0, jb, 0, lower=True, dtype=dtype,
+                     info=flags[d], block=block, clean=True)
+        cl.enqueue_barrier(q, wait_for=[whole])
+        if rest:
+            with trace.step("gemm", (j0 + jb, n, j0, j0 + jb), flops=2.0 * rest * jb * kb):
+                gemm(q, rest, jb, kb, -1.0, src.view(j0 + jb, k0), src.view(j0, k0), 1.0,
+                     target.view(j0 + jb, j0), dtype=dtype, trans_b=True)
+            with trace.step("trsm", (j0 + jb, n, j0, j0 + jb), flops=float(jb * jb * rest)):
+                _solve_panel(q, target.view(j0, j0), jb, rest, lower=True, dtype=dtype)
+        factored[p] = cl.enqueue_marker(q)
+        q.flush()
+
     with trace.run("cholesky", "multi_device", queues[0], (n, n), dtype, tile=nb,
                    devices=devices):
         finish(0)
@@ -400,20 +435,28 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
             slot = k % SLOTS
             users = [d for d in range(devices)
                      if any(mt.owner(j) == d for j in range(k + 1, count))]
-            arrived = {}
+            arrived, pieces = {}, {}
             targets = [(d, ex.recv[d][slot], [last_read[d][slot]]) for d in users
                        if d != home]
+            ahead = mt.panels[k + 1]
+            head = (ahead.c0 + ahead.w - k0) * kb * item    # panel k through k + 1's tile
             if targets:             # panel k's rows from k0 on, through host memory
                 with trace.step("send", (k0, n, k0, k0 + kb), nbytes=(n - k0) * kb * item):
-                    _, arrived = ex.relay.send(home, src.buf, 0, (n - k0) * kb * item,
-                                               targets, factored[k], row_bytes=kb * item)
+                    _, arrived, pieces = ex.relay.send(
+                        home, src.buf, 0, (n - k0) * kb * item, targets, factored[k],
+                        row_bytes=kb * item, head=head)
             for d in users:
                 q = queues[d]
-                panel = src
+                panel, first = src, k + 1
                 if d != home:
-                    cl.enqueue_barrier(q, wait_for=[arrived[d]])
                     panel = Panel(ex.recv[d][slot], k0, k0, n - k0, kb)
-                for j in range(k + 1, count):
+                    if mt.owner(k + 1) == d:
+                        look_ahead(k + 1, panel, kb,
+                                   next(e for hi, e in pieces[d] if hi >= head), arrived[d])
+                        first = k + 2
+                    else:
+                        cl.enqueue_barrier(q, wait_for=[arrived[d]])
+                for j in range(first, count):
                     if mt.owner(j) != d:
                         continue
                     target = mt.panels[j]

@@ -110,11 +110,11 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
             arrived = {}
             if targets:             # L[R, K] and the pivots, through host memory
                 with trace.step("send", (k0, n, k0, k0 + kb), nbytes=m * kb * item):
-                    panel_down, panels = ex.relay.send(
+                    panel_down, panels, _ = ex.relay.send(
                         home, src.buf, k0 * kb * item, m * kb * item,
                         [(d, recv[d][slot], [last_read[d][slot]]) for d in targets],
                         factored[k], row_bytes=kb * item)
-                    _, pivs = ex.relay_piv.send(
+                    _, pivs, _ = ex.relay_piv.send(
                         home, pivots[k].data, 0, kb * 4,
                         [(d, recv_piv[d][slot], [last_read[d][slot]]) for d in targets],
                         factored[k])

@@ -132,6 +132,7 @@ def test_lu_bad_input(queues):
                                                        (1000, 7, 4, 10), (35, 10, 4, 10),
                                                        (35, 10, 4, 40), (4096, 64, 3, 1)])
 def test_chunks_split_whole_rows(monkeypatch, nbytes, row, most, least):
+    """Whole rows, in order, at most CHUNKS, each at least CHUNK_BYTES; a head of its own."""
     monkeypatch.setattr(md, "CHUNKS", most)
     monkeypatch.setattr(md, "CHUNK_BYTES", least)
     pieces = md.chunks(nbytes, row)
@@ -143,6 +144,13 @@ def test_chunks_split_whole_rows(monkeypatch, nbytes, row, most, least):
         assert all(hi - lo >= least for lo, hi in pieces[:-1])
     expected = max(1, min(most, nbytes // least, -(-nbytes // row)))
     assert len(pieces) == expected
+    head = row * (nbytes // row // 2)
+    headed = md.chunks(nbytes, row, head)
+    if 0 < head < nbytes:
+        assert headed[0] == (0, head)
+        assert headed[1:] == [(head + lo, head + hi) for lo, hi in md.chunks(nbytes - head, row)]
+    else:
+        assert headed == pieces
 
 
 def test_chunked_relay_and_its_trace(monkeypatch, queues):
@@ -155,8 +163,10 @@ def test_chunked_relay_and_its_trace(monkeypatch, queues):
         c = md.cholesky(a, queues=queues, tile=20)
     assert accuracy.cholesky_backward_error(a, c, True) < accuracy.THRESHOLD
     names = [k.name for k in rec.runs[0].kernels]
-    # panels 0..2 of 61, 41, 21 rows x 20 columns are sent: 3 chunks each
-    assert names.count("relay down") == 9 and names.count("relay up") == 9
+    # panels 0, 1, 2 (61, 41, 21 rows x 20 columns) are sent: panels 0 and 1 as the 40
+    # rows through the next panel's diagonal tile, then the rest (21 rows, 1 row) in 3
+    # and 1 chunks; panel 2, whose head is all of it, in 3 chunks
+    assert names.count("relay down") == 4 + 2 + 3 and names.count("relay up") == 9
     b = np.random.default_rng(5).standard_normal((61, 61))
     lu, piv = mdl.lu_factor(b, queues=queues, tile=20)
     assert accuracy.lu_backward_error(b, lu, piv) < accuracy.THRESHOLD
