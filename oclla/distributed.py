@@ -71,7 +71,7 @@ from ._programs import int_zeros
 from ._validate import check_dtype, check_fp64, is_device_array
 from .blas import gemm, laswp, trsm, view_of
 from .tiled import check_finite_rows
-from .tiled_lu import _factor_panel
+from .tiled_lu import factor_panel
 
 #: The task kinds in the order one step runs them.
 KINDS = ("potrf", "trsm", "syrk", "gemm")
@@ -416,7 +416,7 @@ def _panel_lu(column, k0):
     m, w = rows.shape
     dev = cl_array.to_device(queue, rows)
     piv = cl_array.to_device(queue, np.arange(w, dtype=np.int32))
-    _factor_panel(queue, dev.base_data, m, w, piv, int_zeros(queue), column.dtype)
+    factor_panel(queue, dev.base_data, m, w, piv, int_zeros(queue), column.dtype)
     out = np.array(column)
     out[k0:] = dev.get()
     return out, piv.get()
