@@ -22,26 +22,7 @@ from oclla.cholesky import cholesky_flops
 from conftest import spd
 
 pytest.importorskip("distributed")
-
-
-def import_dask_array():
-    """dask.array, imported while the name ``sparse`` is blocked: pytest puts tests/ on
-    sys.path, where tests/sparse is a namespace package that dask.array would take
-    for pydata's sparse (and fail on its missing SparseArray)."""
-    import sys
-    shadow = sys.modules.get("sparse")
-    sys.modules["sparse"] = None
-    try:
-        import dask.array
-    finally:
-        if shadow is None:
-            del sys.modules["sparse"]
-        else:
-            sys.modules["sparse"] = shadow
-    return dask.array
-
-
-da = import_dask_array()
+da = pytest.importorskip("dask.array")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +31,6 @@ def client():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as c:
         c.register_plugin(dd.OpenCLDevice())
-        c.run(import_dask_array)              # the workers inherit this sys.path
         yield c
 
 

@@ -1,5 +1,5 @@
 """The numeric supernodal factorization (oclla.sparse.numeric) on structures built by hand
-(tests/sparse/_handmade.py, independent of the symbolic analysis): both routes (batched
+(tests/sparse_cholesky/_handmade.py, independent of the symbolic analysis): both routes (batched
 and BLAS-3), RL and RLB, the relative indices, the failure flag."""
 
 import numpy as np
