@@ -482,6 +482,11 @@ def cho_inverse(c_and_lower, *, full: bool = True, overwrite_c: bool = False,
     c, lower = unpack_pair(c_and_lower, "c_and_lower", "cho_factor")
     check_method(method, INVERSE_METHODS)
     queue = resolve_queue(queue)
+    from . import tiled
+    if isinstance(c, tiled.TiledMatrix) or tiled.exceeds_buffer(c, queue):
+        from .tiled_inverse import cho_inverse_beyond
+        return cho_inverse_beyond(c, bool(lower), full=full, overwrite_c=overwrite_c,
+                                  check_finite=check_finite, queue=queue)
     inv, _ = factor_in_place(
         c, queue, lambda work, deferred: invert_device(
             queue, work, lower=bool(lower), method=method, full=full, check_finite=deferred),
@@ -520,7 +525,14 @@ def cho_logdet(c_and_lower, *, check_finite: bool = True, queue=None) -> float:
     """
     c, _ = unpack_pair(c_and_lower, "c_and_lower", "cho_factor")
     queue = resolve_queue(queue)
-    c_ = as_matrix(c, queue, name="c", check_finite=check_finite)
+    from . import tiled
+    if isinstance(c, tiled.TiledMatrix):
+        from .tiled_inverse import logdet_tiles
+        return logdet_tiles(c)
+    if tiled.exceeds_buffer(c, queue):          # only the diagonal goes to the device
+        c_ = tiled.host_matrix(c, check_finite=check_finite, queue=queue)
+    else:
+        c_ = as_matrix(c, queue, name="c", check_finite=check_finite)
     n, dtype = c_.shape[0], c_.dtype
     if n == 0:
         return 0.0
@@ -562,6 +574,11 @@ def inv_spd(a, *, lower: bool = False, overwrite_a: bool = False, check_finite: 
         float64 on a device without ``cl_khr_fp64``, or device trouble
     """
     queue = resolve_queue(queue)
+    from . import tiled
+    if isinstance(a, tiled.TiledMatrix) or tiled.exceeds_buffer(a, queue):
+        from .tiled_inverse import inv_spd_beyond
+        return inv_spd_beyond(a, bool(lower), overwrite_a=overwrite_a,
+                              check_finite=check_finite, queue=queue)
 
     def invert(work, deferred):
         factor_device(queue, work, lower=bool(lower), method="blocked", check_finite=deferred)
