@@ -143,7 +143,10 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
         larger than one buffer of the device, or an
         :class:`oclla.tiled.TiledMatrix` in full storage, is factored in tiles
         (:mod:`oclla.tiled_lu`; the blocked method with partial pivoting): the
-        result is then a numpy array, or a TiledMatrix with numpy pivots.
+        result is then a numpy array, or a TiledMatrix with numpy pivots.  A
+        host matrix whose tiles do not fit the device's memory streams through
+        it by block columns (:mod:`oclla.out_of_core_lu`; with ``overwrite_a``
+        a writable C-contiguous array or "r+" memory map is factored in place).
     method : {"blocked", "pivot"}, default "blocked"
         ``"blocked"``: the right-looking blocked LU (panels factored on the
         device, row interchanges, TRSM and a GEMM update of the trailing
@@ -163,7 +166,8 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
         diagonal as pivot is unstable and stops at a zero pivot.
     overwrite_a : bool, default False
         Allow the result to be written into ``a`` (a permission, as in
-        scipy).  A numpy ``a`` is never written.  A C-contiguous device ``a``
+        scipy).  A numpy ``a`` is never written, except by the out-of-core
+        route (above).  A C-contiguous device ``a``
         is factored in place; a device view is factored in its gathered copy
         and the result scattered into the view's own entries (nothing else of
         its buffer is written), and the view is returned.
@@ -220,13 +224,15 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     """
     method, variant, pivoting = _resolve_options(method, variant, pivoting)
     queue = resolve_queue(queue)
-    from . import tiled, tiled_lu
-    if isinstance(a, tiled.TiledMatrix) or tiled_lu.route(a, queue):
+    from . import out_of_core_lu, tiled, tiled_lu
+    streamed = out_of_core_lu.route(a, queue)
+    if isinstance(a, tiled.TiledMatrix) or streamed or tiled_lu.route(a, queue):
         if (method, pivoting) != ("blocked", "partial"):
             raise ValueError("a matrix larger than one buffer is factored in tiles by the "
                              "blocked LU with partial pivoting only")
-        lu_, piv, info = tiled_lu.lu_factor_beyond(a, overwrite_a=overwrite_a,
-                                                   check_finite=check_finite, queue=queue)
+        beyond = out_of_core_lu.lu_host if streamed else tiled_lu.lu_factor_beyond
+        lu_, piv, info = beyond(a, overwrite_a=overwrite_a, check_finite=check_finite,
+                                queue=queue)
         _report_info(info, lu_.shape[0], pivoting)
         return lu_, piv
 
