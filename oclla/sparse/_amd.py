@@ -27,6 +27,7 @@ fine for n up to ~10⁵; METIS is the ordering for larger matrices.
 from __future__ import annotations
 
 import heapq
+from itertools import repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,6 +54,7 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
     done = [False] * n
     order = []
     left = n
+    zeros = repeat(0)
     while heap:
         d, p = heapq.heappop(heap)
         if done[p] or weight[p] == 0 or d != degree[p]:
@@ -119,11 +121,14 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
                         rest.append(j)
                 group = rest
         # approximate degrees
+        # (ext holds every element of E[i] but p; absorbed ones are gone from E[i])
+        weight_of, ext_of = weight.__getitem__, ext.get
         for i in lp:
             wi = weight[i]
-            da = sum(weight[k] for k in adj[i])
-            de = sum(ext.get(e, 0) for e in elems[i] if e != p and e in clique)
-            d = min(left - wi, degree[i] + wlp - wi, da + wlp - wi + de)
-            degree[i] = max(d, 0)
-            heapq.heappush(heap, (degree[i], i))
+            d = min(left - wi, degree[i] + wlp - wi,
+                    sum(map(weight_of, adj[i])) + sum(map(ext_of, elems[i], zeros)) + wlp - wi)
+            d = max(d, 0)
+            if d != degree[i]:          # else its entry (degree[i], i) is still in the heap
+                degree[i] = d
+                heapq.heappush(heap, (d, i))
     return np.asarray(order, dtype=np.int64)

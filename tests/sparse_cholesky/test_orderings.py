@@ -91,3 +91,48 @@ def test_unknown_ordering():
         orderings.order(a, "colamd")
     with pytest.raises(ValueError, match="ordering must be one of"):
         orderings.order(a, None)
+
+
+def _amd_fill(a):
+    perm = orderings.amd(a)
+    np.testing.assert_array_equal(np.sort(perm), np.arange(a.shape[0]))
+    return perm, orderings.fill(a, perm)
+
+
+def test_amd_dense_row_goes_last():
+    # a 6 x 6 grid plus one variable coupled to all: minimum degree keeps it for the final
+    # clique (one supervariable, eliminated together), and it adds at most one row to L
+    grid = gallery.laplacian_2d(6)
+    n = grid.shape[0] + 1
+    m = sp.lil_array((n, n))
+    m[:n - 1, :n - 1] = grid
+    m[n - 1, :] = 1.0
+    m[:, n - 1] = 1.0
+    a = lower_triangle(sp.csc_array(m))
+    perm, nnz = _amd_fill(a)
+    assert n - 1 in perm[-6:]
+    assert nnz == _dense_fill(a, perm)
+    assert nnz <= _amd_fill(lower_triangle(grid))[1] + n
+
+
+def test_amd_disconnected_components_and_isolated_variables():
+    # a 5 x 5 grid, three isolated variables and a 4 x 4 grid: the isolated ones (degree 0)
+    # come first, and each grid keeps about the fill it has alone
+    g1, g2 = gallery.laplacian_2d(5), gallery.laplacian_2d(4)
+    m = sp.block_diag([g1, sp.eye_array(3), g2], format="csc")
+    a = lower_triangle(m)
+    perm, nnz = _amd_fill(a)
+    np.testing.assert_array_equal(np.sort(perm[:3]), [25, 26, 27])
+    assert nnz == _dense_fill(a, perm)
+    alone = _amd_fill(lower_triangle(g1))[1] + _amd_fill(lower_triangle(g2))[1] + 3
+    assert alone <= nnz <= 1.05 * alone
+
+
+def test_amd_tiny_graphs():
+    from oclla.sparse._amd import amd_order
+
+    assert amd_order(sp.csr_array((0, 0))).shape == (0,)
+    np.testing.assert_array_equal(amd_order(sp.csr_array((1, 1))), [0])
+    np.testing.assert_array_equal(np.sort(amd_order(sp.csr_array((5, 5)))), np.arange(5))
+    # a self loop in the graph is ignored
+    np.testing.assert_array_equal(amd_order(sp.csr_array(np.eye(2))), [0, 1])
