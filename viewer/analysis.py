@@ -15,7 +15,7 @@ import numpy as np
 
 from oclla import accuracy
 
-from . import packed, registry, sparse
+from . import packed, registry, sparse, tiles
 
 SLOW_FACTOR = 3.0
 """A kernel is marked slow when it takes this many times the median of its name."""
@@ -31,14 +31,16 @@ def viewable_runs(recording, with_start: bool = False) -> list:
     Kernels enqueued outside any algorithm call land in a run named "other"
     ("unknown" in older files), bookkeeping rather than something to watch.
     A failed run ends at its failing step (:func:`until_failure`).  A sparse run's
-    patterns are checked here (:func:`viewer.sparse.structure`: RecordingError if
-    malformed), so a damaged one is refused as it opens.
+    patterns and a tile run's tiles are checked here (:func:`viewer.sparse.structure`,
+    :func:`viewer.tiles.tile_run`: RecordingError if malformed), so a damaged one is
+    refused as it opens.
     """
     runs = [until_failure(r) for r in recording.runs
             if (r.steps or (with_start and r.initial is not None))
             and r.algorithm not in ("other", "unknown")]
     for r in runs:
         sparse.structure(r)
+        tiles.tile_run(r)
     return runs
 
 

@@ -313,6 +313,69 @@ def _sparse_finish(run, a, factor) -> None:
     run.metrics["backward_error"] = norm(resid) / denom if denom else 0.0
 
 
+# ---- tiles (the tile-task view, :mod:`viewer.tiles`) ----
+
+def tile_of(n: int, options) -> int:
+    """The tile order: ``options["block"]``, else about a quarter of n (at least 8), so a
+    run shows a few tiles a side."""
+    return int(options.get("block") or max(8, -(-n // 4)))
+
+
+_QUEUE_PAIRS: dict = {}
+
+
+def device_queues(queue) -> list:
+    """Two queues of one context for the multi-device runs: two devices of ``queue``'s
+    platform of its type where there are two, else two sub-devices of its device (PoCL's
+    CPU), else two queues on it; made once per device (each context builds its kernels)."""
+    import pyopencl as cl
+    from oclla import multi_device
+    key = queue.device.int_ptr
+    if key not in _QUEUE_PAIRS:
+        device = queue.device
+        same = [d for d in device.platform.get_devices(device.type)]
+        if len(same) < 2:
+            try:
+                same = device.create_sub_devices(
+                    [cl.device_partition_property.EQUALLY, 1])[:2]
+            except (cl.Error, cl.RuntimeError, cl.LogicError):
+                same = []
+        _QUEUE_PAIRS[key] = multi_device.context_queues(
+            same[:2] if len(same) >= 2 else [device, device])
+    return _QUEUE_PAIRS[key]
+
+
+def _tiled(a, variant, options, queue):
+    """The tiled Cholesky or LU (``variant.kwargs["lu"]``) of ``a`` in tiles of
+    :func:`tile_of`, on one device or (a Cholesky with ``variant.kwargs["devices"]``) on
+    two; the factor as a numpy array (with the pivots for LU)."""
+    tile = tile_of(a.shape[0], options)
+    lu = variant.kwargs.get("lu", False)
+    if variant.kwargs.get("devices"):
+        return function(MULTI_CHOLESKY)(a, queues=device_queues(queue), tile=tile,
+                                        lower=True)
+    from oclla import TiledMatrix
+    tm = TiledMatrix.from_numpy(a, tile=tile, queue=queue)
+    if lu:
+        factor, piv = function(LU)(tm)
+        return factor.to_numpy(), np.asarray(piv)
+    out = function(CHOLESKY)(tm, lower=True)
+    return out.to_numpy() if isinstance(out, TiledMatrix) else np.asarray(out)
+
+
+def _tiled_finish(run, a, result) -> None:
+    """The backward error of the tiled factor (the run keeps no snapshots)."""
+    from oclla import accuracy
+    if isinstance(result, tuple):
+        run.metrics["backward_error"] = accuracy.lu_backward_error(a, *result)
+    else:
+        run.metrics["backward_error"] = accuracy.cholesky_backward_error(
+            a, np.tril(result), True)
+
+
+MULTI_CHOLESKY = "oclla.multi_device:cholesky"
+TILE_ALGORITHMS = ("tiled_cholesky", "tiled_lu", "multi_device")
+"""The entries whose runs open in the tile-task view; their block size is the tile order."""
 SPARSE = "oclla.sparse.factor:cholesky"
 LU = "oclla.lu:lu_factor"
 CHOLESKY = "oclla.cholesky:cholesky"
@@ -394,6 +457,19 @@ ALGORITHMS: tuple = (
         Variant("dynamic", "the thesis's widths: halving towards the centre, then doubling",
                 {"schedule": "dynamic"}, blocked=True),
     ), _hybrid, needs=(HYBRID,), family="spd", spd=True, traced="cholesky"),
+    Algorithm("tiled_cholesky", "Cholesky on tiles (tile-task view)", (
+        Variant("tiled", "left-looking by block columns, one buffer a panel", blocked=True),
+    ), _tiled, needs=(CHOLESKY,), family="spd", spd=True, finish=_tiled_finish,
+        traced="cholesky"),
+    Algorithm("tiled_lu", "LU on tiles (tile-task view)", (
+        Variant("tiled", "partial pivoting, panel then row swaps, TRSM and GEMM per tile",
+                {"lu": True}, blocked=True),
+    ), _tiled, needs=(LU,), finish=_tiled_finish, traced="lu"),
+    Algorithm("multi_device", "Cholesky on several devices (tile-task view)", (
+        Variant("multi_device", "block columns dealt round-robin to two devices",
+                {"devices": 2}, blocked=True),
+    ), _tiled, needs=(MULTI_CHOLESKY,), family="spd", spd=True,
+        finish=_tiled_finish, traced="cholesky"),
     Algorithm("sparse_cholesky", "Sparse Cholesky (supernodal, right-looking)", (
         Variant("rl", "RL: each supernode's update matrix by one SYRK, then assembled",
                 {"method": "rl"}),

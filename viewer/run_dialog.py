@@ -200,6 +200,9 @@ class RunDialog(QtWidgets.QDialog):
         for widget in (self.pivoting, self.block):
             self._show_row(widget, not self.is_sparse)
         self.n.setMaximum(MAX_SPARSE_N if self.is_sparse else MAX_N)
+        tiled = spec.key in registry.TILE_ALGORITHMS     # the block size is the tile order
+        self._form.labelForField(self.block).setText("Tile order" if tiled else "Block size")
+        self.block.setSpecialValueText("about n/4" if tiled else "device default")
         self._show_row(self.solve, spec.key == "lu")
         self._show_row(self.rank, spec.rank)
         self.fail.setText(spec.failing)

@@ -17,6 +17,21 @@ start and stop in seconds from the first task's start.  From it:
 in this process (Dask's synchronous scheduler, one lane) and returns its run;
 :func:`from_runs` takes the :class:`oclla.distributed.TaskRun` list any run
 gives (a cluster's, with one lane per worker).
+
+:func:`from_trace` reads the same from a recorded run of the library's own tiled
+code (``oclla.cholesky`` or ``oclla.lu_factor`` on a :class:`oclla.TiledMatrix`,
+:func:`oclla.multi_device.cholesky`, :func:`oclla.multi_device_lu.lu_factor`):
+each traced step with kernels is a task of the kind of its phase, covering the
+tiles of its region; its lane is the device that ran most of its kernel time
+(one lane per device, :func:`oclla.trace.label_device`), its start and stop its
+kernels' first start and last end; its step k is that of the diagonal
+factorization ("panel" step) last begun (the updates a right-looking step
+applies share its k; a left-looking panel's updates come before it, with k − 1);
+a task needs the last earlier task
+that wrote any of its tiles (the recorded write-after-write order: the trace
+names the tiles a step writes, not those it reads).  A recording is untrusted:
+:func:`tile_run` checks the tile size, the order and every region against them
+before anything is allocated, and raises :class:`oclla.RecordingError`.
 """
 
 from __future__ import annotations
@@ -26,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oclla.distributed import KINDS, TaskRun, TileTask, task_graph
+from oclla.trace import HOST, MAX_ORDER, RecordingError
 
 #: Code of "no task has written this tile yet" in :meth:`TileRun.tile_state`.
 UNTOUCHED = -1
@@ -37,6 +53,9 @@ class TileRun:
 
     ``tasks`` follow :func:`oclla.distributed.task_graph`'s order; ``lane``,
     ``start`` and ``stop`` are per task (times in seconds from the first start).
+    A run read from a trace (:func:`from_trace`) also has ``kinds`` (its phases),
+    ``cover`` ((tasks, 4) int64: the tiles i0:i1, j0:j1 each task writes),
+    ``edges`` ((from, to) task pairs) and ``steps`` (each task's step index).
     """
 
     n: int
@@ -45,6 +64,10 @@ class TileRun:
     lane: tuple
     start: np.ndarray
     stop: np.ndarray
+    kinds: tuple = KINDS
+    cover: np.ndarray | None = None
+    edges: tuple | None = None
+    steps: np.ndarray | None = None
 
     @property
     def t(self) -> int:
@@ -72,10 +95,27 @@ class TileRun:
         done = np.flatnonzero(self.stop <= time)
         for idx in done[np.argsort(self.stop[done], kind="stable")]:
             task = self.tasks[idx]
-            kind[task.i, task.j] = KINDS.index(task.kind)
-            step[task.i, task.j] = task.k
+            i0, i1, j0, j1 = (self.cover[idx] if self.cover is not None
+                              else (task.i, task.i + 1, task.j, task.j + 1))
+            kind[i0:i1, j0:j1] = self.kinds.index(task.kind)
+            step[i0:i1, j0:j1] = task.k
         running = np.flatnonzero((self.start <= time) & (self.stop > time)).tolist()
         return kind, step, running
+
+    def graph(self) -> tuple[list, np.ndarray, np.ndarray, list]:
+        """:func:`dag_layout` of this run: its own edges for a traced run, else the
+        tile Cholesky's DAG."""
+        if self.edges is None:
+            return dag_layout(self.t)
+        return list(self.tasks), *_layout(len(self.tasks), list(self.edges))
+
+    def time_at(self, position: int) -> float:
+        """Time when the tasks of the first ``position`` steps of a traced run have all
+        stopped (0 before any; the end for a run without steps)."""
+        if self.steps is None:
+            return self.duration
+        before = self.steps < position
+        return float(self.stop[before].max()) if before.any() else 0.0
 
 
 def from_runs(n: int, tile: int, runs) -> TileRun:
@@ -112,18 +152,107 @@ def dag_layout(t: int) -> tuple[list, np.ndarray, np.ndarray, list]:
     graph = task_graph(t)
     tasks = list(graph)
     index = {x: p for p, x in enumerate(tasks)}
-    column = np.zeros(len(tasks), np.int64)
-    edges = []
-    for p, task in enumerate(tasks):          # every task after those it needs
-        for need in graph[task]:
-            edges.append((index[need], p))
-            column[p] = max(column[p], column[index[need]] + 1)
-    row = np.zeros(len(tasks), np.int64)
+    edges = [(index[need], p) for p, task in enumerate(tasks) for need in graph[task]]
+    return tasks, *_layout(len(tasks), edges)
+
+
+def _layout(count: int, edges: list) -> tuple[np.ndarray, np.ndarray, list]:
+    """(column, row, edges) of ``count`` tasks whose edges each go to a later task."""
+    column = np.zeros(count, np.int64)
+    for a, b in sorted(edges, key=lambda e: e[1]):     # every task after those it needs
+        column[b] = max(column[b], column[a] + 1)
+    row = np.zeros(count, np.int64)
     seen: dict = {}
     for p, c in enumerate(column.tolist()):
         row[p] = seen.get(c, 0)
         seen[c] = row[p] + 1
-    return tasks, column, row, edges
+    return column, row, edges
+
+
+# ---- runs of the library's tiled code, from a recording --------------------------------
+
+TILED_VARIANTS = ("tiled", "multi_device")
+"""Trace variants of ``cholesky`` and ``lu`` runs made on tiles."""
+
+DIAGONAL = "panel"
+"""The phase of a diagonal factorization: the step k numbers them."""
+
+MAX_TILES = 1024
+"""Most tiles per side of a recorded tile run (a t x t grid is allocated)."""
+
+
+def is_tiled(run) -> bool:
+    """The run is a tile Cholesky or LU of the library (:data:`TILED_VARIANTS`)."""
+    return run.algorithm in ("cholesky", "lu") and run.variant in TILED_VARIANTS
+
+
+def _lane_of(step, default: str) -> str:
+    busy: dict = {}
+    for k in step.kernels:
+        if k.device != HOST:
+            name = k.device or default
+            busy[name] = busy.get(name, 0) + k.duration_ns
+    return max(busy, key=busy.get)
+
+
+def from_trace(run) -> TileRun:
+    """The :class:`TileRun` of a recorded tile run (module docstring); RecordingError
+    for a tile size, an order or a region that does not fit."""
+    tile = run.params.get("tile") if isinstance(run.params, dict) else None
+    if type(tile) is not int or not 1 <= tile < MAX_ORDER:
+        raise RecordingError(f"tile run: tile must be an integer in [1, {MAX_ORDER}), "
+                             f"got {str(tile)[:40]}")
+    if len(run.shape) != 2 or run.shape[0] != run.shape[1]:
+        raise RecordingError(f"tile run: needs a square shape, got {tuple(run.shape)}")
+    n = int(run.shape[0])
+    t = -(-n // tile)
+    if t > MAX_TILES:
+        raise RecordingError(f"tile run: {t} tiles a side, more than {MAX_TILES}")
+    tasks, lanes, start, stop, cover, steps = [], [], [], [], [], []
+    panels = 0
+    for step in run.steps:
+        panels += step.phase == DIAGONAL
+        k = max(panels - 1, 0)
+        r0, r1, c0, c1 = step.region
+        if not (0 <= r0 <= r1 <= n and 0 <= c0 <= c1 <= n):
+            raise RecordingError(f"tile run: step {step.index}'s region {step.region} "
+                                 f"is outside the {n} x {n} matrix")
+        timed = [x for x in step.kernels if x.device != HOST]
+        if any(x.end < x.start for x in timed):
+            raise RecordingError(f"tile run: a kernel of step {step.index} ends before "
+                                 f"it starts")
+        if timed:
+            box = (r0 // tile, max(-(-r1 // tile), r0 // tile + 1),
+                   c0 // tile, max(-(-c1 // tile), c0 // tile + 1))
+            tasks.append(TileTask(step.phase, k, min(box[0], t - 1), min(box[2], t - 1)))
+            lanes.append(_lane_of(step, run.device or "device"))
+            start.append(min(x.start for x in timed))
+            stop.append(max(x.end for x in timed))
+            cover.append(box)
+            steps.append(step.index)
+    t0 = min(start, default=0)
+    cover_arr = np.array(cover, np.int64).reshape(-1, 4)
+    writer = np.full((t, t), -1, np.int64)
+    edges = []
+    for p, (i0, i1, j0, j1) in enumerate(cover_arr.tolist()):   # symbolic: who wrote last
+        edges += [(int(w), p) for w in np.unique(writer[i0:i1, j0:j1]) if w >= 0]
+        writer[i0:i1, j0:j1] = p
+    kinds = tuple(dict.fromkeys(task.kind for task in tasks))
+    return TileRun(n, tile, tuple(tasks), tuple(lanes),
+                   (np.array(start, np.float64) - t0) * 1e-9,
+                   (np.array(stop, np.float64) - t0) * 1e-9,
+                   kinds, cover_arr, tuple(edges), np.array(steps, np.int64))
+
+
+def tile_run(run) -> TileRun | None:
+    """A recorded tile run's checked :class:`TileRun` (cached on the run); None for any
+    other run.  RecordingError if it does not fit its tiles."""
+    if not is_tiled(run):
+        return None
+    cached = run.__dict__.get("_tile_run")
+    if cached is None:
+        cached = run.__dict__["_tile_run"] = from_trace(run)
+    return cached
 
 
 def local_run(n: int, tile: int, dtype=np.float64, seed: int = 0,

@@ -27,13 +27,19 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from oclla.distributed import KINDS
-
 from . import tiles
 
 KIND_COLOURS = {"potrf": (86, 180, 233), "trsm": (0, 158, 115), "syrk": (213, 94, 0),
-                "gemm": (230, 159, 0)}
-"""Each task kind's colour (the phase colours of :mod:`viewer.theme`, potrf the panel's)."""
+                "gemm": (230, 159, 0), "panel": (86, 180, 233), "laswp": (0, 114, 178),
+                "zero": (120, 120, 120), "send": (204, 121, 167)}
+"""Each task kind's colour (the phase colours of :mod:`viewer.theme`, potrf the panel's);
+a recorded run's other phases: :data:`OTHER`."""
+
+OTHER = (90, 90, 160)
+
+
+def kind_colour(kind: str) -> tuple:
+    return KIND_COLOURS.get(kind, OTHER)
 
 UNTOUCHED = (200, 200, 200)
 RUNNING = (255, 176, 0)
@@ -48,7 +54,7 @@ def grid_rgb(run: tiles.TileRun, time: float) -> np.ndarray:
     kind, step, running = run.tile_state(time)
     rgb = np.empty(kind.shape + (3,), np.uint8)
     rgb[:] = UNTOUCHED
-    palette = np.array([KIND_COLOURS[k] for k in KINDS], float)
+    palette = np.array([kind_colour(k) for k in run.kinds], float).reshape(-1, 3)
     touched = kind >= 0
     shade = 0.55 + 0.45 * (step + 1) / max(run.t, 1)     # later steps brighter
     rgb[touched] = (palette[kind[touched]] * shade[touched, None]).astype(np.uint8)
@@ -109,7 +115,7 @@ class TilesView(QtWidgets.QWidget):
     def set_run(self, run: tiles.TileRun) -> None:
         """Show ``run`` at its end (every tile factored)."""
         self.run = run
-        tasks, column, row, edges = tiles.dag_layout(run.t)
+        tasks, column, row, edges = run.graph()
         self._layout = (column.astype(float), row.astype(float))
         x, y = self._layout
         if edges:
@@ -135,8 +141,8 @@ class TilesView(QtWidgets.QWidget):
         self.legend.setText(
             f"n = {run.n}, tile {run.tile} ({run.t} x {run.t} tiles), {len(run.tasks)} tasks "
             f"on {len(lanes)} lane(s), {run.duration * 1e3:.1f} ms · "
-            + " ".join(f'<span style="color: rgb{KIND_COLOURS[k]}">■ {k}</span>'
-                       for k in KINDS)
+            + " ".join(f'<span style="color: rgb{kind_colour(k)}">■ {k}</span>'
+                       for k in run.kinds)
             + "".join(f" · {short[name]} = {name}" for name in lanes if short[name] != name))
         self.slider.blockSignals(True)
         self.slider.setValue(SLIDER_STEPS)
@@ -151,7 +157,7 @@ class TilesView(QtWidgets.QWidget):
         self.grid_image.setImage(grid_rgb(self.run, self.time), levels=(0, 255))
         done = self.run.stop <= self.time
         running = (self.run.start <= self.time) & ~done
-        palette = np.array([KIND_COLOURS[t.kind] for t in self.run.tasks])
+        palette = np.array([kind_colour(t.kind) for t in self.run.tasks]).reshape(-1, 3)
         alpha = np.where(done, 255, 60)
         brushes = [pg.mkBrush(*RUNNING) if r else pg.mkBrush(*c, a)
                    for c, a, r in zip(palette.tolist(), alpha.tolist(), running.tolist())]

@@ -19,7 +19,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 import oclla
 
 from . import actions as actions_mod
-from . import analysis, export, first_runs, registry, sparse, model as model_mod
+from . import analysis, export, first_runs, registry, sparse, tiles, model as model_mod
 from . import theme as themes
 from .details import DetailsPanel, status_text
 from .pick_bar import PickBar
@@ -30,6 +30,7 @@ from .run_view import RunView, position_title
 from .runner import RunRequest
 from .settings import Settings
 from .sparse_view import SparseView
+from .tiles_view import TilesView
 from .timeline import TimelineView
 from .transport import TransportBar
 from .welcome import WelcomePage
@@ -97,6 +98,9 @@ class MainWindow(QtWidgets.QMainWindow):
             w.setVisible(False)
         self.views.addWidget(self.main_view)
         self.views.addWidget(self.sparse_main)
+        self.tiles_main = TilesView()              # a tile run: tiles, task graph, lanes
+        self.tiles_main.setVisible(False)
+        self.views.addWidget(self.tiles_main)
         self.views.addWidget(self.compare_view)
         self.views.addWidget(self.sparse_compare)
         self.run_choice = QtWidgets.QComboBox()
@@ -302,7 +306,12 @@ class MainWindow(QtWidgets.QMainWindow):
             vmax = self.colour_range()
             region = m.highlighted_region if m.selected_kernel is not None else None
             self._show_sides()
-            if self.sparse_main.isVisibleTo(self):
+            if self.tiles_main.isVisibleTo(self):
+                tile_run = tiles.tile_run(run)
+                if self.tiles_main.run is not tile_run:
+                    self.tiles_main.set_run(tile_run)
+                self.tiles_main.set_time(tile_run.time_at(m.position))
+            elif self.sparse_main.isVisibleTo(self):
                 self.sparse_main.show_run(run, m.position, position_title(
                     run, m.position, self.main_view.label + self.main_view.name))
             else:
@@ -323,13 +332,18 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _show_sides(self) -> None:
         """Each side of the view shows its run as a heat map, or a sparse run as patterns
-        and its tree (:mod:`viewer.sparse_view`)."""
+        and its tree (:mod:`viewer.sparse_view`); the main side shows a tile run's
+        tiles, task graph and lanes (:mod:`viewer.tiles_view`)."""
         m = self.model
         for heat, sparse_side, run in ((self.main_view, self.sparse_main, m.run),
                                        (self.compare_view, self.sparse_compare, m.compare_run)):
             is_sparse = run is not None and sparse.structure(run) is not None
-            heat.setVisible(run is not None and not is_sparse)
+            is_tiles = heat is self.main_view and run is not None \
+                and tiles.tile_run(run) is not None
+            heat.setVisible(run is not None and not is_sparse and not is_tiles)
             sparse_side.setVisible(is_sparse)
+            if heat is self.main_view:
+                self.tiles_main.setVisible(is_tiles)
 
     def colour_range(self) -> float:
         """Half-width of the colour scale: one scale for both sides of a comparison."""
@@ -447,6 +461,7 @@ class MainWindow(QtWidgets.QMainWindow):
         sparse view)."""
         run = self.model.run
         matrix = self.sparse_main if run is not None and sparse.structure(run) is not None \
+            else self.tiles_main if run is not None and tiles.tile_run(run) is not None \
             else self.main_view
         return {"window": self, "matrix": matrix, "compare": self.views,
                 "timeline": self.timeline, "steps": self.timeline.steps_plot,

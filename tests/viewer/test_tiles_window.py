@@ -1,0 +1,170 @@
+"""The tile-task view in the main window, from runs of the library's tiled code.
+
+Real runs through the Run dialog's runner (made once per module, after the
+untimed warm-up run, so kernel builds do not stretch the first tasks): the tile Cholesky and LU on one device and the Cholesky on two (PoCL:
+two sub-devices, or two queues of one device), read back as tile runs (every
+tile factored, the lanes, the recorded order as the task graph); the window
+showing them instead of the heat map, moving with the steps, and a screenshot
+inspected for the kinds' colours and the lanes' bars; the recording round trip;
+damaged recordings refused as they load.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import oclla
+from oclla.viewer import analysis, registry, runner, tiles
+from oclla.viewer.export import qimage_to_rgb
+from oclla.viewer.run_dialog import RunDialog
+from oclla.viewer.runner import RunRequest
+from oclla.viewer.tiles_view import RUNNING, UNTOUCHED, grid_rgb, kind_colour, step_colours
+
+N, TILE = 40, 10           # 4 x 4 tiles
+
+
+def _run(algorithm, variant, family, dtype):
+    out = runner.execute(RunRequest(algorithm=algorithm, variant=variant, n=N, block=TILE,
+                                    family=family, dtype=dtype, seed=2))
+    assert out.error is None, out.error
+    return out, analysis.viewable_runs(out.recording)[-1]
+
+
+@pytest.fixture(scope="module")
+def made():
+    return {"cholesky": _run("tiled_cholesky", "tiled", "spd", "float64"),
+            "lu": _run("tiled_lu", "tiled", "random", "float32"),
+            "multi": _run("multi_device", "multi_device", "spd", "float32")}
+
+
+def _lower(t):
+    return np.tril(np.ones((t, t), bool))
+
+
+@pytest.mark.parametrize("name", ["cholesky", "lu", "multi"])
+def test_runs_are_tile_runs(made, name):
+    out, run = made[name]
+    assert run.variant in tiles.TILED_VARIANTS and run.params["tile"] == TILE
+    assert run.metrics["backward_error"] < 30
+    tr = tiles.tile_run(run)
+    assert tr is tiles.tile_run(run) and (tr.n, tr.t) == (N, 4)
+    assert (tr.stop >= tr.start).all() and tr.start.min() == 0
+    assert (tr.cover[:, 0] < tr.cover[:, 1]).all() and tr.cover.max() <= tr.t
+    for a, b in tr.edges:                         # the recorded order, forward only
+        assert a < b
+    column = tr.graph()[1]
+    assert column.max() >= tr.t                   # at least a chain through the panels
+    kind, step, running = tr.tile_state(tr.duration)
+    must = _lower(tr.t) if name != "lu" else np.ones((tr.t, tr.t), bool)
+    assert (kind[must] >= 0).all() and running == []
+    last = {"cholesky": "zero", "multi": "zero", "lu": "laswp"}[name]   # after the panel
+    assert tr.kinds[kind[-1, -1]] == last
+    assert [t.k for t in tr.tasks if t.kind == "panel"] == list(range(tr.t))
+    times = [tr.time_at(p) for p in range(len(run.steps) + 1)]
+    assert times[0] == 0 and times == sorted(times) and times[-1] == tr.duration
+    lanes = tr.lanes()
+    if name == "multi":        # one lane per device, each the diagonal of alternate panels
+        assert len(lanes) == 2 and all(lane.endswith(("[0]", "[1]")) for lane in lanes)
+        panels = [tr.lane[p] for p, t in enumerate(tr.tasks) if t.kind == "panel"]
+        assert panels[0] != panels[1] and panels[0] == panels[2]
+    else:
+        assert list(lanes) == [run.device]
+
+
+def _has(image, colour, at_least=4):
+    return int((image == np.array(colour, np.uint8)).all(axis=-1).sum()) >= at_least
+
+
+def test_window_shows_the_tile_view(made, window):
+    out, run = made["multi"]
+    window.model.set_recording(out.recording)
+    view = window.tiles_main
+    assert view.isVisibleTo(window) and not window.main_view.isVisibleTo(window)
+    tr = tiles.tile_run(window.model.run)
+    assert view.run is tr and window.view_widget("matrix") is view
+    window.model.go_to(0)
+    assert view.time == 0 and (grid_rgb(tr, 0.0) == UNTOUCHED).all(axis=-1).sum() >= 10
+    third = next(s.index for s in window.model.run.steps if s.phase == "send") + 1
+    window.model.go_to(third)
+    assert view.time == pytest.approx(tr.time_at(third)) and 0 < view.time < tr.duration
+    kind, _, _ = tr.tile_state(view.time)
+    assert (kind[:, 0] >= 0).all() and (kind[1:, 1:] == tiles.UNTOUCHED).any()
+    image = qimage_to_rgb(window.render_position(window.model.n_positions - 1, "matrix"))
+    assert view.time == tr.duration
+    for name in ("panel", "trsm", "send"):          # nodes of the graph, tiles of the grid
+        assert _has(image, kind_colour(name)), name
+    assert _has(image, RUNNING, 20)                  # the time cursor, at the end
+    grid = qimage_to_rgb(view.grid_plot.grab().toImage())
+    assert not _has(grid, RUNNING, 1) and _has(grid, UNTOUCHED, 100)   # the upper triangle
+    colours = step_colours(tr)
+    for k in (0, tr.t - 1):                          # bars of the first and last step
+        first = next(p for p, t in enumerate(tr.tasks) if t.k == k)
+        assert _has(image, colours[first][:3], 20), k
+    assert "2 lane(s)" in view.legend.text() and "send" in view.legend.text()
+    window.model.set_recording(made["cholesky"][0].recording)    # one lane, its own run
+    assert view.run is tiles.tile_run(window.model.run) and "1 lane(s)" in view.legend.text()
+
+
+def test_run_dialog_offers_the_tile_runs(qtbot):
+    dialog = RunDialog(initial=RunRequest(algorithm="tiled_lu", variant="tiled", n=64,
+                                          block=16), device_lister=lambda: [])
+    qtbot.addWidget(dialog)
+    assert dialog._form.labelForField(dialog.block).text() == "Tile order"
+    req = dialog.request()
+    assert (req.algorithm, req.variant, req.block) == ("tiled_lu", "tiled", 16)
+    for key in registry.TILE_ALGORITHMS:
+        assert dialog.algorithm.findData(key) >= 0 and registry.algorithm(key).missing() is None
+    dialog.algorithm.setCurrentIndex(dialog.algorithm.findData("lu"))
+    assert dialog._form.labelForField(dialog.block).text() == "Block size"
+    assert registry.tile_of(40, {}) == 10 and registry.tile_of(40, {"block": 7}) == 7
+
+
+def _save_tampered(rec, path, change):
+    rec.save(path)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(arrays["meta"].tobytes())
+    change(next(r for r in header["runs"] if r["variant"] in tiles.TILED_VARIANTS))
+    arrays["meta"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
+
+
+def test_recording_round_trip(made, tmp_path, window):
+    out, run = made["multi"]
+    path = tmp_path / "tiles.oclrec"
+    out.recording.save(path)
+    back = tiles.tile_run(analysis.viewable_runs(oclla.load_recording(path))[-1])
+    tr = tiles.tile_run(run)
+    assert back.tasks == tr.tasks and back.lane == tr.lane and back.edges == tr.edges
+    np.testing.assert_array_equal(back.start, tr.start)
+    np.testing.assert_array_equal(back.cover, tr.cover)
+    assert window.open_recording(path) and window.tiles_main.run.tasks == tr.tasks
+
+
+def _kernel_backwards(r):
+    k = r["steps"][0]["kernels"][0]
+    k["end"] = k["start"] - 1
+
+
+DAMAGE = [
+    (lambda r: r["params"].update(tile="10"), "tile must be an integer"),
+    (lambda r: r["params"].update(tile=0), "tile must be an integer"),
+    (lambda r: r["params"].pop("tile"), "tile must be an integer"),
+    (lambda r: r.update(shape=[10 ** 7, 10 ** 7]), "tiles a side"),   # before any grid
+    (lambda r: r.update(shape=[N, N + 1]), "square"),
+    (lambda r: r["steps"][1].update(region=[0, N + 1, 0, 10]), "outside"),
+    (lambda r: r["steps"][1].update(region=[0, 10, 35, N + 5]), "outside"),
+    (_kernel_backwards, "ends before"),
+]
+
+
+def test_damaged_recordings_are_refused(made, tmp_path, window):
+    for p, (change, words) in enumerate(DAMAGE):
+        path = tmp_path / f"bad{p}.oclrec"
+        _save_tampered(made["multi"][0].recording, path, change)
+        with pytest.raises(oclla.RecordingError, match=words):
+            analysis.viewable_runs(oclla.load_recording(path))
+        assert not window.open_recording(path)
+        assert "Could not open" in window.message.text() and window.model.run is None
