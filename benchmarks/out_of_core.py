@@ -3,6 +3,7 @@
     python benchmarks/out_of_core.py --n 65536 --dtype float64 --device NVIDIA
     python benchmarks/out_of_core.py --n 100000 --dtype float32 --device NVIDIA
     python benchmarks/out_of_core.py --n 2000 --tile 256 --stream-tile 256     # PoCL
+    python benchmarks/out_of_core.py --lu --n 65536 --dtype float32 --device NVIDIA
 
 Three factorizations of an SPD matrix (A = L·Lᵀ, lower triangle), each timed
 after a warm-up of a small order with the same tile widths (the kernels are
@@ -23,7 +24,12 @@ built then):
                  share of the transfer time hidden behind computation come
                  from the OpenCL events' profiling times.
 
-GFLOP/s count n³/3 + n²/2 + n/6.  The issue's goals are printed beside the
+GFLOP/s count n³/3 + n²/2 + n/6.  With ``--lu`` the same three runs factor
+P·A = L·U of a general matrix instead (:func:`oclla.lu_factor` of a device
+array, :func:`oclla.tiled_lu.factor_lu_tiles`,
+:func:`oclla.out_of_core_lu.factor_streamed`; GFLOP/s count 2n³/3; the
+streamed LU always stages its uploads through page-locked buffers with
+``pinned``, its downloads go straight to pageable memory).  The issue's goals are printed beside the
 ratios: tiled float64 n = 65536 ≥ 90 % of one buffer at n = 32768; float32
 n = 100000 streamed from host memory ≥ 70 % of in-core (here: the tiled run,
 since one buffer cannot hold it).
@@ -46,9 +52,10 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 import oclla
-from oclla import accuracy, out_of_core, tiled
+from oclla import accuracy, out_of_core, out_of_core_lu, tiled, tiled_lu
 from oclla._params import params
 from oclla.cholesky import cholesky_flops
+from oclla.lu import lu_flops
 
 
 def make_spd(n: int, dtype, seed: int = 0, rows: int = 1024) -> np.ndarray:
@@ -61,6 +68,18 @@ def make_spd(n: int, dtype, seed: int = 0, rows: int = 1024) -> np.ndarray:
         i1 = min(n, i0 + rows)
         a[i0:i1] = np.roll(block[:i1 - i0], i0 // rows, axis=1)
     a[np.diag_indices(n)] = n
+    return a
+
+
+def make_general(n: int, dtype, seed: int = 0, rows: int = 1024) -> np.ndarray:
+    """A random matrix in [-1, 1) (a block of rows, rolled by one column per repeat):
+    partial pivoting interchanges rows at every step."""
+    rng = np.random.default_rng(seed)
+    block = (2 * rng.random((min(rows, max(n, 1)), n), dtype=np.float32) - 1).astype(dtype)
+    a = np.empty((n, n), dtype)
+    for i0 in range(0, n, rows):
+        i1 = min(n, i0 + rows)
+        a[i0:i1] = np.roll(block[:i1 - i0], i0 // rows, axis=1)
     return a
 
 
@@ -125,6 +144,56 @@ def run_streamed(queue, a: np.ndarray, tile: int, check: bool, pinned: bool = Tr
     return out
 
 
+def run_one_buffer_lu(queue, n: int, dtype, check: bool) -> dict:
+    a = make_general(n, dtype)
+    d = cl_array.to_device(queue, a)
+    queue.finish()
+    start = time.perf_counter()
+    _, piv = oclla.lu_factor(d, overwrite_a=True, check_finite=False, queue=queue)
+    queue.finish()
+    seconds = time.perf_counter() - start
+    out = dict(mode="one-buffer", n=n, seconds=seconds, gflops=lu_flops(n) / seconds / 1e9)
+    if check:
+        out["backward_error"] = accuracy.lu_backward_error(a, d.get(), piv.get())
+    return out
+
+
+def run_tiled_lu(queue, a: np.ndarray, tile: int, check: bool) -> dict:
+    n = a.shape[0]
+    tm = tiled.TiledMatrix.from_numpy(a, tile=tile, queue=queue, check_finite=False)
+    tm.queue.finish()
+    start = time.perf_counter()
+    piv, _ = tiled_lu.factor_lu_tiles(tm)
+    seconds = time.perf_counter() - start
+    out = dict(mode="tiled", n=n, tile=tm.tile, panels=len(tm.panels),
+               device_gib=tm.nbytes / 2**30, seconds=seconds, gflops=lu_flops(n) / seconds / 1e9)
+    if check:
+        out["backward_error"] = accuracy.lu_backward_error(a, tm.to_numpy(), piv)
+    tm.release()
+    return out
+
+
+def run_streamed_lu(queue, a: np.ndarray, tile: int, check: bool, pinned: bool = True) -> dict:
+    n = a.shape[0]
+    reference = a.copy() if check else None
+    piv, _, stats = out_of_core_lu.factor_streamed(a, queue=queue, tile=tile, pinned=pinned)
+    out = dict(mode="out-of-core", n=n, tile=stats.tile, pinned=pinned,
+               host_copy_s=stats.host_copy_s,
+               device_gib=out_of_core.BUFFERS * n * stats.tile * a.dtype.itemsize / 2**30,
+               seconds=stats.seconds, gflops=stats.gflops, up_gb=stats.bytes_up / 1e9,
+               down_gb=stats.bytes_down / 1e9, transfer_s=stats.transfer_s,
+               compute_s=stats.compute_s, overlap_s=stats.overlap_s,
+               bus_gbs=stats.bandwidth_gbs, hidden=stats.hidden)
+    if check:
+        out["backward_error"] = accuracy.lu_backward_error(reference, a, piv)
+    return out
+
+
+#: (make the matrix, one-buffer run, tiled run, streamed run) of each factorization.
+RUNS = {False: (make_spd, run_one_buffer, run_tiled, run_streamed),
+        True: (make_general, run_one_buffer_lu, run_tiled_lu, run_streamed_lu)}
+
+
 def bus_bandwidth(queue, dtype, pinned: bool, nbytes: int = 1 << 30) -> tuple:
     """GB/s (up, down) of one plain copy of ``nbytes`` between host and device: from
     pageable numpy memory, or from a mapped CL_MEM_ALLOC_HOST_PTR buffer (``pinned``)."""
@@ -153,18 +222,18 @@ def bus_bandwidth(queue, dtype, pinned: bool, nbytes: int = 1 << 30) -> tuple:
     return tuple(rates)
 
 
-def warm_up(queue, dtype, ref_n: int, tile: int, stream_tiles, modes) -> None:
+def warm_up(queue, dtype, ref_n: int, tile: int, stream_tiles, modes, lu: bool = False) -> None:
     """Build every kernel the timed runs use: the one-buffer run past the device's
     SMALL_N (where the blocked potrf changes its leaves), the others with their tiles."""
+    make, one_buffer, tiles, streamed = RUNS[lu]
     if "one-buffer" in modes:
         p = params(queue, "chol", dtype)
-        run_one_buffer(queue, min(ref_n, max(600, p["SMALL_N"] + 2 * p["NB"] + 1)), dtype,
-                       False)
+        one_buffer(queue, min(ref_n, max(600, p["SMALL_N"] + 2 * p["NB"] + 1)), dtype, False)
     if "tiled" in modes:
-        run_tiled(queue, make_spd(2 * tile + 7, dtype), tile, False)
+        tiles(queue, make(2 * tile + 7, dtype), tile, False)
     if "out-of-core" in modes:
         for stream_tile in stream_tiles:
-            run_streamed(queue, make_spd(3 * stream_tile + 7, dtype), stream_tile, False)
+            streamed(queue, make(3 * stream_tile + 7, dtype), stream_tile, False)
 
 
 def size(nbytes: float) -> str:
@@ -212,6 +281,8 @@ def main(argv=None) -> int:
     p.add_argument("--modes", default="one-buffer,tiled,out-of-core",
                    help="comma-separated subset of one-buffer, tiled, out-of-core")
     p.add_argument("--check", action="store_true", help="backward errors (n <= 4096)")
+    p.add_argument("--lu", action="store_true",
+                   help="LU with partial pivoting of a general matrix instead of Cholesky")
     p.add_argument("--json", default=None, help="write the results to this file")
     args = p.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -236,21 +307,23 @@ def main(argv=None) -> int:
         up, down = bus_bandwidth(queue, dtype, pinned)
         print(f"plain copy of 1 GiB ({'pinned' if pinned else 'pageable'}): host-to-device "
               f"{up:.1f} GB/s, device-to-host {down:.1f} GB/s")
-    warm_up(queue, dtype, ref_n, tile, stream_tiles, modes)
+    warm_up(queue, dtype, ref_n, tile, stream_tiles, modes, args.lu)
+    make, run_one, run_tiles, run_stream = RUNS[args.lu]
+    print("LU with partial pivoting (2n³/3 flops)" if args.lu else "Cholesky (n³/3 flops)")
     rows = []
     if "one-buffer" in modes:
-        rows.append(run_one_buffer(queue, ref_n, dtype, check and ref_n <= 4096))
+        rows.append(run_one(queue, ref_n, dtype, check and ref_n <= 4096))
         report(rows[-1])
-    a = make_spd(n, dtype) if {"tiled", "out-of-core"} & set(modes) else None
+    a = make(n, dtype) if {"tiled", "out-of-core"} & set(modes) else None
     if "tiled" in modes:
-        rows.append(run_tiled(queue, a, tile, check))
+        rows.append(run_tiles(queue, a, tile, check))
         report(rows[-1])
     if "out-of-core" in modes:
         runs = [(t, k) for t in stream_tiles for k in kinds]
         for i, (stream_tile, kind) in enumerate(runs):
             if i:                       # the previous run factored the matrix in place
-                a = make_spd(n, dtype)
-            rows.append(run_streamed(queue, a, stream_tile, check, kind == "pinned"))
+                a = make(n, dtype)
+            rows.append(run_stream(queue, a, stream_tile, check, kind == "pinned"))
             report(rows[-1])
     by = {r["mode"]: r for r in rows}
     if "tiled" in by and "one-buffer" in by:
@@ -265,7 +338,9 @@ def main(argv=None) -> int:
                   f"{row['gflops'] / base['gflops']:.0%} (goal for float32 n=100000: >= 70%)")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(dict(device=info.name, dtype=dtype.name, rows=rows), fh, indent=1)
+            json.dump(dict(device=info.name, dtype=dtype.name,
+                           factorization="lu" if args.lu else "cholesky", rows=rows), fh,
+                      indent=1)
     failed = [r for r in rows if "backward_error" in r and not accuracy.passes(r["backward_error"])]
     return 1 if failed else 0
 
