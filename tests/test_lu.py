@@ -319,12 +319,14 @@ def test_float64_without_fp64_is_a_device_error(monkeypatch, queue):
 
 def test_too_large_for_the_device(queue):
     """Beyond one buffer the LU takes tiles (tests/test_tiled_lu.py); beyond the
-    device's memory it is refused before anything is copied."""
+    device's memory it streams from host memory (tests/test_out_of_core_lu.py)."""
+    from oclla import out_of_core_lu, tiled_lu
     info = oclla.device_info(queue)
     n = int(np.sqrt(info.global_mem_size / 4)) + 16
     huge = np.broadcast_to(np.float32(1.0), (n, n))      # no memory behind it
     with pytest.raises(DeviceError, match="does not stream from host memory"):
-        oclla.lu_factor(huge)
+        tiled_lu.plan_tile(queue, n, np.float32)
+    assert out_of_core_lu.route(huge, queue) == "out_of_core"
 
 
 # ---- the trace ---------------------------------------------------------------------------
