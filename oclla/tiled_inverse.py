@@ -156,14 +156,15 @@ def invert_tiles(tm: TiledMatrix, *, product: bool = True) -> None:
     n, dtype, queue = tm.shape[0], tm.dtype, tm.queue
     if n == 0:
         return
-    info = diagonal_zero(tm)
-    if info:
-        raise singular(info)
     nb = params(queue, "trsm", dtype)["TRSM_NB"]
     work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
                      min(tm.tile, n) * trmm_leaf(queue, nb) * dtype.itemsize)
     name = "cho_inverse" if product else "trtri"
     with trace.run(name, "tiled", queue, (n, n), dtype, lower=True, tile=tm.tile, block=nb):
+        with trace.step("check", (0, n, 0, n)):
+            info = diagonal_zero(tm)
+        if info:
+            raise singular(info)
         with launch_queue(queue) as q:
             with trace.step("zero", (0, n, 0, n)):
                 for k0, kb in _tiles(tm):
