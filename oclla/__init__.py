@@ -24,7 +24,8 @@ Where each algorithm lives (kernels_cl/README.md maps each paper to its module a
   Cholesky whose diagonal blocks the host's LAPACK factors while the device updates.
 * ``tiled.py`` matrices in many buffers (``TiledMatrix``) and the tiled Cholesky;
   ``tiled_lu.py`` the LU with partial pivoting on tiles; ``tiled_ad2at.py`` A·D²·Aᵀ into
-  tiles; ``out_of_core.py`` the Cholesky of a host matrix streamed through the device
+  tiles; ``tiled_inverse.py`` the SPD inverse and log-determinant on tiles;
+  ``out_of_core.py`` the Cholesky of a host matrix streamed through the device
   (``_staging.py`` its page-locked staging buffers); ``multi_device.py`` and
   ``multi_device_lu.py`` the tiled Cholesky and LU over several devices of one context;
   ``tile_tasks.py`` the tile kernels one at a time, for external schedulers.
