@@ -35,6 +35,13 @@ Both variants zero the other triangle first, so a result's other triangle is
 0 unless ``full`` fills it.  A zero on the factor's diagonal raises
 :class:`numpy.linalg.LinAlgError` "singular matrix: diagonal entry k is zero"
 (LAPACK's info k) before anything is written.
+
+Beyond one buffer
+    :func:`cho_inverse` and :func:`inv_spd` take a lower
+    :class:`oclla.tiled.TiledMatrix` (the result: A⁻¹'s lower triangle in a
+    TiledMatrix) and tile a host matrix larger than one buffer of the device
+    (the result: a host array), :mod:`oclla.tiled_inverse`; :func:`cho_logdet`
+    takes a TiledMatrix too.
 """
 
 from __future__ import annotations
@@ -467,7 +474,10 @@ def cho_inverse(c_and_lower, *, full: bool = True, overwrite_c: bool = False,
     Returns
     -------
     (n, n) array A⁻¹ = U⁻¹U⁻ᵀ (upper factor) or L⁻ᵀL⁻¹; a device array when
-    ``c`` is one.
+    ``c`` is one.  A lower :class:`oclla.tiled.TiledMatrix` ``c`` (with
+    ``lower=True``) gives a TiledMatrix holding A⁻¹'s lower triangle (``c``
+    itself with ``overwrite_c``; ``full`` applies to arrays); a host ``c`` larger
+    than one buffer of the device is inverted in tiles (:mod:`oclla.tiled_inverse`).
 
     Raises
     ------
@@ -504,7 +514,8 @@ def cho_logdet(c_and_lower, *, check_finite: bool = True, queue=None) -> float:
     Parameters
     ----------
     c_and_lower : ``(c, lower)`` as for :func:`cho_inverse` (only c's diagonal
-        is used; a host c sends only its diagonal to the device)
+        is used; a host c sends only its diagonal to the device, a
+        :class:`oclla.tiled.TiledMatrix` is summed per diagonal tile)
     check_finite : reject NaN/Inf in ``c`` (ValueError)
     queue : pyopencl.CommandQueue, optional
         The queue to run on, with profiling enabled (default: the queue of the
@@ -561,7 +572,11 @@ def inv_spd(a, *, lower: bool = False, overwrite_a: bool = False, check_finite: 
     Returns
     -------
     (n, n) array
-        The full symmetric inverse (a device array for a device ``a``).
+        The full symmetric inverse (a device array for a device ``a``).  A lower
+        :class:`oclla.tiled.TiledMatrix` ``a`` (``lower=True``) gives a
+        TiledMatrix holding the inverse's lower triangle (``a`` itself with
+        ``overwrite_a``); a host ``a`` larger than one buffer of the device is
+        factored and inverted in tiles (:mod:`oclla.tiled_inverse`).
 
     Raises
     ------
