@@ -66,13 +66,16 @@ from .tiled_lu import plan_tile as tiles_plan
 
 def route(a, queue) -> str | None:
     """"out_of_core" for a host square matrix whose tiled LU does not fit the device's
-    memory (:func:`oclla.tiled_lu.plan_tile` finds no tile), else None."""
+    memory (:func:`oclla.tiled_lu.plan_tile` finds no tile), else None; DeviceError
+    where not even :data:`oclla.out_of_core.BUFFERS` of its columns fit (before
+    anything is copied)."""
     if not exceeds_buffer(a, queue):
         return None
     arr = np.asarray(a)
     try:
         tiles_plan(queue, arr.shape[0], arr.dtype)
     except DeviceError:
+        plan_tile(queue, arr.shape[0], arr.dtype)
         return "out_of_core"
     return None
 

@@ -93,6 +93,8 @@ def test_route(small_device):
     assert tiled_lu.route(general(400, np.float64), q) == "tiled"
     assert out_of_core_lu.route(general(501, np.float64), q) == "out_of_core"
     assert out_of_core_lu.route(general(501, np.float32), q) is None
+    with pytest.raises(oclla.DeviceError, match="4 columns of 60000 entries"):
+        out_of_core_lu.route(np.broadcast_to(1.0, (60_000, 60_000)), q)   # no memory
 
 
 def test_lu_factor_streams_from_host_memory(small_device):
