@@ -205,12 +205,19 @@ def _block(r0, r1, c0, c1, lower: bool):
     return (r0, r1, c0, c1) if lower else (c0, c1, r0, r1)
 
 
+def _shift(region, origin):
+    """A trace region (r0, r1, c0, c1) of a block moved to where the block starts."""
+    r, c = origin
+    return (region[0] + r, region[1] + r, region[2] + c, region[3] + c)
+
+
 def trtri_blocked(queue, a: View, n: int, work: cl.Buffer, *, lower: bool, unit: bool,
-                  dtype, nb: int) -> None:
+                  dtype, nb: int, origin=(0, 0)) -> None:
     """X = T⁻¹ in place for the n x n triangle at ``a`` (other triangle zero): all diagonal
-    blocks inverted by one launch, then the halves combined bottom-up by TRMMs."""
+    blocks inverted by one launch, then the halves combined bottom-up by TRMMs.
+    ``origin``: where ``a`` starts in the traced matrix (a tile of a tiled one)."""
     flops = sum(trtri_flops(min(nb, n - k)) for k in range(0, n, nb))
-    with trace.step("trti2", (0, n, 0, n), flops=flops):
+    with trace.step("trti2", _shift((0, n, 0, n), origin), flops=flops):
         invert_diagonal_blocks(queue, a, n, nb, lower=lower, unit=unit, dtype=dtype)
 
     def combine(k0: int, m: int) -> None:
@@ -222,7 +229,7 @@ def trtri_blocked(queue, a: View, n: int, work: cl.Buffer, *, lower: bool, unit:
         combine(k0 + n1, n2)
         x11, x22 = a.at(k0, k0), a.at(k0 + n1, k0 + n1)
         off = _block(k0 + n1, k0 + m, k0, k0 + n1, lower)
-        with trace.step("trmm", off, flops=float(n1 * n2 * (n1 + n2))):
+        with trace.step("trmm", _shift(off, origin), flops=float(n1 * n2 * (n1 + n2))):
             t = a.at(off[0], off[2])
             # lower: T21 := −X22·T21·X11;  upper: T12 := −X11·T12·X22
             first, second = (x22, x11) if lower else (x11, x22)
@@ -263,17 +270,18 @@ def trtri_steps(queue, a: View, n: int, work: cl.Buffer, *, lower: bool, unit: b
 
 
 def lauum_blocked(queue, a: View, n: int, work: cl.Buffer, *, lower: bool, dtype,
-                  nb: int) -> None:
+                  nb: int, origin=(0, 0)) -> None:
     """The triangle of Xᵀ·X (``lower``) or X·Xᵀ in place of the triangle X at ``a``.
 
     Lower, X = [X11 0; X21 X22]: R11 = lauum(X11) + X21ᵀ·X21 (SYRK),
     R21 = X22ᵀ·X21 (TRMM), R22 = lauum(X22), in that order (each reads what the
     next overwrites); upper alike with R12 = X12·X22ᵀ.  Leaves: ``lauum_block``.
+    ``origin``: where ``a`` starts in the traced matrix (a tile of a tiled one).
     """
     def rec(k0: int, m: int) -> None:
         if m <= nb:
-            with trace.step("lauu2", (k0, k0 + m, k0, k0 + m), pivot=(k0, k0),
-                            flops=lauum_flops(m)):
+            with trace.step("lauu2", _shift((k0, k0 + m, k0, k0 + m), origin),
+                            pivot=(k0 + origin[0], k0 + origin[1]), flops=lauum_flops(m)):
                 _lauum_leaf(queue, a.at(k0, k0), m, nb, lower=lower, dtype=dtype)
             return
         n1 = _split(m, nb)
@@ -281,10 +289,11 @@ def lauum_blocked(queue, a: View, n: int, work: cl.Buffer, *, lower: bool, dtype
         rec(k0, n1)
         off = _block(k0 + n1, k0 + m, k0, k0 + n1, lower)
         x = a.at(off[0], off[2])
-        with trace.step("syrk", (k0, k0 + n1, k0, k0 + n1), flops=float(n1 * (n1 + 1) * n2)):
+        with trace.step("syrk", _shift((k0, k0 + n1, k0, k0 + n1), origin),
+                        flops=float(n1 * (n1 + 1) * n2)):
             syrk(queue, n1, n2, 1.0, x, 1.0, a.at(k0, k0), dtype=dtype, lower=lower,
                  trans=lower)
-        with trace.step("trmm", off, flops=float(n2 * n2 * n1)):
+        with trace.step("trmm", _shift(off, origin), flops=float(n2 * n2 * n1)):
             trmm(queue, n2, n1, 1.0, a.at(k0 + n1, k0 + n1), x, work, dtype=dtype, nb=nb,
                  lower=lower, trans=True, left=lower)
         rec(k0 + n1, n2)

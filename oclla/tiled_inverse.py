@@ -47,8 +47,8 @@ from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from .blas import gemm, syrk, trsm
 from .cholesky import zero_other_triangle
-from .inverse import (diagonal_info, lauum_blocked, lauum_flops, logdet_device, singular,
-                      trmm, trmm_leaf, trtri_blocked, trtri_flops)
+from .inverse import (diagonal_info, lauum_blocked, logdet_device, singular, trmm,
+                      trmm_leaf, trtri_blocked)
 from .tiled import (TiledMatrix, check_layout, choose_tile, factor_tiles, fits_in_core,
                     host_matrix)
 
@@ -109,10 +109,8 @@ def trtri_tiles(queue, tm: TiledMatrix, work: cl.Buffer, nb: int) -> None:
             with trace.step("trsm", (j0 + jb, n, j0, j0 + jb), flops=float(jb * jb * rest)):
                 trsm(queue, jb, rest, tm.view(j0, j0), tm.view(j0 + jb, j0), dtype=dtype,
                      left=False, lower=True)
-        with trace.step("trti2", (j0, j0 + jb, j0, j0 + jb), pivot=(j0, j0),
-                        flops=trtri_flops(jb)):
-            trtri_blocked(queue, tm.view(j0, j0), jb, work, lower=True, unit=False,
-                          dtype=dtype, nb=nb)
+        trtri_blocked(queue, tm.view(j0, j0), jb, work, lower=True, unit=False,
+                      dtype=dtype, nb=nb, origin=(j0, j0))
 
 
 def lauum_tiles(queue, tm: TiledMatrix, work: cl.Buffer, nb: int) -> None:
@@ -127,9 +125,8 @@ def lauum_tiles(queue, tm: TiledMatrix, work: cl.Buffer, nb: int) -> None:
                 for k0, kb in left:
                     trmm(queue, ib, kb, 1.0, tm.view(i0, i0), tm.view(i0, k0), work,
                          dtype=dtype, nb=nb, lower=True, trans=True)
-        with trace.step("lauu2", (i0, i0 + ib, i0, i0 + ib), pivot=(i0, i0),
-                        flops=lauum_flops(ib)):
-            lauum_blocked(queue, tm.view(i0, i0), ib, work, lower=True, dtype=dtype, nb=nb)
+        lauum_blocked(queue, tm.view(i0, i0), ib, work, lower=True, dtype=dtype, nb=nb,
+                      origin=(i0, i0))
         if not rest:
             continue
         down = tm.view(i0 + ib, i0)                      # X_Di, rest x ib

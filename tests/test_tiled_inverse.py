@@ -128,6 +128,11 @@ def test_public_functions_beyond_one_buffer(small_device, dtype_, n, lower):
         inv = oclla.cho_inverse((c, lower), queue=q)
     assert [(r.algorithm, r.variant) for r in rec.runs] == [("cho_inverse", "tiled")]
     assert {s.phase for s in rec.steps} >= {"check", "trmm", "trsm", "trti2", "lauu2", "syrk"}
+    tile = tiled.choose_tile(q, n, dtype_)
+    assert {s.region[:3:2] for s in rec.steps if s.phase == "trti2"} == {(0, 0), (tile, tile)}
+    assert all(0 <= r0 <= r1 <= n and 0 <= c0 <= c1 <= n
+               for r0, r1, c0, c1 in (s.region for s in rec.steps))
+    assert all(s.kernels for s in rec.steps)
     np.testing.assert_array_equal(inv, inv.T)
     assert accuracy.passes(accuracy.inverse_error(a, inv))
     half = oclla.cho_inverse((c, lower), full=False, queue=q)
@@ -168,3 +173,10 @@ def test_failures_beyond_one_buffer_name_lapacks_order(small_device):
         oclla.inv_spd(np.where(np.eye(n) > 0, np.inf, a_before), queue=q)
     with pytest.raises(TypeError, match="float32 or float64"):
         oclla.inv_spd(np.ones((n, n), np.int64), queue=q)
+    big = spd(700, np.float64)                      # its triangle's tiles: 2.3 MiB
+    with pytest.raises(oclla.DeviceError, match="does not fit the device's memory"):
+        oclla.inv_spd(big, queue=q)
+    with pytest.raises(oclla.DeviceError, match="does not fit the device's memory"):
+        oclla.cho_inverse((big, False), queue=q)
+    assert oclla.cho_logdet((big, True), queue=q) == pytest.approx(
+        2 * np.log(np.diagonal(big)).sum(), rel=1e-12)      # only its diagonal is sent
