@@ -77,28 +77,38 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
         # into a supervariable of the same cliques, which takes over their weight
         # prune A and E of the variables of L[p]
         for i in lp:
-            adj[i] = adj[i] - lp        # (not -=: that walks all of L[p] for every i)
-            adj[i].discard(p)
-            elems[i] -= absorbed
-            elems[i].add(p)
+            ai = adj[i]
+            if ai:
+                ai = adj[i] = ai - lp   # (not -=: that walks all of L[p] for every i)
+                ai.discard(p)
+            ei = elems[i]
+            if absorbed:
+                ei -= absorbed
+            ei.add(p)
         # |L[e] \ L[p]| for every element met, weighted
-        wlp = clique_weight[p] = sum(weight[i] for i in lp)
+        wlp = clique_weight[p] = sum(map(weight.__getitem__, lp))
         ext = {}
+        ext_get = ext.get
         for i in lp:
             wi = weight[i]
             for e in elems[i]:
                 if e != p:
-                    ext[e] = ext.get(e, clique_weight[e]) - wi
+                    ext[e] = ext_get(e, clique_weight[e]) - wi
         for e, x in ext.items():
             if x == 0:                      # L[e] ⊆ L[p]: aggressive absorption
                 del clique_weight[e]
                 for i in clique.pop(e):
                     elems[i].discard(e)
-        # supervariables: equal A and E
+        # supervariables: equal A and E (bucketed by sizes and sums, then compared)
         buckets = {}
         for i in lp:
-            key = (hash(frozenset(adj[i])), hash(frozenset(elems[i])))
-            buckets.setdefault(key, []).append(i)
+            ai, ei = adj[i], elems[i]
+            key = (len(ai), len(ei), sum(ai), sum(ei))
+            bucket = buckets.get(key)
+            if bucket is None:
+                buckets[key] = [i]
+            else:
+                bucket.append(i)
         for group in buckets.values():
             while len(group) > 1:
                 i = group.pop()
