@@ -318,7 +318,9 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
     Parameters
     ----------
     lu_and_piv : tuple (lu, piv)
-        The output of :func:`lu_factor`: host or device arrays (any view).
+        The output of :func:`lu_factor`: host or device arrays (any view).  A
+        host factor beyond the device's memory is streamed through it block
+        column by block column (:func:`oclla.out_of_core_lu.solve_streamed`).
     b : (n,) or (n, k) array_like, or pyopencl.array.Array
         The right-hand side(s).  The factor's dtype is the working precision:
         a host ``b`` is converted to it only where numpy's "safe" rule says
@@ -370,7 +372,10 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
         raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
     lu_, piv = unpack_pair(lu_and_piv, "lu_and_piv", "lu_factor")
     queue = resolve_queue(queue)
-    from . import tiled, tiled_lu
+    from . import out_of_core_lu, tiled, tiled_lu
+    if out_of_core_lu.route(lu_, queue):
+        return out_of_core_lu.lu_solve_host(lu_, piv, b, trans=trans, overwrite_b=overwrite_b,
+                                            check_finite=check_finite, queue=queue)
     if isinstance(lu_, tiled.TiledMatrix) or tiled.exceeds_buffer(lu_, queue):
         return tiled_lu.lu_solve_beyond(lu_, piv, b, trans=trans, overwrite_b=overwrite_b,
                                         check_finite=check_finite, queue=queue)

@@ -41,7 +41,8 @@ each GEMM does 2·tile flops per entry streamed.  An exactly zero pivot does
 not stop the factorization: LAPACK's ``info`` (the 1-based column of the first
 zero diagonal entry of U) comes back with the pivots.  :func:`lu_host` is what
 :func:`oclla.lu_factor` calls for a matrix whose tiles do not fit the device
-(:func:`route`).
+(:func:`route`), :func:`lu_solve_host` what :func:`oclla.lu_solve` calls for such
+a factor (:func:`solve_streamed`: each block column uploaded twice).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from . import _trace_hooks, trace
 from ._device import DeviceError
 from ._programs import int_zeros
 from ._staging import Staging
-from .blas import View, gemm, trsm
+from .blas import View, gemm, laswp, trsm
 from .lu import lu_flops
 from .out_of_core import Stats, _intervals, _merge, _overlap, _union_length, plan_tile
 from .tiled import copy_queue, exceeds_buffer, host_matrix, writable_in_place
@@ -266,3 +267,112 @@ def lu_host(a, *, overwrite_a: bool, check_finite: bool, queue,
     dest = a if overwrite_a and writable_in_place(a) else np.array(arr, order="C")
     piv, info, _ = factor_streamed(dest, queue=queue, tile=tile)
     return dest, piv, info
+
+
+def solve_streamed(lu: np.ndarray, piv, b: View, nrhs: int, *, trans: int = 0, queue,
+                   tile: int | None = None, pinned: bool = True) -> None:
+    """B := A⁻¹·B (``trans`` 0) or A⁻ᵀ·B (1 or 2) for the host LU factor ``lu``
+    (P·A = L·U, scipy's layout, C-contiguous) and the device pivots ``piv`` (an int32
+    buffer of n 0-based interchanges); B is n x nrhs at ``b`` on ``queue``.
+
+    Block column by block column, as :func:`oclla.tiled_lu.solve_lu_tiles`: for L
+    (unit lower) the rows j0 .. n of block column J are uploaded, for U its rows
+    0 .. j0 + jb, each into one of two device buffers (alternating, an upload waiting
+    for the computation that last read its buffer), on the copy queue through
+    page-locked staging buffers (``pinned``; else straight from ``lu``): the factor
+    crosses the bus twice, block column p + 1 travels while block column p computes."""
+    n, dtype = lu.shape[0], lu.dtype
+    w = plan_tile(queue, n, dtype, tile)
+    bufs = [cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, n * w * dtype.itemsize)
+            for _ in range(2)]
+    copyq = copy_queue(queue)
+    staging = Staging(copyq, n * w, dtype) if pinned else None
+    free = [None, None]
+    turn = [0]
+    starts = list(range(0, n, w))
+
+    def column(j0: int, r0: int, r1: int):
+        """Rows r0 .. r1 of block column J on the device: view(i, j) of entry (i, j)."""
+        jb, s = min(w, n - j0), turn[0]
+        turn[0] ^= 1
+        wait = [free[s]] if free[s] else None
+        if staging is None:
+            arrived = cl.enqueue_copy(copyq, bufs[s], np.ascontiguousarray(
+                lu[r0:r1, j0:j0 + jb]), is_blocking=False, wait_for=wait)
+        else:
+            arrived = staging.upload(bufs[s], lu, r0, j0, r1 - r0, jb, wait_for=wait)
+        copyq.flush()
+        cl.enqueue_barrier(queue, wait_for=[arrived])
+        return jb, s, lambda i, j: View(bufs[s], (i - r0) * jb + (j - j0), jb)
+
+    def done(s: int) -> None:
+        free[s] = cl.enqueue_marker(queue)
+        queue.flush()
+
+    try:
+        with trace.run("lu_solve", f"out_of_core trans={trans}", queue, (n, nrhs), dtype,
+                       tile=w):
+            with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
+                if trans == 0:
+                    laswp(queue, b, 0, nrhs, piv, 0, n, dtype=dtype)
+                    for j0 in starts:                          # L·Y = P·B
+                        jb, s, view = column(j0, j0, n)
+                        trsm(queue, jb, nrhs, view(j0, j0), b.at(j0, 0), dtype=dtype,
+                             lower=True, unit=True)
+                        if n > j0 + jb:
+                            gemm(queue, n - j0 - jb, nrhs, jb, -1.0, view(j0 + jb, j0),
+                                 b.at(j0, 0), 1.0, b.at(j0 + jb, 0), dtype=dtype)
+                        done(s)
+                    for j0 in reversed(starts):                # U·X = Y
+                        jb, s, view = column(j0, 0, j0 + min(w, n - j0))
+                        trsm(queue, jb, nrhs, view(j0, j0), b.at(j0, 0), dtype=dtype,
+                             lower=False)
+                        if j0:
+                            gemm(queue, j0, nrhs, jb, -1.0, view(0, j0), b.at(j0, 0), 1.0,
+                                 b, dtype=dtype)
+                        done(s)
+                else:
+                    for j0 in starts:                          # Uᵀ·Y = B
+                        jb, s, view = column(j0, 0, j0 + min(w, n - j0))
+                        if j0:
+                            gemm(queue, jb, nrhs, j0, -1.0, view(0, j0), b, 1.0,
+                                 b.at(j0, 0), dtype=dtype, trans_a=True)
+                        trsm(queue, jb, nrhs, view(j0, j0), b.at(j0, 0), dtype=dtype,
+                             lower=False, trans=True)
+                        done(s)
+                    for j0 in reversed(starts):                # Lᵀ·Z = Y
+                        jb, s, view = column(j0, j0, n)
+                        if n > j0 + jb:
+                            gemm(queue, jb, nrhs, n - j0 - jb, -1.0, view(j0 + jb, j0),
+                                 b.at(j0 + jb, 0), 1.0, b.at(j0, 0), dtype=dtype,
+                                 trans_a=True)
+                        trsm(queue, jb, nrhs, view(j0, j0), b.at(j0, 0), dtype=dtype,
+                             lower=True, trans=True, unit=True)
+                        done(s)
+                    laswp(queue, b, 0, nrhs, piv, 0, n, dtype=dtype, forward=False)
+    finally:
+        if staging is not None:
+            staging.close()
+        copyq.finish()
+        queue.finish()
+
+
+def lu_solve_host(lu, piv, b, *, trans: int, overwrite_b: bool, check_finite: bool, queue):
+    """:func:`oclla.lu_solve` with a host factor beyond the device's memory (route
+    "out_of_core"): :func:`solve_streamed`.  ``piv``: host or device 0-based pivots."""
+    from ._validate import solve_in_place
+    from .lu import PIV_RANGE, _device_piv
+    arr = np.ascontiguousarray(host_matrix(lu, check_finite=check_finite, queue=queue))
+    n, dtype = arr.shape[0], arr.dtype
+    flags = int_zeros(queue, 2)
+    d_piv = _device_piv(piv, n, queue, flags)
+
+    def solve(x2):
+        solve_streamed(arr, d_piv.data, View(x2.base_data, x2.offset // dtype.itemsize,
+                                             x2.shape[1]), x2.shape[1], trans=trans,
+                       queue=queue)
+    x = solve_in_place(queue, b, n, dtype, solve, overwrite_b=overwrite_b,
+                       check_finite=check_finite)
+    if int(flags.get()[0]):
+        raise ValueError(PIV_RANGE.format(n=n))
+    return x

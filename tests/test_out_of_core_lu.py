@@ -3,10 +3,10 @@
 The streamed factorization against the LAPACK backward error (< 30) and
 scipy's pivots on orders straddling the block width, both dtypes; the bytes
 it moves (exactly what the left-looking schedule must move); exactly singular
-input (LAPACK's info, lu_factor's warning); the public function under a
-device-limit profile whose memory is smaller than the matrix's tiles (numpy
-arrays, Fortran order, memory-mapped ``.npy`` files, overwrite_a, the
-caller's array untouched otherwise).
+input (LAPACK's info, lu_factor's warning); the streamed solve; the public
+functions under a device-limit profile whose memory is smaller than the
+matrix's tiles (numpy arrays, Fortran order, memory-mapped ``.npy`` files,
+overwrite_a, the caller's array untouched otherwise).
 """
 
 import numpy as np
@@ -75,6 +75,25 @@ def test_singular_gives_lapacks_info(queue, column):
     np.testing.assert_allclose(work, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
 
 
+@pytest.mark.parametrize("pinned", [True, False])
+@pytest.mark.parametrize("trans", [0, 1])
+def test_streamed_solve(queue, dtype, trans, pinned):
+    """The streamed solve, both transposes, with and without staging: block columns
+    alternate between two device buffers."""
+    import pyopencl.array as cl_array
+    from oclla.blas import view_of
+    n = 61
+    a = general(n, dtype, seed=7)
+    lu, piv = scipy.linalg.lu_factor(a)
+    b = np.linspace(-1, 1, 3 * n).reshape(n, 3).astype(dtype)
+    x = cl_array.to_device(queue, b)
+    out_of_core_lu.solve_streamed(lu, cl_array.to_device(queue, piv.astype(np.int32)).data,
+                                  view_of(x), 3, trans=trans, queue=queue, tile=16,
+                                  pinned=pinned)
+    assert accuracy.solve_backward_error(a if trans == 0 else a.T, x.get(), b) \
+        < accuracy.THRESHOLD
+
+
 def test_interchanges_are_lapacks_order():
     rows = out_of_core_lu._interchanges(np.array([2, 2, 3]), 4)
     a = np.arange(4)
@@ -110,6 +129,15 @@ def test_lu_factor_streams_from_host_memory(small_device):
     np.testing.assert_array_equal(a, before)                   # the caller's array untouched
     assert accuracy.lu_backward_error(a, lu, piv) < accuracy.THRESHOLD
     np.testing.assert_array_equal(piv, scipy.linalg.lu_factor(a)[1])
+    b = np.linspace(-1, 1, 2 * n).reshape(n, 2)
+    for trans in (0, 1):
+        with oclla.record() as rec:
+            x = oclla.lu_solve((lu, piv), b, trans=trans, queue=q)
+        assert [r.variant for r in rec.runs] == [f"out_of_core trans={trans}"]
+        assert accuracy.solve_backward_error(a if trans == 0 else a.T, x, b) \
+            < accuracy.THRESHOLD
+    with pytest.raises(ValueError, match=r"piv entries must lie in \[0, 501\)"):
+        oclla.lu_solve((lu, piv + 1), b, queue=q)
     work = a.copy()
     lu2, piv2 = oclla.lu_factor(work, overwrite_a=True, queue=q)
     assert lu2 is work
