@@ -13,6 +13,24 @@
 #include "gemm_tile.h"
 
 #define RN (VW * NV)
+
+/* VW-wide loads and stores built from scalar accesses, which compilers merge into
+ * (unaligned) vector moves: some CPU runtimes (PoCL) call vloadN/vstoreN as
+ * out-of-line library functions, which spills every accumulator at each call. */
+#define DL1(p) (p)[0]
+#define DL2(p) (REALV(2))((p)[0], (p)[1])
+#define DL4(p) (REALV(4))(DL2(p), DL2((p) + 2))
+#define DL8(p) (REALV(8))(DL4(p), DL4((p) + 4))
+#define DL16(p) (REALV(16))(DL8(p), DL8((p) + 8))
+#define DS1(x, p) ((p)[0] = (x))
+#define DS2(x, p) ((p)[0] = (x).s0, (p)[1] = (x).s1)
+#define DS4(x, p) (DS2((x).s01, p), DS2((x).s23, (p) + 2))
+#define DS8(x, p) (DS4((x).s0123, p), DS4((x).s4567, (p) + 4))
+#define DS16(x, p) (DS8((x).s01234567, p), DS8((x).s89abcdef, (p) + 8))
+#define DLOAD_(w) DL##w
+#define DSTORE_(w) DS##w
+#define DLOAD(w) DLOAD_(w)
+#define DSTORE(w) DSTORE_(w)
 #if TRANS_A == 0
 #define A_ELEM(r, k) A[AT(r, k, lda)]
 #else
@@ -35,25 +53,25 @@ void direct_block(const int full, const int M, const int N, const int K, const r
         for (int v = 0; v < NV; v++)
             acc[i][v] = (REALV(VW))(ZERO);
     /* rows past M repeat the last one (computed, never stored) */
-    const int last = full ? row0 + RM - 1 : min(row0 + RM - 1, M - 1);
+    const int last = (full || row0 + RM <= M) ? row0 + RM - 1 : M - 1;
     for (int k = 0; k < K; k++) {
         REALV(VW) b[NV];
         __global const real *brow = B + AT(k, col0, ldb);
         #pragma unroll
         for (int v = 0; v < NV; v++) {
             if (full) {
-                b[v] = VLOAD(VW)(0, brow + v * VW);
+                b[v] = DLOAD(VW)(brow + v * VW);
             } else {
                 real t[VW];
                 #pragma unroll
                 for (int q = 0; q < VW; q++)
                     t[q] = (col0 + v * VW + q < N) ? brow[v * VW + q] : ZERO;
-                b[v] = VLOAD(VW)(0, t);
+                b[v] = DLOAD(VW)(t);
             }
         }
         #pragma unroll
         for (int i = 0; i < RM; i++) {
-            const REALV(VW) a = (REALV(VW))(A_ELEM(min(row0 + i, last), k));
+            const REALV(VW) a = (REALV(VW))(A_ELEM(row0 + i < last ? row0 + i : last, k));
             #pragma unroll
             for (int v = 0; v < NV; v++)
                 acc[i][v] = MUL_ADD(a, b[v], acc[i][v]);
@@ -68,10 +86,10 @@ void direct_block(const int full, const int M, const int N, const int K, const r
             if (full) {
                 __global real *p = C + AT(r, c, ldc);
                 const REALV(VW) x = alpha * acc[i][v];
-                VSTORE(VW)((beta == ZERO) ? x : x + beta * VLOAD(VW)(0, p), 0, p);
+                DSTORE(VW)((beta == ZERO) ? x : x + beta * DLOAD(VW)(p), p);
             } else {
                 real t[VW];
-                VSTORE(VW)(acc[i][v], 0, t);
+                DSTORE(VW)(acc[i][v], t);
                 #pragma unroll
                 for (int q = 0; q < VW; q++)
                     if (r < M && c + q < N && IN_TRIANGLE(r, c + q))
