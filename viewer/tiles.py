@@ -46,6 +46,10 @@ from oclla.trace import HOST, MAX_ORDER, RecordingError
 #: Code of "no task has written this tile yet" in :meth:`TileRun.tile_state`.
 UNTOUCHED = -1
 
+PASSIVE = ("send", "zero", "laswp")
+"""Traced phases that copy, clear or swap entries without arithmetic: a tile keeps the
+colour of its last arithmetic task (they still order the task graph)."""
+
 
 @dataclass(frozen=True)
 class TileRun:
@@ -87,7 +91,7 @@ class TileRun:
 
     def tile_state(self, time: float) -> tuple[np.ndarray, np.ndarray, list]:
         """(kind, step, running) at ``time``: t x t int arrays, each tile's last task
-        finished by then (index into :data:`oclla.distributed.KINDS`, or
+        (not one of :data:`PASSIVE`) finished by then (index into :data:`oclla.distributed.KINDS`, or
         :data:`UNTOUCHED`) and that task's step k (-1 where none); the indices of the
         tasks running at ``time`` (started, not finished)."""
         kind = np.full((self.t, self.t), UNTOUCHED, np.int64)
@@ -95,6 +99,8 @@ class TileRun:
         done = np.flatnonzero(self.stop <= time)
         for idx in done[np.argsort(self.stop[done], kind="stable")]:
             task = self.tasks[idx]
+            if task.kind in PASSIVE:
+                continue
             i0, i1, j0, j1 = (self.cover[idx] if self.cover is not None
                               else (task.i, task.i + 1, task.j, task.j + 1))
             kind[i0:i1, j0:j1] = self.kinds.index(task.kind)

@@ -58,8 +58,8 @@ def test_runs_are_tile_runs(made, name):
     kind, step, running = tr.tile_state(tr.duration)
     must = _lower(tr.t) if name != "lu" else np.ones((tr.t, tr.t), bool)
     assert (kind[must] >= 0).all() and running == []
-    last = {"cholesky": "zero", "multi": "zero", "lu": "laswp"}[name]   # after the panel
-    assert tr.kinds[kind[-1, -1]] == last
+    assert tr.kinds[kind[-1, -1]] == "panel"      # not the copies, clearings and swaps
+    assert not {tr.kinds[x] for x in kind[must].ravel()} & set(tiles.PASSIVE)
     assert [t.k for t in tr.tasks if t.kind == "panel"] == list(range(tr.t))
     times = [tr.time_at(p) for p in range(len(run.steps) + 1)]
     assert times[0] == 0 and times == sorted(times) and times[-1] == tr.duration
@@ -97,6 +97,7 @@ def test_window_shows_the_tile_view(made, window):
     assert _has(image, RUNNING, 20)                  # the time cursor, at the end
     grid = qimage_to_rgb(view.grid_plot.grab().toImage())
     assert not _has(grid, RUNNING, 1) and _has(grid, UNTOUCHED, 100)   # the upper triangle
+    assert _has(grid, kind_colour("panel"), 20)      # the last diagonal tile, step t - 1
     colours = step_colours(tr)
     for k in (0, tr.t - 1):                          # bars of the first and last step
         first = next(p for p, t in enumerate(tr.tasks) if t.k == k)
