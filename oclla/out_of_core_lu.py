@@ -16,14 +16,16 @@ column j (columns J = j0 .. j0 + jb)::
         A[k0 + kb:n, J] -= L[k0 + kb:n, K]·U[K, J]                (GEMM)
     P_j·A[j0:n, J] = L[j0:n, J]·U[J, J]      :func:`oclla.tiled_lu.factor_panel`
     download the block column into the host factor
-    rows j0 .. n of the block columns 0 .. j0 on the host interchanged by P_j
+    rows j0 .. n of the block columns 0 .. j0 on the host interchanged by P_j,
+    each just before block column j + 1 streams it (the last panel's: at the end)
 
 Each block column's buffer holds its rows j0 .. n first (the panel, at offset 0
 as :func:`~oclla.tiled_lu.factor_panel` wants it) and its rows 0 .. j0 (U's
 block rows above the panel) after them.  The row interchanges on the host (the
 gather of block column j's rows before its upload, the interchange of the
-finished block columns' rows after each panel, one block column at a time) are
-data movement, not arithmetic; every flop runs in the device's kernels.  The
+finished block columns' rows after each panel, one block column at a time,
+while the device computes with the block column streamed before) are data
+movement, not arithmetic; every flop runs in the device's kernels.  The
 pivots come to the host after each panel (the gathers need them), so block
 column j + 1 is uploaded only once panel j is factored: that upload is not
 overlapped.
@@ -177,7 +179,16 @@ def factor_streamed(dest: np.ndarray, *, queue, tile: int | None = None,
     began = time.perf_counter()
     free = [None, None]                      # marker after the last read of a stream buffer
     used = [None, None]                      # marker after the last read of a column buffer
-    landed = None                            # the latest download
+    landed = []                              # each block column's download
+    swap, below = None, n                    # the latest panel's interchanges, its j0
+
+    def interchange(k0: int, kb: int) -> None:
+        """Rows below ``below`` of block column K (on the host) interchanged by the
+        latest panel's pivots: a gather of rows, data movement."""
+        landed[k0 // w].wait()
+        with trace.step("laswp", (below, n, k0, k0 + kb)):
+            dest[below:, k0:k0 + kb] = dest[below:, k0:k0 + kb][swap]
+
     slot = 0
     try:
         with trace.run("lu", "out_of_core", queue, (n, n), dtype, tile=w):
@@ -192,6 +203,7 @@ def factor_streamed(dest: np.ndarray, *, queue, tile: int | None = None,
                 span = compute_after(arrived)
                 for k, k0 in enumerate(starts[:max(0, j - 1)]):
                     kb = min(w, n - k0)
+                    interchange(k0, kb)          # while the device computes with k − 1
                     ready = upload(streams[slot], dest, k0, k0, n - k0, kb,
                                    wait_for=[free[slot]] if free[slot] else None)
                     computing.append((span, cl.enqueue_marker(queue)))
@@ -214,18 +226,13 @@ def factor_streamed(dest: np.ndarray, *, queue, tile: int | None = None,
                 queue.flush()
                 flags.append(flag)
                 download(columns[s], m, 0, j0, j0, jb, [done])          # U above the panel
-                event = download(columns[s], 0, j0, j0, m, jb, [done])  # the panel
+                landed.append(download(columns[s], 0, j0, j0, m, jb, [done]))  # the panel
                 p = local.get()
                 piv[j0:j0 + jb] = j0 + p
-                swap = _interchanges(p.astype(np.intp), m)
+                swap, below = _interchanges(p.astype(np.intp), m), j0
                 rows[j0:] = rows[j0:][swap]
-                if landed is not None:
-                    landed.wait()                # earlier block columns are on the host
-                with trace.step("laswp", (j0, n, 0, j0)):
-                    for k0 in starts[:j]:
-                        kb = min(w, n - k0)
-                        dest[j0:, k0:k0 + kb] = dest[j0:, k0:k0 + kb][swap]
-                landed = event
+            for k0 in starts[:-1]:               # the last panel's interchanges
+                interchange(k0, min(w, n - k0))
             copyq.finish()
     finally:
         if staging is not None:
