@@ -91,7 +91,7 @@ class TileRun:
 
     def tile_state(self, time: float) -> tuple[np.ndarray, np.ndarray, list]:
         """(kind, step, running) at ``time``: t x t int arrays, each tile's last task
-        (not one of :data:`PASSIVE`) finished by then (index into :data:`oclla.distributed.KINDS`, or
+        (not one of :data:`PASSIVE`) finished by then (index into ``kinds``, or
         :data:`UNTOUCHED`) and that task's step k (-1 where none); the indices of the
         tasks running at ``time`` (started, not finished)."""
         kind = np.full((self.t, self.t), UNTOUCHED, np.int64)

@@ -1,9 +1,10 @@
 """The tile-task view in the main window, from runs of the library's tiled code.
 
 Real runs through the Run dialog's runner (made once per module, after the
-untimed warm-up run, so kernel builds do not stretch the first tasks): the tile Cholesky and LU on one device and the Cholesky on two (PoCL:
-two sub-devices, or two queues of one device), read back as tile runs (every
-tile factored, the lanes, the recorded order as the task graph); the window
+untimed warm-up run, so kernel builds do not stretch the first tasks): the tile
+Cholesky and LU on one device and the Cholesky on two (PoCL: two sub-devices, or
+two queues of one device), and a recorded LU on two devices, read back as tile
+runs (every tile factored, the lanes, the recorded order as the task graph); the window
 showing them instead of the heat map, moving with the steps, and a screenshot
 inspected for the kinds' colours and the lanes' bars; the recording round trip;
 damaged recordings refused as they load.
@@ -70,6 +71,19 @@ def test_runs_are_tile_runs(made, name):
         assert panels[0] != panels[1] and panels[0] == panels[2]
     else:
         assert list(lanes) == [run.device]
+
+
+def test_a_recorded_lu_on_two_devices():
+    a = np.random.default_rng(4).standard_normal((30, 30)).astype(np.float32)
+    with oclla.record() as rec:
+        oclla.multi_device_lu.lu_factor(a, queues=registry.device_queues(oclla.get_queue()),
+                                        tile=8)
+    run = analysis.viewable_runs(rec)[-1]
+    tr = tiles.tile_run(run)
+    assert (run.algorithm, run.variant, tr.t) == ("lu", "multi_device", 4)
+    assert len(tr.lanes()) == 2 and {"panel", "send", "gemm"} <= set(tr.kinds)
+    kind, _, _ = tr.tile_state(tr.duration)
+    assert (kind >= 0).all() and tr.kinds[kind[-1, -1]] == "panel"
 
 
 def _has(image, colour, at_least=4):
