@@ -27,9 +27,11 @@ tiles of its region; its lane is the device that ran most of its kernel time
 kernels' first start and last end; its step k is that of the diagonal
 factorization ("panel" step) last begun (the updates a right-looking step
 applies share its k; a left-looking panel's updates come before it, with k − 1);
-a task needs the last earlier task
-that wrote any of its tiles (the recorded write-after-write order: the trace
-names the tiles a step writes, not those it reads).  A recording is untrusted:
+the task graph is the recorded order: a task needs the last earlier task that
+wrote any of its tiles and, unless it is the panel itself, any tile of step k's
+panel (block column k from the diagonal down) — the trace names the tiles a
+step writes, not those it reads, and every step of these algorithms reads the
+panel of its k, save a left-looking update by an earlier panel than k's.  A recording is untrusted:
 :func:`tile_run` checks the tile size, the order and every region against them
 before anything is allocated, and raises :class:`oclla.RecordingError`.
 """
@@ -241,7 +243,10 @@ def from_trace(run) -> TileRun:
     writer = np.full((t, t), -1, np.int64)
     edges = []
     for p, (i0, i1, j0, j1) in enumerate(cover_arr.tolist()):   # symbolic: who wrote last
-        edges += [(int(w), p) for w in np.unique(writer[i0:i1, j0:j1]) if w >= 0]
+        k = tasks[p].k
+        read = writer[k:, k] if tasks[p].kind != DIAGONAL and k < t else writer[:0, 0]
+        need = np.union1d(writer[i0:i1, j0:j1], read)
+        edges += [(int(w), p) for w in need if w >= 0]
         writer[i0:i1, j0:j1] = p
     kinds = tuple(dict.fromkeys(task.kind for task in tasks))
     return TileRun(n, tile, tuple(tasks), tuple(lanes),

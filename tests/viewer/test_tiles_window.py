@@ -55,7 +55,11 @@ def test_runs_are_tile_runs(made, name):
     for a, b in tr.edges:                         # the recorded order, forward only
         assert a < b
     column = tr.graph()[1]
-    assert column.max() >= tr.t                   # at least a chain through the panels
+    assert column.max() >= 2 * tr.t - 1           # a chain through the panels and steps
+    for p, task in enumerate(tr.tasks):           # each step's tasks after its panel
+        if task.kind in ("trsm", "gemm"):
+            panel = max(q for q, x in enumerate(tr.tasks[:p]) if x.kind == "panel")
+            assert tr.tasks[panel].k == task.k and column[p] > column[panel]
     kind, step, running = tr.tile_state(tr.duration)
     must = _lower(tr.t) if name != "lu" else np.ones((tr.t, tr.t), bool)
     assert (kind[must] >= 0).all() and running == []
