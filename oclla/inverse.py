@@ -37,8 +37,8 @@ Both variants zero the other triangle first, so a result's other triangle is
 (LAPACK's info k) before anything is written.
 
 Beyond one buffer
-    :func:`cho_inverse` and :func:`inv_spd` take a lower
-    :class:`oclla.tiled.TiledMatrix` (the result: A⁻¹'s lower triangle in a
+    :func:`cho_inverse` and :func:`inv_spd` take a
+    :class:`oclla.tiled.TiledMatrix` (the result: A⁻¹'s triangle in a
     TiledMatrix) and tile a host matrix larger than one buffer of the device
     (the result: a host array), :mod:`oclla.tiled_inverse`; :func:`cho_logdet`
     takes a TiledMatrix too.
@@ -483,9 +483,10 @@ def cho_inverse(c_and_lower, *, full: bool = True, overwrite_c: bool = False,
     Returns
     -------
     (n, n) array A⁻¹ = U⁻¹U⁻ᵀ (upper factor) or L⁻ᵀL⁻¹; a device array when
-    ``c`` is one.  A lower :class:`oclla.tiled.TiledMatrix` ``c`` (with
-    ``lower=True``) gives a TiledMatrix holding A⁻¹'s lower triangle (``c``
-    itself with ``overwrite_c``; ``full`` applies to arrays); a host ``c`` larger
+    ``c`` is one.  A :class:`oclla.tiled.TiledMatrix` ``c`` (the triangle
+    ``lower`` names, in lower/full or upper storage) gives a TiledMatrix holding
+    A⁻¹'s triangle (``c`` itself with ``overwrite_c``; ``full`` applies to
+    arrays); a host ``c`` larger
     than one buffer of the device is inverted in tiles (:mod:`oclla.tiled_inverse`).
 
     Raises
@@ -581,9 +582,9 @@ def inv_spd(a, *, lower: bool = False, overwrite_a: bool = False, check_finite: 
     Returns
     -------
     (n, n) array
-        The full symmetric inverse (a device array for a device ``a``).  A lower
-        :class:`oclla.tiled.TiledMatrix` ``a`` (``lower=True``) gives a
-        TiledMatrix holding the inverse's lower triangle (``a`` itself with
+        The full symmetric inverse (a device array for a device ``a``).  A
+        :class:`oclla.tiled.TiledMatrix` ``a`` (the triangle ``lower`` names)
+        gives a TiledMatrix holding the inverse's triangle (``a`` itself with
         ``overwrite_a``); a host ``a`` larger than one buffer of the device is
         factored and inverted in tiles (:mod:`oclla.tiled_inverse`).
 

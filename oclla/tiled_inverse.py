@@ -1,9 +1,10 @@
 """Inverse and log-determinant of an SPD matrix from its Cholesky factor held in tiles.
 
 The tiled counterpart of :mod:`oclla.inverse` for a factor L (A = L·Lᵀ) in a
-lower :class:`oclla.tiled.TiledMatrix` (``triangle="lower"`` or full storage;
-block columns of ``tile`` columns, tile (i, k) in panel k).  With T tiles per
-side, tiles X_ik of X = L⁻¹ and 0-based tile indices:
+:class:`oclla.tiled.TiledMatrix`: ``triangle="lower"`` or full storage holds L
+in block columns (tile (i, k) in panel k), ``triangle="upper"`` holds U = Lᵀ in
+block rows, where every step below runs transposed (:class:`Lower`).  With T
+tiles per side, tiles X_ik of X = L⁻¹ and 0-based tile indices:
 
 TRTRI (LAPACK ``dtrtri``'s lower block loop, block columns right to left)::
 
@@ -23,7 +24,7 @@ LAUUM (``dlauum``'s lower block loop: the lower triangle of A⁻¹ = Xᵀ·X)::
         X_ii += X_Diᵀ·X_Di                 (SYRK, lower triangle)
 
 Each step reads only tiles that the later ones overwrite, so everything is in
-place; a step spans one tile or one panel, never two buffers.  The strict upper
+place; a step spans one tile or one panel, never two buffers.  The other
 triangle of every diagonal tile is zeroed first and stays zero.
 
 The log-determinant is 2 Σ log L_ii: :func:`oclla.inverse.logdet_device` on the
@@ -59,9 +60,12 @@ def _tiles(tm: TiledMatrix):
     return [(k0, min(t, n - k0)) for k0 in range(0, n, t)]
 
 
-def check_lower(tm: TiledMatrix) -> None:
-    """ValueError unless ``tm`` is square and holds the lower triangle in block columns."""
-    check_layout(tm, True)
+def stores_lower(tm: TiledMatrix) -> bool:
+    """Whether ``tm`` holds L (block columns) rather than U = Lᵀ (block rows);
+    ValueError unless it is square."""
+    lower = tm.triangle != "upper"
+    check_layout(tm, lower)
+    return lower
 
 
 def diagonal_zero(tm: TiledMatrix) -> int:
@@ -88,68 +92,113 @@ def diagonal_zero(tm: TiledMatrix) -> int:
     return 0
 
 
-def trtri_tiles(queue, tm: TiledMatrix, work: cl.Buffer, nb: int) -> None:
-    """X = L⁻¹ in place of the lower tiled triangle (module docstring), diagonal tiles'
+class Lower:
+    """The logical lower factor L of a tiled matrix and the device BLAS on its tiles.
+
+    Lower storage (``triangle`` "lower" or None) holds L itself; upper storage holds
+    U = Lᵀ in block rows, where L's tile (i, k) is U's tile (k, i) read transposed.
+    Each operation below is stated on L and runs on U as its transpose
+    ((A·B)ᵀ = Bᵀ·Aᵀ: the operands swap, a left-side TRMM/TRSM becomes a right-side one
+    with the upper triangle).
+    """
+
+    def __init__(self, tm: TiledMatrix, queue, work: cl.Buffer, nb: int):
+        self.tm, self.queue, self.work, self.nb = tm, queue, work, nb
+        self.upper = tm.triangle == "upper"
+        self.dtype = tm.dtype
+
+    def at(self, i: int, j: int):
+        """The view of L from entry (i, j) on (of U from (j, i) on)."""
+        return self.tm.view(j, i) if self.upper else self.tm.view(i, j)
+
+    def region(self, r0, r1, c0, c1) -> tuple:
+        """A trace region of L where it is stored."""
+        return (c0, c1, r0, r1) if self.upper else (r0, r1, c0, c1)
+
+    def gemm(self, m, n, k, alpha, a, b, beta, c, *, trans_a=False, trans_b=False):
+        """C (m x n) := alpha·op(A)·op(B) + beta·C."""
+        if self.upper:
+            gemm(self.queue, n, m, k, alpha, b, a, beta, c, dtype=self.dtype,
+                 trans_a=trans_b, trans_b=trans_a)
+        else:
+            gemm(self.queue, m, n, k, alpha, a, b, beta, c, dtype=self.dtype,
+                 trans_a=trans_a, trans_b=trans_b)
+
+    def trmm(self, m, nrhs, alpha, t, b, *, trans=False):
+        """B (m x nrhs) := alpha·op(T)·B for a diagonal tile T (other triangle zero)."""
+        trmm(self.queue, m, nrhs, alpha, t, b, self.work, dtype=self.dtype, nb=self.nb,
+             lower=not self.upper, trans=trans, left=not self.upper)
+
+    def trsm_right(self, m, nrhs, t, b):
+        """B (nrhs x m) := B·T⁻¹ for a diagonal tile T."""
+        trsm(self.queue, m, nrhs, t, b, dtype=self.dtype, left=self.upper,
+             lower=not self.upper)
+
+    def syrk_t(self, n, k, alpha, a, beta, c):
+        """The stored triangle of C (n x n) := alpha·Aᵀ·A + beta·C, A k x n."""
+        syrk(self.queue, n, k, alpha, a, beta, c, dtype=self.dtype, lower=not self.upper,
+             trans=not self.upper)
+
+
+def trtri_tiles(op: Lower) -> None:
+    """X = L⁻¹ in place of the tiled factor (module docstring), the diagonal tiles'
     other triangle zero; enqueue only."""
-    dtype, n, tiles = tm.dtype, tm.shape[0], _tiles(tm)
+    n, tiles = op.tm.shape[0], _tiles(op.tm)
     for j in reversed(range(len(tiles))):
         j0, jb = tiles[j]
-        below = tiles[j + 1:]
         rest = n - j0 - jb
         if rest:
-            with trace.step("trmm", (j0 + jb, n, j0, j0 + jb),
+            with trace.step("trmm", op.region(j0 + jb, n, j0, j0 + jb),
                             flops=float(rest * rest * jb)):
-                for k0, kb in reversed(below):
+                for k0, kb in reversed(tiles[j + 1:]):
                     under = n - k0 - kb
                     if under:        # L_(>k)j −= X_(>k)k · L_kj, with L_kj not yet updated
-                        gemm(queue, under, jb, kb, -1.0, tm.view(k0 + kb, k0),
-                             tm.view(k0, j0), 1.0, tm.view(k0 + kb, j0), dtype=dtype)
-                    trmm(queue, kb, jb, -1.0, tm.view(k0, k0), tm.view(k0, j0), work,
-                         dtype=dtype, nb=nb, lower=True)
-            with trace.step("trsm", (j0 + jb, n, j0, j0 + jb), flops=float(jb * jb * rest)):
-                trsm(queue, jb, rest, tm.view(j0, j0), tm.view(j0 + jb, j0), dtype=dtype,
-                     left=False, lower=True)
-        trtri_blocked(queue, tm.view(j0, j0), jb, work, lower=True, unit=False,
-                      dtype=dtype, nb=nb, origin=(j0, j0))
+                        op.gemm(under, jb, kb, -1.0, op.at(k0 + kb, k0), op.at(k0, j0), 1.0,
+                                op.at(k0 + kb, j0))
+                    op.trmm(kb, jb, -1.0, op.at(k0, k0), op.at(k0, j0))
+            with trace.step("trsm", op.region(j0 + jb, n, j0, j0 + jb),
+                            flops=float(jb * jb * rest)):
+                op.trsm_right(jb, rest, op.at(j0, j0), op.at(j0 + jb, j0))
+        trtri_blocked(op.queue, op.at(j0, j0), jb, op.work, lower=not op.upper, unit=False,
+                      dtype=op.dtype, nb=op.nb, origin=(j0, j0))
 
 
-def lauum_tiles(queue, tm: TiledMatrix, work: cl.Buffer, nb: int) -> None:
-    """The lower triangle of Xᵀ·X in place of the lower tiled triangle X (module
-    docstring); enqueue only."""
-    dtype, n, tiles = tm.dtype, tm.shape[0], _tiles(tm)
+def lauum_tiles(op: Lower) -> None:
+    """The triangle of Xᵀ·X in place of the tiled triangle X = L⁻¹ (module docstring);
+    enqueue only."""
+    n, tiles = op.tm.shape[0], _tiles(op.tm)
     for i, (i0, ib) in enumerate(tiles):
         rest = n - i0 - ib
         left = tiles[:i]
         if left:
-            with trace.step("trmm", (i0, i0 + ib, 0, i0), flops=float(ib * ib * i0)):
+            with trace.step("trmm", op.region(i0, i0 + ib, 0, i0), flops=float(ib * ib * i0)):
                 for k0, kb in left:
-                    trmm(queue, ib, kb, 1.0, tm.view(i0, i0), tm.view(i0, k0), work,
-                         dtype=dtype, nb=nb, lower=True, trans=True)
-        lauum_blocked(queue, tm.view(i0, i0), ib, work, lower=True, dtype=dtype, nb=nb,
-                      origin=(i0, i0))
+                    op.trmm(ib, kb, 1.0, op.at(i0, i0), op.at(i0, k0), trans=True)
+        lauum_blocked(op.queue, op.at(i0, i0), ib, op.work, lower=not op.upper,
+                      dtype=op.dtype, nb=op.nb, origin=(i0, i0))
         if not rest:
             continue
-        down = tm.view(i0 + ib, i0)                      # X_Di, rest x ib
+        down = op.at(i0 + ib, i0)                        # X_Di, rest x ib
         if left:
-            with trace.step("gemm", (i0, i0 + ib, 0, i0), flops=2.0 * ib * i0 * rest):
+            with trace.step("gemm", op.region(i0, i0 + ib, 0, i0),
+                            flops=2.0 * ib * i0 * rest):
                 for k0, kb in left:
-                    gemm(queue, ib, kb, rest, 1.0, down, tm.view(i0 + ib, k0), 1.0,
-                         tm.view(i0, k0), dtype=dtype, trans_a=True)
+                    op.gemm(ib, kb, rest, 1.0, down, op.at(i0 + ib, k0), 1.0, op.at(i0, k0),
+                            trans_a=True)
         with trace.step("syrk", (i0, i0 + ib, i0, i0 + ib), flops=float(ib * (ib + 1) * rest)):
-            syrk(queue, ib, rest, 1.0, down, 1.0, tm.view(i0, i0), dtype=dtype, lower=True,
-                 trans=True)
+            op.syrk_t(ib, rest, 1.0, down, 1.0, op.at(i0, i0))
 
 
 def invert_tiles(tm: TiledMatrix, *, product: bool = True) -> None:
-    """L⁻¹ (``product=False``) or A⁻¹'s lower triangle (A = L·Lᵀ) in place of the lower
-    tiled factor ``tm``; the strict upper triangle of its diagonal tiles becomes zero
-    (tiles above them, in full storage, are neither read nor written).
+    """L⁻¹ (``product=False``) or A⁻¹'s stored triangle (A = L·Lᵀ) in place of the tiled
+    factor ``tm`` (L in lower or full storage, U = Lᵀ in upper storage, whose result is
+    then U⁻¹ or the upper triangle); the other triangle of its diagonal tiles becomes
+    zero (the tiles above them, in full storage, are neither read nor written).
 
     Raises LinAlgError "singular matrix: diagonal entry k is zero" (LAPACK's info k)
-    before anything is written; ValueError for a matrix that does not hold the lower
-    triangle in block columns.
+    before anything is written; ValueError for a matrix that is not square.
     """
-    check_lower(tm)
+    lower = stores_lower(tm)
     n, dtype, queue = tm.shape[0], tm.dtype, tm.queue
     if n == 0:
         return
@@ -157,7 +206,7 @@ def invert_tiles(tm: TiledMatrix, *, product: bool = True) -> None:
     work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
                      min(tm.tile, n) * trmm_leaf(queue, nb) * dtype.itemsize)
     name = "cho_inverse" if product else "trtri"
-    with trace.run(name, "tiled", queue, (n, n), dtype, lower=True, tile=tm.tile, block=nb):
+    with trace.run(name, "tiled", queue, (n, n), dtype, lower=lower, tile=tm.tile, block=nb):
         with trace.step("check", (0, n, 0, n)):
             info = diagonal_zero(tm)
         if info:
@@ -165,10 +214,11 @@ def invert_tiles(tm: TiledMatrix, *, product: bool = True) -> None:
         with launch_queue(queue) as q:
             with trace.step("zero", (0, n, 0, n)):
                 for k0, kb in _tiles(tm):
-                    zero_other_triangle(q, tm.view(k0, k0), kb, lower=True, dtype=dtype)
-            trtri_tiles(q, tm, work, nb)
+                    zero_other_triangle(q, tm.view(k0, k0), kb, lower=lower, dtype=dtype)
+            op = Lower(tm, q, work, nb)
+            trtri_tiles(op)
             if product:
-                lauum_tiles(q, tm, work, nb)
+                lauum_tiles(op)
     queue.finish()
 
 
@@ -186,82 +236,80 @@ def logdet_tiles(tm: TiledMatrix) -> float:
 
 # ---- what the public functions call --------------------------------------------------------
 
-def _upload_lower(arr: np.ndarray, lower: bool, queue) -> TiledMatrix:
-    """The lower triangle of a host factor or matrix (the upper one transposed for
-    ``lower=False``) in a new lower TiledMatrix; DeviceError where its tiles do not fit
-    the device's memory."""
+def _upload(arr: np.ndarray, lower: bool, queue) -> TiledMatrix:
+    """The triangle ``lower`` names of a host factor or matrix in a new TiledMatrix of
+    that triangle; DeviceError where its tiles do not fit the device's memory."""
     n, dtype = arr.shape[0], arr.dtype
     tile = choose_tile(queue, n, dtype)
     if not fits_in_core(queue, n, dtype, tile):
         raise DeviceError(f"the {n} x {n} {dtype} triangle does not fit the device's memory "
                           f"in tiles; the inverse needs it resident")
-    source = arr if lower else arr.T
-    return TiledMatrix.from_numpy(source, tile=tile, triangle="lower", queue=queue,
-                                  check_finite=False)
+    return TiledMatrix.from_numpy(arr, tile=tile, triangle="lower" if lower else "upper",
+                                  queue=queue, check_finite=False)
 
 
-def _to_host(tm: TiledMatrix, *, lower: bool, full: bool) -> np.ndarray:
-    """A⁻¹ from the lower tiles: full (mirrored a block of rows at a time), or only the
-    triangle ``lower`` names, the other one zero."""
-    out = tm.to_numpy()                       # the lower triangle, zeros above the tiles
+def _to_host(tm: TiledMatrix, *, full: bool) -> np.ndarray:
+    """A⁻¹ from the tiles of its stored triangle: only that triangle (the other one
+    zero), or ``full``, mirrored a block of rows at a time."""
+    out = tm.to_numpy()                       # zeros beyond the stored tiles
+    lower = tm.triangle != "upper"
     tm.release()
     n = out.shape[0]
-    if full:
-        for i0, ib in [(i0, min(tm.tile, n - i0)) for i0 in range(0, n, tm.tile)]:
-            i1 = i0 + ib
-            block = out[i0:i1, i0:i1]
+    for i0 in range(0, n, tm.tile) if full else ():
+        i1 = min(n, i0 + tm.tile)
+        block = out[i0:i1, i0:i1]
+        if lower:
             block += np.tril(block, -1).T
             out[i0:i1, i1:] = out[i1:, i0:i1].T
-        return out
-    return out if lower else np.ascontiguousarray(out.T)
+        else:
+            block += np.triu(block, 1).T
+            out[i1:, i0:i1] = out[i0:i1, i1:].T
+    return out
 
 
 def _tiled_operand(c, lower: bool, queue) -> TiledMatrix:
     if c.queue.context != queue.context:
         raise ValueError("c lives on another OpenCL context than the queue")
-    if not lower:
-        raise ValueError("the tiled inverse takes the lower factor: a TiledMatrix with "
-                         "triangle='lower' (or None) and lower=True")
-    check_lower(c)
+    check_layout(c, lower)
     return c
 
 
 def cho_inverse_beyond(c, lower: bool, *, full: bool, overwrite_c: bool, check_finite: bool,
                        queue):
-    """:func:`oclla.cho_inverse` of a TiledMatrix (lower factor: A⁻¹'s lower triangle in
-    a TiledMatrix, ``c`` itself with ``overwrite_c``, else a copy) or of a host factor
-    larger than one buffer (a new host array; ``c`` is never written)."""
+    """:func:`oclla.cho_inverse` of a TiledMatrix (its factor's triangle, as ``lower``
+    names it, replaced by A⁻¹'s: ``c`` itself with ``overwrite_c``, else a copy) or of a
+    host factor larger than one buffer (a new host array; ``c`` is never written)."""
     if isinstance(c, TiledMatrix):
         tm = _tiled_operand(c, lower, queue)
         work = tm if overwrite_c else tm.copy()
         invert_tiles(work)
         return work
     arr = host_matrix(c, check_finite=check_finite, queue=queue)
-    tm = _upload_lower(arr, lower, queue)
+    tm = _upload(arr, lower, queue)
     try:
         invert_tiles(tm)
     except BaseException:
         tm.release()
         raise
-    return _to_host(tm, lower=lower, full=full)
+    return _to_host(tm, full=full)
 
 
 def inv_spd_beyond(a, lower: bool, *, overwrite_a: bool, check_finite: bool, queue):
-    """:func:`oclla.inv_spd` of a TiledMatrix (lower triangle read: A⁻¹'s lower triangle
-    in a TiledMatrix, ``a`` itself with ``overwrite_a``) or of a host matrix larger than
-    one buffer (the full inverse in a new host array; ``a`` is never written)."""
+    """:func:`oclla.inv_spd` of a TiledMatrix (the triangle ``lower`` names replaced by
+    A⁻¹'s: ``a`` itself with ``overwrite_a``, else a copy) or of a host matrix larger
+    than one buffer (the full inverse in a new host array; ``a`` is never written)."""
     if isinstance(a, TiledMatrix):
         tm = _tiled_operand(a, lower, queue)
         work = tm if overwrite_a else tm.copy()
-        factor_tiles(work, lower=True)
+        factor_tiles(work, lower=lower)
         invert_tiles(work)
         return work
     arr = host_matrix(a, check_finite=check_finite, queue=queue)
-    tm = _upload_lower(arr, lower, queue)
+    tm = _upload(arr, lower, queue)
     try:
-        factor_tiles(tm, lower=True)
+        factor_tiles(tm, lower=lower)
         invert_tiles(tm)
     except BaseException:
         tm.release()
         raise
-    return _to_host(tm, lower=lower, full=True)
+    return _to_host(tm, full=True)

@@ -1,6 +1,6 @@
 """The inverse and log-determinant on tiles (oclla.tiled_inverse).
 
-TRTRI and LAUUM on lower TiledMatrix factors whose tiles straddle the order (odd
+TRTRI and LAUUM on TiledMatrix factors (L in block columns, U in block rows) whose tiles straddle the order (odd
 orders, one tile, a last tile of one column), both dtypes, the inverse's accuracy
 by oclla.accuracy.inverse_error (< 30), the log-determinant against numpy's
 slogdet; the public functions under a device-limit profile whose buffers hold
@@ -43,34 +43,39 @@ def slogdet(a):
 
 
 @pytest.mark.parametrize("n, tile", [(1, 16), (31, 16), (32, 16), (33, 16), (70, 23)])
-@pytest.mark.parametrize("triangle", ["lower", None])
+@pytest.mark.parametrize("triangle", ["lower", None, "upper"])
 def test_inverse_and_logdet_on_tiles(queue, dtype, n, tile, triangle):
+    """Lower storage holds L, upper storage U = Lᵀ (compared here transposed)."""
     a = spd(n, dtype)
     c = lower_factor(a)
-    tm = tiled.TiledMatrix.from_numpy(c, tile=tile, triangle=triangle, queue=queue)
+    as_lower = (lambda m: m.T) if triangle == "upper" else (lambda m: m)
+    tm = tiled.TiledMatrix.from_numpy(as_lower(c), tile=tile, triangle=triangle, queue=queue)
     logdet = tiled_inverse.logdet_tiles(tm)
     assert logdet == pytest.approx(slogdet(a), rel=1e-5 if dtype == np.float32 else 1e-12,
                                    abs=1e-4 if dtype == np.float32 else 1e-12)
     x = tm.copy()
     tiled_inverse.invert_tiles(x, product=False)
-    assert accuracy.passes(accuracy.inverse_error(np.tril(c), np.tril(x.to_numpy())))
-    assert_diagonal_tiles_lower(x.to_numpy(), tile)
+    xl = as_lower(x.to_numpy())
+    assert accuracy.passes(accuracy.inverse_error(np.tril(c), np.tril(xl)))
+    assert_diagonal_tiles_lower(xl, tile)
     tiled_inverse.invert_tiles(tm)
-    r = tm.to_numpy()
+    r = as_lower(tm.to_numpy())
     assert_diagonal_tiles_lower(r, tile)
     assert accuracy.passes(accuracy.inverse_error(a, symmetric(r)))
 
 
 @settings(max_examples=8, deadline=None)
-@given(n=st.integers(1, 60), parts=st.integers(1, 5))
-def test_any_order_and_tile(queue, n, parts):
+@given(n=st.integers(1, 60), parts=st.integers(1, 5), lower=st.booleans())
+def test_any_order_and_tile(queue, n, parts, lower):
     tile = max(1, -(-n // parts))
     a = spd(n, np.float64, seed=n)
-    tm = tiled.TiledMatrix.from_numpy(lower_factor(a), tile=tile, triangle="lower",
-                                      queue=queue)
+    c = lower_factor(a)
+    tm = tiled.TiledMatrix.from_numpy(c if lower else c.T, tile=tile,
+                                      triangle="lower" if lower else "upper", queue=queue)
     assert tiled_inverse.logdet_tiles(tm) == pytest.approx(slogdet(a), rel=1e-12, abs=1e-12)
     tiled_inverse.invert_tiles(tm)
-    assert accuracy.passes(accuracy.inverse_error(a, symmetric(tm.to_numpy())))
+    r = tm.to_numpy()
+    assert accuracy.passes(accuracy.inverse_error(a, symmetric(r if lower else r.T)))
 
 
 def test_zero_on_the_diagonal_is_found_before_anything_is_written(queue):
@@ -105,10 +110,16 @@ def test_tiled_matrix_operands(queue, dtype):
     np.testing.assert_array_equal(np.tril(ta.to_numpy()), np.tril(a))
     assert accuracy.passes(accuracy.inverse_error(a, symmetric(spd_inv.to_numpy())))
     upper = tiled.TiledMatrix.from_numpy(c.T, tile=16, triangle="upper", queue=queue)
-    with pytest.raises(ValueError, match="lower factor"):
-        oclla.cho_inverse((upper, False), queue=queue)
+    inv_u = oclla.cho_inverse((upper, False), queue=queue)
+    np.testing.assert_allclose(inv_u.to_numpy().T, inv.to_numpy(),
+                               rtol=1e-4 if dtype == np.float32 else 1e-12)
+    tu = tiled.TiledMatrix.from_numpy(a, tile=16, triangle="upper", queue=queue)
+    assert oclla.inv_spd(tu, overwrite_a=True, queue=queue) is tu
+    assert accuracy.passes(accuracy.inverse_error(a, symmetric(tu.to_numpy().T)))
     with pytest.raises(ValueError, match="block columns"):
-        oclla.inv_spd(upper, lower=True, queue=queue)
+        oclla.cho_inverse((upper, True), queue=queue)
+    with pytest.raises(ValueError, match="block rows"):
+        oclla.inv_spd(ta, lower=False, queue=queue)
     with pytest.raises(ValueError, match="method must be"):
         oclla.cho_inverse((tm, True), method="lu", queue=queue)
 
