@@ -12,6 +12,7 @@ overwrite_a, the caller's array untouched otherwise).
 import numpy as np
 import pytest
 import scipy.linalg
+from hypothesis import given, strategies as st
 from scipy.linalg import LinAlgWarning
 
 import oclla
@@ -39,7 +40,7 @@ def test_streamed_factor(queue, dtype, n, tile):
     piv, info, stats = out_of_core_lu.factor_streamed(work, queue=queue, tile=tile)
     assert info == 0 and piv.dtype == np.int32
     assert accuracy.lu_backward_error(a, work, piv) < accuracy.THRESHOLD
-    ref, ref_piv = scipy.linalg.lu_factor(a.astype(np.float64))
+    ref, ref_piv = scipy.linalg.lu_factor(a)
     np.testing.assert_array_equal(piv, ref_piv)
     if dtype == np.float64:
         np.testing.assert_allclose(work, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
@@ -48,6 +49,18 @@ def test_streamed_factor(queue, dtype, n, tile):
     assert stats.flops == pytest.approx(2 * n ** 3 / 3 - n ** 2 / 2 - n / 6)
     assert stats.seconds > 0 and stats.transfer_s > 0 and stats.compute_s > 0
     assert 0 <= stats.overlap_s <= min(stats.transfer_s, stats.compute_s)
+
+
+@given(n=st.integers(1, 60), tile=st.integers(1, 24), seed=st.integers(0, 2**32 - 1),
+       double=st.booleans())
+def test_property_random_orders_and_tiles(queue, n, tile, seed, double):
+    dtype = np.float64 if double else np.float32
+    a = np.random.default_rng(seed).uniform(-1, 1, (n, n)).astype(dtype)
+    work = a.copy()
+    piv, info, _ = out_of_core_lu.factor_streamed(work, queue=queue, tile=tile)
+    assert info == 0
+    assert accuracy.lu_backward_error(a, work, piv) < accuracy.THRESHOLD
+    np.testing.assert_array_equal(piv, scipy.linalg.lu_factor(a)[1])
 
 
 def test_pinned_and_pageable_transfers_agree(queue):
