@@ -1,11 +1,12 @@
 """The inverse and log-determinant on tiles (oclla.tiled_inverse).
 
-TRTRI and LAUUM on TiledMatrix factors (L in block columns, U in block rows) whose tiles straddle the order (odd
-orders, one tile, a last tile of one column), both dtypes, the inverse's accuracy
-by oclla.accuracy.inverse_error (< 30), the log-determinant against numpy's
-slogdet; the public functions under a device-limit profile whose buffers hold
-less than the matrix (routed to tiles), TiledMatrix operands, and every failure:
-LAPACK's order in the LinAlgError, the caller's arrays untouched.
+TRTRI and LAUUM on TiledMatrix factors (L in block columns, U in block rows)
+whose tiles straddle the order (odd orders, one tile, a last tile of one
+column), both dtypes, the inverse's accuracy by oclla.accuracy.inverse_error
+(< 30), the log-determinant against numpy's slogdet; the public functions under
+a device-limit profile whose buffers hold less than the matrix (routed to
+tiles), TiledMatrix operands, and every failure: LAPACK's order in the
+LinAlgError, the caller's arrays untouched.
 """
 
 import numpy as np
