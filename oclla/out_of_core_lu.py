@@ -201,7 +201,7 @@ def factor_streamed(dest: np.ndarray, *, queue, tile: int | None = None,
                 arrived = upload(columns[s], block, 0, 0, n, jb,
                                  wait_for=[used[s]] if used[s] else None)
                 span = compute_after(arrived)
-                for k, k0 in enumerate(starts[:max(0, j - 1)]):
+                for k0 in starts[:max(0, j - 1)]:
                     kb = min(w, n - k0)
                     interchange(k0, kb)          # while the device computes with k − 1
                     ready = upload(streams[slot], dest, k0, k0, n - k0, kb,
@@ -268,8 +268,10 @@ def lu_host(a, *, overwrite_a: bool, check_finite: bool, queue,
     """(lu, piv, info) of a host matrix beyond the device's memory (route "out_of_core").
 
     With ``overwrite_a`` and a writable C-contiguous ``a`` (a memory map opened "r+"
-    too) the factor is written into ``a`` itself and ``a`` returned; otherwise ``a`` is
-    only read and the factor is a new array."""
+    too) the factor is written into ``a`` itself, block column by block column, and
+    ``a`` returned (should the device fail midway, ``a`` then holds a partial factor:
+    keep a copy to recover); otherwise ``a`` is only read and the factor is a new
+    array."""
     arr = host_matrix(a, check_finite=check_finite, queue=queue)
     dest = a if overwrite_a and writable_in_place(a) else np.array(arr, order="C")
     piv, info, _ = factor_streamed(dest, queue=queue, tile=tile)
