@@ -21,7 +21,11 @@ compared) and eliminated together (mass elimination).  |.| counts variables, eac
 supervariable weighing the number it stands for.
 
 This is graph work on Python sets, one pivot at a time (minimum degree is sequential):
-fine for n up to ~10⁵; METIS is the ordering for larger matrices.
+fine for n up to ~10⁵; METIS is the ordering for larger matrices.  Doing one pivot's work
+as numpy calls on index arrays (the lists of L[p] in one pool, pruned, summed and hashed by
+segment) does not pay: with supervariables L[p] holds only 4-127 variables on the 3-D
+grids, and ~40 numpy calls a pivot cost ~0.4 ms against ~0.05 ms for the set operations
+(measured slower on 2-D 100² and 3-D 30³/40³ than this code).
 """
 
 from __future__ import annotations
@@ -57,7 +61,14 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
     zeros = repeat(0)
     while heap:
         d, p = heapq.heappop(heap)
-        if done[p] or weight[p] == 0 or d != degree[p]:
+        if done[p] or weight[p] == 0:
+            continue
+        if d != degree[p]:
+            # every live variable keeps an entry at or below its degree (raised degrees
+            # are re-entered only when their low entry comes up), so the first exact
+            # entry popped is the least (degree, index)
+            if d < degree[p]:
+                heapq.heappush(heap, (degree[p], p))
             continue
         # the new element
         lp = set(adj[p])
@@ -138,7 +149,7 @@ def amd_order(graph: sp.csr_array) -> np.ndarray:
             d = min(left - wi, degree[i] + wlp - wi,
                     sum(map(weight_of, adj[i])) + sum(map(ext_of, elems[i], zeros)) + wlp - wi)
             d = max(d, 0)
-            if d != degree[i]:          # else its entry (degree[i], i) is still in the heap
-                degree[i] = d
+            if d < degree[i]:
                 heapq.heappush(heap, (d, i))
+            degree[i] = d
     return np.asarray(order, dtype=np.int64)
