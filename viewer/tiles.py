@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oclla.distributed import KINDS, TaskRun, TileTask, task_graph
-from oclla.trace import HOST, MAX_ORDER, RecordingError
+from oclla.trace import HOST, MAX_ORDER, KernelRecord, RecordingError, Run, Step
 
 #: Code of "no task has written this tile yet" in :meth:`TileRun.tile_state`.
 UNTOUCHED = -1
@@ -179,11 +179,12 @@ def _layout(count: int, edges: list) -> tuple[np.ndarray, np.ndarray, list]:
 
 # ---- runs of the library's tiled code, from a recording --------------------------------
 
-TILED_VARIANTS = ("tiled", "multi_device")
-"""Trace variants of ``cholesky`` and ``lu`` runs made on tiles."""
+TILED_VARIANTS = ("tiled", "multi_device", "tasks")
+"""Trace variants of ``cholesky`` and ``lu`` runs made on tiles ("tasks": a tile-task run
+of :mod:`oclla.distributed` kept by :func:`as_trace_run`)."""
 
-DIAGONAL = "panel"
-"""The phase of a diagonal factorization: the step k numbers them."""
+DIAGONAL = ("panel", "potrf")
+"""The phases of a diagonal factorization: the step k numbers them."""
 
 MAX_TILES = 1024
 """Most tiles per side of a recorded tile run (a t x t grid is allocated)."""
@@ -219,8 +220,13 @@ def from_trace(run) -> TileRun:
     tasks, lanes, start, stop, cover, steps = [], [], [], [], [], []
     panels = 0
     for step in run.steps:
-        panels += step.phase == DIAGONAL
+        panels += step.phase in DIAGONAL
         k = max(panels - 1, 0)
+        if "k" in step.info:                  # a tile-task run's own step
+            k = step.info["k"]
+            if type(k) is not int or not 0 <= k < t:
+                raise RecordingError(f"tile run: step {step.index}'s k must be an integer "
+                                     f"in [0, {t})")
         r0, r1, c0, c1 = step.region
         if not (0 <= r0 <= r1 <= n and 0 <= c0 <= c1 <= n):
             raise RecordingError(f"tile run: step {step.index}'s region {step.region} "
@@ -244,7 +250,7 @@ def from_trace(run) -> TileRun:
     edges = []
     for p, (i0, i1, j0, j1) in enumerate(cover_arr.tolist()):   # symbolic: who wrote last
         k = tasks[p].k
-        read = writer[k:, k] if tasks[p].kind != DIAGONAL and k < t else writer[:0, 0]
+        read = writer[k:, k] if tasks[p].kind not in DIAGONAL and k < t else writer[:0, 0]
         need = np.union1d(writer[i0:i1, j0:j1], read)
         edges += [(int(w), p) for w in need if w >= 0]
         writer[i0:i1, j0:j1] = p
@@ -253,6 +259,25 @@ def from_trace(run) -> TileRun:
                    (np.array(start, np.float64) - t0) * 1e-9,
                    (np.array(stop, np.float64) - t0) * 1e-9,
                    kinds, cover_arr, tuple(edges), np.array(steps, np.int64))
+
+
+def as_trace_run(run: TileRun, dtype: str = "float64") -> Run:
+    """``run`` (a tile-task run, e.g. :func:`from_runs` of a Dask cluster's) as a traced
+    Cholesky run that a recording keeps (variant "tasks"): one step per task in order
+    of start, its tile as the region, its step k in ``info``, one record on its lane
+    for its time; :func:`from_trace` reads it back."""
+    steps = []
+    for p in np.argsort(run.start, kind="stable").tolist():
+        task, tile, n = run.tasks[p], run.tile, run.n
+        a, b = (int(round(x * 1e9)) for x in (run.start[p], run.stop[p]))
+        steps.append(Step("cholesky", len(steps), task.kind,
+                          (task.i * tile, min(n, task.i * tile + tile),
+                           task.j * tile, min(n, task.j * tile + tile)),
+                          info={"k": int(task.k)},
+                          kernels=[KernelRecord(task.kind, a, a, a, b, step=len(steps),
+                                                device=run.lane[p])]))
+    return Run("cholesky", "tasks", (run.n, run.n), str(np.dtype(dtype)),
+               run.lane[0] if run.lane else "", {"lower": True, "tile": run.tile}, steps)
 
 
 def tile_run(run) -> TileRun | None:

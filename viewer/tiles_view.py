@@ -15,7 +15,7 @@ slider below them:
   a vertical line.
 
 ``python -m oclla.viewer.tiles_view --n 512 --tile 128`` factors a seeded matrix
-in this process and shows its run.
+in this process and shows its run (``--save run.oclrec`` keeps it for the viewer).
 """
 
 from __future__ import annotations
@@ -171,9 +171,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=512)
     parser.add_argument("--tile", type=int, default=128)
+    parser.add_argument("--save", metavar="PATH",
+                        help="also keep the run in a recording that oclla-viewer opens")
     args = parser.parse_args(argv)
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     run, error = tiles.local_run(args.n, args.tile)
+    if args.save:
+        from oclla.trace import Recording
+        rec = Recording()
+        rec.runs.append(tiles.as_trace_run(run))
+        rec.save(args.save)
     view = TilesView()
     view.set_run(run)
     view.setWindowTitle(f"Tile Cholesky, backward error {error:.2g} nε")

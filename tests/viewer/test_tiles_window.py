@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 import oclla
+from oclla.distributed import TaskRun, task_graph
+from oclla.trace import Recording
 from oclla.viewer import analysis, registry, runner, tiles
 from oclla.viewer.export import qimage_to_rgb
 from oclla.viewer.run_dialog import RunDialog
@@ -160,6 +162,52 @@ def test_recording_round_trip(made, tmp_path, window):
     np.testing.assert_array_equal(back.start, tr.start)
     np.testing.assert_array_equal(back.cover, tr.cover)
     assert window.open_recording(path) and window.tiles_main.run.tasks == tr.tasks
+
+
+def test_a_tile_task_run_kept_in_a_recording(tmp_path, window):
+    runs = [TaskRun(task, ("w0", "w1")[p % 2], 5.0 + p * 1e-3, 5.0 + (p + 1) * 1e-3)
+            for p, task in enumerate(task_graph(3))]
+    run = tiles.from_runs(50, 20, runs)
+    rec = Recording()
+    rec.runs.append(tiles.as_trace_run(run, "float32"))
+    path = tmp_path / "dask.oclrec"
+    rec.save(path)
+    back = tiles.tile_run(analysis.viewable_runs(oclla.load_recording(path))[-1])
+    assert back.tasks == run.tasks and back.lane == run.lane
+    np.testing.assert_allclose(back.stop, run.stop, atol=1e-9)
+    for mine, theirs in ((2.5e-3, 2.5e-3), (back.duration, run.duration)):
+        for a, b in zip(back.tile_state(mine), run.tile_state(theirs)):
+            np.testing.assert_array_equal(a, b)
+    tasks, column, _, edges = tiles.dag_layout(3)
+    assert set(edges) <= set(back.edges)            # every edge of the DAG, and more
+    assert window.open_recording(path) and window.tiles_main.run.tasks == run.tasks
+    with np.load(path) as z:                        # a step's k beyond the tiles
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(arrays["meta"].tobytes())
+    header["runs"][0]["steps"][3]["info"]["k"] = 3
+    arrays["meta"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
+    with pytest.raises(oclla.RecordingError, match="k must be"):
+        analysis.viewable_runs(oclla.load_recording(path))
+
+
+def test_the_standalone_view_saves_its_run(tmp_path, qtbot, monkeypatch):
+    pytest.importorskip("dask")
+    from PySide6 import QtWidgets
+
+    from oclla.viewer import tiles_view
+    shown = []
+    monkeypatch.setattr(QtWidgets.QApplication, "exec", lambda self: 0)
+    monkeypatch.setattr(tiles_view.TilesView, "show", lambda self: shown.append(self))
+    path = tmp_path / "local.oclrec"
+    assert tiles_view.main(["--n", "40", "--tile", "16", "--save", str(path)]) == 0
+    qtbot.addWidget(shown[0])
+    back = tiles.tile_run(analysis.viewable_runs(oclla.load_recording(path))[-1])
+    run = shown[0].run                            # the same tasks, in order of start
+    assert sorted(back.tasks) == sorted(run.tasks) and set(back.lane) == {"local"}
+    stops = dict(zip(run.tasks, run.stop))
+    np.testing.assert_allclose(back.stop, [stops[t] for t in back.tasks], atol=1e-8)
 
 
 def _kernel_backwards(r):
