@@ -112,6 +112,14 @@ class TilesView(QtWidgets.QWidget):
         layout.addWidget(self.legend)
         self._layout = None
 
+    def apply_theme(self, theme) -> None:
+        """The window's light or dark look (:mod:`viewer.theme`): background and axes."""
+        for plot in (self.grid_plot, self.dag_plot, self.time_plot):
+            plot.setBackground(theme.background)
+            for name in ("bottom", "left"):
+                plot.getAxis(name).setPen(theme.foreground)
+                plot.getAxis(name).setTextPen(theme.foreground)
+
     def set_run(self, run: tiles.TileRun) -> None:
         """Show ``run`` at its end (every tile factored)."""
         self.run = run

@@ -248,7 +248,7 @@ class MainWindow(QtWidgets.QMainWindow):
         font.setPointSizeF(size * theme.font_scale)
         self.setFont(font)
         numbers = matrix_numbers(self.settings.numbers)
-        for view in (self.sparse_main, self.sparse_compare):
+        for view in (self.sparse_main, self.sparse_compare, self.tiles_main):
             view.apply_theme(self.current_theme())
         for view in (self.main_view, self.compare_view):
             view.apply_theme(theme, self.settings.colormap, numbers, self.settings.decimals)

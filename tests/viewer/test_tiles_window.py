@@ -18,7 +18,7 @@ import pytest
 import oclla
 from oclla.distributed import TaskRun, task_graph
 from oclla.trace import Recording
-from oclla.viewer import analysis, registry, runner, tiles
+from oclla.viewer import analysis, registry, runner, theme, tiles
 from oclla.viewer.export import qimage_to_rgb
 from oclla.viewer.run_dialog import RunDialog
 from oclla.viewer.runner import RunRequest
@@ -123,6 +123,8 @@ def test_window_shows_the_tile_view(made, window):
         first = next(p for p, t in enumerate(tr.tasks) if t.k == k)
         assert _has(image, colours[first][:3], 20), k
     assert "2 lane(s)" in view.legend.text() and "send" in view.legend.text()
+    view.apply_theme(theme.DARK)                     # the window's dark look
+    assert view.time_plot.backgroundBrush().color().name().upper() == theme.DARK.background
     window.model.set_recording(made["cholesky"][0].recording)    # one lane, its own run
     assert view.run is tiles.tile_run(window.model.run) and "1 lane(s)" in view.legend.text()
 
