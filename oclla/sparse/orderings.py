@@ -7,8 +7,8 @@ A[perm][:, perm] is factored.
 * ``"natural"``: the identity (the analysis then postorders the elimination tree, which
   keeps the fill);
 * ``"rcm"``: reverse Cuthill-McKee (scipy.sparse.csgraph), a small profile, not small fill;
-* ``"amd"``: approximate minimum degree (:mod:`._amd`, pure Python: ~30 s of CPU for the
-  3-D 50³ Laplacian, n = 125 000; METIS takes 1.5 s there);
+* ``"amd"``: approximate minimum degree (:mod:`._amd`, pure Python: ~1.5 s of CPU for the
+  3-D 30³ Laplacian, ~35 s for 60³, ~2.5 min for 100³, n = 10⁶, where METIS takes 37 s);
 * ``"metis"``: METIS nested dissection (``pymetis.nested_dissection``);
 * ``"best"``: each of metis, amd and rcm, keeping the one of least nnz(L) (column counts of
   the symbolic factorization; ties go to the earlier name).
