@@ -53,7 +53,8 @@ def plan_tile(queue, n: int, dtype) -> int:
     """The tile of a tiled LU of order n: :func:`oclla.tiled.choose_tile`'s, halved
     (to multiples of 16 while that leaves 16) until the tiles and the scratch panel
     fit :data:`~oclla.tiled.MEMORY_SHARE` of the device's memory.  DeviceError where
-    not even tiles of one column do (LU does not stream from host memory)."""
+    not even tiles of one column do (:func:`oclla.lu_factor` streams such a matrix
+    from host memory instead: :mod:`oclla.out_of_core_lu`)."""
     dtype = np.dtype(dtype)
     info = device_info(queue)
     tile = choose_tile(queue, n, dtype)
@@ -62,8 +63,8 @@ def plan_tile(queue, n: int, dtype) -> int:
             raise DeviceError(f"the LU of a {n} x {n} {dtype} matrix needs "
                               f"{lu_tiles_bytes(n, 1, dtype.itemsize) / 2**20:.1f} MiB of "
                               f"tiles at least, more than {MEMORY_SHARE:.0%} of "
-                              f"{info.name}'s {info.global_mem_size / 2**20:.1f} MiB; LU "
-                              f"does not stream from host memory")
+                              f"{info.name}'s {info.global_mem_size / 2**20:.1f} MiB (oclla.lu_factor streams "
+                              f"it from host memory)")
         tile //= 2
         tile = tile - tile % 16 if tile >= 16 else tile
     return tile
