@@ -9,9 +9,10 @@
  * gemm_direct (CPUs): no local memory and no barriers: each work-item
  * computes an RM x (VW*NV) block of C in VW-wide vector registers, streaming
  * a row of op(B) and broadcasting RM entries of op(A) per k (the shape of a
- * BLAS micro-kernel).  It needs TRANS_B = 0 (the host transposes B into a
- * workspace with `transpose` first).  Work-items along dimension 0 walk down
- * the rows so that consecutive ones reuse the same panel of B from cache.
+ * BLAS micro-kernel).  op(B) (either TRANS_B) is first packed by pack_b into
+ * contiguous K x (VW*NV) strips, so each work-item streams one contiguous panel
+ * (rows ldb apart would touch a new page per k).  Work-items along dimension 0
+ * walk down the rows so that consecutive ones reuse the same strip from cache.
  * Blocks on the edge (or across the triangle's diagonal) take a guarded path.
  */
 #include "gemm_tile.h"
@@ -50,12 +51,31 @@ void gemm_tiled(const int M, const int N, const int K, const real alpha,
 
 /* ================================ gemm_direct =============================== */
 
-#if DIRECT == 1 && TRANS_B == 0  /* gemm_direct streams rows of B: B must be K x N */
+#if DIRECT == 1
 #include "gemm_direct.h"
 
+/* P = op(B) (K x N) in strips of RN columns, each K x RN row-major and contiguous, the
+ * last padded with zeros: strip s holds columns s*RN .. s*RN+RN-1 at P + s*K*RN.  One
+ * work-item per element of P (global size RN x K x strips). */
+__kernel void pack_b(const int N, const int K,
+                     __global const real *B, const long b_off, const int ldb,
+                     __global real *P)
+{
+    const int q = get_global_id(0), k = get_global_id(1), s = get_global_id(2);
+    const int c = s * RN + q;
+#if TRANS_B == 0
+    const real x = (c < N) ? B[b_off + AT(k, c, ldb)] : ZERO;
+#else
+    const real x = (c < N) ? B[b_off + AT(c, k, ldb)] : ZERO;
+#endif
+    P[((size_t)s * K + k) * RN + q] = x;
+}
+
+/* B here is pack_b's P: the work-item's strip starts at P + (col0 / RN) * K * RN;
+ * direct_block addresses it as rows of RN columns starting at column col0. */
 __kernel void gemm_direct(const int M, const int N, const int K, const real alpha,
                           __global const real *A, const long a_off, const int lda,
-                          __global const real *B, const long b_off, const int ldb,
+                          __global const real *P,
                           const real beta,
                           __global real *C, const long c_off, const int ldc)
 {
@@ -63,12 +83,13 @@ __kernel void gemm_direct(const int M, const int N, const int K, const real alph
     const int col0 = get_global_id(1) * RN;
     if (row0 >= M || col0 >= N || BLOCK_EMPTY(row0, col0, RM, RN))
         return;
+    __global const real *strip = P + (size_t)get_global_id(1) * K * RN - col0;
     const int full = row0 + RM <= M && col0 + RN <= N && BLOCK_INSIDE(row0, col0, RM, RN);
     if (full)
-        direct_block(1, M, N, K, alpha, A + a_off, lda, B + b_off, ldb, beta, C + c_off, ldc,
+        direct_block(1, M, N, K, alpha, A + a_off, lda, strip, RN, beta, C + c_off, ldc,
                      row0, col0);
     else
-        direct_block(0, M, N, K, alpha, A + a_off, lda, B + b_off, ldb, beta, C + c_off, ldc,
+        direct_block(0, M, N, K, alpha, A + a_off, lda, strip, RN, beta, C + c_off, ldc,
                      row0, col0);
 }
 #endif

@@ -1,6 +1,6 @@
 /* trsm.cl -- the triangular-solve kernels: diagonal blocks solved in place
  * (trsm_block) or inverted (trtri_blocks) for a GEMM to apply; and the
- * copies the BLAS-3 routines need (copy_block, transpose).
+ * copy the BLAS-3 routines need (copy_block).
  *
  * trsm_block: solve with one triangular diagonal block (at most TRSM_NB x TRSM_NB).
  *   SIDE_LEFT = 1:  op(T) X = B,   B is nb x nrhs, one work-item per column of B
@@ -21,7 +21,6 @@
  * rows i*nb ..; entries outside the triangle of each block are set to zero.
  *
  * copy_block: D (rows x cols) = S, both row-major views.
- * transpose:  D (cols x rows) = S^T.
  */
 #include "common.h"
 #include "unroll.h"
@@ -177,15 +176,4 @@ __kernel void copy_block(const int rows, const int cols,
     const int c = get_global_id(0), r = get_global_id(1);
     if (r < rows && c < cols)
         D[d_off + AT(r, c, ldd)] = S[s_off + AT(r, c, lds)];
-}
-
-/* dst (cols x rows) = src (rows x cols)^T (the workspace copy of op(B) for
- * gemm_direct).  One work-item per element, dimension 0 along src's rows. */
-__kernel void transpose(const int rows, const int cols,
-                        __global const real *src, const long s_off, const int lds,
-                        __global real *dst, const long d_off, const int ldd)
-{
-    const int r = get_global_id(0), c = get_global_id(1);
-    if (r < rows && c < cols)
-        dst[d_off + AT(c, r, ldd)] = src[s_off + AT(r, c, lds)];
 }

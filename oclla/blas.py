@@ -95,30 +95,24 @@ def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b
                   c.buf, np.int64(c.off), int_arg(c.ld))
 
 
-def transpose(queue, rows: int, cols: int, src: View, dst: View, *, dtype):
-    """dst (cols x rows) = src (rows x cols)ᵀ on the device."""
-    with indices_for(dtype, src, dst):
-        kernel = get_kernel(queue, "trsm.cl", "transpose", dtype)
-    side = 8
-    return enqueue(queue, kernel, (round_up(rows, side), round_up(cols, side)), (side, side),
-                  int_arg(rows), int_arg(cols), src.buf, np.int64(src.off), int_arg(src.ld),
-                  dst.buf, np.int64(dst.off), int_arg(dst.ld))
-
-
 def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
-    if trans_b and k > 0:          # the kernel streams rows of op(B): make op(B) row-major
-        work = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
-                         k * n * np.dtype(dtype).itemsize)
-        transpose(queue, n, k, b, View(work, 0, n), dtype=dtype)
-        b = View(work, 0, n)
     rm, rn, lx = p["RM"], p["VW"] * p["NV"], p["LX"]
-    kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, DIRECT=1, TRANS_A=int(trans_a),
-                        TRIANGLE=tri, RM=rm, VW=p["VW"], NV=p["NV"])
-    gsize = (round_up(-(-m // rm), lx), -(-n // rn))
+    strips = -(-n // rn)
+    defines = dict(DIRECT=1, TRANS_A=int(trans_a), TRIANGLE=tri, RM=rm, VW=p["VW"], NV=p["NV"])
+    # op(B) packed in contiguous K x RN strips (one per work-item column of C): each
+    # work-item then streams one contiguous panel, not K rows ldb apart (a page per row).
+    packed = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
+                       max(k, 1) * strips * rn * np.dtype(dtype).itemsize)
+    if k > 0:
+        pack = get_kernel(queue, "gemm.cl", "pack_b", dtype, TRANS_B=int(trans_b), **defines)
+        enqueue(queue, pack, (rn, k, strips), None, int_arg(n), int_arg(k),
+                b.buf, np.int64(b.off), int_arg(b.ld), packed)
+    kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, **defines)
+    gsize = (round_up(-(-m // rm), lx), strips)
     return enqueue(queue, kernel, gsize, (lx, 1), int_arg(m), int_arg(n), int_arg(k),
-                  real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
-                  b.buf, np.int64(b.off), int_arg(b.ld), real_arg(beta, dtype),
-                  c.buf, np.int64(c.off), int_arg(c.ld))
+                   real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
+                   packed, real_arg(beta, dtype),
+                   c.buf, np.int64(c.off), int_arg(c.ld))
 
 
 def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: float,

@@ -207,7 +207,7 @@ def _count(queue):
 
 
 ROUTINES = {
-    "gemm direct": (lambda q: _gemm(q, GEMM_DIRECT), {"gemm_direct", "transpose"}),
+    "gemm direct": (lambda q: _gemm(q, GEMM_DIRECT), {"gemm_direct", "pack_b"}),
     "gemm tiled": (lambda q: _gemm(q, GEMM_TILED), {"gemm_tiled"}),
     "trsm by substitution": (lambda q: _trsm(q, False), {"trsm_block"}),
     "trsm by inverses": (lambda q: _trsm(q, True), {"trtri_blocks", "copy_block"}),
