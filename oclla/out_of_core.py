@@ -139,6 +139,29 @@ class Stats:
         """Share of the transfer time that overlapped computation (0 .. 1)."""
         return self.overlap_s / self.transfer_s if self.transfer_s else 0.0
 
+    def measured(self, began: float, staging, moved: dict, transfers: list,
+                 computing: list) -> "Stats":
+        """Fill in the times and bytes of a finished streamed run: ``began`` its
+        ``time.perf_counter()`` start, ``staging`` its page-locked buffers (or None),
+        ``moved`` bytes by direction (True: up), ``transfers`` the copies' events,
+        ``computing`` (first, last) event pairs of the device's work per panel.
+        The compute and overlap times are NaN on a driver without profiling times
+        for markers."""
+        self.seconds = time.perf_counter() - began
+        self.host_copy_s = staging.host_copy_s if staging is not None else 0.0
+        self.bytes_up, self.bytes_down = moved[True], moved[False]
+        copies = _merge(_intervals(transfers))
+        self.transfer_s = _union_length(copies) * 1e-9
+        try:
+            work = _merge([(s.profile.end, e.profile.end) for s, e in computing
+                           if e.profile.end > s.profile.end])
+        except cl.Error:            # a driver without profiling times for markers
+            self.compute_s = self.overlap_s = float("nan")
+            return self
+        self.compute_s = _union_length(work) * 1e-9
+        self.overlap_s = _overlap(copies, work) * 1e-9
+        return self
+
 
 def _intervals(pairs) -> list:
     """(start, end) in ns of profiled (first event, last event) pairs, sorted."""
@@ -298,20 +321,7 @@ def factor_streamed(src: np.ndarray, dest: np.ndarray, *, lower: bool, queue,
             staging.close()
         copyq.finish()
         queue.finish()
-    stats.seconds = time.perf_counter() - began
-    stats.host_copy_s = staging.host_copy_s if staging is not None else 0.0
-    stats.bytes_up, stats.bytes_down = moved[True], moved[False]
-    copies = _merge(_intervals(transfers))
-    stats.transfer_s = _union_length(copies) * 1e-9
-    try:
-        work = _merge([(s.profile.end, e.profile.end) for s, e in computing
-                       if e.profile.end > s.profile.end])
-    except cl.Error:            # a driver without profiling times for markers
-        stats.compute_s = stats.overlap_s = float("nan")
-        return stats
-    stats.compute_s = _union_length(work) * 1e-9
-    stats.overlap_s = _overlap(copies, work) * 1e-9
-    return stats
+    return stats.measured(began, staging, moved, transfers, computing)
 
 
 def cholesky_host(a, *, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool,

@@ -61,7 +61,7 @@ from ._programs import int_zeros
 from ._staging import Staging
 from .blas import View, gemm, laswp, trsm
 from .lu import lu_flops
-from .out_of_core import Stats, _intervals, _merge, _overlap, _union_length, plan_tile
+from .out_of_core import Stats, plan_tile
 from .tiled import copy_queue, exceeds_buffer, host_matrix, writable_in_place
 from .tiled_lu import factor_panel
 from .tiled_lu import plan_tile as tiles_plan
@@ -247,20 +247,7 @@ def factor_streamed(dest: np.ndarray, *, queue, tile: int | None = None,
             break
     if not info and dest[n - 1, n - 1] == 0:
         info = n
-    stats.seconds = time.perf_counter() - began
-    stats.host_copy_s = staging.host_copy_s if staging is not None else 0.0
-    stats.bytes_up, stats.bytes_down = moved[True], moved[False]
-    copies = _merge(_intervals(transfers))
-    stats.transfer_s = _union_length(copies) * 1e-9
-    try:
-        work = _merge([(a.profile.end, b.profile.end) for a, b in computing
-                       if b.profile.end > a.profile.end])
-    except cl.Error:            # a driver without profiling times for markers
-        stats.compute_s = stats.overlap_s = float("nan")
-        return piv, info, stats
-    stats.compute_s = _union_length(work) * 1e-9
-    stats.overlap_s = _overlap(copies, work) * 1e-9
-    return piv, info, stats
+    return piv, info, stats.measured(began, staging, moved, transfers, computing)
 
 
 def lu_host(a, *, overwrite_a: bool, check_finite: bool, queue,
