@@ -9,9 +9,9 @@
  * gemm_direct (CPUs): no local memory and no barriers: each work-item
  * computes an RM x (VW*NV) block of C in VW-wide vector registers, streaming
  * a row of op(B) and broadcasting RM entries of op(A) per k (the shape of a
- * BLAS micro-kernel).  op(B) (either TRANS_B) is first packed by pack_b into
- * contiguous K x (VW*NV) strips, so each work-item streams one contiguous panel
- * (rows ldb apart would touch a new page per k).  Work-items along dimension 0
+ * BLAS micro-kernel).  op(B) is read in place (TRANS_B = 0) or, when transposed
+ * or deep, first packed by pack_b into contiguous K x (VW*NV) strips, so that each
+ * work-item streams one contiguous panel (rows ldb apart touch a new page per k).  Work-items along dimension 0
  * walk down the rows so that consecutive ones reuse the same strip from cache.
  * Blocks on the edge (or across the triangle's diagonal) take a guarded path.
  */
@@ -71,25 +71,27 @@ __kernel void pack_b(const int N, const int K,
     P[((size_t)s * K + k) * RN + q] = x;
 }
 
-/* B here is pack_b's P: the work-item's strip starts at P + (col0 / RN) * K * RN;
- * direct_block addresses it as rows of RN columns starting at column col0. */
+/* strip = 0: B is op(B) itself, K rows ldb apart.  strip > 0: B is pack_b's P (ldb =
+ * RN, strip = K * RN), the work-item's panel starting at P + (col0 / RN) * strip;
+ * direct_block addresses either as rows starting at column col0. */
 __kernel void gemm_direct(const int M, const int N, const int K, const real alpha,
                           __global const real *A, const long a_off, const int lda,
-                          __global const real *P,
-                          const real beta,
+                          __global const real *B, const long b_off, const int ldb,
+                          const long strip, const real beta,
                           __global real *C, const long c_off, const int ldc)
 {
     const int row0 = get_global_id(0) * RM;
     const int col0 = get_global_id(1) * RN;
     if (row0 >= M || col0 >= N || BLOCK_EMPTY(row0, col0, RM, RN))
         return;
-    __global const real *strip = P + (size_t)get_global_id(1) * K * RN - col0;
+    __global const real *panel = strip ? B + b_off + get_global_id(1) * strip - col0
+                                       : B + b_off;
     const int full = row0 + RM <= M && col0 + RN <= N && BLOCK_INSIDE(row0, col0, RM, RN);
     if (full)
-        direct_block(1, M, N, K, alpha, A + a_off, lda, strip, RN, beta, C + c_off, ldc,
+        direct_block(1, M, N, K, alpha, A + a_off, lda, panel, ldb, beta, C + c_off, ldc,
                      row0, col0);
     else
-        direct_block(0, M, N, K, alpha, A + a_off, lda, strip, RN, beta, C + c_off, ldc,
+        direct_block(0, M, N, K, alpha, A + a_off, lda, panel, ldb, beta, C + c_off, ldc,
                      row0, col0);
 }
 #endif

@@ -95,24 +95,32 @@ def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b
                   c.buf, np.int64(c.off), int_arg(c.ld))
 
 
+#: Inner dimension from which gemm_direct packs op(B) (pack_b) even when it is not
+#: transposed: a deep product streams each K x RN panel once per row block, and rows
+#: ldb apart cost a page per k (n = 2048 on PoCL, 2 cores: 2-2.5x); shallow updates
+#: (the factorizations' k = NB) gain less than the copy costs.
+PACK_MIN_K = 256
+
+
 def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
     rm, rn, lx = p["RM"], p["VW"] * p["NV"], p["LX"]
     strips = -(-n // rn)
     defines = dict(DIRECT=1, TRANS_A=int(trans_a), TRIANGLE=tri, RM=rm, VW=p["VW"], NV=p["NV"])
-    # op(B) packed in contiguous K x RN strips (one per work-item column of C): each
-    # work-item then streams one contiguous panel, not K rows ldb apart (a page per row).
-    packed = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
-                       max(k, 1) * strips * rn * np.dtype(dtype).itemsize)
-    if k > 0:
+    strip = 0
+    if k > 0 and (trans_b or k >= PACK_MIN_K):
+        # op(B) in contiguous K x RN panels, one per work-item column of C
+        packed = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
+                           k * strips * rn * np.dtype(dtype).itemsize)
         pack = get_kernel(queue, "gemm.cl", "pack_b", dtype, TRANS_B=int(trans_b), **defines)
         enqueue(queue, pack, (rn, k, strips), None, int_arg(n), int_arg(k),
                 b.buf, np.int64(b.off), int_arg(b.ld), packed)
+        b, strip = View(packed, 0, rn), k * rn
     kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, **defines)
     gsize = (round_up(-(-m // rm), lx), strips)
     return enqueue(queue, kernel, gsize, (lx, 1), int_arg(m), int_arg(n), int_arg(k),
                    real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
-                   packed, real_arg(beta, dtype),
-                   c.buf, np.int64(c.off), int_arg(c.ld))
+                   b.buf, np.int64(b.off), int_arg(b.ld), np.int64(strip),
+                   real_arg(beta, dtype), c.buf, np.int64(c.off), int_arg(c.ld))
 
 
 def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: float,
