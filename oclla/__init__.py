@@ -28,7 +28,8 @@ Where each algorithm lives (kernels_cl/README.md maps each paper to its module a
   ``out_of_core.py`` the Cholesky of a host matrix streamed through the device
   (``_staging.py`` its page-locked staging buffers); ``multi_device.py`` and
   ``multi_device_lu.py`` the tiled Cholesky and LU over several devices of one context;
-  ``tile_tasks.py`` the tile kernels one at a time, for external schedulers.
+  ``tile_tasks.py`` the tile kernels one at a time, for external schedulers;
+  ``tile_graph.py`` the tile Cholesky's task graph (``distributed.py`` runs it on Dask).
 * ``blas.py`` the device-level GEMM/SYRK/TRSM/laswp that the factorizations share, on
   ``View`` s (buffer, element offset, leading dimension; the queue first, as in BLAS).
 * ``_validate.py`` what every public function does with its arguments: validation, views

@@ -58,7 +58,6 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import NamedTuple
 
 import warnings
 
@@ -72,9 +71,7 @@ from ._validate import check_dtype, check_fp64, is_device_array
 from .blas import gemm, laswp, trsm, view_of
 from .tiled import check_finite_rows
 from .tiled_lu import factor_panel
-
-#: The task kinds in the order one step runs them.
-KINDS = ("potrf", "trsm", "syrk", "gemm")
+from .tile_graph import KINDS, TaskRun, TileTask, task_flops, task_graph
 
 try:                                    # the plugin's base class, where Dask is installed
     from distributed.diagnostics.plugin import WorkerPlugin as _PluginBase
@@ -83,60 +80,6 @@ except ImportError:
 
 #: Name of the worker plugin that holds each worker's queue.
 PLUGIN = "oclla-device"
-
-
-class TileTask(NamedTuple):
-    """One task of the tile Cholesky: step ``k`` writes tile (i, j) (module docstring)."""
-
-    kind: str
-    k: int
-    i: int
-    j: int
-
-
-class TaskRun(NamedTuple):
-    """A task as it ran: where (``lane``, a worker's address or ``"local"``) and when
-    (``start``, ``stop`` in seconds of the host's clock)."""
-
-    task: TileTask
-    lane: str
-    start: float
-    stop: float
-
-
-def task_graph(t: int) -> dict:
-    """The DAG of a tile Cholesky of t x t tiles: ``{TileTask: [TileTask it needs]}``,
-    tasks in an order that respects the dependencies (step by step)."""
-    if t < 0:
-        raise ValueError(f"the tile count must be non-negative, got {t}")
-    graph = {}
-    for k in range(t):
-        graph[TileTask("potrf", k, k, k)] = [TileTask("syrk", k - 1, k, k)] if k else []
-        for i in range(k + 1, t):
-            graph[TileTask("trsm", k, i, k)] = [TileTask("potrf", k, k, k)] + (
-                [TileTask("gemm", k - 1, i, k)] if k else [])
-        for i in range(k + 1, t):
-            graph[TileTask("syrk", k, i, i)] = [TileTask("trsm", k, i, k)] + (
-                [TileTask("syrk", k - 1, i, i)] if k else [])
-            for j in range(k + 1, i):
-                graph[TileTask("gemm", k, i, j)] = [
-                    TileTask("trsm", k, i, k), TileTask("trsm", k, j, k)] + (
-                    [TileTask("gemm", k - 1, i, j)] if k else [])
-    return graph
-
-
-def task_flops(task: TileTask, n: int, tile: int) -> float:
-    """Flops of one task of the tile Cholesky of order n in tiles of order ``tile``."""
-    def width(p):
-        return min(tile, n - p * tile)
-    m, kb = width(task.i), width(task.k)
-    if task.kind == "potrf":
-        return m ** 3 / 3.0 + m ** 2 / 2.0 + m / 6.0
-    if task.kind == "trsm":
-        return float(m) * kb * kb
-    if task.kind == "syrk":
-        return float(kb) * m * (m + 1)
-    return 2.0 * m * width(task.j) * kb
 
 
 # ---- the device of each worker ------------------------------------------------------------

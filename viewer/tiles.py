@@ -1,7 +1,7 @@
 """A tiled factorization as tasks (no Qt): what the tile-task view draws.
 
 A tile Cholesky of order n in tiles of order ``tile`` is the DAG of
-:func:`oclla.distributed.task_graph` (potrf, trsm, syrk, gemm tasks, each
+:func:`oclla.tile_graph.task_graph` (potrf, trsm, syrk, gemm tasks, each
 writing tile (i, j) at step k).  A :class:`TileRun` is that DAG with each task's
 run: the lane it ran on (a Dask worker, i.e. a device, or ``"local"``) and its
 start and stop in seconds from the first task's start.  From it:
@@ -15,7 +15,7 @@ start and stop in seconds from the first task's start.  From it:
 
 :func:`local_run` factors a seeded SPD matrix by :func:`oclla.distributed.cholesky`
 in this process (Dask's synchronous scheduler, one lane) and returns its run;
-:func:`from_runs` takes the :class:`oclla.distributed.TaskRun` list any run
+:func:`from_runs` takes the :class:`oclla.tile_graph.TaskRun` list any run
 gives (a cluster's, with one lane per worker).
 
 :func:`from_trace` reads the same from a recorded run of the library's own tiled
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oclla.distributed import KINDS, TaskRun, TileTask, task_graph
+from oclla.tile_graph import KINDS, TaskRun, TileTask, task_graph
 from oclla.trace import HOST, MAX_ORDER, KernelRecord, RecordingError, Run, Step
 
 #: Code of "no task has written this tile yet" in :meth:`TileRun.tile_state`.
@@ -57,7 +57,7 @@ colour of its last arithmetic task (they still order the task graph)."""
 class TileRun:
     """The tasks of one tile Cholesky with their lanes and times (module docstring).
 
-    ``tasks`` follow :func:`oclla.distributed.task_graph`'s order; ``lane``,
+    ``tasks`` follow :func:`oclla.tile_graph.task_graph`'s order; ``lane``,
     ``start`` and ``stop`` are per task (times in seconds from the first start).
     A run read from a trace (:func:`from_trace`) also has ``kinds`` (its phases),
     ``cover`` ((tasks, 4) int64: the tiles i0:i1, j0:j1 each task writes),
@@ -127,7 +127,7 @@ class TileRun:
 
 
 def from_runs(n: int, tile: int, runs) -> TileRun:
-    """The :class:`TileRun` of the :class:`~oclla.distributed.TaskRun` list of a tile
+    """The :class:`TileRun` of the :class:`~oclla.tile_graph.TaskRun` list of a tile
     Cholesky of order n in tiles of ``tile``; ValueError unless it holds every task
     of the DAG exactly once with stop ≥ start."""
     if n < 0 or tile < 1:
