@@ -127,18 +127,25 @@ def run_tiled(queue, a: np.ndarray, tile: int, check: bool) -> dict:
     return out
 
 
+def streamed_row(a: np.ndarray, stats, pinned: bool) -> dict:
+    """The printed/JSON row of a streamed run of the n x n matrix ``a`` from its
+    :class:`oclla.out_of_core.Stats`."""
+    n = a.shape[0]
+    return dict(mode="out-of-core", n=n, tile=stats.tile, pinned=pinned,
+                host_copy_s=stats.host_copy_s,
+                device_gib=out_of_core.BUFFERS * n * stats.tile * a.dtype.itemsize / 2**30,
+                seconds=stats.seconds, gflops=stats.gflops, up_gb=stats.bytes_up / 1e9,
+                down_gb=stats.bytes_down / 1e9, transfer_s=stats.transfer_s,
+                compute_s=stats.compute_s, overlap_s=stats.overlap_s,
+                bus_gbs=stats.bandwidth_gbs, hidden=stats.hidden)
+
+
 def run_streamed(queue, a: np.ndarray, tile: int, check: bool, pinned: bool = True) -> dict:
     n = a.shape[0]
     reference = symmetric(a) if check else None
     stats = out_of_core.factor_streamed(a, a, lower=True, queue=queue, tile=tile,
                                         pinned=pinned)
-    out = dict(mode="out-of-core", n=n, tile=stats.tile, pinned=pinned,
-               host_copy_s=stats.host_copy_s,
-               device_gib=out_of_core.BUFFERS * n * stats.tile * a.dtype.itemsize / 2**30,
-               seconds=stats.seconds, gflops=stats.gflops, up_gb=stats.bytes_up / 1e9,
-               down_gb=stats.bytes_down / 1e9, transfer_s=stats.transfer_s,
-               compute_s=stats.compute_s, overlap_s=stats.overlap_s,
-               bus_gbs=stats.bandwidth_gbs, hidden=stats.hidden)
+    out = streamed_row(a, stats, pinned)
     if check:
         out["backward_error"] = accuracy.cholesky_backward_error(reference, a, True)
     return out
@@ -177,13 +184,7 @@ def run_streamed_lu(queue, a: np.ndarray, tile: int, check: bool, pinned: bool =
     n = a.shape[0]
     reference = a.copy() if check else None
     piv, _, stats = out_of_core_lu.factor_streamed(a, queue=queue, tile=tile, pinned=pinned)
-    out = dict(mode="out-of-core", n=n, tile=stats.tile, pinned=pinned,
-               host_copy_s=stats.host_copy_s,
-               device_gib=out_of_core.BUFFERS * n * stats.tile * a.dtype.itemsize / 2**30,
-               seconds=stats.seconds, gflops=stats.gflops, up_gb=stats.bytes_up / 1e9,
-               down_gb=stats.bytes_down / 1e9, transfer_s=stats.transfer_s,
-               compute_s=stats.compute_s, overlap_s=stats.overlap_s,
-               bus_gbs=stats.bandwidth_gbs, hidden=stats.hidden)
+    out = streamed_row(a, stats, pinned)
     if check:
         out["backward_error"] = accuracy.lu_backward_error(reference, a, piv)
     return out
