@@ -6,7 +6,7 @@ import scipy.linalg as sl
 
 from oclla import accuracy
 
-from conftest import random_matrix
+from linalg_helpers import random_matrix
 
 
 def test_eps_values():

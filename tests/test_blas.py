@@ -18,7 +18,7 @@ from oclla import _params, _programs
 from oclla.accuracy import THRESHOLD, passes, product_error, solve_backward_error
 from oclla.blas import View, gemm, laswp, matmul, syrk, trsm, view_of
 
-from conftest import buildable, buildable_width
+from linalg_helpers import buildable, buildable_width
 
 DTYPES = (np.float32, np.float64)
 

@@ -14,7 +14,7 @@ import oclla
 from oclla import _params, accuracy, rfp
 from oclla._device import DeviceError
 
-from conftest import assert_fails_at_order, forward_units, spd
+from linalg_helpers import assert_fails_at_order, forward_units, spd
 
 DTYPES = (np.float32, np.float64)
 # straddle the potrf block (64 here), the TRSM block (32) and the gemm tiles (16..64)

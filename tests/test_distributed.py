@@ -19,7 +19,7 @@ from oclla import accuracy, tiled
 from oclla import distributed as dd
 from oclla.cholesky import cholesky_flops
 
-from conftest import spd
+from linalg_helpers import spd
 
 pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")

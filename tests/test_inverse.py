@@ -18,7 +18,7 @@ from oclla import accuracy, inverse, rfp
 from oclla.blas import view_of
 from oclla.inverse import INVERSE_METHODS, logdet_device, potri_flops, trtri_flops
 
-from conftest import spd
+from linalg_helpers import spd
 from test_views import assert_same, device_view, layouts
 
 #: orders around the device's diagonal block (TRSM_NB, 64 on PoCL) and its recursion

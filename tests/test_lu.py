@@ -14,7 +14,7 @@ from scipy.linalg import LinAlgWarning
 import oclla
 from oclla import accuracy, DeviceError
 
-from conftest import random_matrix
+from linalg_helpers import random_matrix
 
 SIZES = [1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 257]
 PIVOTING_METHODS = [dict(method="blocked"), dict(method="pivot", variant="inplace"),

@@ -15,7 +15,7 @@ import oclla
 from oclla import _params
 from oclla.accuracy import lu_backward_error, passes
 
-from conftest import buildable, check_lu_sizes
+from linalg_helpers import buildable, check_lu_sizes
 
 DTYPES = (np.float32, np.float64)
 PANEL_PIVOT_SET = dict(VW=1, NV=1, WX=8, WY=2, RB=7, UNR=4)   # per-column panels

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 import oclla
 from oclla import _params, accuracy
 
-from conftest import buildable, check_lu_sizes
+from linalg_helpers import buildable, check_lu_sizes
 
 DTYPES = (np.float32, np.float64)
 PIVOT_SETS = [

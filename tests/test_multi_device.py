@@ -16,7 +16,7 @@ from scipy.linalg import LinAlgWarning
 
 from oclla import accuracy, multi_device as md, multi_device_lu as mdl
 
-from conftest import spd
+from linalg_helpers import spd
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from numpy.linalg import LinAlgError
 import oclla
 from oclla import accuracy, out_of_core, tiled
 
-from conftest import spd
+from linalg_helpers import spd
 
 #: Buffers of 1 MiB, 2 MiB of memory: a float64 matrix of order 700 (3.7 MiB) is
 #: beyond the device's memory even in tiles, and streams in panels of 80 columns.

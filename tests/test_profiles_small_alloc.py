@@ -10,7 +10,7 @@ import scipy.linalg as sl
 import oclla
 from oclla import _params, _selfcheck, accuracy
 
-from conftest import spd
+from linalg_helpers import spd
 
 
 @pytest.fixture(scope="module", params=[16 << 10, 64 << 10], ids=["16KiB", "64KiB"])

@@ -14,7 +14,7 @@ import oclla
 from oclla import accuracy, rfp
 from oclla._device import DeviceError
 
-from conftest import spd
+from linalg_helpers import spd
 
 DTYPES = (np.float32, np.float64)
 SIZES = (1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 128, 129)

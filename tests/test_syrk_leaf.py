@@ -7,7 +7,7 @@ import scipy.linalg as sla
 import oclla
 from oclla import _params, accuracy, rfp
 
-from conftest import assert_fails_at_order, forward_units, spd
+from linalg_helpers import assert_fails_at_order, forward_units, spd
 
 # the trailing update factors the next leaf in its own launch (syrk_leaf.cl): tiled
 # gemm tiles of 16 x 32 with 64 items; leaves equal to the block and larger than it

@@ -8,7 +8,7 @@ from numpy.linalg import LinAlgError
 
 from oclla import accuracy, tile_tasks as tt
 
-from conftest import spd
+from linalg_helpers import spd
 
 
 def tile_cholesky(a: np.ndarray, b: int) -> np.ndarray:

@@ -19,7 +19,7 @@ import oclla
 from oclla import accuracy, tiled
 from oclla.blas import View
 
-from conftest import spd
+from linalg_helpers import spd
 
 #: A device whose buffers hold 1 MiB and whose memory is 2 MiB: a float64 matrix of
 #: order 363 or more exceeds one buffer; up to about 590 its triangle fits in tiles.

@@ -17,7 +17,7 @@ from numpy.linalg import LinAlgError
 import oclla
 from oclla import accuracy, tiled, tiled_inverse
 
-from conftest import spd
+from linalg_helpers import spd
 
 
 def lower_factor(a):

@@ -18,7 +18,7 @@ import oclla
 from oclla import accuracy, rfp, update, update_stream
 from oclla._params import params, trial
 
-from conftest import spd
+from linalg_helpers import spd
 from test_views import assert_same, device_view, layouts
 
 METHODS = ["blocked", "pivot"]

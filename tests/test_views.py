@@ -21,7 +21,7 @@ from scipy.linalg import lapack
 import oclla
 from oclla import _validate, rfp
 
-from conftest import spd
+from linalg_helpers import spd
 
 DTYPES = [np.float32, np.float64]
 EXAMPLES = settings(max_examples=15, deadline=None)
