@@ -74,18 +74,29 @@ def _project() -> dict:
 
 
 def test_every_subpackage_is_packaged():
-    """Each folder of the three source trees that holds an __init__.py is a listed package."""
+    """Each folder of the three source trees is a listed package: Python imports a folder
+    without an __init__.py too (a namespace package, such as oclla/data holding only
+    tuned.json), and setuptools warns about every importable folder not listed.  Each
+    listed package's non-Python files are matched by its package-data patterns."""
+    import fnmatch
     import tomllib
     with open(ROOT / "pyproject.toml", "rb") as fh:
         setuptools = tomllib.load(fh)["tool"]["setuptools"]
     listed = set(setuptools["packages"])
-    found = set()
+    found, unshipped = set(), []
     for package, folder in setuptools["package-dir"].items():
-        for init in (ROOT / folder).rglob("__init__.py"):
-            if "__pycache__" not in init.parts:
-                relative = init.parent.relative_to(ROOT / folder).parts
-                found.add(".".join((package,) + relative))
+        for path in [ROOT / folder, *(ROOT / folder).rglob("*")]:
+            if not path.is_dir() or "__pycache__" in path.parts:
+                continue
+            relative = path.relative_to(ROOT / folder).parts
+            name = ".".join((package,) + relative)
+            found.add(name)
+            patterns = setuptools["package-data"].get(name, [])
+            unshipped += [f"{name}: {f.name}" for f in path.iterdir()
+                          if f.is_file() and f.suffix != ".py" and f.name != "README.md"
+                          and not any(fnmatch.fnmatch(f.name, p) for p in patterns)]
     assert found - listed == set(), f"not in [tool.setuptools] packages: {found - listed}"
+    assert unshipped == [], f"files no package-data pattern ships: {unshipped}"
 
 
 def test_metadata_names_license_authors_and_the_pythons_tested():
