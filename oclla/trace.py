@@ -208,12 +208,22 @@ class Recording:
         self._run: Run | None = None
         self._step: Step | None = None
         self._snapshot_fn = None
+        self._stray: Run | None = None     # the "other" run of kernels outside any call
+        self._outer_runs: list = []        # (run, step, snapshot_fn, depth) of enclosing calls
+        self._outer_steps: list = []       # the enclosing steps of the current step
         self._token = None            # set while open (see __enter__)
 
     # ---- producer side (called by algorithms through module helpers) ----
+    # Calls and steps nest: an algorithm that calls another records the inner call as a
+    # run of its own and goes on in its own run when the inner one ends; a step opened
+    # inside another is a step of its own (after it in the run's list), and the kernels
+    # enqueued after it ends belong to the outer step again.
     def begin_run(self, run: Run, snapshot_fn=None) -> Run:
+        outer = None if self._run is self._stray and self._step is None else self._run
+        self._outer_runs.append((outer, self._step, self._snapshot_fn,
+                                 len(self._outer_steps)))
         self.runs.append(run)
-        self._run, self._snapshot_fn = run, snapshot_fn
+        self._run, self._step, self._snapshot_fn = run, None, snapshot_fn
         if self.snapshots and snapshot_fn is not None:
             run.initial = np.array(snapshot_fn(), copy=True)
         return run
@@ -225,19 +235,28 @@ class Recording:
                 run.error = f"{type(error).__name__}: {error}"
             if result is not None and self.snapshots:
                 run.result = np.array(result, copy=True)
-        self._run, self._step, self._snapshot_fn = None, None, None
+        if self._outer_runs:
+            self._run, self._step, self._snapshot_fn, depth = self._outer_runs.pop()
+            del self._outer_steps[depth:]
+        else:
+            self._run, self._step, self._snapshot_fn = None, None, None
+
+    def _new_step(self, phase: str, region, pivot=None, flops=0.0, nbytes=0.0,
+                  info=None) -> Step:
+        run = self._run
+        if run is None:       # a kernel enqueued outside any algorithm call
+            run = self._stray = self._run = Run("other", "", (), "", "")
+            self.runs.append(run)
+        step = Step(run.algorithm, len(run.steps), phase, tuple(int(x) for x in region),
+                    None if pivot is None else tuple(int(x) for x in pivot),
+                    float(flops), float(nbytes), dict(info or {}))
+        run.steps.append(step)
+        return step
 
     def begin_step(self, phase: str, region, pivot=None, flops=0.0, nbytes=0.0,
                    **info) -> Step:
-        run = self._run
-        if run is None:       # a kernel enqueued outside any algorithm call
-            run = Run("other", "", (), "", "")
-            self.runs.append(run)
-            self._run = run
-        step = Step(run.algorithm, len(run.steps), phase, tuple(int(x) for x in region),
-                    None if pivot is None else tuple(int(x) for x in pivot),
-                    float(flops), float(nbytes), dict(info))
-        run.steps.append(step)
+        step = self._new_step(phase, region, pivot, flops, nbytes, info)
+        self._outer_steps.append(self._step)
         self._step = step
         return step
 
@@ -247,13 +266,12 @@ class Recording:
                 and self._snapshot_fn is not None:
             run.snapshots.append(np.array(self._snapshot_fn(), copy=True))
             step.snapshot = len(run.snapshots) - 1
-        self._step = None
+        self._step = self._outer_steps.pop() if self._outer_steps else None
 
     def add_kernel(self, name: str, event: cl.Event, global_size, local_size) -> None:
         step = self._step
         if step is None:        # a kernel outside any step gets a step of its own
-            step = self.begin_step("other", (0, 0, 0, 0))
-            self._step = None
+            step = self._new_step("other", (0, 0, 0, 0))
         rec = KernelRecord(name, global_size=None if global_size is None else tuple(global_size),
                            local_size=None if local_size is None else tuple(local_size),
                            step=step.index)
@@ -372,7 +390,8 @@ class Recording:
     def __exit__(self, *exc) -> None:
         token, self._token = self._token, None
         _trace_hooks.restore(token)
-        self._run = self._step = None
+        self._run = self._step = self._stray = self._snapshot_fn = None
+        self._outer_runs, self._outer_steps = [], []
         self.resolve()
 
 

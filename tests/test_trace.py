@@ -4,6 +4,7 @@ import json
 import zipfile
 
 import numpy as np
+import pyopencl as cl
 import pytest
 
 import oclla
@@ -67,6 +68,54 @@ def test_failed_run_keeps_its_error():
                     raise ZeroDivisionError("boom")
     assert rec.runs[0].error == "ZeroDivisionError: boom"
     assert rec.runs[0].steps[0].phase == "work"
+
+
+def _marker(rec, queue, name):
+    """Report a marker command to ``rec`` as the kernel ``name`` (as _programs.launch does)."""
+    rec.add_kernel(name, cl.enqueue_marker(queue), (1,), None)
+
+
+def test_nested_steps_and_calls_give_the_outer_ones_back(queue):
+    """A step inside a step, and a call inside a step, end by restoring the outer step,
+    run and snapshot function: later kernels and snapshots are the outer ones'."""
+    outer_matrix, inner_matrix = np.zeros((4, 4)), np.ones((2, 2))
+    with oclla.record(snapshots=True) as rec:
+        with trace.run("outer", "x", queue, (4, 4), np.float64, lambda: outer_matrix):
+            with trace.step("a", (0, 4, 0, 4)):
+                _marker(rec, queue, "a1")
+                with trace.step("b", (0, 2, 0, 2)):
+                    _marker(rec, queue, "b1")
+                _marker(rec, queue, "a2")
+                with trace.run("inner", "y", queue, (2, 2), np.float64, lambda: inner_matrix):
+                    with trace.step("c", (0, 2, 0, 2)):
+                        _marker(rec, queue, "c1")
+                _marker(rec, queue, "a3")
+            with trace.step("d", (2, 4, 2, 4)):
+                _marker(rec, queue, "d1")
+    assert [r.algorithm for r in rec.runs] == ["outer", "inner"]
+    outer, inner = rec.runs
+    assert [(s.phase, [k.name for k in s.kernels]) for s in outer.steps] == \
+        [("a", ["a1", "a2", "a3"]), ("b", ["b1"]), ("d", ["d1"])]
+    assert all(k.step == s.index for s in outer.steps for k in s.kernels)
+    assert [(s.phase, [k.name for k in s.kernels]) for s in inner.steps] == [("c", ["c1"])]
+    assert [outer.snapshot_at(i).shape for i in range(3)] == [(4, 4)] * 3
+    assert inner.snapshot_at(0).shape == (2, 2) and inner.result.shape == (2, 2)
+    assert outer.result.shape == (4, 4)
+
+
+def test_kernels_outside_any_call_are_other_runs_in_call_order(queue):
+    """The viewer skips runs named "other" (viewer.analysis.viewable_runs): stray kernels
+    go there, one run per stretch between calls, never into the call that follows."""
+    with oclla.record() as rec:
+        _marker(rec, queue, "s1")
+        _marker(rec, queue, "s2")
+        with trace.run("call", "x", queue, (1, 1), np.float32):
+            with trace.step("w", (0, 1, 0, 1)):
+                _marker(rec, queue, "w1")
+        _marker(rec, queue, "s3")
+    assert [(r.algorithm, [k.name for k in r.kernels]) for r in rec.runs] == \
+        [("other", ["s1", "s2"]), ("call", ["w1"]), ("other", ["s3"])]
+    assert all(k.end >= k.start > 0 for k in rec.kernels)
 
 
 def test_save_and_load_roundtrip(tmp_path, rng):
