@@ -3,8 +3,8 @@
 Usage::
 
     oclla bench sparse [--sizes 2d:300,3d:20] [--methods rl,rlb] [--dtypes float64]
-                       [--large 2e6,inf] [--ordering metis] [--repeat 3] [--device SPEC]
-                       [--json [FILE.json]]
+                       [--large 2e6,inf] [--ordering metis] [--merge relaxed,fill]
+                       [--repeat 3] [--device SPEC] [--json [FILE.json]]
 
 (also ``python -m oclla.bench sparse ...`` and ``python benchmarks/sparse.py ...``).
 
@@ -13,11 +13,13 @@ Problems: ``2d:N`` is the 5-point Laplacian on an N x N grid (n = N²), ``3d:N``
 (:mod:`oclla.sparse.gallery`).  Per problem, dtype, method and ``--large`` value
 (the flop threshold of the BLAS-3 route, the device kind's
 :data:`oclla.sparse.numeric.LARGE_FLOPS` by default; ``inf`` batches every
-supernode, ``0`` sends every one to the BLAS route), one line:
+supernode, ``0`` sends every one to the BLAS route) and ``--merge`` rule (the
+supernode merging of the analysis, :mod:`oclla.sparse._merge`: ``relaxed`` by
+default, ``fill``, ``none``), one line:
 
 * ``analyze_s``: validation + ordering + symbolic analysis + plan (host, once per
-  pattern; the analysis is made once per problem and shared by the lines of its
-  dtypes, methods and thresholds, only the plan being made again);
+  pattern; the analysis is made once per problem and merging rule and shared by the
+  lines of its dtypes, methods and thresholds, only the plan being made again);
 * ``first_s``: what a first ``oclla.sparse.cholesky`` call costs: ``analyze_s`` plus
   the first numeric factorization (program builds, uploads of the tables);
 * ``factor_s``: the numeric factorization alone (A's values already on the device:
@@ -29,6 +31,8 @@ supernode, ``0`` sends every one to the BLAS route), one line:
   supernodes (from one recorded run; the profiling queue's times);
 * ``solve_s``: one solve with one right-hand side;
 * ``nnz_l``: entries of L (the supernodal pattern, merged zeros included);
+  ``fill`` = nnz_l / ref_nnz_l where the reference is CHOLMOD, whose ``L().nnz``
+  counts its supernodal pattern the same way (its relaxed zeros included);
 * ``err``: ‖PAPᵀ − LLᵀ‖∞/(n‖A‖∞ε) (:func:`oclla.accuracy.sparse_cholesky_backward_error`)
   where n <= ``--check-max`` (default 200000);
 * the reference: CHOLMOD through scikit-sparse when it imports (supernodal, METIS
@@ -63,6 +67,7 @@ import numpy as np
 import scipy.sparse as sp
 
 DEFAULT_SIZES = ("2d:100", "2d:200", "3d:12", "3d:20")
+MERGES = {"relaxed": "relaxed", "fill": "fill", "none": False}
 
 
 def problem(spec: str):
@@ -97,6 +102,10 @@ def parse_args(argv):
                         help="flop thresholds of the BLAS-3 route, comma-separated "
                              "('default', a number, 'inf')")
     parser.add_argument("--ordering", default="metis")
+    parser.add_argument("--merge", default="relaxed",
+                        help="supernode merging rules, comma-separated: relaxed (CHOLMOD's "
+                             "relaxed amalgamation, the default), fill (the paper's 25 %% "
+                             "least-fill rule), none")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--check-max", type=int, default=200000,
                         help="compute the backward error up to this order")
@@ -110,6 +119,10 @@ def parse_args(argv):
     args.dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     args.large = [None if v.strip() == "default" else float(v)
                   for v in args.large.split(",") if v.strip()]
+    args.merge = [m.strip() for m in args.merge.split(",") if m.strip()]
+    for rule in args.merge:
+        if rule not in MERGES:
+            parser.error(f"--merge: {rule!r} is not one of {', '.join(MERGES)}")
     for spec in args.sizes:
         problem_kind_ok(spec, parser)
     return args
@@ -147,16 +160,18 @@ def reference(a, ordering: str, repeat: int) -> dict:
     return dict(ref="splu", ref_s=t, ref_nnz_l=None)
 
 
-def analysis(spec: str, ordering: str) -> dict:
-    """Problem ``spec``'s matrix, its validated lower triangle and its analysis (timed),
-    made once per problem and shared by every dtype, method and threshold."""
+def analysis(spec: str, ordering: str, merge: str = "relaxed") -> dict:
+    """Problem ``spec``'s matrix, its validated lower triangle and its analysis (timed)
+    with the merging rule ``merge`` (a key of :data:`MERGES`), made once per problem and
+    rule and shared by every dtype, method and threshold."""
     from .sparse._input import lower_triangle
     from .sparse.symbolic import analyze_lower
     a = problem(spec)
     start = time.perf_counter()
     a_low = lower_triangle(a)
-    sym = analyze_lower(a_low, ordering=ordering)
-    return dict(a=a, a_low=a_low, sym=sym, analyze_s=time.perf_counter() - start)
+    sym = analyze_lower(a_low, ordering=ordering, merge=MERGES[merge])
+    return dict(a=a, a_low=a_low, sym=sym, analyze_s=time.perf_counter() - start,
+                merge=merge)
 
 
 def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repeat: int,
@@ -196,7 +211,7 @@ def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repea
     solve_s = best_time(lambda: f.solve(b), repeat)
     flops = float(plan.flops.sum())
     row = dict(problem=spec, n=n, dtype=np.dtype(dtype).name, method=method,
-               large=threshold, analyze_s=analyze_s,
+               merge=cached["merge"], large=threshold, analyze_s=analyze_s,
                supernodes=f.supernodes, large_supernodes=int(plan.large.sum()),
                levels=len(plan.levels), nnz_l=f.nnz, flops=flops,
                first_s=first, factor_s=t, gflops=flops / t / 1e9, large_share=big / total,
@@ -206,19 +221,22 @@ def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repea
     if ref:
         row.update(ref)
         row["speedup"] = ref["ref_s"] / t
+        if ref.get("ref_nnz_l"):
+            row["fill"] = f.nnz / ref["ref_nnz_l"]
     return row
 
 
 COLUMNS = (("problem", "{:>9}"), ("n", "{:>8}"), ("dtype", "{:>8}"), ("method", "{:>4}"),
+           ("merge", "{:>7}"),
            ("large", "{:>8.2g}"), ("supernodes", "{:>7}"), ("large_supernodes", "{:>5}"),
            ("nnz_l", "{:>10}"), ("analyze_s", "{:>9.3f}"), ("factor_s", "{:>9.4f}"),
            ("gflops", "{:>7.2f}"),
            ("large_share", "{:>6.2f}"), ("solve_s", "{:>8.4f}"), ("err", "{:>7.3f}"),
            ("ref", "{:>8}"), ("ref_s", "{:>8.4f}"), ("ref_nnz_l", "{:>10}"),
-           ("speedup", "{:>6.2f}"))
-HEADS = ("problem", "n", "dtype", "meth", "large", "snodes", "big", "nnz(L)", "analyze s",
+           ("speedup", "{:>6.2f}"), ("fill", "{:>5.3f}"))
+HEADS = ("problem", "n", "dtype", "meth", "merge", "large", "snodes", "big", "nnz(L)", "analyze s",
          "factor s",
-         "GFLOP/s", "big%", "solve s", "err", "ref", "ref s", "ref nnz", "ref/us")
+         "GFLOP/s", "big%", "solve s", "err", "ref", "ref s", "ref nnz", "ref/us", "fill")
 
 
 def table(rows) -> str:
@@ -248,21 +266,23 @@ def _run(args, argv) -> int:
     info = oclla.device_info(queue)
     rows = []
     for spec in args.sizes:
-        cached = analysis(spec, args.ordering)
         ref = None
-        if not args.no_reference:
-            ref = reference(cached["a"], args.ordering, args.repeat)
-        for dtype in args.dtypes:
-            if dtype == "float64" and not info.fp64:
-                continue
-            for method in args.methods:
-                for large in args.large:
-                    row = measure(spec, np.dtype(dtype), method, large, queue=queue,
-                                  ordering=args.ordering, repeat=args.repeat,
-                                  check_max=args.check_max, ref=ref, cached=cached)
-                    rows.append(row)
-                    print(f"oclla bench sparse: {spec} {dtype} {method} large={row['large']:g}"
-                          f" {row['factor_s']:.4f} s", file=sys.stderr, flush=True)
+        for merge in args.merge:
+            cached = analysis(spec, args.ordering, merge)
+            if ref is None and not args.no_reference:
+                ref = reference(cached["a"], args.ordering, args.repeat)
+            for dtype in args.dtypes:
+                if dtype == "float64" and not info.fp64:
+                    continue
+                for method in args.methods:
+                    for large in args.large:
+                        row = measure(spec, np.dtype(dtype), method, large, queue=queue,
+                                      ordering=args.ordering, repeat=args.repeat,
+                                      check_max=args.check_max, ref=ref, cached=cached)
+                        rows.append(row)
+                        print(f"oclla bench sparse: {spec} {dtype} {method} {merge} "
+                              f"large={row['large']:g} {row['factor_s']:.4f} s",
+                              file=sys.stderr, flush=True)
     header = dict(device=info.name, driver=info.driver_version, platform=info.platform,
                   date=datetime.date.today().isoformat(), routine="sparse",
                   command=" ".join(["oclla bench sparse"] + argv), commit=commit())

@@ -1,4 +1,4 @@
-"""Supernode merging (relaxed supernodes): pairs J, p(J) adding the least fill first.
+"""Supernode merging (relaxed supernodes): two rules, both on the fundamental supernodes.
 
 A supernode with c columns and m off-diagonal rows stores c(c+1)/2 + c·m entries of L.  A
 child J's off-diagonal rows lie in its parent P's columns and rows, so merging J into P
@@ -6,12 +6,21 @@ gives one supernode of c_J + c_P columns and m_P off-diagonal rows; the storage 
 
     cost(J, P) = c_J · (c_P + m_P - m_J)
 
-(J's columns get every row of P).  The greedy loop (Karsavuran, Ng & Peyton; Ashcraft &
-Grimes) takes the pair of least cost, merges it, and stops before the total growth exceeds
-``max_fill_ratio`` times the storage of the fundamental supernodes.  A pair's cost never
-decreases as merging goes on (the parent only gains columns, or is replaced by its own
-parent, whose rows hold its rows), so a heap with lazily refreshed costs pops pairs in the
-true order.
+(J's columns get every row of P: explicit zeros where J had none).
+
+:func:`merge_supernodes` ("fill", Karsavuran, Ng & Peyton; Ashcraft & Grimes)
+    The greedy loop takes the pair of least cost, merges it, and stops before the total
+    growth exceeds ``max_fill_ratio`` times the storage of the fundamental supernodes.  A
+    pair's cost never decreases as merging goes on (the parent only gains columns, or is
+    replaced by its own parent, whose rows hold its rows), so a heap with lazily refreshed
+    costs pops pairs in the true order.
+:func:`relaxed_supernodes` ("relaxed", CHOLMOD's relaxed amalgamation)
+    Supernodes in postorder, from the last to the first: s merges into s+1 when s+1 is
+    its (current) parent and the merged supernode of c columns, z of whose entries would
+    be explicit zeros (the share of its storage), satisfies c <= nrelax₀, or no new zero,
+    or (c <= nrelax₁ and z < zrelax₀) or (c <= nrelax₂ and z < zrelax₁) or z < zrelax₂
+    (CHOLMOD's defaults: nrelax 4, 16, 48; zrelax 0.8, 0.1, 0.05).  No global budget:
+    small supernodes merge freely, large ones only where they add few zeros.
 """
 
 from __future__ import annotations
@@ -20,7 +29,11 @@ import heapq
 
 import numpy as np
 
-__all__ = ["merge_supernodes"]
+__all__ = ["merge_supernodes", "relaxed_supernodes", "NRELAX", "ZRELAX"]
+
+#: CHOLMOD's default column bounds and zero shares of the relaxed rule.
+NRELAX = (4, 16, 48)
+ZRELAX = (0.8, 0.1, 0.05)
 
 
 def merge_supernodes(ncols: np.ndarray, noff: np.ndarray, parent: np.ndarray,
@@ -77,3 +90,62 @@ def merge_supernodes(ncols: np.ndarray, noff: np.ndarray, parent: np.ndarray,
         nc[p] += nc[j]
     group = np.fromiter((find(s) for s in range(ns)), dtype=np.int64, count=ns)
     return group, extra
+
+
+def relaxed_supernodes(ncols: np.ndarray, noff: np.ndarray, parent: np.ndarray,
+                       nrelax: tuple = NRELAX, zrelax: tuple = ZRELAX
+                       ) -> tuple[np.ndarray, int]:
+    """Groups of supernodes merged by CHOLMOD's relaxed amalgamation (module docstring).
+
+    Parameters
+    ----------
+    ncols, noff : (ns,) columns and off-diagonal rows of each supernode.
+    parent : (ns,) supernodal tree (-1 at roots) of supernodes in postorder.
+    nrelax, zrelax : the rule's three column bounds and three zero shares.
+
+    Returns
+    -------
+    group : (ns,) the top supernode of the group holding each one (a group is a run
+        s..t of consecutive supernodes, each the last child of the next).
+    extra : the storage added (entries).
+    """
+    ns = ncols.size
+    n0_, n1_, n2_ = nrelax
+    z0_, z1_, z2_ = zrelax
+    nscol = ncols.astype(np.int64).tolist()
+    snz = (ncols + noff).astype(np.int64).tolist()   # entries of the leading column
+    zeros = [0] * ns
+    merged = [-1] * ns                                # s+1 -> s once merged
+    par = parent.tolist()
+    extra = 0
+    for s in range(ns - 2, -1, -1):
+        p = par[s]
+        if p < 0:
+            continue
+        root = p
+        while merged[root] != -1:
+            root = merged[root]
+        while merged[p] != -1:                        # path compression
+            merged[p], p = root, merged[p]
+        if root != s + 1:
+            continue
+        c0, c1 = nscol[s], nscol[s + 1]
+        c = c0 + c1
+        new = c0 * (snz[s + 1] + c0 - snz[s])
+        total = zeros[s + 1]
+        if c <= n0_ or new == 0:
+            merge = True
+        else:
+            total += new
+            z = total / (c * (c + 1) / 2 + c * (snz[s + 1] - c1))
+            merge = ((c <= n1_ and z < z0_) or (c <= n2_ and z < z1_) or z < z2_)
+        if merge:
+            zeros[s] = total
+            merged[s + 1] = s
+            snz[s] = c0 + snz[s + 1]
+            nscol[s] = c
+            extra += new
+    alive = np.asarray(merged) == -1
+    starts = np.flatnonzero(alive)
+    tops = np.append(starts[1:], ns) - 1
+    return tops[np.cumsum(alive) - 1].astype(np.int64), extra

@@ -291,7 +291,8 @@ def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
 
 
 def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | None = None,
-             check_finite: bool = True, large: float | None = None, merge: bool = True,
+             check_finite: bool = True, large: float | None = None,
+             merge: bool | str = True,
              refine: bool = True, queue=None) -> Factor:
     """Supernodal sparse Cholesky factorization P·A·Pᵀ = L·Lᵀ on the OpenCL device.
 
@@ -321,8 +322,12 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
         Flop count from which a supernode goes the BLAS-3 route (one at a time)
         instead of the batched kernels (default: the device kind's
         :data:`oclla.sparse.numeric.LARGE_FLOPS`).
-    merge, refine : bool
-        Supernode merging and partition refinement of the analysis.
+    merge : bool or str
+        Supernode merging of the analysis: "relaxed" (CHOLMOD's relaxed amalgamation,
+        what True means), "fill" (the paper's rule: least fill first, up to 25 % more
+        storage) or False (:func:`oclla.sparse.analyze`).
+    refine : bool
+        Partition refinement of the analysis.
     queue : pyopencl.CommandQueue, optional
         The queue to run on (default: :func:`oclla.get_queue`).
 
@@ -336,7 +341,7 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
         "the matrix is not positive definite: column j (original ordering)".
     ValueError
         Not square, not symmetric (with ``lower=None``), NaN/Inf, an unknown
-        ``ordering`` or ``method``.
+        ``ordering``, ``method`` or ``merge``.
     TypeError
         Not a scipy.sparse matrix; a dtype other than float32/float64.
     oclla.DeviceError

@@ -8,7 +8,9 @@ ordering, the analysis finds the pattern of L in P·A·Pᵀ = L·Lᵀ, grouped i
 3. fundamental supernodes: column j+1 joins j's supernode when it is j's parent and
    count(j) = count(j+1) + 1 (the two columns then have nested, equal structures);
 4. supernode merging (:mod:`._merge`): a child supernode J and its parent P are merged,
-   pairs adding the least fill first, until the storage of L has grown by ``max_fill_ratio``;
+   by CHOLMOD's relaxed amalgamation (``merge="relaxed"``, the default) or pairs adding
+   the least fill first until the storage of L has grown by ``max_fill_ratio``
+   (``merge="fill"``, the paper's rule);
 5. the row structure of every supernode, bottom-up: its own columns, the rows of A below
    its last column and the rows of its children's structures below its last column;
 6. partition refinement (:mod:`._refine`): the columns of each supernode are reordered so that
@@ -38,13 +40,30 @@ import scipy.sparse as sp
 
 from . import _etree
 from ._input import lower_triangle
-from ._merge import merge_supernodes
+from ._merge import merge_supernodes, relaxed_supernodes
 from ._refine import count_blocks, refine as refine_columns
 from .orderings import order
 
 __all__ = ["Symbolic", "analyze"]
 
 REFINE_MIN_COLS = 2      # supernodes narrower than this keep their column order
+
+#: The supernode merging rules (:mod:`._merge`) and the one ``merge=True`` picks.
+MERGE_RULES = ("relaxed", "fill")
+DEFAULT_MERGE = "relaxed"
+
+
+def merge_rule(merge) -> str | None:
+    """The merging rule that ``merge`` names: None (False), :data:`DEFAULT_MERGE` (True)
+    or one of :data:`MERGE_RULES`; a ValueError for anything else."""
+    if merge is False or merge is None:
+        return None
+    if merge is True:
+        return DEFAULT_MERGE
+    if isinstance(merge, str) and merge in MERGE_RULES:
+        return merge
+    raise ValueError(f"merge must be True, False or one of {', '.join(MERGE_RULES)}; "
+                     f"got {merge!r}")
 
 
 @dataclass(frozen=True)
@@ -210,7 +229,8 @@ def _a_map(a_low, iperm, row_ptr, row_idx, super_ptr, l_ptr, col_super):
     return l_ptr[s] + (j - super_ptr[s]) * nrows[s] + local_row
 
 
-def analyze(a, *, ordering: str = "metis", lower: bool | None = None, merge: bool = True,
+def analyze(a, *, ordering: str = "metis", lower: bool | None = None,
+            merge: bool | str = True,
             refine: bool = True, max_fill_ratio: float = 0.25,
             refine_min_cols: int = REFINE_MIN_COLS, check_finite: bool = True) -> Symbolic:
     """Symbolic Cholesky factorization of the sparse symmetric matrix ``a``.
@@ -225,13 +245,15 @@ def analyze(a, *, ordering: str = "metis", lower: bool | None = None, merge: boo
         lower / upper triangle is read.
     ordering : "metis", "amd", "rcm", "natural" or "best"
         The fill-reducing ordering (:mod:`.orderings`); "best" keeps the one of least fill.
-    merge : bool
-        Merge supernodes (relaxed supernodes) until L's storage grew by ``max_fill_ratio``.
+    merge : bool or str
+        Merge supernodes (relaxed supernodes, :mod:`._merge`): "relaxed" (CHOLMOD's relaxed
+        amalgamation; what True means), "fill" (least fill first until L's storage grew
+        by ``max_fill_ratio``, the paper's rule) or False (the fundamental supernodes).
     refine : bool
         Reorder the columns inside supernodes by partition refinement.
     max_fill_ratio : float
-        Bound on the extra storage that merging may add, relative to the fundamental
-        supernodes' storage (0.25: 25 %, the paper's choice).
+        With ``merge="fill"``: bound on the extra storage that merging may add, relative
+        to the fundamental supernodes' storage (0.25: 25 %, the paper's choice).
     refine_min_cols : int
         Supernodes with fewer columns keep their column order.
     check_finite : bool
@@ -248,7 +270,7 @@ def analyze(a, *, ordering: str = "metis", lower: bool | None = None, merge: boo
         arrays are not integers.
     ValueError
         ``a`` is not square or not symmetric (``lower=None``), holds NaN or Inf, has an
-        index out of range; an unknown ordering; ``max_fill_ratio`` < 0.
+        index out of range; an unknown ordering or merging rule; ``max_fill_ratio`` < 0.
     """
     a_low = lower_triangle(a, lower=lower, check_finite=check_finite)
     return analyze_lower(a_low, ordering=ordering, merge=merge, refine=refine,
@@ -274,12 +296,13 @@ def _merged_order(group, super_ptr, sparent):
     return cols, new_ptr, _etree.relabel_parent(gparent, gpost)
 
 
-def analyze_lower(a_low: sp.csc_array, *, ordering: str = "metis", merge: bool = True,
+def analyze_lower(a_low: sp.csc_array, *, ordering: str = "metis", merge: bool | str = True,
                   refine: bool = True, max_fill_ratio: float = 0.25,
                   refine_min_cols: int = REFINE_MIN_COLS) -> Symbolic:
     """:func:`analyze` on an already validated lower triangle (``_input.lower_triangle``)."""
     if not max_fill_ratio >= 0:
         raise ValueError(f"max_fill_ratio must be >= 0, got {max_fill_ratio}")
+    rule = merge_rule(merge)
     n = int(a_low.shape[0])
     stats = {}
     perm, used = order(a_low, ordering)
@@ -294,10 +317,14 @@ def analyze_lower(a_low: sp.csc_array, *, ordering: str = "metis", merge: bool =
     super_ptr = _fundamental(parent, counts)
     sparent = _super_parent(parent, super_ptr)
     stats["fundamental_supernodes"] = int(super_ptr.size - 1)
-    if merge and n:
+    if rule and n:
         ncols = np.diff(super_ptr)
-        group, extra = merge_supernodes(ncols, counts[super_ptr[:-1]] - ncols, sparent,
-                                        max_fill_ratio)
+        noff = counts[super_ptr[:-1]] - ncols
+        if rule == "fill":
+            group, extra = merge_supernodes(ncols, noff, sparent, max_fill_ratio)
+        else:
+            group, extra = relaxed_supernodes(ncols, noff, sparent)
+        stats["merge"] = rule
         stats["merge_extra"] = extra
         order_cols, super_ptr, sparent = _merged_order(group, super_ptr, sparent)
         perm = perm[order_cols]

@@ -9,13 +9,14 @@ from oclla import bench_sparse
 
 def test_bench_sparse_json(capsys):
     assert bench_sparse.main(["--sizes", "3d:4", "--methods", "rl,rlb", "--large",
-                              "default,0", "--repeat", "1", "--no-reference",
-                              "--json"]) == 0
+                              "default,0", "--merge", "relaxed,fill", "--repeat", "1",
+                              "--no-reference", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     rows = doc["records"]
-    assert doc["routine"] == "sparse" and len(rows) == 4
-    assert {(r["method"], r["large"] == 0) for r in rows} == {
-        ("rl", False), ("rl", True), ("rlb", False), ("rlb", True)}
+    assert doc["routine"] == "sparse" and len(rows) == 8
+    assert {(r["method"], r["large"] == 0, r["merge"]) for r in rows} == {
+        (m, big, rule) for m in ("rl", "rlb") for big in (False, True)
+        for rule in ("relaxed", "fill")}
     for r in rows:
         assert r["factor_s"] > 0 and r["err"] < 30
         assert 0 <= r["large_share"] <= 1
@@ -26,3 +27,5 @@ def test_bench_sparse_json(capsys):
 def test_bench_sparse_refuses_unknown_problems():
     with pytest.raises(SystemExit):
         bench_sparse.parse_args(["--sizes", "4d:3"])
+    with pytest.raises(SystemExit):
+        bench_sparse.parse_args(["--merge", "greedy"])
