@@ -399,6 +399,38 @@ __kernel void rlb_gemm(const int count, __global const int *tile_ptr,
     else
         direct_block(0, rj, ri, nc, -ONE, A, nr, B, nr, ONE, C, ldt, row0, col0);
 }
+
+/* RL's update matrices of the batched supernodes on CPUs (what syrk_batch computes, in
+ * gemm_direct.h's register blocks): listed supernode d = list[d'] has the units
+ * unit_ptr[d] .. unit_ptr[d+1]-1, an RM x RN block each of its m x m update matrix
+ * C = U12^T U12 (U12 = X's rows nc.. read row-major: nc x m, leading dimension nr),
+ * row-major at w + wp[d] (leading dimension m), upper triangle (TRIANGLE = 2: the
+ * column-major lower triangle that assemble reads).  Built with TRANS_A = 1 and the
+ * gemm_direct defines, in the program of the diagonal rlb_gemm launches. */
+__kernel void syrk_direct_batch(const int count, __global const int *unit_ptr,
+                                __global const int *list, __global const int *sp,
+                                __global const long *rp, __global const long *lp,
+                                __global const real *l, __global const long *wp,
+                                __global real *w)
+{
+    const int g = get_global_id(0);
+    if (g >= unit_ptr[count])
+        return;
+    const int d = gemm_of(count, unit_ptr, g), s = list[d];
+    const int nc = sp[s + 1] - sp[s];
+    const int nr = (int)(rp[s + 1] - rp[s]);
+    const int m = nr - nc;
+    const int blocks_m = (m + RM - 1) / RM, t = g - unit_ptr[d];
+    const int row0 = (t % blocks_m) * RM, col0 = (t / blocks_m) * RN;
+    if (BLOCK_EMPTY(row0, col0, RM, RN))
+        return;
+    __global const real *A = l + lp[s] + nc;
+    __global real *C = w + wp[d];
+    if (row0 + RM <= m && col0 + RN <= m && BLOCK_INSIDE(row0, col0, RM, RN))
+        direct_block(1, m, m, nc, ONE, A, nr, A, nr, ZERO, C, m, row0, col0);
+    else
+        direct_block(0, m, m, nc, ONE, A, nr, A, nr, ZERO, C, m, row0, col0);
+}
 #endif
 
 /* ---- solves: x is n x nrhs, column-major (x[r*n + i]) ---------------------------------- */
