@@ -325,8 +325,11 @@ if plt is not None:
 # Columns one at a time (width 1) are BLAS-1, memory bound; wide supernodes
 # run at the speed of GEMM. *Fundamental* supernodes are the runs of columns
 # with exactly the same structure; **merging** (relaxed supernodes) joins a
-# child with its parent when it adds few explicit zeros (at most 25 % more
-# storage in all, the default), trading a little fill for wider blocks.
+# child with its parent when it adds few explicit zeros, trading a little
+# fill for wider blocks. The default is CHOLMOD's rule (`merge="relaxed"`:
+# supernodes of up to 4 columns merge freely, wider ones only while few of
+# their entries would be zeros, under 5 % beyond 48 columns); `merge="fill"`
+# is the paper's (the cheapest pairs first, at most 25 % more storage in all).
 #
 # Where do the flops go? Column $j$ of a supernode costs $|L_{*j}|^2$ flops
 # (its row count squared), so a supernode costs
