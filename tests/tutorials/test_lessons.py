@@ -388,13 +388,49 @@ def test_lesson_runs_as_a_script(path, tmp_path):
     _assert_lesson_output(path, tmp_path, done.stdout)
 
 
+#: Runs each solutions file given as an argument as ``__main__`` (as ``python FILE`` would,
+#: its folder first on the import path), one after the other in this one child; prints
+#: ``{path: [exit code, stdout, traceback or ""]}`` as JSON.
+_RUN_SOLUTIONS = """
+import contextlib, io, json, runpy, sys, traceback
+results = {}
+for path in sys.argv[1:]:
+    sys.path.insert(0, path.rsplit("/", 1)[0])
+    out, code, error = io.StringIO(), 0, ""
+    with contextlib.redirect_stdout(out):
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as exc:
+            code = 0 if exc.code is None else exc.code
+        except BaseException:
+            code, error = 1, traceback.format_exc()
+    sys.path.pop(0)
+    results[path] = [code, out.getvalue(), error]
+sys.stdout.write(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def solutions_run():
+    """Every solutions file whose lesson can run, run as a script in one child process
+    (one interpreter start and one set of imports instead of one per lesson)."""
+    import json
+    paths = [str(TUTORIALS / "solutions" / f"lesson{number:02d}.py") for number in NUMBERS
+             if not missing(getattr(importlib.import_module(f"_checks.lesson{number:02d}"),
+                                    "REQUIRES", ()))]
+    done = subprocess.run([sys.executable, "-c", _RUN_SOLUTIONS, *paths], env=_env(),
+                          capture_output=True, text=True,
+                          timeout=LESSON_TIMEOUT_S * len(paths))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("number", NUMBERS)
-def test_solutions_file_runs_as_a_script(number):
+def test_solutions_file_runs_as_a_script(number, solutions_run):
+    """``python tutorials/solutions/lessonNN.py`` exits 0 with every checker saying correct
+    (each file run as ``__main__``; all of them in one child, see :func:`solutions_run`)."""
     _checker_module(number)
-    path = TUTORIALS / "solutions" / f"lesson{number:02d}.py"
-    env = _env()
-    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
-                          timeout=LESSON_TIMEOUT_S)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("correct!") == len(checkers(_checker_module(number)))
+    code, stdout, error = solutions_run[str(TUTORIALS / "solutions" / f"lesson{number:02d}.py")]
+    assert code == 0 and not error, stdout + error
+    assert stdout.count("correct!") == len(checkers(_checker_module(number)))
