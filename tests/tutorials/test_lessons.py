@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -376,16 +377,64 @@ def test_a_crashing_answer_is_reported_not_raised(capsys):
     assert check_exercise_1(SimpleNamespace()) is False          # not a function
 
 
+#: Runs each lesson given as an argument as ``__main__`` (as ``python FILE`` would, with
+#: tutorials/ first on the import path), one after the other in this one child, each in
+#: its own folder (the working directory and ``OCLLA_TUTORIAL_OUT``) with its own stdout
+#: and stderr; writes ``[exit code, stdout, stderr]`` to ``<folder>.json`` as it ends.
+_RUN_LESSONS = """
+import contextlib, io, json, os, runpy, sys, traceback
+tutorials, root = sys.argv[1], sys.argv[2]
+sys.path.insert(0, tutorials)
+for path in sys.argv[3:]:
+    folder = os.path.join(root, os.path.basename(path)[:-3])
+    os.makedirs(folder)
+    os.chdir(folder)
+    os.environ["OCLLA_TUTORIAL_OUT"] = folder
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as exc:
+            code = 0 if exc.code is None else exc.code
+        except BaseException:
+            code = 1
+            traceback.print_exc()
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+    with open(folder + ".json", "w") as fh:
+        json.dump([code, out.getvalue(), err.getvalue()], fh)
+"""
+
+
+@pytest.fixture(scope="module")
+def lessons_run(tmp_path_factory):
+    """Every lesson that can run, run as a script in one child process (one interpreter
+    start, one set of imports and kernel builds instead of one per lesson): the folder
+    holding each lesson's output folder and ``<lesson>.json``, and the child's stderr."""
+    root = tmp_path_factory.mktemp("lessons")
+    paths = [str(p) for p in LESSONS
+             if not missing(getattr(importlib.import_module(f"_checks.{p.stem[:8]}"),
+                                    "REQUIRES", ()))]
+    done = subprocess.run([sys.executable, "-c", _RUN_LESSONS, str(TUTORIALS), str(root),
+                           *paths], env=_lesson_env(root), capture_output=True, text=True,
+                          timeout=LESSON_TIMEOUT_S * len(paths))
+    return root, done.stdout[-3000:] + done.stderr[-3000:]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
-def test_lesson_runs_as_a_script(path, tmp_path):
+def test_lesson_runs_as_a_script(path, lessons_run):
+    """``python tutorials/lessonNN_*.py`` exits 0 with nothing on stderr that is a
+    traceback, reports every exercise unanswered and writes its figures (each lesson run
+    as ``__main__`` in its own folder; all of them in one child, see :func:`lessons_run`)."""
     _checker_module(int(path.name[6:8]))
-    done = subprocess.run([sys.executable, str(path)], cwd=tmp_path,
-                          env=_lesson_env(tmp_path), capture_output=True, text=True,
-                          timeout=LESSON_TIMEOUT_S)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "Traceback" not in done.stderr
-    _assert_lesson_output(path, tmp_path, done.stdout)
+    root, child = lessons_run
+    result = root / f"{path.stem}.json"
+    assert result.exists(), f"the child ended before {path.name} did:\n{child}"
+    code, stdout, stderr = json.loads(result.read_text(encoding="utf-8"))
+    assert code == 0, stdout[-3000:] + stderr[-3000:]
+    assert "Traceback" not in stderr
+    _assert_lesson_output(path, root / path.stem, stdout)
 
 
 #: Runs each solutions file given as an argument as ``__main__`` (as ``python FILE`` would,
@@ -414,7 +463,6 @@ sys.stdout.write(json.dumps(results))
 def solutions_run():
     """Every solutions file whose lesson can run, run as a script in one child process
     (one interpreter start and one set of imports instead of one per lesson)."""
-    import json
     paths = [str(TUTORIALS / "solutions" / f"lesson{number:02d}.py") for number in NUMBERS
              if not missing(getattr(importlib.import_module(f"_checks.lesson{number:02d}"),
                                     "REQUIRES", ()))]
