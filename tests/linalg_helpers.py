@@ -69,7 +69,8 @@ def buildable_width(queue, dtype, width: int) -> int:
 
 
 def buildable(queue, dtype, p: dict, key: str = "VW") -> dict:
-    """The parameter set ``p`` with its vector width ``key`` narrowed by :func:`buildable_width`."""
+    """The parameter set ``p`` with its vector width ``key`` narrowed by
+    :func:`buildable_width`."""
     if key not in p:
         return p
     width = buildable_width(queue, dtype, p[key])
