@@ -1,7 +1,12 @@
 """Programs are built per dtype, device parameters and variant, never per matrix order."""
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 import pytest
 
 import oclla
@@ -234,3 +239,100 @@ def test_small_problems_build_no_64_bit_index_programs(queue, dtype, monkeypatch
         oclla.cho_solve(c, b, queue=queue)
     assert {"gemm.cl", "trsm.cl"} <= {source for source, _, _ in seen}
     assert [s for s in seen if s[2]] == []
+
+
+def test_different_programs_build_at_once_and_one_program_once(queue, monkeypatch):
+    """Two threads asking for two new programs build them at the same time: each build
+    waits until the other has started (a lock around every build would never let the
+    second start, and the wait would time out).  Four threads asking for one new program
+    at once get it from one build, each its own kernel object."""
+    real = _programs._build
+    both = threading.Barrier(2, timeout=30)
+
+    def build(ctx, source, options):
+        if "-DOCLLA_TEST_OVERLAP=1" in options or "-DOCLLA_TEST_OVERLAP=2" in options:
+            both.wait()
+        elif "-DOCLLA_TEST_OVERLAP=3" in options:
+            time.sleep(0.3)              # the other threads ask while it is under way
+        return real(ctx, source, options)
+
+    monkeypatch.setattr(_programs, "_build", build)
+
+    def kernel(tag):
+        return _programs.get_kernel(queue, "util.cl", "set_identity", np.float32,
+                                    OCLLA_TEST_OVERLAP=tag)
+
+    count = _programs.build_count()
+    with ThreadPoolExecutor(4) as pool:
+        assert len(list(pool.map(kernel, (1, 2)))) == 2
+        assert _programs.build_count() == count + 2
+        kernels = list(pool.map(lambda _: kernel(3), range(4)))
+    assert _programs.build_count() == count + 3 and not _programs._pending
+    assert len({id(k) for k in kernels}) == len(kernels)
+    assert [b.options for b in _programs.builds()[count:]].count(
+        _programs.builds()[-1].options) == 1
+
+
+#: parameters of the tests below that no other test uses: their programs are new
+CONCURRENT_CHOL = dict(NB=12, LEAF=6, WG=36, ROW_LEAF=0, FUSE_LEAF=0, TRSM_INVERSE=0,
+                       RFP_TRSM_INVERSE=0, SMALL_N=14)
+DRY_CHOL = dict(CONCURRENT_CHOL, LEAF=5, WG=25)
+
+
+def _spd_matrix(rng, n, dtype):
+    x = rng.standard_normal((n, n))
+    return (x @ x.T + n * np.eye(n)).astype(dtype)
+
+
+def test_concurrent_first_calls_build_each_program_once(queue):
+    """First calls of the Cholesky and the LU from four threads at once, each at its own
+    orders and triangle: every program is built once, and every result is right."""
+    _params.override("chol", CONCURRENT_CHOL)
+    start = _programs.build_count()
+    try:
+        def work(i):
+            rng = np.random.default_rng(10 + i)
+            errors = []
+            for n in (13 + i, 29 + 2 * i):
+                a = _spd_matrix(rng, n, np.float32)
+                c = oclla.cholesky(a, lower=bool(i % 2), queue=queue)
+                errors.append(accuracy.cholesky_backward_error(a, c, bool(i % 2)))
+                g = rng.standard_normal((n, n)).astype(np.float32)
+                lu, piv = oclla.lu_factor(g, queue=queue)
+                errors.append(accuracy.lu_backward_error(g, lu, piv))
+            return errors
+
+        with ThreadPoolExecutor(4) as pool:
+            errors = [e for errs in pool.map(work, range(4)) for e in errs]
+        assert max(errors) < 30
+        built = [(b.source, b.options) for b in _programs.builds()[start:]]
+        assert any(s == "cholesky.cl" and "-DLEAF=6" in o for s, o in built)
+        assert len(built) == len(set(built)), built
+    finally:
+        _params.override("chol", None)
+
+
+def test_dry_run_lists_the_programs_of_a_call(queue):
+    """Under dry_run a blocked Cholesky on a device array builds and runs nothing (the
+    array keeps its values) and lists the programs it needs; build_ahead builds them all,
+    and the real call afterwards builds nothing more and is right."""
+    _params.override("chol", DRY_CHOL)
+    try:
+        rng = np.random.default_rng(7)
+        a = _spd_matrix(rng, 37, np.float32)
+        dev = cl_array.to_device(queue, a)
+        count = _programs.build_count()
+        with _programs.dry_run() as needed:
+            oclla.cholesky(dev, lower=True, queue=queue)
+        assert _programs.build_count() == count
+        np.testing.assert_array_equal(dev.get(), a)
+        assert any(source == "cholesky.cl" and "-DLEAF=5" in options
+                   for _, source, options in needed)
+        assert _programs.build_ahead(queue, needed) == len(needed)
+        assert _programs.build_ahead(queue, needed) == 0
+        after = _programs.build_count()
+        c = oclla.cholesky(dev, lower=True, queue=queue)
+        assert _programs.builds()[after:] == []
+        assert accuracy.cholesky_backward_error(a, c.get(), True) < 30
+    finally:
+        _params.override("chol", None)
