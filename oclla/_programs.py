@@ -248,7 +248,7 @@ def no_dry_run():
         _dry.reset(token)
 
 
-def build_threads(queue: cl.CommandQueue) -> int:
+def build_threads() -> int:
     """Threads :func:`build_ahead` builds from: 4 where the host has the cores (NVIDIA's
     OpenCL compiler, H100 with 16 cores, 27 programs: 11.1 s from 1 thread, 8.5 s from
     2, 7.6 s from 4, 7.4-7.9 s from 8 or 16: it serialises much of a build), never more
@@ -266,7 +266,7 @@ def build_ahead(queue: cl.CommandQueue, programs) -> int:
     if not todo:
         return 0
     count = build_count()
-    threads = min(build_threads(queue), len(todo))
+    threads = min(build_threads(), len(todo))
     if threads == 1:
         for key in todo:
             _program(*key)
@@ -282,7 +282,14 @@ def builds_ahead(key):
     ``key(*args, **kwargs)`` (the call's arguments after the queue: the dtype and what
     picks the route, e.g. the order's octave) runs it once under :func:`dry_run` and
     builds the programs that listed with :func:`build_ahead`, then runs it for real.
-    Other calls (and calls inside a dry run) run it directly."""
+    Other calls (and calls inside a dry run) run it directly.
+
+    It pays where a first call builds programs of similar size: NVIDIA's compiler
+    serialises much of a build, and a build sharing the host with another takes about
+    1.5 times as long, so a call whose programs are one large and a few small ones
+    waits longer than built one after another (H100, cold caches: the blocked Cholesky's
+    first call 3.35 -> 2.67 s in float32 and 3.59 -> 2.64 s in float64; the blocked
+    LU's 1.92 -> 2.35 s at n = 2049 in float64, so the LU does not use it)."""
     def decorate(fn):
         seen: set = set()
 

@@ -8,10 +8,7 @@ blocked method takes (one leaf, several blocks, above its SMALL_N), and 64-bit i
 for operands of 2³¹ elements or more.  :func:`warmup` calls each
 public routine in each of its variants at a few orders chosen from the device's block
 sizes, so that every code path (a single leaf, several block columns, above each
-SMALL_N) has run once.  It first runs them all as a dry run
-(:func:`oclla._programs.dry_run`: no kernel runs) to list the programs they need and
-builds those from several threads at once (:func:`oclla._programs.build_ahead`), then
-runs them for real: afterwards a call at any order builds nothing in this process,
+SMALL_N) has run once: afterwards a call at any order builds nothing in this process,
 and the driver's own binary cache (pyopencl's, PoCL's, NVIDIA's) holds the programs for
 the next process.
 """
@@ -142,18 +139,12 @@ def warmup(dtype=None, *, queue=None) -> Warmup:
         if dtypes[0] not in (np.float32, np.float64):
             raise TypeError(f"dtype must be float32 or float64, got {dtypes[0]}")
     count, seconds = _programs.build_count(), _programs.build_seconds()
-    calls = [(dt, n) for dt in dtypes for n in warmup_orders(queue, dt)]
-    with _programs.dry_run() as needed:       # list the programs, build them together
-        rng = np.random.default_rng(0)
-        for dt, n in calls:
-            try:
-                call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS)
-            except Exception:   # noqa: BLE001  a route read garbage: the real call builds
-                pass
-    _programs.build_ahead(queue, needed)
     rng = np.random.default_rng(0)
-    for dt, n in calls:
-        call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS)
-    orders = tuple(n for _, n in calls)
+    orders = ()
+    for dt in dtypes:
+        dt_orders = warmup_orders(queue, dt)
+        orders += dt_orders
+        for n in dt_orders:
+            call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS)
     return Warmup(tuple(str(d) for d in dtypes), tuple(sorted(set(orders))),
                   _programs.build_count() - count, _programs.build_seconds() - seconds)

@@ -18,8 +18,7 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import device_info
 from ._params import params
-from ._programs import (builds_ahead, copy, enqueue, get_kernel, int_arg, int_zeros, launch,
-                        round_up, set_args)
+from ._programs import copy, enqueue, get_kernel, int_arg, int_zeros, launch, round_up, set_args
 from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
 from .lu_pivot import PivotKernels, annotate_swaps
 
@@ -357,8 +356,6 @@ def side_queue(queue):
     return _side_queues[queue]
 
 
-@builds_ahead(lambda a, n, piv, info, no_pivot, block=None: (a.dtype, n.bit_length(), no_pivot,
-                                                             block))
 def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                     block: int | None = None) -> None:
     """Right-looking blocked LU, panel by panel.
