@@ -256,7 +256,7 @@ def build_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def build_ahead(queue: cl.CommandQueue, programs) -> int:
+def build_ahead(programs) -> int:
     """Build the (context, source, options) of ``programs`` (a :func:`dry_run`'s set)
     from :func:`build_threads` threads at once; those built or being built already are
     left alone.  Returns how many this call built.  A failed build raises its
@@ -303,7 +303,7 @@ def builds_ahead(key):
                         fn(queue, *args, **kwargs)
                     except Exception:   # noqa: BLE001  the real call raises it again
                         pass
-                build_ahead(queue, needed)
+                build_ahead(needed)
             return fn(queue, *args, **kwargs)
 
         return wrapper

@@ -328,8 +328,8 @@ def test_dry_run_lists_the_programs_of_a_call(queue):
         np.testing.assert_array_equal(dev.get(), a)
         assert any(source == "cholesky.cl" and "-DLEAF=5" in options
                    for _, source, options in needed)
-        assert _programs.build_ahead(queue, needed) == len(needed)
-        assert _programs.build_ahead(queue, needed) == 0
+        assert _programs.build_ahead(needed) == len(needed)
+        assert _programs.build_ahead(needed) == 0
         after = _programs.build_count()
         c = oclla.cholesky(dev, lower=True, queue=queue)
         assert _programs.builds()[after:] == []
