@@ -336,3 +336,29 @@ def test_dry_run_lists_the_programs_of_a_call(queue):
         assert accuracy.cholesky_backward_error(a, c.get(), True) < 30
     finally:
         _params.override("chol", None)
+
+
+def test_a_failed_build_reaches_every_waiting_thread_and_is_tried_again(queue, monkeypatch):
+    """A build that fails raises its DeviceError in the thread that built and in those
+    that waited for it; nothing is left pending, and a later request builds again."""
+    real = _programs._build
+
+    def failing(ctx, source, options):
+        time.sleep(0.3)                  # the other threads ask while it is under way
+        raise oclla.DeviceError("no compiler today")
+
+    monkeypatch.setattr(_programs, "_build", failing)
+
+    def ask(_):
+        try:
+            _programs.get_kernel(queue, "util.cl", "set_identity", np.float32,
+                                 OCLLA_TEST_OVERLAP=4)
+        except oclla.DeviceError as exc:
+            return str(exc)
+        return None
+
+    with ThreadPoolExecutor(3) as pool:
+        assert list(pool.map(ask, range(3))) == ["no compiler today"] * 3
+    assert not _programs._pending
+    monkeypatch.setattr(_programs, "_build", real)
+    assert ask(0) is None
