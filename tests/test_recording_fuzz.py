@@ -24,7 +24,7 @@ from recording_files import (crafted, extreme_runs, meta_bytes, member, npy_byte
 
 SEED = 20261121
 N_FILES = 180
-N_VIEWER_FILES = 24
+N_VIEWER_FILES = 12            # half loadable, half refused: a window for each loadable one
 LOAD_MEMORY_MIB = 250
 """Peak RSS of the child that loads every damaged file."""
 VIEW_MEMORY_MIB = 700
