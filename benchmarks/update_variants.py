@@ -7,8 +7,9 @@ SETS: comma-separated PANEL:LOCAL_PANEL:KF:APPLY_WG[:REFLECT] (docs/parameters.m
 the device's other update knobs as they are), each run through
 :func:`oclla._params.trial`.  Per (dtype, n, k): CuPy's
 refactorization of A + V·Vᵀ when CuPy sees a CUDA device, then per set the
-update of a factor on the device (best of 3 after a warm-up) and, in
-brackets, the device time in ms per kernel of one recorded call
+update of a factor on the device (best of 3 after a warm-up; with its
+look-ahead, and in parentheses without: the panels one after the other on one
+queue) and, in brackets, the device time in ms per kernel of one recorded call
 (``oclla.record``); err (k = 16, n <= 8192) the backward error
 ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε).  The default device, or OCLLA_DEVICE.
 """
@@ -58,6 +59,27 @@ def timed(queue, c, v, n: int) -> float:
     return best, work
 
 
+def timed_plain(queue, c, v, n: int) -> float:
+    """As :func:`timed`, the panels one after the other on one queue (no look-ahead)."""
+    from oclla._programs import launch_queue
+    k = v.shape[1]
+    kernels = update._panel_kernels(queue, v.dtype, k, False, False, 1)
+    best = float("inf")
+    for rep in range(4):
+        work, vw, info = c.copy(), v.copy(), int_zeros(queue)
+        rot, kp = update.rotations(queue, n, k, v.dtype, kernels.rows, reflect=kernels.reflect)
+        queue.finish()
+        t = time.perf_counter()
+        with launch_queue(queue) as q:
+            for i0 in range(0, n, kernels.rows):
+                update._panel_pass(q, kernels, work.data, 0, n, n, i0, vw, 0, rot, kp,
+                                   sign=1, info=info, region=None)
+        queue.finish()
+        if rep:
+            best = min(best, time.perf_counter() - t)
+    return best
+
+
 def main(argv) -> int:
     sizes, ranks = ([int(s) for s in a.split(",")] for a in argv[:2])
     sets = [dict(zip(KEYS, map(int, s.split(":")))) for s in argv[2].split(",")]
@@ -82,6 +104,7 @@ def main(argv) -> int:
                     with trial(queue, "update", dtype,
                                {**params(queue, "update", dtype), **knobs}):
                         best, result = timed(queue, c, v, n)
+                        plain = timed_plain(queue, c, v, n)
                         kernels = kernel_times(queue, c, v)
                     err = ""
                     if n <= 8192 and k == 16:
@@ -90,7 +113,8 @@ def main(argv) -> int:
                             a.astype(np.float64) + v64 @ v64.T, result.get(), False)
                     name = "P{PANEL}L{LOCAL_PANEL}K{KF}W{APPLY_WG}".format(**knobs) + (
                         f"H{knobs['REFLECT']}" if "REFLECT" in knobs else "")
-                    line.append(f"{name} {best * 1e3:.2f}ms [{kernels}]{err}")
+                    line.append(f"{name} {best * 1e3:.2f}ms (one queue {plain * 1e3:.2f}ms) "
+                                f"[{kernels}]{err}")
                 print(" | ".join(line), flush=True)
     return 0
 

@@ -170,6 +170,40 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
     }
 }
 
+/* The panel's triangle tri(r, c) = R(i0+r, i0+c), r <= c < nb, between global
+ * and local memory (row stride PANEL): work-item c moves column c, rows in
+ * groups of TRI_GROUP whose loads are all issued before the first is used,
+ * from addresses clamped into the triangle (no test before a load).  A loop
+ * over the triangle's entries with a test per entry (the code before) took
+ * 2.4 ms more of the 7.5 ms of the panels of an update of order 8192 on the
+ * H100 (benchmarks/results/nvidia-h100-2026-11-26-update-3.txt).  No early
+ * return in these helpers: PoCL 3.0 ran the items past it wrongly (stores to
+ * the other triangle).  Needs FWG >= PANEL. */
+#define TRI_GROUP 16
+inline void load_triangle(__local real *tri, __global const real *a, const int ld,
+                          const int n, const int i0, const int nb, const int c)
+{
+    const int cc = min(c, nb - 1);
+    for (int r0 = 0; r0 < PANEL; r0 += TRI_GROUP) {
+        real t[TRI_GROUP];
+        #pragma unroll
+        for (int u = 0; u < TRI_GROUP; u++)
+            t[u] = R(i0 + min(r0 + u, cc), i0 + cc);
+        #pragma unroll
+        for (int u = 0; u < TRI_GROUP; u++)
+            if (r0 + u <= c && c < nb)
+                tri[(r0 + u) * PANEL + c] = t[u];
+    }
+}
+
+inline void store_triangle(__local const real *tri, __global real *a, const int ld,
+                           const int n, const int i0, const int nb, const int c)
+{
+    for (int r = 0; r < PANEL; r++)
+        if (r <= c && c < nb)
+            R(i0 + r, i0 + c) = tri[r * PANEL + c];
+}
+
 /* factor_panel's job with the panel's triangle in local memory and each row's
  * rotations formed in parallel (GPUs, where factor_panel's chain of k square
  * roots and divisions and its round trips through global memory between
@@ -183,7 +217,8 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
  *   c_p = r_p / r_{p-1},  s_p = V(i,p) / r_{p-1}      (r_{-1} = R(i,i))
  *
  * (r_p is the diagonal after p + 1 rotations; scaled by R(i,i), so no square
- * overflows), then each item c > i applies the row's KF rotations to R(i,c)
+ * overflows; u_{p-1} and u_p summed by halving, TREE_SUM, the same sums as
+ * items p - 1's and p + 1's), then each item c > i applies the row's KF rotations to R(i,c)
  * and its V row in the mixed form, and item i + 1 publishes its V row, the
  * next row's input.  Two local barriers per row and group; every loop over
  * the group is unrolled (KF is a define).  rot gets every rotation. */
@@ -193,6 +228,15 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
 #ifndef FWG
 #define FWG 64             /* work-group size of factor_panel_local, >= PANEL and KF */
 #endif
+
+/* x[0] = x[0] + ... + x[KF-1] (KF a power of two) by halving: log2(KF) dependent
+ * additions instead of KF (each row of a panel waits on such sums).  A macro:
+ * NVIDIA's compiler kept an array passed to a function in memory (the panels
+ * and the applies twice as slow on the H100). */
+#define TREE_SUM(x)                                         \
+    for (int w_ = KF / 2; w_ >= 1; w_ /= 2)                 \
+        for (int p_ = 0; p_ < w_; p_++)                     \
+            x[p_] += x[p_ + w_]
 
 __kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
 void factor_panel_local(__global real *a, const long off, const int ld, const int n,
@@ -211,12 +255,7 @@ void factor_panel_local(__global real *a, const long off, const int ld, const in
     const int mine = lid < nb;                       /* owns panel column lid */
     if (lid == 0)
         failed = *info;
-    #pragma unroll 16                                /* loads in flight, not one at a time */
-    for (int e = lid; e < nb * nb; e += FWG) {
-        const int r = e / nb, c = e - r * nb;
-        if (r <= c)
-            tri[r * PANEL + c] = R(i0 + r, i0 + c);
-    }
+    load_triangle(tri, a, ld, n, i0, nb, lid);
     real y[KF];
     for (int q = 0; q < k; q += KF) {
         #pragma unroll
@@ -234,15 +273,22 @@ void factor_panel_local(__global real *a, const long off, const int ld, const in
             if (lid < KF) {
                 const real r0 = tri[i * PANEL + i];
                 const real inv = ONE / r0, mag = fabs(r0);
-                real u = ONE;                        /* u_{p-1}, p = lid */
-                #pragma unroll
-                for (int p = 0; p < KF; p++) {
-                    const real t = xrow[p] * inv;
-                    if (p < lid)
-                        u = MUL_ADD(sign * t, t, u);
+                real sq[KF];                         /* u_{p-1}, then u_p, p = lid: */
+                #pragma unroll                       /* sums by halving, the same as */
+                for (int q = 0; q < KF; q++) {       /* items p - 1's and p + 1's */
+                    const real t = xrow[q] * inv;
+                    sq[q] = q < lid ? sign * t * t : ZERO;
                 }
-                const real x = xrow[lid], t = x * inv;
-                const real un = MUL_ADD(sign * t, t, u);        /* the same sums as item p+1's */
+                TREE_SUM(sq);
+                const real u = ONE + sq[0];
+                #pragma unroll
+                for (int q = 0; q < KF; q++) {
+                    const real t = xrow[q] * inv;
+                    sq[q] = q <= lid ? sign * t * t : ZERO;
+                }
+                TREE_SUM(sq);
+                const real un = ONE + sq[0];
+                const real x = xrow[lid];
                 if (r0 == ZERO || (sign < 0 && !(un > ZERO)))   /* also for NaN */
                     failed = 1;
                 const real rm = lid ? mag * sqrt(u) : r0, w = mag * sqrt(un);
@@ -286,13 +332,24 @@ void factor_panel_local(__global real *a, const long off, const int ld, const in
                     VAT(i0 + lid, q + p) = y[p];
         }
     }
-    #pragma unroll 16
-    for (int e = lid; e < nb * nb; e += FWG) {
-        const int r = e / nb, c = e - r * nb;
-        if (r <= c)
-            R(i0 + r, i0 + c) = tri[r * PANEL + c];
-    }
+    store_triangle(tri, a, ld, n, i0, nb, lid);
 }
+
+/* y[p] = V(j0+u, q+p) for the m live columns u < m of an apply item and the KB
+ * columns p of V from q (zeros past k and past m), and back; e: a real[VW].
+ * Macros, as TREE_SUM. */
+#define LOAD_V_SLAB(y, q)                                                       \
+    for (int p_ = 0; p_ < KB; p_++) {                                           \
+        for (int u_ = 0; u_ < VW; u_++)                                         \
+            e[u_] = ((q) + p_ < k && u_ < m) ? VAT(j0 + u_, (q) + p_) : ZERO;   \
+        y[p_] = VLOAD(VW)(0, e);                                                \
+    }
+#define STORE_V_SLAB(y, q)                                                      \
+    for (int p_ = 0; p_ < KB && (q) + p_ < k; p_++) {                           \
+        VSTORE(VW)(y[p_], 0, e);                                                \
+        for (int u_ = 0; u_ < m; u_++)                                          \
+            VAT(j0 + u_, (q) + p_) = e[u_];                                     \
+    }
 
 /* Columns j0 .. j0+VW-1 of the trailing part, j0 = i0 + nb + VW * global id,
  * as VW-wide vectors (CPUs: explicit SIMD, VW independent chains; GPUs: VW = 1,
@@ -321,11 +378,7 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
         x[r] = VLOAD(VW)(0, e);
     }
     for (int q = 0; q < k; q += KB) {
-        for (int p = 0; p < KB; p++) {
-            for (int u = 0; u < VW; u++)
-                e[u] = (q + p < k && u < m) ? VAT(j0 + u, q + p) : ZERO;
-            y[p] = VLOAD(VW)(0, e);
-        }
+        LOAD_V_SLAB(y, q);
         for (int r = 0; r < PANEL; r++) {
             __global const real4 *g = rot + AT(i0 + r, q, kp);
             realv t = x[r];
@@ -336,11 +389,7 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
             }
             x[r] = t;
         }
-        for (int p = 0; p < KB && q + p < k; p++) {
-            VSTORE(VW)(y[p], 0, e);
-            for (int u = 0; u < m; u++)
-                VAT(j0 + u, q + p) = e[u];
-        }
+        STORE_V_SLAB(y, q);
     }
     for (int r = 0; r < nb; r++) {
         VSTORE(VW)(x[r], 0, e);
@@ -384,40 +433,36 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
  * compact WY representation's T, by forward substitution. */
 #define HROW(i) (h + AT((i), 0, kp + 2 + PANEL))
 
-/* dlarfg for the column owned by this item: alpha = *diag, the item's V row y
- * (zero past k).  Publishes u, tau and flip in local memory and in h's row i,
- * sets *diag to the new diagonal and y to u; 0 for a zero diagonal. */
-inline int reflector(__local real *diag, real *y, __local real *ul, __local real *tl,
-                     __global real *hi, const int kp, real *tau)
-{
-    const real alpha = *diag;
-    if (alpha == ZERO)
-        return 0;
-    const real inv = ONE / alpha;
-    real s0 = ZERO, s1 = ZERO;
-    #pragma unroll
-    for (int p = 0; p < KF; p += 2) {
-        s0 = MUL_ADD(y[p] * inv, y[p] * inv, s0);
-        if (p + 1 < KF)
-            s1 = MUL_ADD(y[p + 1] * inv, y[p + 1] * inv, s1);
-    }
-    const real mag = fabs(alpha), nrm = mag * sqrt(ONE + (s0 + s1));
-    const real scale = ONE / (alpha + copysign(nrm, alpha));
-    *tau = ONE + mag / nrm;
-    #pragma unroll
-    for (int p = 0; p < KF; p++) {
-        y[p] *= scale;
-        ul[p] = y[p];
-        if (p < kp)
-            hi[p] = y[p];
-    }
-    tl[0] = *tau;
-    tl[1] = alpha > ZERO ? -ONE : ONE;
-    hi[kp] = tl[0];
-    hi[kp + 1] = tl[1];
-    *diag = nrm;
-    return 1;
-}
+/* dlarfg for the column owned by this item: alpha = diag (an lvalue), the
+ * item's V row y (zero past k).  Publishes u, tau and flip in local memory (ul,
+ * tl) and in h's row hi, sets diag to the new diagonal, y to u and tau; ok = 0
+ * for a zero diagonal.  A macro on the caller's y and tau, as TREE_SUM. */
+#define REFLECTOR(diag, ul, tl, hi, ok)                                         \
+    do {                                                                        \
+        const real alpha_ = (diag);                                             \
+        ok = alpha_ != ZERO;                                                    \
+        if (ok) {                                                               \
+            const real inv_ = ONE / alpha_;                                     \
+            real sq_[KF];                                                       \
+            for (int q_ = 0; q_ < KF; q_++)                                     \
+                sq_[q_] = (y[q_] * inv_) * (y[q_] * inv_);                      \
+            TREE_SUM(sq_);                                                      \
+            const real mag_ = fabs(alpha_), nrm_ = mag_ * sqrt(ONE + sq_[0]);   \
+            const real scale_ = ONE / (alpha_ + copysign(nrm_, alpha_));        \
+            tau = ONE + mag_ / nrm_;                                            \
+            for (int q_ = 0; q_ < KF; q_++) {                                   \
+                y[q_] *= scale_;                                                \
+                (ul)[q_] = y[q_];                                               \
+                if (q_ < kp)                                                    \
+                    (hi)[q_] = y[q_];                                           \
+            }                                                                   \
+            (tl)[0] = tau;                                                      \
+            (tl)[1] = alpha_ > ZERO ? -ONE : ONE;                               \
+            (hi)[kp] = (tl)[0];                                                 \
+            (hi)[kp + 1] = (tl)[1];                                             \
+            (diag) = nrm_;                                                      \
+        }                                                                       \
+    } while (0)
 
 /* factor_panel_local's job for updates, by reflectors: item c owns panel
  * column c (its entries of the triangle in local memory, its V row in
@@ -441,12 +486,7 @@ void factor_panel_reflect(__global real *a, const long off, const int ld, const 
     const int mine = lid < nb;
     if (lid == 0)
         failed = *info;
-    #pragma unroll 16
-    for (int e = lid; e < nb * nb; e += FWG) {
-        const int r = e / nb, c = e - r * nb;
-        if (r <= c)
-            tri[r * PANEL + c] = R(i0 + r, i0 + c);
-    }
+    load_triangle(tri, a, ld, n, i0, nb, lid);
     real y[KF], tau = ZERO;
     #pragma unroll
     for (int p = 0; p < KF; p++)
@@ -454,8 +494,12 @@ void factor_panel_reflect(__global real *a, const long off, const int ld, const 
     barrier(CLK_LOCAL_MEM_FENCE);
     if (failed)
         return;
-    if (lid == 0 && !reflector(&tri[0], y, ul[0], tl[0], HROW(i0), kp, &tau))
-        failed = 1;
+    if (lid == 0) {
+        int ok;
+        REFLECTOR(tri[0], ul[0], tl[0], HROW(i0), ok);
+        if (!ok)
+            failed = 1;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int i = 0; i < nb; i++) {
         if (failed) {
@@ -464,34 +508,30 @@ void factor_panel_reflect(__global real *a, const long off, const int ld, const 
             return;
         }
         const int b = i & 1;
-        real g0 = ZERO, g1 = ZERO;
+        real gp[KF];
         #pragma unroll
-        for (int p = 0; p < KF; p += 2) {
-            g0 = MUL_ADD(ul[b][p], y[p], g0);
-            if (p + 1 < KF)
-                g1 = MUL_ADD(ul[b][p + 1], y[p + 1], g1);
-        }
-        const real g = g0 + g1;
+        for (int p = 0; p < KF; p++)
+            gp[p] = ul[b][p] * y[p];
+        TREE_SUM(gp);
+        const real g = gp[0];
         if (mine && lid > i) {
             const real r = tri[i * PANEL + lid], t = tl[b][0] * (r + g);
             tri[i * PANEL + lid] = tl[b][1] * (r - t);
             #pragma unroll
             for (int p = 0; p < KF; p++)
                 y[p] = MUL_ADD(-t, ul[b][p], y[p]);
-            if (lid == i + 1 && !reflector(&tri[lid * PANEL + lid], y, ul[b ^ 1], tl[b ^ 1],
-                                           HROW(i0 + lid), kp, &tau))
-                failed = 1;
+            if (lid == i + 1) {
+                int ok;
+                REFLECTOR(tri[lid * PANEL + lid], ul[b ^ 1], tl[b ^ 1], HROW(i0 + lid), ok);
+                if (!ok)
+                    failed = 1;
+            }
         } else if (lid < i) {
             HROW(i0 + i)[kp + 2 + lid] = tau * g;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    #pragma unroll 16
-    for (int e = lid; e < nb * nb; e += FWG) {
-        const int r = e / nb, c = e - r * nb;
-        if (r <= c)
-            R(i0 + r, i0 + c) = tri[r * PANEL + c];
-    }
+    store_triangle(tri, a, ld, n, i0, nb, lid);
 }
 
 /* The panel's reflectors applied to columns j0 .. j0+VW-1 of the trailing
@@ -520,12 +560,7 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
         z[r] = VLOAD(VW)(0, e);
     }
     for (int q = 0; q < k; q += KB) {
-        #pragma unroll
-        for (int p = 0; p < KB; p++) {
-            for (int u = 0; u < VW; u++)
-                e[u] = (q + p < k && u < m) ? VAT(j0 + u, q + p) : ZERO;
-            y[p] = VLOAD(VW)(0, e);
-        }
+        LOAD_V_SLAB(y, q);
         #pragma unroll
         for (int r = 0; r < PANEL; r++) {
             __global const real *hr = HROW(i0 + r) + q;
@@ -556,12 +591,7 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
             R(i0 + r, j0 + u) = f * (R(i0 + r, j0 + u) - e[u]);
     }
     for (int q = 0; q < k; q += KB) {
-        #pragma unroll
-        for (int p = 0; p < KB; p++) {
-            for (int u = 0; u < VW; u++)
-                e[u] = (q + p < k && u < m) ? VAT(j0 + u, q + p) : ZERO;
-            y[p] = VLOAD(VW)(0, e);
-        }
+        LOAD_V_SLAB(y, q);
         #pragma unroll
         for (int r = 0; r < PANEL; r++) {
             __global const real *hr = HROW(i0 + r) + q;
@@ -569,11 +599,7 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
             for (int p = 0; p < KB; p++)
                 y[p] = MUL_ADD(-z[r], hr[p], y[p]);
         }
-        for (int p = 0; p < KB && q + p < k; p++) {
-            VSTORE(VW)(y[p], 0, e);
-            for (int u = 0; u < m; u++)
-                VAT(j0 + u, q + p) = e[u];
-        }
+        STORE_V_SLAB(y, q);
     }
 }
 #endif

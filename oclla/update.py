@@ -52,9 +52,19 @@ Methods
     ``benchmarks/update_variants.py``) the
     panels took 41 ms of a 52 ms rank-16 update with ``factor_panel`` and
     7.4 ms with ``factor_panel_local``; KF = 64 rather than 16 took the
-    rank-64 panels from 17 to 12 ms.  A row still costs two barriers and a
-    chain of dependent latencies (about 0.5 µs at k = 1, 0.9 µs at k = 16),
-    n of them one after the other: the panels bound the update on a GPU.
+    rank-64 panels from 17 to 12 ms.  Where a panel's time went (H100,
+    n = 8192, k = 16, float32; ``benchmarks/update_probe.py``, the kernel with
+    its row loop cut; benchmarks/results/nvidia-h100-2026-11-26-update-3.txt):
+    the triangle's load into local memory, one entry at a time, was 2.4 of
+    7.5 ms (now loaded by columns, the loads in flight: 5.2 ms); of the rest,
+    load, store and launch 2.0 ms (16 µs per panel, 5.7 of them an empty
+    kernel's), the rows' work 3.1 ms (~0.4 µs per row: the prefix sums, now by
+    halving, two square roots, three divisions, k chained rotations), the
+    barriers 0.75 ms.  A look-ahead of one panel on a second in-order queue
+    gained nothing there (NVIDIA ran the two queues' kernels one after the
+    other) and lost on PoCL: not kept.  Helpers that take a private array by
+    pointer must be macros (TREE_SUM, LOAD_V_SLAB, REFLECTOR in update.cl):
+    as functions NVIDIA's compiler kept the array in memory, 2-2.5x slower.
     On PoCL ``factor_panel_local`` was no faster (2 cores, n = 2000), so
     CPUs keep ``factor_panel``.  apply_panel's work-groups are APPLY_WG
     items: 32 on GPUs, where the 256 of the one-dimensional kernels left
@@ -99,7 +109,11 @@ Methods
     against 12.8 ms at k = 64 float32, 8.4 against 12.0 ms at k = 16 float64)
     and slower at k = 1 (the substitution): GPUs use them from k = 64 in
     float32 and k = 16 in float64 (20.3 against 25.7 ms; 18.8 against
-    24.9 ms), CPUs never.  Downdates keep the rotations (a hyperbolic
+    24.9 ms), CPUs never.  With their dlarfg and sums as macros (H100,
+    nvidia-h100-2026-11-26-update-3.txt) the reflector panels took 4.7 ms at
+    k = 16 and 8.5 ms at k = 64 (float32, were 7.7 and 19.5), 6.0 ms at k = 16
+    float64: totals 10.0, 16.9 and 15.5 ms at n = 8192 (cuSOLVER's
+    refactorization 14.1, 14.3 and 15.4 ms).  Downdates keep the rotations (a hyperbolic
     reflector is not orthogonal; the mixed rotations are the stable form).
 
 Streamed (automatic)
