@@ -102,14 +102,8 @@ def test_lu_three_factors(profiled, queue, pdtype):
 
 @pytest.mark.parametrize("method", ["blocked", "pivot"])
 def test_cholesky(profiled, queue, pdtype, method):
-    """Leaf boundaries in both dtypes; the block-column boundary below SMALL_N (n = NB + 1,
-    one leaf per block column: a leaf of order NB in one work-group, this module's
-    costliest order) blocked and in float32 only: the per-pivot method has no blocks,
-    the dtype is a -D macro of the same code, and test_blocked_cholesky_above_small_n
-    crosses NB in both dtypes."""
     p = _params.params(queue, "chol", pdtype)
-    below = method == "blocked" and pdtype == np.float32 and p["NB"] < p["SMALL_N"]
-    for n in _straddle(p["LEAF"], p["NB"] if below else 0):
+    for n in _straddle(p["LEAF"], p["NB"] if p["NB"] < p["SMALL_N"] else 0):
         a = _spd(n, pdtype)
         for lower in (True, False):
             c = oclla.cholesky(a, lower=lower, method=method, queue=queue)
