@@ -23,9 +23,7 @@ Routines: ``lu_factor``, ``lu_solve``, ``cholesky``, ``cho_solve``, ``rfp.choles
 and ``assemble_ad2at`` (A of shape n x 2n).  A new order should build nothing: its
 "built" column 0 and its first call within a few milliseconds of its second.  Before the
 process totals comes the first calls' wall time: the sum of every first call's time and
-of the time the operands' builds took; the builds' seconds summed may exceed it, where a
-first call built its programs from several threads at once
-(:func:`oclla._programs.build_ahead`).
+of the time the operands' builds took.
 """
 
 import argparse
@@ -209,8 +207,7 @@ def main(argv=None) -> int:
                     if "total_built" in r:
                         print(f"first calls' wall time: {first_ms / 1e3:.2f} s (every "
                               "routine's first call and the operands' builds, one after "
-                              "another; the builds' own seconds, summed, are below: "
-                              "builds from several threads overlap)", flush=True)
+                              "another; the builds' own seconds, summed, are below)", flush=True)
                     print(row_text(r, args.list), flush=True)
                 else:
                     print(line, end="", flush=True)

@@ -271,9 +271,8 @@ def trial(queue, family: str, dtype, p: dict):
 def try_parameters(queue, family: str, dtype, p: dict) -> str | None:
     """Run ``family``'s self-check (:mod:`oclla._selfcheck`) with ``p``: None if it builds,
     runs and computes correctly, else what went wrong.  Nothing is recorded."""
-    from ._programs import no_dry_run
     from ._selfcheck import CheckFailed, run_check
-    with trial(queue, family, dtype, p), _trace_hooks.suspended(), no_dry_run():
+    with trial(queue, family, dtype, p), _trace_hooks.suspended():
         try:
             run_check(queue, family, np.dtype(dtype))
         except CheckFailed as exc:

@@ -15,12 +15,10 @@ program is still built once.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
-import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextvars import ContextVar
 from typing import NamedTuple
 
@@ -194,121 +192,9 @@ def get_kernel(queue: cl.CommandQueue, source: str, name: str, dtype,
         key = (queue.context, source, options, name)
         kernel = cache.get(key)
         if kernel is None:
-            needed = _dry.get()
-            if needed is not None and (queue.context, source, options) not in _programs:
-                needed.add((queue.context, source, options))
-                return _Unbuilt(name)
             kernel = cache[key] = cl.Kernel(_program(queue.context, source, options), name)
         cache[call] = kernel
     return kernel
-
-
-# ---- dry runs and builds ahead ------------------------------------------------------------
-
-_dry: ContextVar = ContextVar("oclla_dry_run", default=None)
-
-
-class _Unbuilt(NamedTuple):
-    """What :func:`get_kernel` returns during a :func:`dry_run` for a program not built
-    yet: :func:`enqueue`, :func:`set_args` and :func:`launch` take it and do nothing."""
-
-    function_name: str
-
-
-@contextlib.contextmanager
-def dry_run():
-    """Within the block no kernel runs and no program is built: :func:`get_kernel`
-    notes each (context, source, options) it would have to build in the set the block
-    gets, :func:`enqueue`, :func:`launch` and :func:`copy` enqueue a marker instead of
-    their work and :func:`set_args` does nothing.  Running a routine's host code inside
-    one (its device arrays only allocated, never written) lists the programs a real
-    call of it builds, in milliseconds, so that :func:`build_ahead` can build them
-    together before the real call.  Host code that decides on values read from the
-    device reads what the allocation left there, so a dry run may stop early or take
-    another route than the real call: the real call then builds what it lacks as
-    usual."""
-    needed: set = set()
-    token = _dry.set(needed)
-    try:
-        with _trace_hooks.suspended():
-            yield needed
-    finally:
-        _dry.reset(token)
-
-
-@contextlib.contextmanager
-def no_dry_run():
-    """Kernels run within the block even inside a :func:`dry_run` (a parameter set's
-    self-check, which a dry run's first lookup of the parameters may start, must compute
-    real results)."""
-    token = _dry.set(None)
-    try:
-        yield
-    finally:
-        _dry.reset(token)
-
-
-def build_threads() -> int:
-    """Threads :func:`build_ahead` builds from: 4 where the host has the cores (NVIDIA's
-    OpenCL compiler, H100 with 16 cores, 27 programs: 11.1 s from 1 thread, 8.5 s from
-    2, 7.6 s from 4, 7.4-7.9 s from 8 or 16: it serialises much of a build), never more
-    than the host's cores."""
-    return max(1, min(4, os.cpu_count() or 1))
-
-
-def build_ahead(programs) -> int:
-    """Build the (context, source, options) of ``programs`` (a :func:`dry_run`'s set)
-    from :func:`build_threads` threads at once; those built or being built already are
-    left alone.  Returns how many this call built.  A failed build raises its
-    DeviceError here (the others still finish)."""
-    todo = sorted((key for key in programs if key not in _programs),
-                  key=lambda key: (key[1], key[2]))
-    if not todo:
-        return 0
-    count = build_count()
-    threads = min(build_threads(), len(todo))
-    if threads == 1:
-        for key in todo:
-            _program(*key)
-    else:
-        with ThreadPoolExecutor(threads, thread_name_prefix="oclla-build") as pool:
-            for done in [pool.submit(_program, *key) for key in todo]:
-                done.result()
-    return build_count() - count
-
-
-def builds_ahead(key):
-    """Decorate a routine ``fn(queue, ...)``: its first call per context and
-    ``key(*args, **kwargs)`` (the call's arguments after the queue: the dtype and what
-    picks the route, e.g. the order's octave) runs it once under :func:`dry_run` and
-    builds the programs that listed with :func:`build_ahead`, then runs it for real.
-    Other calls (and calls inside a dry run) run it directly.
-
-    It pays where a first call builds programs of similar size: NVIDIA's compiler
-    serialises much of a build, and a build sharing the host with another takes about
-    1.5 times as long, so a call whose programs are one large and a few small ones
-    waits longer than built one after another (H100, cold caches: the blocked Cholesky's
-    first call 3.35 -> 2.67 s in float32 and 3.59 -> 2.64 s in float64; the blocked
-    LU's 1.92 -> 2.35 s at n = 2049 in float64, so the LU does not use it)."""
-    def decorate(fn):
-        seen: set = set()
-
-        @functools.wraps(fn)
-        def wrapper(queue, *args, **kwargs):
-            first = (queue.context, key(*args, **kwargs))
-            if first not in seen and _dry.get() is None:
-                seen.add(first)
-                with dry_run() as needed:
-                    try:
-                        fn(queue, *args, **kwargs)
-                    except Exception:   # noqa: BLE001  the real call raises it again
-                        pass
-                build_ahead(needed)
-            return fn(queue, *args, **kwargs)
-
-        return wrapper
-
-    return decorate
 
 
 _index64: ContextVar = ContextVar("oclla_index64", default=1)
@@ -351,8 +237,6 @@ def enqueue(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size,
 
 def set_args(kernel: cl.Kernel, *args) -> None:
     """Set all of ``kernel``'s arguments (scalar types declared on the first call)."""
-    if _dry.get() is not None:
-        return
     if not getattr(kernel, "_oclla_typed", False):
         kernel.set_scalar_arg_dtypes([_INT if type(a) is int else
                                       a.dtype if isinstance(a, np.generic) else None
@@ -370,8 +254,6 @@ def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *
     and passes what changes between launches as the global offset: setting
     arguments costs host time on every launch.
     """
-    if _dry.get() is not None:
-        return cl.enqueue_marker(queue, wait_for=wait_for)
     event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size, offset,
                                        wait_for=wait_for)
     if (recorder := _trace_hooks.active()) is not None:
@@ -410,10 +292,7 @@ def launch_queue(queue: cl.CommandQueue):
 
 def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, src_offset=0, dest_offset=0,
          label="copy") -> cl.Event:
-    """Device-to-device copy, reported to an active recorder like a kernel (none
-    within a :func:`dry_run`)."""
-    if _dry.get() is not None:
-        return cl.enqueue_marker(queue)
+    """Device-to-device copy, reported to an active recorder like a kernel."""
     if byte_count is None:
         event = cl.enqueue_copy(queue, dest, src, src_offset=src_offset, dst_offset=dest_offset)
     else:

@@ -56,7 +56,7 @@ from numpy.linalg import LinAlgError
 from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
-from ._programs import builds_ahead, enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, check_method, factor_in_place, read_status, solve_in_place,
                         status_flags, to_device, unpack_pair)
 from .blas import View, syrk, tile_grid, tile_launch, trsm, view_of
@@ -227,8 +227,6 @@ def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype,
                      base=base + n1)
 
 
-@builds_ahead(lambda a, n, *, lower, dtype, info, base=0, block=None, region=None:
-              (dtype, n.bit_length(), lower, block))
 def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: int = 0,
                    block: int | None = None, region=None) -> None:
     """Right-looking blocked potrf of the n x n matrix at ``a``, in place.

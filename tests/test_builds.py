@@ -276,7 +276,6 @@ def test_different_programs_build_at_once_and_one_program_once(queue, monkeypatc
 #: parameters of the tests below that no other test uses: their programs are new
 CONCURRENT_CHOL = dict(NB=12, LEAF=6, WG=36, ROW_LEAF=0, FUSE_LEAF=0, TRSM_INVERSE=0,
                        RFP_TRSM_INVERSE=0, SMALL_N=14)
-DRY_CHOL = dict(CONCURRENT_CHOL, LEAF=5, WG=25)
 
 
 def _spd_matrix(rng, n, dtype):
@@ -308,32 +307,6 @@ def test_concurrent_first_calls_build_each_program_once(queue):
         built = [(b.source, b.options) for b in _programs.builds()[start:]]
         assert any(s == "cholesky.cl" and "-DLEAF=6" in o for s, o in built)
         assert len(built) == len(set(built)), built
-    finally:
-        _params.override("chol", None)
-
-
-def test_dry_run_lists_the_programs_of_a_call(queue):
-    """Under dry_run a blocked Cholesky on a device array builds and runs nothing (the
-    array keeps its values) and lists the programs it needs; build_ahead builds them all,
-    and the real call afterwards builds nothing more and is right."""
-    _params.override("chol", DRY_CHOL)
-    try:
-        rng = np.random.default_rng(7)
-        a = _spd_matrix(rng, 37, np.float32)
-        dev = cl_array.to_device(queue, a)
-        count = _programs.build_count()
-        with _programs.dry_run() as needed:
-            oclla.cholesky(dev, lower=True, queue=queue)
-        assert _programs.build_count() == count
-        np.testing.assert_array_equal(dev.get(), a)
-        assert any(source == "cholesky.cl" and "-DLEAF=5" in options
-                   for _, source, options in needed)
-        assert _programs.build_ahead(needed) == len(needed)
-        assert _programs.build_ahead(needed) == 0
-        after = _programs.build_count()
-        c = oclla.cholesky(dev, lower=True, queue=queue)
-        assert _programs.builds()[after:] == []
-        assert accuracy.cholesky_backward_error(a, c.get(), True) < 30
     finally:
         _params.override("chol", None)
 
