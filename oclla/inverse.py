@@ -51,7 +51,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
-from . import trace
+from . import _trace_hooks, trace
 from ._device import device_info, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
@@ -360,10 +360,11 @@ def invert_device(queue, a: cl_array.Array, *, lower: bool, method: str = "block
     (``a`` must then be a private copy); ``full`` mirrors A⁻¹'s triangle.
     """
     n, dtype = a.shape[0], a.dtype
-    flags = status_flags(queue, a, check_finite)
-    if not unit:
-        check_diagonal(queue, a, flags)
-    info = diagonal_info(n, read_status(flags))
+    with _trace_hooks.suspended():      # input checks: not part of the recorded run
+        flags = status_flags(queue, a, check_finite)
+        if not unit:
+            check_diagonal(queue, a, flags)
+        info = diagonal_info(n, read_status(flags))
     if info:
         raise singular(info)
     nb = params(queue, "trsm", dtype)["TRSM_NB"]

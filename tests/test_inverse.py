@@ -327,6 +327,19 @@ def test_logdet_is_reduced_on_the_device(queue):
     assert names == ["logdet_partial", "logdet_final"]
 
 
+
+def test_recorded_inverses_are_one_run_each(queue):
+    """The input checks of trtri, cho_inverse and inv_spd (the diagonal and finiteness
+    kernels) are not filed as a stray "other" run before the algorithm's run."""
+    a = spd(40, np.float32)
+    c = factor(a, True)
+    with oclla.record() as rec:
+        oclla.trtri(c, lower=True, queue=queue)
+        oclla.cho_inverse((c, True), queue=queue)
+        oclla.inv_spd(a, queue=queue)
+    assert [r.algorithm for r in rec.runs] == ["trtri", "cho_inverse", "cholesky",
+                                              "cho_inverse"]
+
 # ---- packed (RFP) forms --------------------------------------------------------------------
 
 @pytest.mark.parametrize("uplo", ["L", "U"])
