@@ -40,7 +40,7 @@ from ._programs import int_zeros
 from .blas import gemm, laswp, trsm
 from .multi_device import SLOTS, MultiTiles
 from .tiled import Panel
-from .tiled_lu import factor_panel, panel_rows
+from .tiled_lu import factor_panel, first_failure, panel_rows
 
 
 __all__ = ["factor_lu_multi", "lu_factor"]
@@ -158,7 +158,7 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
             q.finish()
     starts = [p.c0 for p in mt.panels]
     piv = np.concatenate([j0 + p.get() for j0, p in zip(starts, pivots)]).astype(np.int32)
-    info = next((j0 + int(f.get()[0]) for j0, f in zip(starts, flags) if int(f.get()[0])), 0)
+    info = first_failure(starts, flags)
     if not info:
         last = mt.panels[-1]
         corner = np.empty(1, dtype)

@@ -63,7 +63,7 @@ from .blas import View, gemm, laswp, trsm
 from .lu import lu_flops
 from .out_of_core import Stats, plan_tile
 from .tiled import copy_queue, exceeds_buffer, host_matrix, writable_in_place
-from .tiled_lu import factor_panel
+from .tiled_lu import factor_panel, first_failure
 from .tiled_lu import plan_tile as tiles_plan
 
 
@@ -239,14 +239,7 @@ def factor_streamed(dest: np.ndarray, *, queue, tile: int | None = None,
             staging.close()
         copyq.finish()
         queue.finish()
-    info = 0
-    for j0, flag in zip(starts, flags):
-        found = int(flag.get()[0])
-        if found:
-            info = j0 + found
-            break
-    if not info and dest[n - 1, n - 1] == 0:
-        info = n
+    info = first_failure(starts, flags) or (n if dest[n - 1, n - 1] == 0 else 0)
     return piv, info, stats.measured(began, staging, moved, transfers, computing)
 
 

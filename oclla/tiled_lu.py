@@ -93,6 +93,18 @@ def panel_rows(panel, j0: int) -> View:
     return View(panel.buf, (j0 - panel.r0) * panel.w, panel.w)
 
 
+def first_failure(starts, flags) -> int:
+    """LAPACK's info from the panels' flags: ``starts[i]`` is panel i's first column
+    (0-based) and ``flags[i]`` its one-int device array (0, or the 1-based column within
+    the panel of its first exactly zero pivot); the global 1-based column of the first
+    such pivot, or 0.  Reads the flags in order and stops at the first set one."""
+    for j0, flag in zip(starts, flags):
+        local = int(flag.get()[0])
+        if local:
+            return j0 + local
+    return 0
+
+
 def factor_panel(queue, scratch: cl.Buffer, m: int, jb: int, piv, info, dtype) -> None:
     """P·A = L·U of the m x jb panel at the start of ``scratch`` (row-major, leading
     dimension jb); pivots (0-based, within the panel) into ``piv``, the first zero
@@ -169,14 +181,7 @@ def factor_lu_tiles(tm: TiledMatrix) -> tuple:
             (n - 1 - tm.panels[-1].r0) * tm.panels[-1].w + tm.panels[-1].w - 1) * item)
     scratch.release()
     piv = np.concatenate([j0 + p.get() for j0, p in zip(starts, pivots)]).astype(np.int32)
-    info = 0
-    for j0, flag in zip(starts, flags):
-        local = int(flag.get()[0])
-        if local:
-            info = j0 + local
-            break
-    if not info and last[0] == 0:
-        info = n
+    info = first_failure(starts, flags) or (n if last[0] == 0 else 0)
     return piv, info
 
 
