@@ -19,6 +19,7 @@ from oclla.viewer.export import qimage_to_rgb
 from oclla.viewer.run_dialog import RunDialog
 from oclla.viewer.runner import RunRequest
 from oclla.viewer.sparse_view import COLOURS, spy_image, tree_layout
+from viewer_testdata import save_tampered
 
 
 def _run(**kwargs):
@@ -148,17 +149,6 @@ def test_bad_structure_is_refused(made, change, words):
         sparse.parse(_tampered(run, change))
 
 
-def _save_tampered(rec, path, change):
-    rec.save(path)
-    with np.load(path) as z:
-        arrays = {k: z[k] for k in z.files}
-    header = json.loads(arrays["meta"].tobytes())
-    change(header["runs"][-1])
-    arrays["meta"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    with open(path, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
-
-
 def test_recording_round_trip_and_bad_files(made, tmp_path, window):
     out, run = made["mixed"]
     good = tmp_path / "sparse.oclrec"
@@ -180,7 +170,7 @@ def test_recording_round_trip_and_bad_files(made, tmp_path, window):
 
     for k, change in enumerate((bad_step, bad_route, bad_tree)):
         path = tmp_path / f"bad{k}.oclrec"
-        _save_tampered(out.recording, path, change)
+        save_tampered(out.recording, path, change)
         with pytest.raises(oclla.RecordingError):
             analysis.viewable_runs(oclla.load_recording(path))
         assert not window.open_recording(path)

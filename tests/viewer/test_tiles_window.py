@@ -10,8 +10,6 @@ inspected for the kinds' colours and the lanes' bars; the recording round trip;
 damaged recordings refused as they load.
 """
 
-import json
-
 import numpy as np
 import pytest
 
@@ -23,6 +21,7 @@ from oclla.viewer.export import qimage_to_rgb
 from oclla.viewer.run_dialog import RunDialog
 from oclla.viewer.runner import RunRequest
 from oclla.viewer.tiles_view import RUNNING, UNTOUCHED, grid_rgb, kind_colour, step_colours
+from viewer_testdata import save_tampered
 
 N, TILE = 40, 10           # 4 x 4 tiles
 
@@ -143,15 +142,8 @@ def test_run_dialog_offers_the_tile_runs(qtbot):
     assert registry.tile_of(40, {}) == 10 and registry.tile_of(40, {"block": 7}) == 7
 
 
-def _save_tampered(rec, path, change):
-    rec.save(path)
-    with np.load(path) as z:
-        arrays = {k: z[k] for k in z.files}
-    header = json.loads(arrays["meta"].tobytes())
-    change(next(r for r in header["runs"] if r["variant"] in tiles.TILED_VARIANTS))
-    arrays["meta"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    with open(path, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+def _tiled_run(header_runs):
+    return next(r for r in header_runs if r["variant"] in tiles.TILED_VARIANTS)
 
 
 def test_recording_round_trip(made, tmp_path, window):
@@ -183,13 +175,8 @@ def test_a_tile_task_run_kept_in_a_recording(tmp_path, window):
     tasks, column, _, edges = tiles.dag_layout(3)
     assert set(edges) <= set(back.edges)            # every edge of the DAG, and more
     assert window.open_recording(path) and window.tiles_main.run.tasks == run.tasks
-    with np.load(path) as z:                        # a step's k beyond the tiles
-        arrays = {k: z[k] for k in z.files}
-    header = json.loads(arrays["meta"].tobytes())
-    header["runs"][0]["steps"][3]["info"]["k"] = 3
-    arrays["meta"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    with open(path, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+    save_tampered(rec, path, lambda r: r["steps"][3]["info"].update(k=3),  # k beyond the tiles
+                  lambda header_runs: header_runs[0])
     with pytest.raises(oclla.RecordingError, match="k must be"):
         analysis.viewable_runs(oclla.load_recording(path))
 
@@ -232,7 +219,7 @@ DAMAGE = [
 def test_damaged_recordings_are_refused(made, tmp_path, window):
     for p, (change, words) in enumerate(DAMAGE):
         path = tmp_path / f"bad{p}.oclrec"
-        _save_tampered(made["multi"][0].recording, path, change)
+        save_tampered(made["multi"][0].recording, path, change, _tiled_run)
         with pytest.raises(oclla.RecordingError, match=words):
             analysis.viewable_runs(oclla.load_recording(path))
         assert not window.open_recording(path)

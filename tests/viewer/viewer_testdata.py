@@ -1,4 +1,7 @@
-"""Hand-made runs for viewer tests that need exact control (no device involved)."""
+"""Hand-made runs for viewer tests that need exact control (no device involved), and
+recording files edited on purpose."""
+
+import json
 
 import numpy as np
 
@@ -43,3 +46,16 @@ def zero_pivot_matrix() -> np.ndarray:
     up = np.array([[2, 1, -1, 3, 1], [0, 1, 2, -1, 2], [0, 0, 0, 1, 1], [0, 0, 0, 2, -1],
                    [0, 0, 0, 0, 3]], dtype=float)
     return low @ up
+
+
+def save_tampered(rec, path, change, pick=lambda runs: runs[-1]):
+    """Save ``rec`` to ``path``, then rewrite the file with ``change(header_run)`` applied
+    to the JSON header's run that ``pick(header_runs)`` chooses (default: the last)."""
+    rec.save(path)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(arrays["meta"].tobytes())
+    change(pick(header["runs"]))
+    arrays["meta"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
