@@ -63,8 +63,8 @@ def plan_tile(queue, n: int, dtype) -> int:
             raise DeviceError(f"the LU of a {n} x {n} {dtype} matrix needs "
                               f"{lu_tiles_bytes(n, 1, dtype.itemsize) / 2**20:.1f} MiB of "
                               f"tiles at least, more than {MEMORY_SHARE:.0%} of "
-                              f"{info.name}'s {info.global_mem_size / 2**20:.1f} MiB (oclla.lu_factor streams "
-                              f"it from host memory)")
+                              f"{info.name}'s {info.global_mem_size / 2**20:.1f} MiB "
+                              f"(oclla.lu_factor streams it from host memory)")
         tile //= 2
         tile = tile - tile % 16 if tile >= 16 else tile
     return tile
