@@ -33,13 +33,19 @@ def forward_units(c, ref):
                  / (n * np.abs(ref).max() * accuracy.eps(c.dtype)))
 
 
-def assert_fails_at_order(queue, n, order, dtype=np.float64):
-    """Both triangles of an n x n SPD matrix with a_kk < 0, k = order - 1, name ``order``."""
+def assert_fails_at_order(queue, n, order, dtype=np.float64, routine=None):
+    """``routine(a, lower=, queue=)`` (default oclla.cholesky) on both triangles of an
+    n x n SPD matrix with a_kk < 0, k = order - 1: LinAlgError naming ``order``, and the
+    matrix left as it was.  Returns that matrix."""
+    routine = oclla.cholesky if routine is None else routine
     a = spd(n, dtype)
     a[order - 1, order - 1] = -100.0
+    before = a.copy()
     for lower in (True, False):
-        with pytest.raises(LinAlgError, match=f"order {order} is not"):
-            oclla.cholesky(a, lower=lower, queue=queue)
+        with pytest.raises(LinAlgError, match=f"leading minor of order {order} is not"):
+            routine(a, lower=lower, queue=queue)
+        np.testing.assert_array_equal(a, before)
+    return a
 
 
 LU_SIZES = (1, 2, 15, 16, 17, 41, 64, 97)
