@@ -3,13 +3,13 @@
     python benchmarks/update_variants.py SIZES RANKS SETS DTYPES
     python benchmarks/update_variants.py 8192 1,16,64 64:1:64:32:0,64:1:64:32:1 float32,float64
 
-SETS: comma-separated PANEL:LOCAL_PANEL:KF:APPLY_WG[:REFLECT[:FUSE]] (docs/parameters.md;
+SETS: comma-separated PANEL:LOCAL_PANEL:KF:APPLY_WG[:REFLECT] (docs/parameters.md;
 the device's other update knobs as they are), each run through
 :func:`oclla._params.trial`.  Per (dtype, n, k): CuPy's
 refactorization of A + V·Vᵀ when CuPy sees a CUDA device, then per set the
-update of a factor on the device (best of 3 after a warm-up, as the set
-runs it; in parentheses the panel and apply kernels of each panel in launches
-of their own, FUSE off) and, in brackets, the device time in ms per kernel of one recorded call
+update of a factor on the device (best of 3 after a warm-up; with its
+look-ahead, and in parentheses without: the panels one after the other on one
+queue) and, in brackets, the device time in ms per kernel of one recorded call
 (``oclla.record``); err (k = 16, n <= 8192) the backward error
 ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε).  The default device, or OCLLA_DEVICE.
 """
@@ -28,7 +28,7 @@ from oclla._bench import cupy_best_of, cupy_or_none
 from oclla._params import params, trial
 from oclla._programs import int_zeros
 
-KEYS = ("PANEL", "LOCAL_PANEL", "KF", "APPLY_WG", "REFLECT", "FUSE")
+KEYS = ("PANEL", "LOCAL_PANEL", "KF", "APPLY_WG", "REFLECT")
 
 
 def kernel_times(queue, c, v) -> str:
@@ -60,7 +60,7 @@ def timed(queue, c, v, n: int) -> float:
 
 
 def timed_plain(queue, c, v, n: int) -> float:
-    """As :func:`timed`, each panel's two kernels in launches of their own (FUSE off)."""
+    """As :func:`timed`, the panels one after the other on one queue (no look-ahead)."""
     from oclla._programs import launch_queue
     k = v.shape[1]
     kernels = update._panel_kernels(queue, v.dtype, k, False, False, 1)
@@ -112,9 +112,8 @@ def main(argv) -> int:
                         err = " err %.3f" % accuracy.cholesky_backward_error(
                             a.astype(np.float64) + v64 @ v64.T, result.get(), False)
                     name = "P{PANEL}L{LOCAL_PANEL}K{KF}W{APPLY_WG}".format(**knobs) + (
-                        f"H{knobs['REFLECT']}" if "REFLECT" in knobs else "") + (
-                        f"F{knobs['FUSE']}" if "FUSE" in knobs else "")
-                    line.append(f"{name} {best * 1e3:.2f}ms (unfused {plain * 1e3:.2f}ms) "
+                        f"H{knobs['REFLECT']}" if "REFLECT" in knobs else "")
+                    line.append(f"{name} {best * 1e3:.2f}ms (one queue {plain * 1e3:.2f}ms) "
                                 f"[{kernels}]{err}")
                 print(" | ".join(line), flush=True)
     return 0

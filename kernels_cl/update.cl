@@ -238,23 +238,19 @@ inline void store_triangle(__local const real *tri, __global real *a, const int 
         for (int p_ = 0; p_ < w_; p_++)                     \
             x[p_] += x[p_ + w_]
 
-/* The local memory of factor_local (a kernel's, passed down: OpenCL C 1.2 has
- * __local variables at kernel scope only). */
-#define FACTOR_LOCALS                                                           \
-    __local real tri[PANEL * PANEL];                                            \
-    __local real xrow[KF];                       /* V(i0+i, q ..), the row's input */ \
-    __local real4 rl[KF];                                                       \
-    __local real diag;                                                          \
-    __local int failed
-
-inline void factor_local(__global real *a, const int ld, const int n, const int i0,
-                         const int nb, __global real *v, const int k, __global real4 *rot,
-                         const int kp, const int sign, __global int *info,
-                         __local real *tri, __local real *xrow, __local real4 *rl,
-                         __local real *diag_, __local int *failed_)
+__kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
+void factor_panel_local(__global real *a, const long off, const int ld, const int n,
+                        const int i0, const int nb, __global real *v, const long voff,
+                        const int k, __global real4 *rot, const int kp, const int sign,
+                        __global int *info)
 {
-#define diag (*diag_)
-#define failed (*failed_)
+    __local real tri[PANEL * PANEL];
+    __local real xrow[KF];                           /* V(i0+i, q ..), the row's input */
+    __local real4 rl[KF];
+    __local real diag;
+    __local int failed;
+    a += off;
+    v += voff;
     const int lid = get_local_id(0);
     const int mine = lid < nb;                       /* owns panel column lid */
     if (lid == 0)
@@ -337,19 +333,6 @@ inline void factor_local(__global real *a, const int ld, const int n, const int 
         }
     }
     store_triangle(tri, a, ld, n, i0, nb, lid);
-#undef diag
-#undef failed
-}
-
-__kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
-void factor_panel_local(__global real *a, const long off, const int ld, const int n,
-                        const int i0, const int nb, __global real *v, const long voff,
-                        const int k, __global real4 *rot, const int kp, const int sign,
-                        __global int *info)
-{
-    FACTOR_LOCALS;
-    factor_local(a + off, ld, n, i0, nb, v + voff, k, rot, kp, sign, info, tri, xrow, rl,
-                 &diag, &failed);
 }
 
 /* y[p] = V(j0+u, q+p) for the m live columns u < m of an apply item and the KB
@@ -376,10 +359,17 @@ void factor_panel_local(__global real *a, const long off, const int ld, const in
  * stored).  Every rotation read is rot's, identities past n and k.  Order:
  * columns of V in groups, then rows, then the group's columns -- per row p
  * increases, per column of V i increases (the header). */
-inline void apply_columns(__global real *a, const int ld, const int n, const int i0,
-                          const int nb, __global real *v, const int k,
-                          __global const real4 *rot, const int kp, const int j0, const int m)
+__kernel void apply_panel(__global real *a, const long off, const int ld, const int n,
+                          const int i0, const int nb, __global real *v, const long voff,
+                          const int k, __global const real4 *rot, const int kp,
+                          __global const int *info)
 {
+    a += off;
+    v += voff;
+    const int j0 = i0 + nb + VW * get_global_id(0);
+    if (j0 >= n || *info)
+        return;
+    const int m = min(VW, n - j0);                   /* live columns */
     realv x[PANEL], y[KB];
     real e[VW];
     for (int r = 0; r < PANEL; r++) {
@@ -406,58 +396,6 @@ inline void apply_columns(__global real *a, const int ld, const int n, const int
         for (int u = 0; u < m; u++)
             R(i0 + r, j0 + u) = e[u];
     }
-}
-
-__kernel void apply_panel(__global real *a, const long off, const int ld, const int n,
-                          const int i0, const int nb, __global real *v, const long voff,
-                          const int k, __global const real4 *rot, const int kp,
-                          __global const int *info)
-{
-    const int j0 = i0 + nb + VW * get_global_id(0);
-    if (j0 < n && !*info)
-        apply_columns(a + off, ld, n, i0, nb, v + voff, k, rot, kp, j0, min(VW, n - j0));
-}
-
-/* One launch of the fused blocked method (the knob FUSE): the panel of rows
- * i0 .. i0+nb-1, factored by the launch before, applied to the trailing part,
- * and the next panel (rows i1 = i0 + nb .. i1+nb1-1) factored in the same
- * launch -- a look-ahead of one panel without a second queue.  Work-group 0
- * applies the panel to the next panel's nb1 columns (an item per VW of them),
- * then, after a barrier, factors the next panel; the other work-groups apply
- * the panel to the columns after it.  No two groups touch the same entries:
- * group 0 rows i0.. and i1.. of columns i1 .. i1+nb1-1, V's rows and the
- * rotations of the next panel; the others rows i0.. of the columns after, and
- * V's rows there.  A kernel's body; APPLY and FACTOR are the calls. */
-#define STEP_PANEL(APPLY, FACTOR)                                               \
-    a += off;                                                                   \
-    v += voff;                                                                  \
-    const int i1 = i0 + nb, nb1 = min(PANEL, n - i1);                           \
-    if (get_group_id(0) == 0) {                                                 \
-        const int j0 = i1 + VW * get_local_id(0), je = i1 + nb1;                \
-        if (j0 < je && !*info) {                                                \
-            const int m = min(VW, je - j0);                                     \
-            APPLY;                                                              \
-        }                                                                       \
-        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);                    \
-        FACTOR;                                                                 \
-    } else {                                                                    \
-        const int j0 = i1 + nb1 + VW * (get_global_id(0) - FWG);               \
-        if (j0 < n && !*info) {                                                 \
-            const int m = min(VW, n - j0);                                      \
-            APPLY;                                                              \
-        }                                                                       \
-    }
-
-__kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
-void step_panel_local(__global real *a, const long off, const int ld, const int n,
-                      const int i0, const int nb, __global real *v, const long voff,
-                      const int k, __global real4 *rot, const int kp, const int sign,
-                      __global int *info)
-{
-    FACTOR_LOCALS;
-    STEP_PANEL(apply_columns(a, ld, n, i0, nb, v, k, rot, kp, j0, m),
-               factor_local(a, ld, n, i1, nb1, v, k, rot, kp, sign, info, tri, xrow, rl,
-                            &diag, &failed));
 }
 
 #ifndef HOUSEHOLDER
@@ -532,19 +470,18 @@ void step_panel_local(__global real *a, const long off, const int ld, const int 
  * reflector; items c > i update R(i,c) and their V row, item i + 1 then forms
  * the next reflector (its column is final); items c < i, whose y holds u_c,
  * store M(i, c) = tau_c g.  One barrier per row (u double-buffered). */
-#define REFLECT_LOCALS                                                          \
-    __local real tri[PANEL * PANEL];                                            \
-    __local real ul[2][KF];                                                     \
-    __local real tl[2][2];                       /* tau, flip */                \
-    __local int failed
-
-inline void factor_reflect(__global real *a, const int ld, const int n, const int i0,
-                           const int nb, __global real *v, const int k, __global real *h,
-                           const int kp, __global int *info, __local real *tri,
-                           __local real (*ul)[KF], __local real (*tl)[2],
-                           __local int *failed_)
+__kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
+void factor_panel_reflect(__global real *a, const long off, const int ld, const int n,
+                          const int i0, const int nb, __global real *v, const long voff,
+                          const int k, __global real *h, const int kp, const int sign,
+                          __global int *info)
 {
-#define failed (*failed_)
+    __local real tri[PANEL * PANEL];
+    __local real ul[2][KF];
+    __local real tl[2][2];                           /* tau, flip */
+    __local int failed;
+    a += off;
+    v += voff;
     const int lid = get_local_id(0);
     const int mine = lid < nb;
     if (lid == 0)
@@ -595,17 +532,6 @@ inline void factor_reflect(__global real *a, const int ld, const int n, const in
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     store_triangle(tri, a, ld, n, i0, nb, lid);
-#undef failed
-}
-
-__kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
-void factor_panel_reflect(__global real *a, const long off, const int ld, const int n,
-                          const int i0, const int nb, __global real *v, const long voff,
-                          const int k, __global real *h, const int kp, const int sign,
-                          __global int *info)
-{
-    REFLECT_LOCALS;
-    factor_reflect(a + off, ld, n, i0, nb, v + voff, k, h, kp, info, tri, ul, tl, &failed);
 }
 
 /* The panel's reflectors applied to columns j0 .. j0+VW-1 of the trailing
@@ -614,11 +540,17 @@ void factor_panel_reflect(__global real *a, const long off, const int ld, const 
  * R(i0+r, j) = flip_r (R(i0+r, j) - tau_r d_r) and V(j,:) -= sum_r tau_r d_r u_r.
  * Rows past nb take no part (their tau d is zero; h's rows there may be
  * stale). */
-inline void apply_reflect_columns(__global real *a, const int ld, const int n, const int i0,
-                                  const int nb, __global real *v, const int k,
-                                  __global const real *h, const int kp, const int j0,
-                                  const int m)
+__kernel void apply_panel_reflect(__global real *a, const long off, const int ld,
+                                  const int n, const int i0, const int nb, __global real *v,
+                                  const long voff, const int k, __global const real *h,
+                                  const int kp, __global const int *info)
 {
+    a += off;
+    v += voff;
+    const int j0 = i0 + nb + VW * get_global_id(0);
+    if (j0 >= n || *info)
+        return;
+    const int m = min(VW, n - j0);
     realv z[PANEL], y[KB];
     real e[VW];
     #pragma unroll
@@ -669,28 +601,5 @@ inline void apply_reflect_columns(__global real *a, const int ld, const int n, c
         }
         STORE_V_SLAB(y, q);
     }
-}
-
-__kernel void apply_panel_reflect(__global real *a, const long off, const int ld,
-                                  const int n, const int i0, const int nb, __global real *v,
-                                  const long voff, const int k, __global const real *h,
-                                  const int kp, __global const int *info)
-{
-    const int j0 = i0 + nb + VW * get_global_id(0);
-    if (j0 < n && !*info)
-        apply_reflect_columns(a + off, ld, n, i0, nb, v + voff, k, h, kp, j0,
-                              min(VW, n - j0));
-}
-
-/* STEP_PANEL by reflectors. */
-__kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
-void step_panel_reflect(__global real *a, const long off, const int ld, const int n,
-                        const int i0, const int nb, __global real *v, const long voff,
-                        const int k, __global real *h, const int kp, const int sign,
-                        __global int *info)
-{
-    REFLECT_LOCALS;
-    STEP_PANEL(apply_reflect_columns(a, ld, n, i0, nb, v, k, h, kp, j0, m),
-               factor_reflect(a, ld, n, i1, nb1, v, k, h, kp, info, tri, ul, tl, &failed));
 }
 #endif

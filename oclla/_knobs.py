@@ -533,10 +533,7 @@ def _update_settle(d: Device, p: dict) -> dict:
 
 def _update_constraint(p: dict, d: Device) -> str | None:
     """PANEL, KF and APPLY_WG within the work-group limit; with LOCAL_PANEL, the panel
-    in local memory; FUSE with reflectors only on GPUs (PoCL 3.0 corrupted its heap
-    running step_panel_reflect)."""
-    if p["FUSE"] and p["REFLECT"] and not d.gpu:
-        return "FUSE with REFLECT needs a GPU"
+    in local memory."""
     return None if _update_fits(p, d) else \
         "PANEL, KF or APPLY_WG exceed the work-group limit, or (LOCAL_PANEL) the local memory"
 
@@ -750,11 +747,6 @@ FAMILIES = {f.name: f for f in (
              "in parallel from prefix sums (factor_panel_local); 0: in global memory, a "
              "row's rotations formed one after the other by one work-item (factor_panel)",
              _by_kind(1, 0), BOOL, ("oclla/update.py",), _both((0, 1))),
-        Knob("FUSE", "1 (with LOCAL_PANEL or reflectors): one launch per panel, which "
-             "applies the panel to the trailing part and factors the next panel in its "
-             "first work-group (step_panel_local, step_panel_reflect); 0: a launch for each",
-             _by_kind(1, 0), BOOL, ("oclla/update.py", "kernels_cl/update.cl"),
-             _both((0, 1))),
         Knob("REFLECT", "smallest rank k whose updates (sign +1, k <= KF) factor each "
              "panel by Householder reflectors of length 1 + k (factor_panel_reflect, one "
              "barrier per row) and apply them to the trailing part by forward substitution "

@@ -263,7 +263,6 @@ class _Panels(NamedTuple):
     vw: int                    # trailing columns per apply_panel work-item
     rows: int                  # rows per panel
     reflect: bool              # Householder reflectors (h array of :func:`rotations`)
-    step: object               # step_panel_local/_reflect (the knob FUSE), or None
 
 
 def reflects(queue, dtype, k: int, sign: int) -> bool:
@@ -280,18 +279,13 @@ def _panel_kernels(queue, dtype, k: int, lower: bool, packed: bool, sign: int) -
     local = knobs["LOCAL_PANEL"] or reflect
     panel = ("factor_panel_reflect" if reflect else
              "factor_panel_local" if local else "factor_panel")
-    step = None
-    if local and knobs["FUSE"]:
-        step = get_kernel(queue, "update.cl",
-                          "step_panel_reflect" if reflect else "step_panel_local", dtype,
-                          **opts)
     return _Panels(get_kernel(queue, "update.cl", panel, dtype, **opts),
                    get_kernel(queue, "update.cl",
                               "apply_panel_reflect" if reflect else "apply_panel", dtype,
                               **opts),
                    _pow2_at_least(max(opts["PANEL"], opts["KF"])) if local else opts["WG"],
                    knobs["APPLY_WG"], opts["VW"],
-                   opts["PANEL"], reflect, step)
+                   opts["PANEL"], reflect)
 
 
 def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int, v, voff: int,
@@ -316,7 +310,7 @@ def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int
                     nbytes=(2 * (tri + nb) + 4 * k * nb) * item, v_rows=(g, g + nb), **extra):
         enqueue(queue, kernels.panel, (kernels.pwg,), (kernels.pwg,), *common, int_arg(sign),
                 info.data)
-    if t == 0 or kernels.apply is None:
+    if t == 0:
         return
     reg, extra = region(g + nb, g + nb + t, g, g + nb) if recording else none
     with trace.step("apply", reg, flops=6.0 * k * nb * t,
@@ -325,48 +319,12 @@ def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int
                 (kernels.wg,), *common, info.data)
 
 
-def _fused_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int, v, rot,
-                kp: int, *, sign: int, info, region) -> None:
-    """The panel of rows i0 .. i0+nb-1 (factored) applied to the columns after it and
-    the next panel factored, in one launch (update.cl's STEP_PANEL): one ``apply``
-    trace step whose pivot is the next panel's, ``panel`` in its info the next
-    panel's region (as a fused leaf in :func:`oclla.cholesky.factor_blocked`)."""
-    k = v.shape[1]
-    item = v.dtype.itemsize
-    nb = kernels.rows
-    i1 = i0 + nb
-    nb1 = min(nb, n - i1)
-    t = n - i1
-    tri = nb1 * (nb1 - 1) // 2
-    reg, extra = region(i1, n, i0, i1) if trace.recording() else ((0, 0, 0, 0), {})
-    nxt, _ = region(i1, i1 + nb1, i1, i1 + nb1) if trace.recording() else ((0, 0, 0, 0), {})
-    with trace.step("apply", reg, pivot=(nxt[0], nxt[2]),
-                    flops=6.0 * k * (nb * t + tri + nb1),
-                    nbytes=(2 * nb * t + 2 * k * t + 2 * k * nb + 2 * (tri + nb1)
-                            + 4 * k * nb1) * item,
-                    panel=nxt, v_rows=(i1, i1 + nb1), **extra):
-        items = -(-(t - nb1) // kernels.vw)          # the columns after the next panel
-        groups = 1 + -(-items // kernels.pwg)
-        enqueue(queue, kernels.step, (groups * kernels.pwg,), (kernels.pwg,), buf,
-                np.int64(off), int_arg(ld), int_arg(n), int_arg(i0), int_arg(nb), v.data,
-                np.int64(0), int_arg(k), rot.data, int_arg(kp), int_arg(sign), info.data)
-
-
 def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lower: bool,
                    packed: bool, sign: int, info, region) -> None:
-    """Per panel of :func:`panel_rows` rows: ``panel`` then ``apply`` (two launches);
-    with the knob FUSE, the first panel, then one launch per panel that applies it and
-    factors the next (:func:`_fused_pass`)."""
+    """Per panel of :func:`panel_rows` rows: ``panel`` then ``apply`` (two launches)."""
     kernels = _panel_kernels(queue, v.dtype, v.shape[1], lower, packed, sign)
-    if kernels.step is None:
-        for i0 in range(0, n, kernels.rows):
-            _panel_pass(queue, kernels, buf, off, ld, n, i0, v, 0, rot, kp, sign=sign,
-                        info=info, region=region)
-        return
-    _panel_pass(queue, kernels._replace(apply=None), buf, off, ld, n, 0, v, 0, rot, kp,
-                sign=sign, info=info, region=region)
-    for i0 in range(0, n - kernels.rows, kernels.rows):
-        _fused_pass(queue, kernels, buf, off, ld, n, i0, v, rot, kp, sign=sign, info=info,
+    for i0 in range(0, n, kernels.rows):
+        _panel_pass(queue, kernels, buf, off, ld, n, i0, v, 0, rot, kp, sign=sign, info=info,
                     region=region)
 
 
