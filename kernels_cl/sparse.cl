@@ -431,6 +431,44 @@ __kernel void syrk_direct_batch(const int count, __global const int *unit_ptr,
     else
         direct_block(0, m, m, nc, ONE, A, nr, A, nr, ZERO, C, m, row0, col0);
 }
+
+/* ---- the large supernodes on CPUs: packed products, the inner dimension in blocks --------
+ * C = alpha * X[:, :M]^T X[:, :N] + beta * C on C's upper triangle (c >= r; C M x N
+ * row-major at C + c_off, leading dimension ldc; X K x N row-major, M <= N): RL's update
+ * matrix (X = U12, C in w) and the updates of a supernode's own later columns (X the rows
+ * of a block of columns, C the rest of the supernode in L).  pack_strips first copies
+ * X's columns into contiguous strips of `width` (strip j: K x width row-major at
+ * P + p_off + j*K*width, zeros past N), RM wide for op(A) and RN wide for B; gemm_packed
+ * then adds the products over k0 .. k0+kc-1 (the caller passes beta = 1 after the first
+ * block) with one RM x RN register block per work-item.  A work-group covers LX blocks
+ * down the rows and LY strips across: its panels of one block of K stay in the core's
+ * cache while its items reuse them (op(A) read in place would touch a page per k). */
+__kernel void pack_strips(const int K, const int N, const int width,
+                          __global const real *X, const long off, const int ld,
+                          __global real *P, const long p_off)
+{
+    const int q = get_global_id(0), k = get_global_id(1), j = get_global_id(2);
+    const int c = j * width + q;
+    P[p_off + ((long)j * K + k) * width + q] = (c < N) ? X[off + (long)k * ld + c] : ZERO;
+}
+
+__kernel void gemm_packed(const int M, const int N, const int K, const int k0,
+                          const int kc, const real alpha, const real beta,
+                          __global const real *PA, const long a_off,
+                          __global const real *PB, const long b_off,
+                          __global real *C, const long c_off, const int ldc)
+{
+    const int ra = get_global_id(0), cb = get_global_id(1);
+    const int row0 = ra * RM, col0 = cb * RN;
+    if (row0 >= M || col0 >= N || BLOCK_EMPTY(row0, col0, RM, RN))
+        return;
+    __global const real *A = PA + a_off + ((long)ra * K + k0) * RM - row0;
+    __global const real *B = PB + b_off + ((long)cb * K + k0) * RN - col0;
+    if (row0 + RM <= M && col0 + RN <= N && BLOCK_INSIDE(row0, col0, RM, RN))
+        direct_block(1, M, N, kc, alpha, A, RM, B, RN, beta, C + c_off, ldc, row0, col0);
+    else
+        direct_block(0, M, N, kc, alpha, A, RM, B, RN, beta, C + c_off, ldc, row0, col0);
+}
 #endif
 
 /* ---- solves: x is n x nrhs, column-major (x[r*n + i]) ---------------------------------- */

@@ -22,9 +22,10 @@ default, ``fill``, ``none``), one line:
   lines of its dtypes, methods and thresholds, only the plan being made again);
 * ``first_s``: what a first ``oclla.sparse.cholesky`` call costs: ``analyze_s`` plus
   the first numeric factorization (program builds, uploads of the tables);
-* ``factor_s``: the numeric factorization alone (A's values already on the device:
-  zero L, scatter A into it, every supernode; best of ``--repeat``; ends when the
-  device is idle and the failure flag is read);
+* ``factor_s``: the numeric factorization alone (A's values already on the device,
+  L's storage allocated once, as ``Factor.refactor`` reuses it: zero L, scatter A into
+  it, every supernode; best of ``--repeat``; ends when the device is idle and the
+  failure flag is read);
 * ``gflops``: flops of the supernode BLAS (potrf + trsm + syrk of every supernode,
   :func:`oclla.sparse.numeric.supernode_flops`) / factor_s;
 * ``large_share``: the share of the device time spent on the BLAS-3 route's
@@ -196,9 +197,11 @@ def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repea
                       a_low, method=method, queue=queue)
     first = analyze_s + time.perf_counter() - start
     values = cl_array.to_device(queue, a_low.data)
+    storage = numeric.l_storage(queue, sym, dtype)
 
     def numeric_only():
-        return numeric.factor(queue, sym, plan, values, dtype=dtype, method=method)
+        return numeric.factor(queue, sym, plan, values, dtype=dtype, method=method,
+                              out=storage)
 
     t = best_time(numeric_only, repeat)
     with oclla.record() as rec:

@@ -59,6 +59,7 @@ class Factor:
         self._indices = a_low.indices.copy()
         self._queue = queue
         self._refill = None          # the last refactor's input pattern (_input.Refill)
+        self._spare = None           # refactor's second L storage (see refactor)
 
     @property
     def nnz(self) -> int:
@@ -174,6 +175,12 @@ class Factor:
             Another dtype.
         numpy.linalg.LinAlgError
             ``a`` is not positive definite (this Factor then stays as it was).
+
+        Notes
+        -----
+        The new factor is written into a second L storage, which then swaps with the
+        current one: the Factor holds two copies of L's storage from its first
+        refactorization on, and every later one writes into memory already touched.
         """
         values = None
         if self._refill is not None:
@@ -192,8 +199,10 @@ class Factor:
                                 f"got {a_low.dtype}")
             values = a_low.data
             self._refill = refill_map(a, lower=lower)
-        self._l = _numeric(self._queue, self.symbolic, self._plan, values, self.dtype,
-                           self.method)
+        if self._spare is None:
+            self._spare = numeric.l_storage(self._queue, self.symbolic, self.dtype)
+        self._l, self._spare = _numeric(self._queue, self.symbolic, self._plan, values,
+                                        self.dtype, self.method, out=self._spare), self._l
         return self
 
     def __repr__(self) -> str:
@@ -202,11 +211,11 @@ class Factor:
                 f"dtype={self.dtype.name}>")
 
 
-def _numeric(queue, sym, plan, values: np.ndarray, dtype, method):
+def _numeric(queue, sym, plan, values: np.ndarray, dtype, method, out=None):
     """L storage of the matrix whose lower-triangle values (CSC order of the analysis)
-    are ``values``: one upload, then :func:`.numeric.factor`."""
+    are ``values`` (in ``out`` if given): one upload, then :func:`.numeric.factor`."""
     dev = cl_array.to_device(queue, np.ascontiguousarray(values))
-    return numeric.factor(queue, sym, plan, dev, dtype=dtype, method=method)
+    return numeric.factor(queue, sym, plan, dev, dtype=dtype, method=method, out=out)
 
 
 def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:

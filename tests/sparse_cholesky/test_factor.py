@@ -101,6 +101,11 @@ def test_refactor_same_pattern(queue, lap2d):
     _check(f, a2, np.float64)
     b = np.ones(a2.shape[0])
     assert accuracy.sparse_solve_backward_error(a2, f.solve(b), b) < accuracy.THRESHOLD
+    # the two L storages swap: every refactor factors its own matrix, not a stale one
+    a3 = sp.csc_array(lap2d * 0.5 + 2.0 * sp.eye(lap2d.shape[0]))
+    for a in (a3, a2, a3):
+        f.refactor(a)
+        _check(f, a, np.float64)
 
 
 def test_refactor_refuses_another_pattern_and_keeps_the_factor(queue, lap2d):
@@ -116,6 +121,11 @@ def test_refactor_refuses_another_pattern_and_keeps_the_factor(queue, lap2d):
     with pytest.raises(LinAlgError, match="not positive definite"):
         f.refactor(bad)
     assert np.array_equal(f.L().toarray(), before)
+    f.refactor(lap2d * 2.0)                       # the second storage now exists ...
+    twice = f.L().toarray()
+    with pytest.raises(LinAlgError, match="not positive definite"):
+        f.refactor(bad)                           # ... and a failure still keeps the factor
+    assert np.array_equal(f.L().toarray(), twice)
 
 
 @pytest.mark.parametrize("fmt,lower", [("csc", None), ("csr", None), ("csc", True),

@@ -88,6 +88,34 @@ def _routes_agree(queue, dtype, large, n, max_cols=3):
     assert np.abs(results["rl"] - results["rlb"]).max() <= tol
 
 
+def test_packed_large_supernodes_in_small_blocks(queue, dtype, monkeypatch):
+    """The CPUs' packed route of the large supernodes (gemm_packed) with blocks smaller
+    than the supernodes: own columns in blocks of 7 (several potrf + trsm + update
+    rounds), the inner dimension in blocks of 5, work-groups of 2 x 3 register blocks
+    over the edges; then a failing pivot inside a later block names its column."""
+    monkeypatch.setitem(numeric.PACKED, "NB", 7)
+    monkeypatch.setitem(numeric.PACKED, "KC", 5)
+    monkeypatch.setitem(numeric.PACKED, "LX", 2)
+    monkeypatch.setitem(numeric.PACKED, "LY", 3)
+    n = 61
+    a = _matrix(n, seed=13, density=0.08)
+    perm = np.random.default_rng(14).permutation(n)
+    sym, plan, l = _factor(queue, a, dtype, perm, method="rl", large=0.0, max_cols=30)
+    if plan.blocks[("packed", queue.context, np.dtype(dtype).name)] is None:
+        pytest.skip("the device's gemm is not the direct one: no packed route")
+    nc = np.diff(sym.super_ptr)
+    assert nc.max() > 2 * 7 and np.any((nc > 7) & (plan.m > 0))
+    assert np.all(np.triu(l, 1) == 0)
+    err = accuracy.sparse_cholesky_backward_error(a, sp.csc_array(l).astype(dtype), perm)
+    assert err < accuracy.THRESHOLD
+    s = int(np.argmax(nc))
+    k = int(sym.super_ptr[s]) + 9                  # the second block of the widest supernode
+    bad = a.tolil()
+    bad[perm[k], perm[k]] = -1e3
+    with pytest.raises(LinAlgError, match=rf"column {perm[k]} \(original ordering\)"):
+        _factor(queue, sp.csc_array(bad), dtype, perm, method="rlb", large=0.0, max_cols=30)
+
+
 def test_matches_dense_cholesky(queue):
     a = _matrix(24, seed=11, density=0.2)
     perm = np.arange(24)[::-1].copy()
@@ -225,7 +253,8 @@ def test_rlb_batched_gemms_on_tiles(queue, monkeypatch):
     a = _matrix(n, seed=21, density=0.06)
     perm = np.random.default_rng(6).permutation(n)
     _, plan, l = _factor(queue, a, np.float64, perm, method="rlb", large=0.0, max_cols=20)
-    assert any(launch[1][0] // launch[2][0] > 1 for launches in plan.blocks.values()
-               for launch in launches)                  # a launch of several tiles
+    assert plan.blocks[("packed", queue.context, "float64")] is None     # tiles: no packing
+    assert any(launch[1][0] // launch[2][0] > 1 for key, launches in plan.blocks.items()
+               if key[0] != "packed" for launch in launches)   # a launch of several tiles
     err = accuracy.sparse_cholesky_backward_error(a, sp.csc_array(l), perm)
     assert err < accuracy.THRESHOLD
