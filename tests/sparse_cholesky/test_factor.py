@@ -27,6 +27,23 @@ def _check(f, a, dtype):
     return err
 
 
+def test_probe_error_bounds_the_backward_error_from_below(queue, dtype, lap2d):
+    """accuracy.sparse_cholesky_probe_error (the benchmark's check of large factors):
+    at most the exact measure (up to the rounding of its own products) and below the
+    limit for our factor; both far above it for a
+    factor with one wrong entry."""
+    a = lap2d.astype(dtype)
+    f = oclla.sparse.cholesky(a, queue=queue)
+    exact = accuracy.sparse_cholesky_backward_error(a, f.L(), f.P())
+    probe = accuracy.sparse_cholesky_probe_error(a, f.L(), f.P(), vectors=3)
+    assert probe <= exact + 1.0 and exact < accuracy.THRESHOLD  # + the products' rounding
+    l = f.L().tolil()
+    l[100, 90] += 0.5
+    bad = sp.csc_array(l)
+    assert accuracy.sparse_cholesky_probe_error(a, bad, f.P()) > 100 * accuracy.THRESHOLD
+    assert accuracy.sparse_cholesky_probe_error(sp.csc_array((0, 0)), bad[:0, :0], []) == 0.0
+
+
 @pytest.mark.parametrize("method", numeric.METHODS)
 def test_backward_error_and_solve(queue, dtype, method, lap2d):
     a = lap2d.astype(dtype)
