@@ -34,8 +34,11 @@ default, ``fill``, ``none``), one line:
 * ``nnz_l``: entries of L (the supernodal pattern, merged zeros included);
   ``fill`` = nnz_l / ref_nnz_l where the reference is CHOLMOD, whose ``L().nnz``
   counts its supernodal pattern the same way (its relaxed zeros included);
-* ``err``: ‖PAPᵀ − LLᵀ‖∞/(n‖A‖∞ε) (:func:`oclla.accuracy.sparse_cholesky_backward_error`)
-  where n <= ``--check-max`` (default 200000);
+* ``err``: ‖PAPᵀ − LLᵀ‖∞/(n‖A‖∞ε) (:func:`oclla.accuracy.sparse_cholesky_backward_error`,
+  ``check`` = ``exact``) where n <= ``--check-max`` (default 30000: forming LLᵀ takes
+  minutes at 3-D 50³); above it the same measure on ``--probes`` random sign vectors
+  (:func:`oclla.accuracy.sparse_cholesky_probe_error`, ``check`` = ``probe``, a bound
+  from below: a few matrix-vector products), none with ``--probes 0``;
 * the reference: CHOLMOD through scikit-sparse when it imports (supernodal, METIS
   ordering as ours where the problem's ordering is METIS; ``ref_s`` its numeric
   factorization alone, ``Factor.cholesky_inplace`` on the analysed pattern, best of
@@ -68,6 +71,10 @@ import numpy as np
 import scipy.sparse as sp
 
 DEFAULT_SIZES = ("2d:100", "2d:200", "3d:12", "3d:20")
+#: Largest order of the exact backward error (LLᵀ formed on the host), and the random
+#: vectors of the probe above it (``--check-max``, ``--probes``).
+CHECK_MAX = 30000
+PROBES = 4
 MERGES = {"relaxed": "relaxed", "fill": "fill", "none": False}
 
 
@@ -108,8 +115,12 @@ def parse_args(argv):
                              "relaxed amalgamation, the default), fill (the paper's 25 %% "
                              "least-fill rule), none")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--check-max", type=int, default=200000,
-                        help="compute the backward error up to this order")
+    parser.add_argument("--check-max", type=int, default=CHECK_MAX,
+                        help="the exact backward error up to this order (default "
+                             f"{CHECK_MAX}), above it the probe's")
+    parser.add_argument("--probes", type=int, default=PROBES,
+                        help="random sign vectors of the check above --check-max "
+                             f"(default {PROBES}; 0: no check there)")
     parser.add_argument("--no-reference", action="store_true", help="skip CHOLMOD/splu")
     parser.add_argument("--json", nargs="?", const="-", default=None,
                         help="alone: print JSON instead of the table; FILE: also write it")
@@ -176,7 +187,8 @@ def analysis(spec: str, ordering: str, merge: str = "relaxed") -> dict:
 
 
 def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repeat: int,
-            check_max: int, ref: dict | None, cached: dict | None = None) -> dict:
+            check_max: int, ref: dict | None, cached: dict | None = None,
+            probes: int = PROBES) -> dict:
     import oclla
     import pyopencl.array as cl_array
 
@@ -221,6 +233,10 @@ def measure(spec: str, dtype, method: str, large, *, queue, ordering: str, repea
                solve_s=solve_s)
     if n <= check_max:
         row["err"] = accuracy.sparse_cholesky_backward_error(a, f.L(), f.P())
+        row["check"] = "exact"
+    elif probes > 0:
+        row["err"] = accuracy.sparse_cholesky_probe_error(a, f.L(), f.P(), vectors=probes)
+        row["check"] = "probe"
     if ref:
         row.update(ref)
         row["speedup"] = ref["ref_s"] / t
@@ -235,11 +251,12 @@ COLUMNS = (("problem", "{:>9}"), ("n", "{:>8}"), ("dtype", "{:>8}"), ("method", 
            ("nnz_l", "{:>10}"), ("analyze_s", "{:>9.3f}"), ("factor_s", "{:>9.4f}"),
            ("gflops", "{:>7.2f}"),
            ("large_share", "{:>6.2f}"), ("solve_s", "{:>8.4f}"), ("err", "{:>7.3f}"),
+           ("check", "{:>5}"),
            ("ref", "{:>8}"), ("ref_s", "{:>8.4f}"), ("ref_nnz_l", "{:>10}"),
            ("speedup", "{:>6.2f}"), ("fill", "{:>5.3f}"))
 HEADS = ("problem", "n", "dtype", "meth", "merge", "large", "snodes", "big", "nnz(L)", "analyze s",
          "factor s",
-         "GFLOP/s", "big%", "solve s", "err", "ref", "ref s", "ref nnz", "ref/us", "fill")
+         "GFLOP/s", "big%", "solve s", "err", "check", "ref", "ref s", "ref nnz", "ref/us", "fill")
 
 
 def table(rows) -> str:
@@ -281,7 +298,8 @@ def _run(args, argv) -> int:
                     for large in args.large:
                         row = measure(spec, np.dtype(dtype), method, large, queue=queue,
                                       ordering=args.ordering, repeat=args.repeat,
-                                      check_max=args.check_max, ref=ref, cached=cached)
+                                      check_max=args.check_max, ref=ref, cached=cached,
+                                      probes=args.probes)
                         rows.append(row)
                         print(f"oclla bench sparse: {spec} {dtype} {method} {merge} "
                               f"large={row['large']:g} {row['factor_s']:.4f} s",

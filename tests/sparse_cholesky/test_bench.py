@@ -24,6 +24,21 @@ def test_bench_sparse_json(capsys):
             assert r["large_supernodes"] == r["supernodes"] and r["large_share"] > 0
 
 
+@pytest.mark.parametrize("check_max,probes,kind", [(1000, 4, "exact"), (10, 2, "probe"),
+                                                   (10, 0, None)])
+def test_bench_sparse_check_exact_probe_or_none(capsys, check_max, probes, kind):
+    """The exact backward error up to --check-max, the probe above it, none with
+    --probes 0; the table names the check."""
+    assert bench_sparse.main(["--sizes", "2d:5", "--methods", "rl", "--repeat", "1",
+                              "--no-reference", "--check-max", str(check_max),
+                              "--probes", str(probes), "--json"]) == 0
+    row, = json.loads(capsys.readouterr().out)["records"]
+    assert row.get("check") == kind and (kind is None) == ("err" not in row)
+    if kind:
+        assert row["err"] < 30
+        assert kind in bench_sparse.table([row]).splitlines()[1]
+
+
 def test_bench_sparse_refuses_unknown_problems():
     with pytest.raises(SystemExit):
         bench_sparse.parse_args(["--sizes", "4d:3"])
