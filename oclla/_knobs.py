@@ -516,7 +516,8 @@ def update_local_bytes(p: dict, itemsize: int) -> int:
 
 def _reflect_rank(d: Device, p: dict) -> int:
     """GPUs: reflectors from k = 64 in float32, k = 16 in float64 (H200, n = 8192:
-    benchmarks/results/nvidia-h200-2026-11-26-update-2.txt); CPUs never."""
+    benchmarks/results/nvidia-h200-2026-11-26-update-2.txt; float32 measured again on
+    the H100: nvidia-h100-2026-11-26-update-4.txt); CPUs never."""
     return (64 if d.itemsize == 4 else 16) if d.gpu else 0
 
 

@@ -62,8 +62,15 @@ Methods
     halving, two square roots, three divisions, k chained rotations), the
     barriers 0.75 ms.  A look-ahead of one panel on a second in-order queue
     gained nothing there (NVIDIA ran the two queues' kernels one after the
-    other) and lost on PoCL: not kept.  Helpers that take a private array by
-    pointer must be macros (TREE_SUM, LOAD_V_SLAB, REFLECTOR in update.cl):
+    other) and lost on PoCL: not kept.  Nor was one inside the launch (the
+    next panel factored by the apply's first work-group after it applied the
+    panel to that panel's columns; nvidia-h100-2026-11-26-update-4.txt): an
+    apply launch lasts as long as one work-item's chain of PANEL x k rotations
+    (~30 µs at k = 16), so the fused launch took the sum of the two kernels
+    (8.4 against 4.6 + 3.9 ms at k = 16, float32), gained only at k = 1 (4.4
+    against 5.5 ms), lost at k = 64, and doubled the programs' builds.
+    Helpers that take a private array by pointer must be macros (TREE_SUM,
+    LOAD_V_SLAB, REFLECTOR in update.cl):
     as functions NVIDIA's compiler kept the array in memory, 2-2.5x slower.
     On PoCL ``factor_panel_local`` was no faster (2 cores, n = 2000), so
     CPUs keep ``factor_panel``.  apply_panel's work-groups are APPLY_WG
@@ -73,10 +80,15 @@ Methods
     work-item with the panel's R streamed row by row instead of held in
     registers (twice as slow on the H100).  Panels of 64 rows on GPUs (32
     were 10-35 % slower: twice the launches), 32 on CPUs.  Where the time
-    still goes: the update beats cuSOLVER's refactorization only for small k
-    (nvidia-h200-2026-11-26-update.txt: 2.3× at n = 8192, k = 1; 1.3× at
-    k = 16; 0.6× at k = 64, float32), the panels' chain of rows is about two
-    thirds of it, and neither roof is near (1-3 %).
+    still goes (H100, float32, n = 8192, cuSOLVER's refactorization 14.2 ms
+    in the same run; nvidia-h100-2026-11-26-update-4.txt): 5.4 ms at k = 1
+    (2.6×), 8.6-8.8 ms at k = 16 (1.6-1.7×: panels 4.6, applies 3.9), 16.5 ms at
+    k = 64 with reflectors (0.86×); 0.6 % of the FP32 peak and 1.4 % of the
+    memory bandwidth at k = 16.  The bound is the chain, not a roof: n rows
+    at ~0.4 µs of work each (3.1 ms) plus two launches per panel (5.7 µs
+    each at least); 10× cuSOLVER (1.4 ms) would need at most one launch per
+    panel and a row step about five times shorter (~150 cycles: one warp
+    exchanging values in registers, which OpenCL 1.2 has no way to say).
 
     The rotation sweep was kept over the blocked formulation that
     accumulates a panel's rotations into a (PANEL + k)-square matrix and
@@ -113,15 +125,22 @@ Methods
     nvidia-h100-2026-11-26-update-3.txt) the reflector panels took 4.7 ms at
     k = 16 and 8.5 ms at k = 64 (float32, were 7.7 and 19.5), 6.0 ms at k = 16
     float64: totals 10.0, 16.9 and 15.5 ms at n = 8192 (cuSOLVER's
-    refactorization 14.1, 14.3 and 15.4 ms).  Downdates keep the rotations (a hyperbolic
-    reflector is not orthogonal; the mixed rotations are the stable form).
+    refactorization 14.1, 14.3 and 15.4 ms).  Measured again with
+    apply_panel's committed code (update-4): the rotations total 8.6-8.8 ms
+    at k = 16 float32 against the reflectors' 9.6-10.0 ms, and 22.4-23.0
+    against 16.5-16.8 ms at k = 64, so REFLECT stays 64 in float32.
+    Downdates keep the rotations (a hyperbolic reflector is not orthogonal;
+    the mixed rotations are the stable form).
 
 Streamed (automatic)
     A host factor larger than one buffer of the device (or than its memory)
     stays on the host and goes through the device a panel at a time
     (:func:`oclla.update_stream.stream_update`, the paper's O(n) device memory):
     the same panel kernels, bitwise the same result, transfers overlapping
-    the kernels (pinned staging, double buffering).
+    the kernels (pinned staging, double buffering).  On the H100 an
+    n = 65536 float64 factor (32 GiB on the host) took 2.85 s for k = 16,
+    bound by the bus and the host's copies (12 GB/s each way;
+    nvidia-h100-2026-11-26-update-4.txt).
 
 Downdates (σ = −1) exist only while A − V·Vᵀ stays positive definite.
 Compute then needs R(i,i)² − V(i,p)² > 0; where it is not (or R(i,i) = 0)
