@@ -8,8 +8,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
 from oclla.sparse import Symbolic, analyze, gallery
-from oclla.sparse import _etree, _refine
-from oclla.sparse._merge import NRELAX, ZRELAX, relaxed_supernodes
+from oclla.sparse import _etree, _merge, _refine
+from oclla.sparse._merge import DEFAULT_NRELAX, NRELAX, ZRELAX, relaxed_supernodes
 from oclla.sparse._input import lower_triangle
 
 
@@ -194,7 +194,7 @@ def test_relaxed_rule_by_hand():
     ncols = np.array([1] * 30 + [2])
     noff = np.array([1] * 30 + [0])
     parent = np.append(np.arange(1, 31), -1)
-    group, extra = relaxed_supernodes(ncols, noff, parent)
+    group, extra = relaxed_supernodes(ncols, noff, parent, NRELAX)
     np.testing.assert_array_equal(group, [15] * 16 + [30] * 15)
     before = int(np.sum(ncols * (ncols + 1) // 2 + ncols * noff))
     assert extra == (16 * 17 // 2 + 16) + 16 * 17 // 2 - before
@@ -217,11 +217,17 @@ def test_relaxed_rule_by_hand():
     nested = relaxed_supernodes(np.array([20, 30]), np.array([30, 0]), np.array([1, -1]))
     assert nested[0].tolist() == [1, 1] and nested[1] == 0
     assert NRELAX == (4, 16, 48) and ZRELAX == (0.8, 0.1, 0.05)
+    # the default bounds: nrelax₁ = 14, so the root takes 12 links (14 columns), the 18
+    # links below merge into one of 14 and one of 4
+    group, _ = relaxed_supernodes(ncols, noff, parent)
+    np.testing.assert_array_equal(group, [3] * 4 + [17] * 14 + [30] * 13)
+    assert DEFAULT_NRELAX == (4, 14, 48)
 
 
 @pytest.mark.parametrize("ordering", ["amd", "metis"])
-def test_relaxed_merging_against_cholmod(ordering):
+def test_relaxed_merging_against_cholmod(ordering, monkeypatch):
     cholmod = pytest.importorskip("sksparse.cholmod")
+    monkeypatch.setattr(_merge, "DEFAULT_NRELAX", NRELAX)      # CHOLMOD's own bounds
     for a in (gallery.laplacian_2d(24), gallery.laplacian_3d(8)):
         f = cholmod.cholesky(sp.csc_matrix(a), ordering_method=ordering, mode="supernodal")
         p = f.P()
