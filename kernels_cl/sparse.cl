@@ -49,11 +49,21 @@
 
 #define X(base, nr, i, k) (base)[(long)(k) * (nr) + (i)]
 
-/* x[i] = 0 for i < size */
+/* x[i] = 0 for i < size: a contiguous run per work-item where ROWS_CHUNKED (CPUs: the
+ * run's loop becomes a fill of whole cache lines), else strided by the global size */
 __kernel void zero(__global real *x, const long size)
 {
+#if ROWS_CHUNKED
+    const long items = get_global_size(0);
+    const long run = (size + items - 1) / items;
+    const long first = get_global_id(0) * run;
+    const long last = min(first + run, size);
+    for (long i = first; i < last; i++)
+        x[i] = ZERO;
+#else
     for (long i = get_global_id(0); i < size; i += get_global_size(0))
         x[i] = ZERO;
+#endif
 }
 
 /* l[map[i]] = a[i] for i < count: A's lower-triangle values into L storage */

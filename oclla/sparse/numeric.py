@@ -552,7 +552,8 @@ def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl",
     dummy_w = wbuf or lbuf
     recording = trace.recording()
     n = sym.n
-    items = min(round_up(max(size, 1), 256), 1 << 20)
+    # zero's work-items: contiguous runs on CPUs (4096 runs of L's storage), else strided
+    items = min(round_up(max(size, 1), 256), 1 << (12 if opts["ROWS_CHUNKED"] else 20))
     with trace.run("sparse_cholesky", method, queue, (n, n), dtype,
                    supernodes=plan.ns, nnz_l=int(sym.nnz_l), large=int(plan.large.sum())):
         with launch_queue(queue) as q:
