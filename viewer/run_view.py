@@ -14,6 +14,7 @@ from PySide6 import QtCore, QtWidgets
 
 from . import analysis, lu_steps, packed, registry, substitution
 from .factors_view import FactorsPanel
+from .lazy import LazyPage
 from .matrix_view import MatrixView
 
 
@@ -71,17 +72,15 @@ class RunView(QtWidgets.QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         maps = QtWidgets.QHBoxLayout()
         self.matrix = MatrixView()
-        self.buffer = MatrixView()
-        self.buffer.setVisible(False)
-        self.buffer.show_colorbar(False)
         self.maps = maps
         self.inputs: dict = {}                 # operand name -> MatrixView (AD²Aᵀ: A, d2)
+        # the RFP buffer, the solve's vectors and the factors: built when first shown
+        self._buffer = LazyPage(self._make_buffer)
+        self._vectors = LazyPage(self._make_map)          # P·b, y, x of a solve after the LU
+        self._factors = LazyPage(self._make_factors)
         maps.addWidget(self.matrix, 3)
-        maps.addWidget(self.buffer, 2)
-        self.vectors = MatrixView()            # P·b, y, x of a solve after the LU
-        self.vectors.show_colorbar(False)
-        self.vectors.setVisible(False)
-        maps.addWidget(self.vectors, 1)
+        maps.addWidget(self._buffer, 2)
+        maps.addWidget(self._vectors, 1)
         layout.addLayout(maps, 3)
         self.formula = QtWidgets.QLabel("")
         self.formula.setVisible(False)
@@ -94,14 +93,48 @@ class RunView(QtWidgets.QWidget):
         self.summary = QtWidgets.QLabel("")          # growth, smallest pivot, backward error
         self.summary.setVisible(False)
         layout.addWidget(self.summary)
-        self.factors = FactorsPanel()
-        self.factors.setVisible(False)
-        layout.addWidget(self.factors, 2)
+        layout.addWidget(self._factors, 2)
+        for page in (self._buffer, self._vectors, self._factors):
+            page.setVisible(False)
         self.show_factors = False
         self.layout_rfp: packed.Layout | None = None
         self.transposed = False
         self.matrix.hovered.connect(self._hover_full)
-        self.buffer.hovered.connect(self._hover_rfp)
+
+    # ---- the maps shown only by some runs, built on first use ----
+    @property
+    def buffer(self) -> MatrixView:
+        """The RFP buffer beside a packed run's triangle."""
+        return self._buffer.widget()
+
+    @property
+    def vectors(self) -> MatrixView:
+        """P·b, y and x of a solve after the LU."""
+        return self._vectors.widget()
+
+    @property
+    def factors(self) -> FactorsPanel:
+        """L, U and P under an LU's sub-steps."""
+        return self._factors.widget()
+
+    def _make_map(self) -> MatrixView:
+        """A map without colour bar, in the main map's look."""
+        view = MatrixView()
+        view.show_colorbar(False)
+        view.numbers_max_n, view.decimals = self.matrix.numbers_max_n, self.matrix.decimals
+        view.apply_theme(self.matrix.theme, self.matrix.colormap_name)
+        return view
+
+    def _make_buffer(self) -> MatrixView:
+        view = self._make_map()
+        view.hovered.connect(self._hover_rfp)
+        return view
+
+    def _make_factors(self) -> FactorsPanel:
+        panel = FactorsPanel()
+        m = self.matrix
+        panel.apply_theme(m.theme, m.colormap_name, m.numbers_max_n, m.decimals)
+        return panel
 
     @property
     def is_packed(self) -> bool:
@@ -109,13 +142,15 @@ class RunView(QtWidgets.QWidget):
 
     def apply_theme(self, theme, colormap_name=None, numbers_max_n=None,
                     decimals=None) -> None:
-        for m in (self.matrix, self.buffer, self.vectors, *self.inputs.values()):
+        built = [p.built_widget() for p in (self._buffer, self._vectors)]
+        for m in (self.matrix, *filter(None, built), *self.inputs.values()):
             if numbers_max_n is not None:
                 m.numbers_max_n = numbers_max_n
             if decimals is not None:
                 m.decimals = decimals
             m.apply_theme(theme, colormap_name)
-        self.factors.apply_theme(theme, colormap_name, numbers_max_n, decimals)
+        if self._factors.is_built:
+            self.factors.apply_theme(theme, colormap_name, numbers_max_n, decimals)
 
     def show_run(self, run, position: int, vmax: float, kernel_region=None, frame=None,
                  summary: bool = False) -> None:
@@ -134,7 +169,7 @@ class RunView(QtWidgets.QWidget):
         title = position_title(run, position, self.label + self.name, frame)
         if frame is not None:
             self.layout_rfp = None
-            self.buffer.setVisible(False)
+            self._buffer.setVisible(False)
             self.formula.setVisible(False)
             self.matrix.show_matrix(frame.matrix, vmax,
                                     lu_steps.frame_overlays(run, position, frame), title)
@@ -145,7 +180,7 @@ class RunView(QtWidgets.QWidget):
         array = analysis.matrix_at(run, position)
         ov = analysis.overlays(run, position)
         self.layout_rfp = analysis.packed_layout(run, array)
-        self.buffer.setVisible(self.is_packed)
+        self._buffer.setVisible(self.is_packed)
         self.formula.setVisible(self.is_packed)
         if not self.is_packed:
             if array is None:        # recorded without snapshots: the regions alone
@@ -183,7 +218,7 @@ class RunView(QtWidgets.QWidget):
 
     def _show_vectors(self, run, position: int, vmax: float) -> None:
         shown = substitution.vectors_at(run, position)
-        self.vectors.setVisible(shown is not None)
+        self._vectors.setVisible(shown is not None)
         if shown is None:
             return
         values, cell = shown
@@ -202,11 +237,7 @@ class RunView(QtWidgets.QWidget):
         for i, (name, arr) in enumerate(kept.items()):
             view = self.inputs.get(name)
             if view is None:
-                view = self.inputs[name] = MatrixView()
-                view.show_colorbar(False)
-                view.apply_theme(self.matrix.theme, self.matrix.colormap_name)
-                view.numbers_max_n, view.decimals = self.matrix.numbers_max_n, \
-                    self.matrix.decimals
+                view = self.inputs[name] = self._make_map()
                 narrow = arr.shape[1] == 1 or 2 * arr.shape[1] <= arr.shape[0]   # d2, V
                 self.maps.insertWidget(i, view, 1 if narrow else 2)
             vmax = float(np.abs(arr).max()) or 1.0
@@ -221,7 +252,7 @@ class RunView(QtWidgets.QWidget):
                                            frame.check)
             else:
                 factors = lu_steps.factors_at(run, position)
-        self.factors.setVisible(factors is not None)
+        self._factors.setVisible(factors is not None)
         if factors is not None:
             self.factors.show_factors(factors, vmax)
 

@@ -22,6 +22,7 @@ from . import actions as actions_mod
 from . import analysis, export, first_runs, registry, sparse, tiles, model as model_mod
 from . import theme as themes
 from .details import DetailsPanel, status_text
+from .lazy import LazyPage
 from .pick_bar import PickBar
 from .pick_pivot import PickError, PivotGame
 from .matrix_view import NUMBERS_MAX_N
@@ -88,21 +89,19 @@ class MainWindow(QtWidgets.QMainWindow):
         self._base_font = QtWidgets.QApplication.font()
 
         self.message = MessageBar()
-        self.main_view = RunView()
-        self.compare_view = RunView("B: ")
-        self.compare_view.setVisible(False)
+        # the sides of the view, left to right, each built when a run first needs it: the
+        # heat map, a sparse run's patterns and tree, a tile run's tiles, task graph and lanes;
+        # then side B of a comparison (heat map or sparse)
+        self._names = {"main_view": ("", ""), "compare_view": ("B: ", "")}  # (label, name)
+        self._sides = {"main_view": LazyPage(lambda: self._make_run_view("main_view")),
+                       "sparse_main": LazyPage(lambda: self._make_view(SparseView)),
+                       "tiles_main": LazyPage(lambda: self._make_view(TilesView)),
+                       "compare_view": LazyPage(lambda: self._make_run_view("compare_view")),
+                       "sparse_compare": LazyPage(lambda: self._make_view(SparseView))}
         self.views = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
-        self.sparse_main = SparseView()            # a sparse run: patterns and tree instead
-        self.sparse_compare = SparseView()
-        for w in (self.sparse_main, self.sparse_compare):
-            w.setVisible(False)
-        self.views.addWidget(self.main_view)
-        self.views.addWidget(self.sparse_main)
-        self.tiles_main = TilesView()              # a tile run: tiles, task graph, lanes
-        self.tiles_main.setVisible(False)
-        self.views.addWidget(self.tiles_main)
-        self.views.addWidget(self.compare_view)
-        self.views.addWidget(self.sparse_compare)
+        for page in self._sides.values():
+            page.setVisible(False)
+            self.views.addWidget(page)
         self.run_choice = QtWidgets.QComboBox()
         self.run_choice.setSizeAdjustPolicy(
             QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -130,7 +129,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.pick_bar.rule_requested.connect(self.pick_by_rule)
         self.pick_bar.undo_requested.connect(self.undo_pick)
         self.pick_bar.stop_requested.connect(self.stop_picking)
-        self.main_view.matrix.clicked.connect(self._cell_clicked)
         self.game: PivotGame | None = None
         layout.addWidget(self.message)
         layout.addWidget(self.pick_bar)
@@ -176,7 +174,8 @@ class MainWindow(QtWidgets.QMainWindow):
                                                 self.settings.theme, self.set_theme)
         self._cmap_actions = self._choice_menu("Colour map", themes.COLORMAPS,
                                                self.settings.colormap, self.set_colormap)
-        self.actions["numbers"].setChecked(self.settings.numbers)
+        with QtCore.QSignalBlocker(self.actions["numbers"]):   # apply_look below shows it
+            self.actions["numbers"].setChecked(self.settings.numbers)
         self.actions["cancel_run"].setEnabled(False)
         hints = QtGui.QGuiApplication.styleHints()
         hints.colorSchemeChanged.connect(self._scheme_changed)
@@ -192,6 +191,54 @@ class MainWindow(QtWidgets.QMainWindow):
             self.restoreState(state)
         self.apply_look()
         self._on_model(set(model_mod.CHANGES))
+
+    # ---- the views, each built when first shown or asked for ----
+    @property
+    def main_view(self) -> RunView:
+        """The heat map of the run (side A of a comparison)."""
+        return self._sides["main_view"].widget()
+
+    @property
+    def compare_view(self) -> RunView:
+        """The heat map of side B of a comparison."""
+        return self._sides["compare_view"].widget()
+
+    @property
+    def sparse_main(self) -> SparseView:
+        """A sparse run's patterns and elimination tree."""
+        return self._sides["sparse_main"].widget()
+
+    @property
+    def sparse_compare(self) -> SparseView:
+        """Side B of a comparison of sparse runs."""
+        return self._sides["sparse_compare"].widget()
+
+    @property
+    def tiles_main(self) -> TilesView:
+        """A tile run's tiles, task graph and lanes."""
+        return self._sides["tiles_main"].widget()
+
+    def _make_run_view(self, side: str) -> RunView:
+        view = RunView()
+        view.label, view.name = self._names[side]
+        self._style_run_view(view, self.current_theme())
+        if side == "main_view":
+            view.show_factors = self.model.substeps
+            view.matrix.clicked.connect(self._cell_clicked)
+        return view
+
+    def _make_view(self, cls):
+        view = cls()
+        view.apply_theme(self.current_theme())
+        return view
+
+    def _style_run_view(self, view: RunView, theme: themes.Theme) -> None:
+        view.apply_theme(theme, self.settings.colormap, matrix_numbers(self.settings.numbers),
+                         self.settings.decimals)
+
+    def _built(self, *sides: str) -> list:
+        """The views among ``sides`` (names of :attr:`_sides`) built so far."""
+        return [w for w in (self._sides[s].built_widget() for s in sides) if w is not None]
 
     # ---- construction helpers ----
     def _set_icons(self) -> None:
@@ -247,11 +294,10 @@ class MainWindow(QtWidgets.QMainWindow):
         size = self._base_font.pointSizeF() if self._base_font.pointSizeF() > 0 else 10.0
         font.setPointSizeF(size * theme.font_scale)
         self.setFont(font)
-        numbers = matrix_numbers(self.settings.numbers)
-        for view in (self.sparse_main, self.sparse_compare, self.tiles_main):
-            view.apply_theme(self.current_theme())
-        for view in (self.main_view, self.compare_view):
-            view.apply_theme(theme, self.settings.colormap, numbers, self.settings.decimals)
+        for view in self._built("sparse_main", "sparse_compare", "tiles_main"):
+            view.apply_theme(theme)
+        for view in self._built("main_view", "compare_view"):
+            self._style_run_view(view, theme)
         self.timeline.apply_theme(theme)
         self.transport.apply_theme(theme)
         self.welcome.apply_theme(theme)
@@ -292,34 +338,37 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         if "substeps" in changes:
             self.actions["substeps"].setChecked(m.substeps)
-            self.main_view.show_factors = m.substeps
+            for view in self._built("main_view"):
+                view.show_factors = m.substeps
         if "recording" in changes:
             self._show_recording()
         if "compare" in changes and self.timeline.runs != [run, m.compare_run]:
             self._show_sides()
             self.timeline.set_runs(run, m.compare_run)
             self._name_views()
+        redraw = run is not None and bool(changes & {"recording", "position", "kernel",
+                                                     "compare", "substeps"})
+        if redraw:
+            self._show_sides()        # before the views page shows: the splitter sizes them
         self.pages.setCurrentWidget(self.views if run is not None else self.welcome)
-        if run is not None and changes & {"recording", "position", "kernel", "compare",
-                                          "substeps"}:
+        if redraw:
             comparing = m.compare_run is not None
             vmax = self.colour_range()
             region = m.highlighted_region if m.selected_kernel is not None else None
-            self._show_sides()
-            if self.tiles_main.isVisibleTo(self):
+            if self._sides["tiles_main"].isVisibleTo(self):
                 tile_run = tiles.tile_run(run)
                 if self.tiles_main.run is not tile_run:
                     self.tiles_main.set_run(tile_run)
                 self.tiles_main.set_time(tile_run.time_at(m.position))
-            elif self.sparse_main.isVisibleTo(self):
+            elif self._sides["sparse_main"].isVisibleTo(self):
                 self.sparse_main.show_run(run, m.position, position_title(
-                    run, m.position, self.main_view.label + self.main_view.name))
+                    run, m.position, "".join(self._names["main_view"])))
             else:
                 self.main_view.show_run(run, m.position, vmax, region, m.frame,
                                         summary=comparing)
-            if comparing and self.sparse_compare.isVisibleTo(self):
+            if comparing and self._sides["sparse_compare"].isVisibleTo(self):
                 self.sparse_compare.show_run(m.compare_run, m.compare_position, position_title(
-                    m.compare_run, m.compare_position, "B: " + self.compare_view.name))
+                    m.compare_run, m.compare_position, "B: " + self._names["compare_view"][1]))
             elif comparing:
                 self.compare_view.show_run(m.compare_run, m.compare_position, vmax,
                                            summary=True)
@@ -335,15 +384,14 @@ class MainWindow(QtWidgets.QMainWindow):
         and its tree (:mod:`viewer.sparse_view`); the main side shows a tile run's
         tiles, task graph and lanes (:mod:`viewer.tiles_view`)."""
         m = self.model
-        for heat, sparse_side, run in ((self.main_view, self.sparse_main, m.run),
-                                       (self.compare_view, self.sparse_compare, m.compare_run)):
+        pages = self._sides
+        for side, run in (("main", m.run), ("compare", m.compare_run)):
             is_sparse = run is not None and sparse.structure(run) is not None
-            is_tiles = heat is self.main_view and run is not None \
-                and tiles.tile_run(run) is not None
-            heat.setVisible(run is not None and not is_sparse and not is_tiles)
-            sparse_side.setVisible(is_sparse)
-            if heat is self.main_view:
-                self.tiles_main.setVisible(is_tiles)
+            is_tiles = side == "main" and run is not None and tiles.tile_run(run) is not None
+            pages[f"{side}_view"].setVisible(run is not None and not is_sparse and not is_tiles)
+            pages[f"sparse_{side}"].setVisible(is_sparse)
+            if side == "main":
+                pages["tiles_main"].setVisible(is_tiles)
 
     def colour_range(self) -> float:
         """Half-width of the colour scale: one scale for both sides of a comparison."""
@@ -357,11 +405,13 @@ class MainWindow(QtWidgets.QMainWindow):
         """A comparison's titles name what differs ("A: partial pivoting")."""
         m = self.model
         if m.compare_run is None or m.run is None:
-            self.main_view.label, self.main_view.name = "", ""
-            return
-        self.main_view.label = "A: "
-        self.main_view.name, self.compare_view.name = registry.difference_titles(
-            m.run, m.compare_run)
+            self._names["main_view"] = ("", "")
+        else:
+            a, b = registry.difference_titles(m.run, m.compare_run)
+            self._names.update(main_view=("A: ", a), compare_view=("B: ", b))
+        for side, (label, name) in self._names.items():
+            for view in self._built(side):
+                view.label, view.name = label, name
 
     def _present(self, on: bool) -> None:
         """Presentation: the matrix gets the screen (no menus, no side panels); leaving it
