@@ -214,16 +214,21 @@ def test_window_animates_supernodes(made, window, qtbot):
 
 def test_compare_orderings_side_by_side(made, window):
     window.model.set_recording(made["metis"][0].recording)
+    shown = {name for name, page in window._sides.items() if page.is_built}
+    assert shown == {"sparse_main"}                  # B and the heat maps: when first shown
     window.model.set_compare(made["natural"][1])
     assert window.sparse_compare.isVisibleTo(window)
     assert not window.compare_view.isVisibleTo(window)
-    a, b = window.sparse_main.title.text(), window.sparse_compare.title.text()
-    assert a.startswith("A: metis ordering") and b.startswith("B: natural ordering")
-    for title, name in ((a, "metis"), (b, "natural")):
+    a, title_b = window.sparse_main.title.text(), window.sparse_compare.title.text()
+    assert a.startswith("A: metis ordering") and title_b.startswith("B: natural ordering")
+    for title, name in ((a, "metis"), (title_b, "natural")):
         s = sparse.structure(made[name][1])
         assert f"nnz(L) {s.nnz_l} " in title and " ms" in title
     window.model.set_compare(None)
     assert not window.sparse_compare.isVisibleTo(window)
+    b = window.sparse_compare
+    window.model.set_compare(made["natural"][1])
+    assert window.sparse_compare is b and b.title.text() == title_b
 
 
 def test_run_dialog_sparse_rows(qtbot):

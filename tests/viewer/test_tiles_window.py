@@ -98,6 +98,8 @@ def _has(image, colour, at_least=4):
 def test_window_shows_the_tile_view(made, window):
     out, run = made["multi"]
     window.model.set_recording(out.recording)
+    shown = {name for name, page in window._sides.items() if page.is_built}
+    assert shown == {"tiles_main"}                   # the heat map: when first shown
     view = window.tiles_main
     assert view.isVisibleTo(window) and not window.main_view.isVisibleTo(window)
     tr = tiles.tile_run(window.model.run)
