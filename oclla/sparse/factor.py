@@ -333,10 +333,12 @@ def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | No
         :data:`oclla.sparse.numeric.LARGE_FLOPS`).
     merge : bool or str
         Supernode merging of the analysis: "relaxed" (CHOLMOD's relaxed amalgamation,
-        what True means), "fill" (the paper's rule: least fill first, up to 25 % more
-        storage) or False (:func:`oclla.sparse.analyze`).  "relaxed" stores what CHOLMOD
-        stores (3-D Laplacians with METIS: 0.97-1.00 of its L, "fill" 1.09-1.14) and keeps
-        many small supernodes, which suits RL; RLB's batched updates of small
+        nrelax₁ = 14: :data:`oclla.sparse._merge.DEFAULT_NRELAX`; what True means),
+        "fill" (the paper's rule: least fill first, up to 25 % more storage) or False
+        (:func:`oclla.sparse.analyze`).  "relaxed" stores about what CHOLMOD stores (with
+        METIS, of its L: 3-D Laplacians 30³-50³ 0.96-0.99, "fill" 1.09-1.14; 2-D 500²
+        0.92, 1000² 1.03) and keeps many small supernodes, which suits RL; RLB's batched
+        updates of small
         supernodes were up to 2x slower with it on PoCL (3-D 50³: "fill" 14 s, "relaxed"
         27 s; benchmarks/results/pocl-2core-epyc-2026-11-26-sparse-cholmod-3.txt).
     refine : bool

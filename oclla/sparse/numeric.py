@@ -35,7 +35,8 @@ RLB: blocked updates straight into L (no working storage)
 
 Routes: supernodes whose factorization flops reach ``large`` (default
 :data:`LARGE_FLOPS` of the device's kind) run one by one on :mod:`oclla.blas` / the dense
-blocked potrf; the others of a level are batched, one work-group per
+blocked potrf (on CPUs their own columns in blocks, the products on packed strips:
+``gemm_packed``, :data:`PACKED`); the others of a level are batched, one work-group per
 supernode per launch (``kernels_cl/sparse.cl``): factor_batch (potrf +
 trsm), syrk_batch (RL) and assemble (one work-group per *target*
 supernode, its sources in a fixed order: no races, no atomics, the same

@@ -8,7 +8,8 @@ ordering, the analysis finds the pattern of L in P·A·Pᵀ = L·Lᵀ, grouped i
 3. fundamental supernodes: column j+1 joins j's supernode when it is j's parent and
    count(j) = count(j+1) + 1 (the two columns then have nested, equal structures);
 4. supernode merging (:mod:`._merge`): a child supernode J and its parent P are merged,
-   by CHOLMOD's relaxed amalgamation (``merge="relaxed"``, the default) or pairs adding
+   by CHOLMOD's relaxed amalgamation (``merge="relaxed"``, the default, CHOLMOD's bounds
+   but nrelax₁ = 14) or pairs adding
    the least fill first until the storage of L has grown by ``max_fill_ratio``
    (``merge="fill"``, the paper's rule);
 5. the row structure of every supernode, bottom-up: its own columns, the rows of A below
