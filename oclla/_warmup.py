@@ -5,16 +5,21 @@ depend on the dtype, the device's parameters and the variant of an algorithm (wh
 triangle, which transpose), and on the sizes of the data only through a few classes:
 the divisibility of the order by a vector width (the per-pivot LU kernels), the route a
 blocked method takes (one leaf, several blocks, above its SMALL_N), and 64-bit indices
-for operands of 2³¹ elements or more.  :func:`warmup` calls each
-public routine in each of its variants at a few orders chosen from the device's block
-sizes, so that every code path (a single leaf, several block columns, above each
-SMALL_N) has run once: afterwards a call at any order builds nothing in this process,
-and the driver's own binary cache (pyopencl's, PoCL's, NVIDIA's) holds the programs for
-the next process.
+for operands of 2³¹ elements or more; the rank-k update's programs follow k's class
+(the next power of two, up to its KF knob) and its route (rotations or reflectors).
+:func:`warmup` calls each public routine in each of its variants at a few orders
+chosen from the device's block sizes, so that every code path (a single leaf, several
+block columns, above each SMALL_N) has run once, and the updates at every rank class:
+afterwards a call at any order and rank builds nothing in this process, and the
+driver's own binary cache (PoCL's and NVIDIA's cache source builds themselves;
+elsewhere pyopencl keeps the binaries) holds the programs for the next process.
 """
 
 from __future__ import annotations
 
+import logging
+import subprocess
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -22,6 +27,8 @@ import numpy as np
 from . import _programs
 from ._device import device_info, resolve_queue
 from ._params import params
+
+_log = logging.getLogger("oclla")
 
 
 class Warmup(NamedTuple):
@@ -47,6 +54,20 @@ def warmup_orders(queue, dtype) -> tuple:
     return tuple(sorted(orders))
 
 
+def update_ranks(queue, dtype) -> tuple:
+    """The ranks k :func:`warmup` updates at: 1, 2, 4, ... up to the ``update`` family's
+    KF knob, one of each class the update's programs depend on (k's next power of two
+    up to KF; past KF every rank takes the program of KF's class).  Each rank runs as an
+    update and a downdate, so the reflector route (updates of rank REFLECT..KF) and the
+    rotations both build."""
+    most = params(queue, "update", dtype)["KF"]
+    ranks, k = [], 1
+    while k <= most:
+        ranks.append(k)
+        k *= 2
+    return tuple(ranks)
+
+
 def _spd(n: int, dtype, rng) -> np.ndarray:
     x = rng.standard_normal((n, n))
     return (x @ x.T / n + np.eye(n)).astype(dtype)
@@ -58,11 +79,18 @@ def _spd(n: int, dtype, rng) -> np.ndarray:
 TEACHING_ORDERS = 200
 
 
+#: The routine families :func:`call_every_routine` can be limited to (the parallel
+#: warm-up gives each worker process one family of one dtype).
+FAMILIES = ("lu", "cholesky", "inverse", "update", "rfp", "ad2at")
+
+
 def call_every_routine(queue, dtype, n: int, rng, *, teaching: bool = True,
-                       triangles: tuple = (True, False)) -> None:
-    """Every public routine at order n in each of its variants: both transposes, full and
-    packed storage, the ``triangles`` (lower: True, upper: False) of the symmetric ones;
-    the per-pivot (teaching) methods too if ``teaching``."""
+                       triangles: tuple = (True, False), ranks: tuple = (2,),
+                       families: tuple = FAMILIES) -> None:
+    """Every public routine of the ``families`` at order n in each of its variants: both
+    transposes, full and packed storage, the ``triangles`` (lower: True, upper: False)
+    of the symmetric ones, the updates and downdates at each of the ``ranks``; the
+    per-pivot (teaching) methods too if ``teaching``."""
     from . import rfp
     from .ad2at import assemble_ad2at
     from .cholesky import cho_solve, cholesky
@@ -73,38 +101,95 @@ def call_every_routine(queue, dtype, n: int, rng, *, teaching: bool = True,
     b = rng.standard_normal((n, 2)).astype(dtype)
     spd = _spd(n, dtype, rng)
     methods = ("pivot", "blocked") if teaching else ("blocked",)
-    for method in methods:                 # the blocked factor last: the solves use it
-        for variant in VARIANTS[method]:
-            factor = lu_factor(a, method=method, variant=variant,
-                               pivoting="none" if variant == "faithful" else "partial",
-                               queue=queue)
-    for trans in (0, 1):
-        lu_solve(factor, b, trans=trans, queue=queue)
-    lu(a, queue=queue)
+    if "lu" in families:
+        for method in methods:             # the blocked factor last: the solves use it
+            for variant in VARIANTS[method]:
+                factor = lu_factor(a, method=method, variant=variant,
+                                   pivoting="none" if variant == "faithful" else "partial",
+                                   queue=queue)
+        for trans in (0, 1):
+            lu_solve(factor, b, trans=trans, queue=queue)
+        lu(a, queue=queue)
     for lower in triangles:
-        for method in methods:
-            c = cholesky(spd, lower=lower, method=method, queue=queue)
-        cho_solve((c, lower), b, queue=queue)
-        cho_inverse((c, lower), queue=queue)
-        cho_logdet((c, lower), queue=queue)
-        trtri(c, lower=lower, queue=queue)
-        inv_spd(spd, lower=lower, queue=queue)
-        v = (b / (2 * np.linalg.norm(b))).astype(dtype)   # ‖V·Vᵀ‖ <= 1/4 < λmin(A)
-        for sign in (1, -1):
-            cholesky_update(c, v, sign=sign, lower=lower, queue=queue)
-        arf = rfp.pack(spd, lower=lower, queue=queue)
-        factor = rfp.cholesky(arf, n, lower=lower, queue=queue)
-        rfp.cho_solve((factor, lower), b, queue=queue)
-        rfp.unpack(factor, n, lower=lower, queue=queue)
-        wide = rng.standard_normal((n, n + 2)).astype(dtype)
-        d2 = rng.uniform(0.5, 2.0, n + 2).astype(dtype)
-        for method in methods:
-            for packed in (False, True):
-                assemble_ad2at(wide, d2, packed=packed, lower=lower, method=method,
-                               queue=queue)
+        if "cholesky" in families:
+            for method in methods:
+                cholesky(spd, lower=lower, method=method, queue=queue)
+        if {"cholesky", "inverse", "update"} & set(families):
+            c = cholesky(spd, lower=lower, queue=queue)
+        if "cholesky" in families:
+            cho_solve((c, lower), b, queue=queue)
+        if "inverse" in families:
+            cho_inverse((c, lower), queue=queue)
+            cho_logdet((c, lower), queue=queue)
+            trtri(c, lower=lower, queue=queue)
+            inv_spd(spd, lower=lower, queue=queue)
+        if {"rfp", "update"} & set(families):
+            arf = rfp.pack(spd, lower=lower, queue=queue)
+            factor = rfp.cholesky(arf, n, lower=lower, queue=queue)
+        if "update" in families:
+            for k in ranks:
+                v = rng.standard_normal((n, k))
+                v = (v / (2 * np.linalg.norm(v))).astype(dtype)   # ‖V·Vᵀ‖ <= 1/4 < λmin
+                for sign in (1, -1):
+                    cholesky_update(c, v, sign=sign, lower=lower, queue=queue)
+                    rfp.cholesky_update(factor, n, v, sign=sign, lower=lower, queue=queue)
+        if "rfp" in families:
+            rfp.cho_solve((factor, lower), b, queue=queue)
+            rfp.unpack(factor, n, lower=lower, queue=queue)
+        if "ad2at" in families:
+            wide = rng.standard_normal((n, n + 2)).astype(dtype)
+            d2 = rng.uniform(0.5, 2.0, n + 2).astype(dtype)
+            for method in methods:
+                for packed in (False, True):
+                    assemble_ad2at(wide, d2, packed=packed, lower=lower, method=method,
+                                   queue=queue)
 
 
-def warmup(dtype=None, *, queue=None) -> Warmup:
+def _dtypes(queue, dtype) -> tuple:
+    """The dtypes a warm-up covers (see :func:`warmup`)."""
+    if dtype is None:
+        return (np.dtype(np.float32),) + ((np.dtype(np.float64),)
+                                          if device_info(queue).fp64 else ())
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dt}")
+    return (dt,)
+
+
+def _warm(queue, dt, rng, families: tuple = FAMILIES) -> tuple:
+    """Every routine of the families at each warm-up order of dtype dt; the orders."""
+    orders = warmup_orders(queue, dt)
+    ranks = update_ranks(queue, dt)
+    for n in orders:
+        call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS,
+                           ranks=ranks if n == orders[-1] else (2,), families=families)
+    return orders
+
+
+def _device_index(queue) -> int:
+    """The queue's device as an index into :func:`oclla.devices` (for a worker process)."""
+    from ._device import _all_cl_devices
+    return _all_cl_devices().index(queue.device)
+
+
+def _build_in_workers(queue, dtypes: tuple, jobs: int) -> None:
+    """Fill the compiler's cache from ``jobs`` worker processes, each warming up whole
+    (dtype, family) pairs dealt round-robin.  A worker's builds reach this process only
+    through a cache shared between processes (the driver's own for NVIDIA and PoCL,
+    which cache source builds; pyopencl's on-disk cache elsewhere); a worker that fails
+    is ignored here (the caller's own warm-up then meets the same error and raises it)."""
+    tasks = [f"{dt.name}:{family}" for dt in dtypes for family in FAMILIES]
+    command = [sys.executable, "-m", "oclla._warmup", str(_device_index(queue))]
+    workers = [subprocess.Popen(command + tasks[i::jobs], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+               for i in range(min(jobs, len(tasks)))]
+    for worker in workers:
+        _, err = worker.communicate()
+        if worker.returncode:
+            _log.debug("warm-up worker %s failed:\n%s", worker.args[4:], err[-2000:])
+
+
+def warmup(dtype=None, *, queue=None, jobs: int = 1) -> Warmup:
     """Build every program the library uses on the queue's device.
 
     Parameters
@@ -114,37 +199,65 @@ def warmup(dtype=None, *, queue=None) -> Warmup:
         ``cl_khr_fp64``.
     queue : pyopencl.CommandQueue, optional
         The device (default :func:`oclla.get_queue`).
+    jobs : int
+        With more than 1, first build in that many worker processes, each warming
+        up whole routine families of one dtype (:data:`FAMILIES`), then warm up
+        this process, whose builds then come from the compiler's cache.  Builds in
+        one process run one after the other on some drivers (NVIDIA's), in
+        separate processes at the same time.  The workers select the same device
+        and read the same environment (``OCLLA_PROFILE``; a profile set with
+        :func:`oclla.set_profile` is this process's alone, so theirs would not
+        help).  Only worthwhile where the compiler's cache outlives a process: it
+        does by default for NVIDIA (unless ``CUDA_CACHE_DISABLE`` is set), PoCL
+        and devices for which pyopencl keeps binaries.
 
     Returns
     -------
     Warmup
-        The dtypes and orders covered, and the programs built: afterwards a call of
-        any public routine at any order builds no program in this process
-        (:func:`oclla._programs.build_count`).
+        The dtypes and orders covered, and the programs this process built: afterwards
+        a call of any public routine at any order (and an update at any rank) builds
+        no program in this process (:func:`oclla._programs.build_count`).  The updates
+        run at every rank class (:func:`update_ranks`) at the largest order only:
+        their programs do not depend on the order.
 
     Raises
     ------
     TypeError
         A dtype other than float32 or float64.
+    ValueError
+        ``jobs`` below 1.
     oclla.DeviceError
         float64 asked of a device without ``cl_khr_fp64``, or a kernel family
         that fails to build or run with every parameter set.
     """
     queue = resolve_queue(queue)
-    if dtype is None:
-        dtypes = (np.dtype(np.float32),) + ((np.dtype(np.float64),)
-                                           if device_info(queue).fp64 else ())
-    else:
-        dtypes = (np.dtype(dtype),)
-        if dtypes[0] not in (np.float32, np.float64):
-            raise TypeError(f"dtype must be float32 or float64, got {dtypes[0]}")
+    dtypes = _dtypes(queue, dtype)
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)):
+        raise TypeError(f"jobs must be an int, got {type(jobs).__name__}")
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if jobs > 1:
+        _build_in_workers(queue, dtypes, int(jobs))
     count, seconds = _programs.build_count(), _programs.build_seconds()
     rng = np.random.default_rng(0)
     orders = ()
     for dt in dtypes:
-        dt_orders = warmup_orders(queue, dt)
-        orders += dt_orders
-        for n in dt_orders:
-            call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS)
+        orders += _warm(queue, dt, rng)
     return Warmup(tuple(str(d) for d in dtypes), tuple(sorted(set(orders))),
                   _programs.build_count() - count, _programs.build_seconds() - seconds)
+
+
+def _worker(argv: list) -> int:
+    """``python -m oclla._warmup DEVICE_INDEX DTYPE:FAMILY ...``: a worker of
+    :func:`warmup`'s ``jobs``."""
+    from ._device import get_queue
+    queue = get_queue(int(argv[0]))
+    rng = np.random.default_rng(0)
+    for task in argv[1:]:
+        dt, family = task.split(":")
+        _warm(queue, np.dtype(dt), rng, families=(family,))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1:]))

@@ -252,7 +252,7 @@ def _cmd_warmup(args) -> int:
     queue = get_queue(args.device)
     dtype = None if args.dtype == "both" else np.dtype(args.dtype)
     start = time.perf_counter()
-    done = warmup(dtype, queue=queue)
+    done = warmup(dtype, queue=queue, jobs=args.jobs)
     print(f"{queue.device.name.strip()}: {done.programs} programs built in "
           f"{done.seconds:.1f} s ({', '.join(done.dtypes)}; every routine at orders "
           f"{', '.join(map(str, done.orders))}; {time.perf_counter() - start:.1f} s in all)")
@@ -304,6 +304,9 @@ def _parser() -> argparse.ArgumentParser:
                                       "through the driver's cache) start without building")
     p.add_argument("--dtype", choices=("float32", "float64", "both"), default="both",
                    help="element type (default both; float64 where the device has fp64)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="build in this many worker processes first (default 1: none); "
+                        "their builds reach this process through the compiler's cache")
     add_device_option(p)
     sub.add_parser("bench", help="GFLOP/s against the reference: lu, gemm, syrk, getrf, potrf; "
                                  "wls for Jung & O'Leary's tables; update, potri and logdet "

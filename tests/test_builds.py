@@ -84,6 +84,7 @@ def test_warmup_leaves_nothing_to_build(queue, monkeypatch):
     parameters; a smaller set of warm-up orders keeps the test short)."""
     orders = (1, 2, 3, 4, 8, 16, 65, 131)
     monkeypatch.setattr(_warmup, "warmup_orders", lambda q, dt: orders)
+    monkeypatch.setattr(_warmup, "update_ranks", lambda q, dt: (2,))   # one rank class
     done = oclla.warmup(np.float32, queue=queue)
     assert done.dtypes == ("float32",) and done.orders == orders
     count = _programs.build_count()
@@ -103,6 +104,74 @@ def test_warmup_orders_straddle_the_block_sizes(queue):
     assert {1, 2, 3, 4, 8, 16} <= set(orders)
     assert max(orders) > max(2 * lu["NB"], 2 * chol["NB"], lu["SMALL_N"], chol["SMALL_N"])
     assert chol["LEAF"] + 1 in orders
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_warmup_ranks_cover_every_update_program(queue, dtype):
+    """Every rank k (beyond KF too) and sign takes the update programs of one of the
+    warm-up's ranks: the same options and the same route (rotations or reflectors)."""
+    from oclla import update
+    ranks = _warmup.update_ranks(queue, dtype)
+    most = _params.params(queue, "update", dtype)["KF"]
+    assert ranks[0] == 1 and ranks[-1] == most
+
+    def programs(k, sign):
+        reflect = update.reflects(queue, np.dtype(dtype), k, sign)
+        options = update._options(queue, np.dtype(dtype), k, False, False, reflect)
+        return tuple(sorted(options.items()))
+
+    warm = {programs(k, sign) for k in ranks for sign in (1, -1)}
+    for k in range(1, 2 * most + 3):
+        for sign in (1, -1):
+            assert programs(k, sign) in warm, (k, sign)
+
+
+def test_warmup_workers_deal_every_family_once(queue, monkeypatch):
+    """jobs workers: one process each, the device's index, every (dtype, family) once."""
+    started = []
+
+    class FakeWorker:
+        def __init__(self, args, **_):
+            started.append(args)
+            self.args, self.returncode = args, 0
+
+        def communicate(self):
+            return None, ""
+
+    monkeypatch.setattr(_warmup.subprocess, "Popen", FakeWorker)
+    dtypes = (np.dtype(np.float32), np.dtype(np.float64))
+    _warmup._build_in_workers(queue, dtypes, 4)
+    assert len(started) == 4
+    heads = {tuple(args[:4]) for args in started}
+    assert len(heads) == 1
+    python, flag, module, index = heads.pop()
+    assert (flag, module) == ("-m", "oclla._warmup")
+    assert oclla.get_queue(int(index)).device == queue.device
+    tasks = [task for args in started for task in args[4:]]
+    assert sorted(tasks) == sorted(f"{dt.name}:{f}" for dt in dtypes for f in _warmup.FAMILIES)
+    _warmup._build_in_workers(queue, dtypes[:1], 16)       # no more workers than tasks
+    assert len(started) == 4 + len(_warmup.FAMILIES)
+
+
+def test_a_warmup_worker_runs_its_families_at_every_order(queue, monkeypatch):
+    calls = []
+    monkeypatch.setattr(_warmup, "warmup_orders", lambda q, dt: (1, 5))
+    monkeypatch.setattr(_warmup, "update_ranks", lambda q, dt: (1, 2))
+    monkeypatch.setattr(_warmup, "call_every_routine",
+                        lambda q, dt, n, rng, **kw: calls.append((q, dt, n, kw)))
+    index = _warmup._device_index(queue)
+    assert _warmup._worker([str(index), "float32:update", "float64:ad2at"]) == 0
+    assert [(dt, n, kw["families"], kw["ranks"]) for _, dt, n, kw in calls] == [
+        (np.float32, 1, ("update",), (2,)), (np.float32, 5, ("update",), (1, 2)),
+        (np.float64, 1, ("ad2at",), (2,)), (np.float64, 5, ("ad2at",), (1, 2))]
+    assert all(q is queue for q, *_ in calls)
+
+
+@pytest.mark.parametrize("jobs, error", [(0, ValueError), (-2, ValueError),
+                                         (1.5, TypeError), (True, TypeError)])
+def test_warmup_refuses_bad_jobs(queue, jobs, error):
+    with pytest.raises(error, match="jobs"):
+        oclla.warmup(np.float32, queue=queue, jobs=jobs)
 
 
 def test_warmup_refuses_other_dtypes(queue):
