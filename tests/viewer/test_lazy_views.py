@@ -3,6 +3,7 @@
 import numpy as np
 import pyqtgraph as pg
 import pytest
+from PySide6 import QtWidgets
 
 import oclla
 from oclla.viewer import analysis, lu_steps, packed
@@ -98,7 +99,6 @@ def test_the_rfp_buffer_is_built_by_the_first_packed_run(window, recordings):
 
 
 def test_a_lazy_page_builds_on_show_or_on_ask(qtbot):
-    from PySide6 import QtWidgets
     calls = []
 
     def make():
