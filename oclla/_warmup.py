@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -156,13 +157,16 @@ def _dtypes(queue, dtype) -> tuple:
     return (dt,)
 
 
-def _warm(queue, dt, rng, families: tuple = FAMILIES) -> tuple:
-    """Every routine of the families at each warm-up order of dtype dt; the orders."""
+def _warm(queue, dt, rng, families: tuple = FAMILIES, ranks: tuple | None = None) -> tuple:
+    """Every routine of the families at each warm-up order of dtype dt; the orders.  The
+    updates run at rank 2 and, at the largest order, at every rank class
+    (:func:`update_ranks`); with ``ranks``, at those ranks at every order."""
     orders = warmup_orders(queue, dt)
-    ranks = update_ranks(queue, dt)
+    sweep = update_ranks(queue, dt)
     for n in orders:
-        call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS,
-                           ranks=ranks if n == orders[-1] else (2,), families=families)
+        at = ranks or (sweep if n == orders[-1] else (2,))
+        call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS, ranks=at,
+                           families=families)
     return orders
 
 
@@ -172,21 +176,34 @@ def _device_index(queue) -> int:
     return _all_cl_devices().index(queue.device)
 
 
+def worker_tasks(queue, dtypes: tuple) -> list:
+    """The parallel warm-up's tasks, ``dtype:family`` and ``dtype:update:rank`` (one per
+    rank class: the update's programs are the most numerous), the rank-k updates first
+    (the largest programs)."""
+    tasks = []
+    for dt in dtypes:
+        tasks += [f"{dt.name}:update:{k}" for k in reversed(update_ranks(queue, dt))]
+    for dt in dtypes:
+        tasks += [f"{dt.name}:{family}" for family in FAMILIES if family != "update"]
+    return tasks
+
+
 def _build_in_workers(queue, dtypes: tuple, jobs: int) -> None:
-    """Fill the compiler's cache from ``jobs`` worker processes, each warming up whole
-    (dtype, family) pairs dealt round-robin.  A worker's builds reach this process only
+    """Fill the compiler's cache from worker processes, at most ``jobs`` at a time, one
+    per task of :func:`worker_tasks`.  A worker's builds reach this process only
     through a cache shared between processes (the driver's own for NVIDIA and PoCL,
     which cache source builds; pyopencl's on-disk cache elsewhere); a worker that fails
     is ignored here (the caller's own warm-up then meets the same error and raises it)."""
-    tasks = [f"{dt.name}:{family}" for dt in dtypes for family in FAMILIES]
     command = [sys.executable, "-m", "oclla._warmup", str(_device_index(queue))]
-    workers = [subprocess.Popen(command + tasks[i::jobs], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-               for i in range(min(jobs, len(tasks)))]
-    for worker in workers:
-        _, err = worker.communicate()
-        if worker.returncode:
-            _log.debug("warm-up worker %s failed:\n%s", worker.args[4:], err[-2000:])
+
+    def run(task):
+        done = subprocess.run(command + [task], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        if done.returncode:
+            _log.debug("warm-up worker %s failed:\n%s", task, done.stderr[-2000:])
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(run, worker_tasks(queue, dtypes)))
 
 
 def warmup(dtype=None, *, queue=None, jobs: int = 1) -> Warmup:
@@ -200,9 +217,9 @@ def warmup(dtype=None, *, queue=None, jobs: int = 1) -> Warmup:
     queue : pyopencl.CommandQueue, optional
         The device (default :func:`oclla.get_queue`).
     jobs : int
-        With more than 1, first build in that many worker processes, each warming
-        up whole routine families of one dtype (:data:`FAMILIES`), then warm up
-        this process, whose builds then come from the compiler's cache.  Builds in
+        With more than 1, first build in up to that many worker processes at a
+        time, each warming up one routine family of one dtype (:data:`FAMILIES`;
+        the updates one rank class each), then warm up this process, whose builds then come from the compiler's cache.  Builds in
         one process run one after the other on some drivers (NVIDIA's), in
         separate processes at the same time.  The workers select the same device
         and read the same environment (``OCLLA_PROFILE``; a profile set with
@@ -248,14 +265,15 @@ def warmup(dtype=None, *, queue=None, jobs: int = 1) -> Warmup:
 
 
 def _worker(argv: list) -> int:
-    """``python -m oclla._warmup DEVICE_INDEX DTYPE:FAMILY ...``: a worker of
-    :func:`warmup`'s ``jobs``."""
+    """``python -m oclla._warmup DEVICE_INDEX TASK ...``: a worker of :func:`warmup`'s
+    ``jobs`` (tasks as :func:`worker_tasks` writes them)."""
     from ._device import get_queue
     queue = get_queue(int(argv[0]))
     rng = np.random.default_rng(0)
     for task in argv[1:]:
-        dt, family = task.split(":")
-        _warm(queue, np.dtype(dt), rng, families=(family,))
+        dt, family, *rank = task.split(":")
+        _warm(queue, np.dtype(dt), rng, families=(family,),
+              ranks=tuple(int(k) for k in rank) or None)
     return 0
 
 

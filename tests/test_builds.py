@@ -1,5 +1,6 @@
 """Programs are built per dtype, device parameters and variant, never per matrix order."""
 
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -126,43 +127,47 @@ def test_warmup_ranks_cover_every_update_program(queue, dtype):
             assert programs(k, sign) in warm, (k, sign)
 
 
-def test_warmup_workers_deal_every_family_once(queue, monkeypatch):
-    """jobs workers: one process each, the device's index, every (dtype, family) once."""
-    started = []
+def test_warmup_workers_take_every_task_once(queue, monkeypatch):
+    """jobs workers: one process per task, the device's index, every family of each
+    dtype once and the update once per rank class, at most jobs at a time."""
+    lock, started, running = threading.Lock(), [], [0, 0]
 
-    class FakeWorker:
-        def __init__(self, args, **_):
+    def fake_run(args, **_):
+        with lock:
             started.append(args)
-            self.args, self.returncode = args, 0
+            running[0] += 1
+            running[1] = max(running)
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+        return subprocess.CompletedProcess(args, 0, None, "")
 
-        def communicate(self):
-            return None, ""
-
-    monkeypatch.setattr(_warmup.subprocess, "Popen", FakeWorker)
+    monkeypatch.setattr(_warmup.subprocess, "run", fake_run)
     dtypes = (np.dtype(np.float32), np.dtype(np.float64))
-    _warmup._build_in_workers(queue, dtypes, 4)
-    assert len(started) == 4
+    _warmup._build_in_workers(queue, dtypes, 3)
+    assert 1 < running[1] <= 3
     heads = {tuple(args[:4]) for args in started}
     assert len(heads) == 1
     python, flag, module, index = heads.pop()
     assert (flag, module) == ("-m", "oclla._warmup")
     assert oclla.get_queue(int(index)).device == queue.device
     tasks = [task for args in started for task in args[4:]]
-    assert sorted(tasks) == sorted(f"{dt.name}:{f}" for dt in dtypes for f in _warmup.FAMILIES)
-    _warmup._build_in_workers(queue, dtypes[:1], 16)       # no more workers than tasks
-    assert len(started) == 4 + len(_warmup.FAMILIES)
+    expected = [f"{dt.name}:{f}" for dt in dtypes for f in _warmup.FAMILIES if f != "update"]
+    expected += [f"{dt.name}:update:{k}" for dt in dtypes
+                 for k in _warmup.update_ranks(queue, dt)]
+    assert sorted(tasks) == sorted(expected) == sorted(_warmup.worker_tasks(queue, dtypes))
 
 
-def test_a_warmup_worker_runs_its_families_at_every_order(queue, monkeypatch):
+def test_a_warmup_worker_runs_its_tasks_at_every_order(queue, monkeypatch):
     calls = []
     monkeypatch.setattr(_warmup, "warmup_orders", lambda q, dt: (1, 5))
     monkeypatch.setattr(_warmup, "update_ranks", lambda q, dt: (1, 2))
     monkeypatch.setattr(_warmup, "call_every_routine",
                         lambda q, dt, n, rng, **kw: calls.append((q, dt, n, kw)))
     index = _warmup._device_index(queue)
-    assert _warmup._worker([str(index), "float32:update", "float64:ad2at"]) == 0
+    assert _warmup._worker([str(index), "float32:update:4", "float64:ad2at"]) == 0
     assert [(dt, n, kw["families"], kw["ranks"]) for _, dt, n, kw in calls] == [
-        (np.float32, 1, ("update",), (2,)), (np.float32, 5, ("update",), (1, 2)),
+        (np.float32, 1, ("update",), (4,)), (np.float32, 5, ("update",), (4,)),
         (np.float64, 1, ("ad2at",), (2,)), (np.float64, 5, ("ad2at",), (1, 2))]
     assert all(q is queue for q, *_ in calls)
 
