@@ -14,8 +14,15 @@
  * participants cannot deadlock.
  *
  * Memory written before grid_sync by one participant is read after it by
- * another through volatile pointers (never from a stale cache) and ordered by
- * mem_fence around the atomic counter.
+ * another through volatile pointers, with mem_fence around the atomic counter.
+ * OpenCL 1.2 orders nothing between work-groups, so this rests on what the
+ * hardware does, not on the standard: volatile and atomic global accesses go
+ * to the level of memory that all compute units share (L2 on NVIDIA, where
+ * mem_fence(CLK_GLOBAL_MEM_FENCE) compiles to a work-group-scope membar.cta;
+ * the cache-coherent memory of a CPU), and the fence keeps each work-item's
+ * own accesses in order.  So only a tuned entry chooses the LU's "grid"
+ * panel (oclla/_knobs.py, lu PANEL), on devices where it was measured; others
+ * take a launch per column.
  */
 #ifndef OCLLA_GRID_H
 #define OCLLA_GRID_H
@@ -70,7 +77,7 @@ void grid_sync(volatile __global int *counter, const int target, const int act,
 {
     barrier(CLK_GLOBAL_MEM_FENCE);                   /* the work-group's writes, then */
     if (act && lid == 0) {
-        mem_fence(CLK_GLOBAL_MEM_FENCE);             /* device-wide, then the signal */
+        mem_fence(CLK_GLOBAL_MEM_FENCE);             /* this item's writes, then the signal */
         atomic_inc(counter);
         while (*counter < target)
             ;
