@@ -47,6 +47,11 @@ class Factor:
         merged supernodes included).
     supernodes : int
         Number of supernodes.
+
+    Device memory: L's storage (twice from the first :meth:`refactor` on), the
+    analysis's tables and, kept for the refactorizations, RL's working storage and on
+    CPUs the packed strips of the largest supernode
+    (:func:`oclla.sparse.numeric.workspace`, :func:`~oclla.sparse.numeric.packed_gemm`).
     """
 
     def __init__(self, symbolic: Symbolic, plan, lbuf, a_low, *, method: str, queue):
