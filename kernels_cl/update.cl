@@ -51,6 +51,7 @@
  */
 #include "common.h"
 #include "triangle.h"
+#include "unroll.h"
 
 #ifndef WG
 #define WG 64              /* work-group size of factor_panel */
@@ -69,6 +70,15 @@ typedef REALV(VW) realv;
 #define R(i, j) TRI(a, (j), (i))
 #define VAT(i, p) v[AT((i), (p), k)]
 #define ROT(i, p) rot[AT((i), (p), kp)]
+
+#ifndef HOUSEHOLDER
+#define HOUSEHOLDER 0
+#endif
+#if !HOUSEHOLDER
+/* The rotations' kernels: the program without HOUSEHOLDER.  The reflectors'
+ * program (HOUSEHOLDER=1, below) holds only its two kernels, whose route uses
+ * no other: each program is compiled for the kernels it serves (on NVIDIA a
+ * build's time grows with the unrolled code in it). */
 
 /* Compute for row i, p = 0 .. k-1: writes the rotations and the new R(i,i);
  * returns 0 (leaving R(i,i) as it is) where the modified matrix is not
@@ -170,6 +180,8 @@ void factor_panel(__global real *a, const long off, const int ld, const int n,
     }
 }
 
+#endif /* !HOUSEHOLDER */
+
 /* The panel's triangle tri(r, c) = R(i0+r, i0+c), r <= c < nb, between global
  * and local memory (row stride PANEL): work-item c moves column c, rows in
  * groups of TRI_GROUP whose loads are all issued before the first is used,
@@ -238,6 +250,7 @@ inline void store_triangle(__local const real *tri, __global real *a, const int 
         for (int p_ = 0; p_ < w_; p_++)                     \
             x[p_] += x[p_ + w_]
 
+#if !HOUSEHOLDER
 __kernel __attribute__((reqd_work_group_size(FWG, 1, 1)))
 void factor_panel_local(__global real *a, const long off, const int ld, const int n,
                         const int i0, const int nb, __global real *v, const long voff,
@@ -398,9 +411,8 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
     }
 }
 
-#ifndef HOUSEHOLDER
-#define HOUSEHOLDER 0
-#endif
+#endif /* !HOUSEHOLDER */
+
 #if HOUSEHOLDER
 /* ---- updates by Householder reflectors (sign = +1, k <= KF) -------------------------
  * Built only with HOUSEHOLDER=1 (their unrolled loops double a CPU build's time,
@@ -494,52 +506,93 @@ void factor_panel_reflect(__global real *a, const long off, const int ld, const 
     barrier(CLK_LOCAL_MEM_FENCE);
     if (failed)
         return;
-    if (lid == 0) {
-        int ok;
-        REFLECTOR(tri[0], ul[0], tl[0], HROW(i0), ok);
-        if (!ok)
-            failed = 1;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int i = 0; i < nb; i++) {
+    for (int i = -1; i < nb; i++) {                  /* i = -1: row 0's reflector alone */
         if (failed) {
             if (lid == 0)
                 *info = i0 + i + 1;                  /* row i's reflector failed */
             return;
         }
-        const int b = i & 1;
-        real gp[KF];
-        #pragma unroll
-        for (int p = 0; p < KF; p++)
-            gp[p] = ul[b][p] * y[p];
-        TREE_SUM(gp);
-        const real g = gp[0];
-        if (mine && lid > i) {
-            const real r = tri[i * PANEL + lid], t = tl[b][0] * (r + g);
-            tri[i * PANEL + lid] = tl[b][1] * (r - t);
+        const int b = i & 1;                         /* row i's reflector in ul[b] */
+        if (i >= 0) {
+            real gp[KF];
             #pragma unroll
             for (int p = 0; p < KF; p++)
-                y[p] = MUL_ADD(-t, ul[b][p], y[p]);
-            if (lid == i + 1) {
-                int ok;
-                REFLECTOR(tri[lid * PANEL + lid], ul[b ^ 1], tl[b ^ 1], HROW(i0 + lid), ok);
-                if (!ok)
-                    failed = 1;
+                gp[p] = ul[b][p] * y[p];
+            TREE_SUM(gp);
+            const real g = gp[0];
+            if (mine && lid > i) {
+                const real r = tri[i * PANEL + lid], t = tl[b][0] * (r + g);
+                tri[i * PANEL + lid] = tl[b][1] * (r - t);
+                #pragma unroll
+                for (int p = 0; p < KF; p++)
+                    y[p] = MUL_ADD(-t, ul[b][p], y[p]);
+            } else if (lid < i) {
+                HROW(i0 + i)[kp + 2 + lid] = tau * g;
             }
-        } else if (lid < i) {
-            HROW(i0 + i)[kp + 2 + lid] = tau * g;
+        }
+        if (mine && lid == i + 1) {                  /* its column is final: row i + 1 */
+            int ok;
+            REFLECTOR(tri[lid * PANEL + lid], ul[b ^ 1], tl[b ^ 1], HROW(i0 + lid), ok);
+            if (!ok)
+                failed = 1;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     store_triangle(tri, a, ld, n, i0, nb, lid);
 }
 
+/* V(j0 + u, p) for the m live columns u < m of an apply item, as a vector (zero
+ * past k and past m), and back (columns p < k only). */
+inline realv v_entry(__global const real *v, const int k, const int j0, const int m,
+                     const int p)
+{
+    real e[VW];
+    for (int u = 0; u < VW; u++)
+        e[u] = (p < k && u < m) ? VAT(j0 + u, p) : ZERO;
+    return VLOAD(VW)(0, e);
+}
+
+inline void v_store(__global real *v, const int k, const int j0, const int m, const int p,
+                    const realv y)
+{
+    real e[VW];
+    VSTORE(VW)(y, 0, e);
+    if (p < k)
+        for (int u = 0; u < m; u++)
+            VAT(j0 + u, p) = e[u];
+}
+
+/* Columns of V per pass of apply_panel_reflect's loops over the panel's rows
+ * (a divisor of KB, so of kp: h's entries of a pass are always there). */
+#define PG (KB < 4 ? KB : 4)
+
+/* The forward substitution d_r = z_r - sum_{l<r} M(r,l) d_l in place on z, one
+ * step l at a time (l < nb, the same in every item), with literal indices
+ * (z stays in registers) and PANEL^2/16 + PANEL statements instead of PANEL^2/2
+ * (NVIDIA's compiler took ~20 s over a program with the fully unrolled form):
+ * a switch on l's block of eight picks the code of that block, its rows under
+ * a test of l (row l gives zl = d_l, the later ones are updated), the rows of
+ * the later blocks without one.  Per row the same operations in the same
+ * order as the unrolled loops. */
+#if PANEL % 8 == 0 && PANEL <= 64
+#define ZB_(b) ((b) < PANEL ? (b) : 0)
+#define MRL_(r) ml[AT(i0 + (r), 0, kp + 2 + PANEL)]
+#define SUBST_NEAR(r) if ((r) > l) z[r] = MUL_ADD(-MRL_(r), zl, z[r]); \
+                      else if ((r) == l) zl = z[r];
+#define SUBST_FAR(r) z[r] = MUL_ADD(-MRL_(r), zl, z[r]);
+#define SUBST_AFTER(b, bb) if ((bb) > (b) && (bb) < PANEL) { A8(SUBST_FAR, ZB_(bb)) }
+#define SUBST_CASE(b) case (b) / 8: if ((b) < PANEL) { A8(SUBST_NEAR, ZB_(b)) \
+    SUBST_AFTER(b, 8) SUBST_AFTER(b, 16) SUBST_AFTER(b, 24) SUBST_AFTER(b, 32) \
+    SUBST_AFTER(b, 40) SUBST_AFTER(b, 48) SUBST_AFTER(b, 56) } break;
+#endif
+
 /* The panel's reflectors applied to columns j0 .. j0+VW-1 of the trailing
  * part (VW as apply_panel): z_r = R(i0+r, j) + u_r . V(j,:) for the PANEL rows
- * (V in groups of KB columns), d by forward substitution with M, then
+ * (V in passes of PG columns), d by forward substitution with M, then
  * R(i0+r, j) = flip_r (R(i0+r, j) - tau_r d_r) and V(j,:) -= sum_r tau_r d_r u_r.
  * Rows past nb take no part (their tau d is zero; h's rows there may be
- * stale). */
+ * stale).  Every loop over the rows is unrolled (z in registers) over PG
+ * columns of V only: PANEL x PG statements each, not PANEL x KB. */
 __kernel void apply_panel_reflect(__global real *a, const long off, const int ld,
                                   const int n, const int i0, const int nb, __global real *v,
                                   const long voff, const int k, __global const real *h,
@@ -551,7 +604,7 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
     if (j0 >= n || *info)
         return;
     const int m = min(VW, n - j0);
-    realv z[PANEL], y[KB];
+    realv z[PANEL], y[PG];
     real e[VW];
     #pragma unroll
     for (int r = 0; r < PANEL; r++) {
@@ -559,21 +612,28 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
             e[u] = (r < nb && u < m) ? R(i0 + r, j0 + u) : ZERO;
         z[r] = VLOAD(VW)(0, e);
     }
-    for (int q = 0; q < k; q += KB) {
-        LOAD_V_SLAB(y, q);
+    for (int q = 0; q < k; q += PG) {
+        #pragma unroll
+        for (int p = 0; p < PG; p++)
+            y[p] = v_entry(v, k, j0, m, q + p);
         #pragma unroll
         for (int r = 0; r < PANEL; r++) {
             __global const real *hr = HROW(i0 + r) + q;
-            realv s0 = ZERO, s1 = ZERO;
             #pragma unroll
-            for (int p = 0; p < KB; p += 2) {
-                s0 = MUL_ADD(hr[p], y[p], s0);
-                if (p + 1 < KB)
-                    s1 = MUL_ADD(hr[p + 1], y[p + 1], s1);
-            }
-            z[r] += s0 + s1;
+            for (int p = 0; p < PG; p++)
+                z[r] = MUL_ADD(hr[p], y[p], z[r]);
         }
     }
+#if PANEL % 8 == 0 && PANEL <= 64
+    for (int l = 0; l < nb; l++) {
+        __global const real *ml = h + kp + 2 + l;
+        realv zl = ZERO;
+        switch (l / 8) {
+        SUBST_CASE(0) SUBST_CASE(8) SUBST_CASE(16) SUBST_CASE(24)
+        SUBST_CASE(32) SUBST_CASE(40) SUBST_CASE(48) SUBST_CASE(56)
+        }
+    }
+#else
     #pragma unroll
     for (int l = 0; l < PANEL - 1; l++) {
         __global const real *ml = h + kp + 2 + l;
@@ -581,6 +641,7 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
         for (int r = l + 1; r < PANEL; r++)
             z[r] = MUL_ADD(-ml[AT(i0 + r, 0, kp + 2 + PANEL)], z[l], z[r]);
     }
+#endif
     #pragma unroll
     for (int r = 0; r < PANEL; r++)
         z[r] = r < nb ? HROW(i0 + r)[kp] * z[r] : (realv)ZERO;           /* tau_r d_r */
@@ -590,16 +651,20 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
         for (int u = 0; u < m; u++)
             R(i0 + r, j0 + u) = f * (R(i0 + r, j0 + u) - e[u]);
     }
-    for (int q = 0; q < k; q += KB) {
-        LOAD_V_SLAB(y, q);
+    for (int q = 0; q < k; q += PG) {
+        #pragma unroll
+        for (int p = 0; p < PG; p++)
+            y[p] = v_entry(v, k, j0, m, q + p);
         #pragma unroll
         for (int r = 0; r < PANEL; r++) {
             __global const real *hr = HROW(i0 + r) + q;
             #pragma unroll
-            for (int p = 0; p < KB; p++)
+            for (int p = 0; p < PG; p++)
                 y[p] = MUL_ADD(-z[r], hr[p], y[p]);
         }
-        STORE_V_SLAB(y, q);
+        #pragma unroll
+        for (int p = 0; p < PG; p++)
+            v_store(v, k, j0, m, q + p, y[p]);
     }
 }
 #endif
