@@ -30,6 +30,8 @@ class FactorsPanel(QtWidgets.QWidget):
         self.views["P"].decimals = 0
         layout.addLayout(maps, 1)
         self.check = QtWidgets.QLabel("")
+        self.check.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored,     # never widens
+                                 QtWidgets.QSizePolicy.Policy.Preferred)   # its side
         layout.addWidget(self.check)
         self.factors = None
 
@@ -51,5 +53,5 @@ class FactorsPanel(QtWidgets.QWidget):
         self.views["P"].show_matrix(factors.p_matrix, 1.0, title="P")
         ok = accuracy.passes(factors.check)
         self.check.setText(f"PA = L·Ũ: ‖PA − L·Ũ‖∞/(n‖A‖∞ε) = {factors.check:.2g} "
-                           f"{'✓' if ok else '✗'}   (Ũ: U with the matrix still to factor "
-                           f"below it)")
+                           f"{'✓' if ok else '✗'}\n"
+                           f"(Ũ: U with the matrix still to factor below it)")

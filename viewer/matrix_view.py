@@ -6,6 +6,10 @@ triangle) show the theme's background; other cells holding Inf or NaN show
 :data:`~viewer.theme.NON_FINITE`.  Any finite float64 values draw: colours are
 computed on values scaled by a power of ten (the colour bar says which), so
 no level or difference handed to pyqtgraph overflows.
+
+The title never widens the plot (:class:`FittedTitle`): a long one breaks at its
+" · " onto a second line, and what still does not fit is elided, so that the
+map, its colour bar and the title fit whatever width the view is given.
 """
 
 from __future__ import annotations
@@ -97,6 +101,73 @@ def _set_rect(item, region) -> None:
     item.setVisible(True)
 
 
+def fit_lines(text: str, metrics: QtGui.QFontMetricsF, width: float,
+              max_lines: int = 2) -> list:
+    """``text`` as at most ``max_lines`` lines no wider than ``width`` pixels: whole if
+    it fits, else broken at its " · " separators (the last line takes the rest), each
+    line still too wide elided at its end."""
+    if width <= 0 or metrics.horizontalAdvance(text) <= width:
+        return [text]
+    parts = text.split(" · ")
+    lines, line = [], parts[0]
+    for part in parts[1:]:
+        joined = f"{line} · {part}"
+        if metrics.horizontalAdvance(joined) <= width or len(lines) == max_lines - 1:
+            line = joined
+        else:
+            lines.append(line)
+            line = part
+    lines.append(line)
+    return [metrics.elidedText(t, QtCore.Qt.TextElideMode.ElideRight, width) for t in lines]
+
+
+class FittedTitle(pg.LabelItem):
+    """A plot's title that asks for no width: it is fitted (:func:`fit_lines`) to the
+    width its plot gives it, and its row of the plot's layout grows to the lines'
+    height.  :attr:`text` is the whole title, as set."""
+
+    def __init__(self, parent):
+        self._shown = ""           # the fitted lines, as drawn
+        self._fitted_to = -1.0     # the width they were fitted to
+        super().__init__(" ", parent=parent, size="11pt")
+
+    def setText(self, text, **args) -> None:
+        self.opts.update(args)
+        self._fitted_to = -1.0
+        self._fit(text)
+
+    def _metrics(self) -> QtGui.QFontMetricsF:
+        font = QtGui.QFont(self.item.font())
+        size = str(self.opts.get("size", "11pt"))
+        if size.endswith("pt"):
+            font.setPointSizeF(float(size[:-2]))
+        return QtGui.QFontMetricsF(font)
+
+    def _fit(self, text: str) -> None:
+        width = self.width()
+        shown = "<br>".join(fit_lines(text, self._metrics(), width - 2))
+        self._fitted_to = width
+        if shown != self._shown or self.text != text:
+            self._shown = shown
+            super().setText(shown)          # draws the lines, then updateMin below
+        self.text = text
+
+    def resizeEvent(self, ev) -> None:
+        super().resizeEvent(ev)
+        if ev is not None and self.width() != self._fitted_to:
+            self._fit(self.text)
+
+    def updateMin(self) -> None:
+        super().updateMin()
+        height = self.itemRect().height()
+        self.setMinimumWidth(0)
+        self._sizeHint[QtCore.Qt.SizeHint.MinimumSize] = (0, height)
+        plot = self.parentItem()
+        if isinstance(plot, pg.PlotItem) and self.isVisible():
+            self.setMaximumHeight(height)
+            plot.layout.setRowFixedHeight(0, height)
+
+
 class MatrixView(pg.GraphicsLayoutWidget):
     """One heat map with overlays; emits the cell under the mouse."""
 
@@ -116,6 +187,11 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.vmax = 1.0
         self.overlays: Overlays | None = None
         self.plot = self.addPlot()
+        self.plot.layout.removeItem(self.plot.titleLabel)      # a title that asks no width
+        self.scene().removeItem(self.plot.titleLabel)
+        self.plot.titleLabel = FittedTitle(self.plot)
+        self.plot.layout.addItem(self.plot.titleLabel, 0, 1)
+        self.plot.setTitle(None)
         self.plot.invertY(True)
         self.plot.setAspectLocked(True)
         self.plot.hideButtons()

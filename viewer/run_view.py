@@ -91,6 +91,7 @@ class RunView(QtWidgets.QWidget):
         self.caption.setVisible(False)
         layout.addWidget(self.caption)
         self.summary = QtWidgets.QLabel("")          # growth, smallest pivot, backward error
+        self.summary.setWordWrap(True)
         self.summary.setVisible(False)
         layout.addWidget(self.summary)
         layout.addWidget(self._factors, 2)

@@ -382,9 +382,11 @@ class MainWindow(QtWidgets.QMainWindow):
     def _show_sides(self) -> None:
         """Each side of the view shows its run as a heat map, or a sparse run as patterns
         and its tree (:mod:`viewer.sparse_view`); the main side shows a tile run's
-        tiles, task graph and lanes (:mod:`viewer.tiles_view`)."""
+        tiles, task graph and lanes (:mod:`viewer.tiles_view`).  The sides shown share the
+        width equally each time one comes or goes."""
         m = self.model
         pages = self._sides
+        before = [p.isVisibleTo(self.views) for p in pages.values()]
         for side, run in (("main", m.run), ("compare", m.compare_run)):
             is_sparse = run is not None and sparse.structure(run) is not None
             is_tiles = side == "main" and run is not None and tiles.tile_run(run) is not None
@@ -392,6 +394,10 @@ class MainWindow(QtWidgets.QMainWindow):
             pages[f"sparse_{side}"].setVisible(is_sparse)
             if side == "main":
                 pages["tiles_main"].setVisible(is_tiles)
+        shown = [p.isVisibleTo(self.views) for p in pages.values()]
+        if shown != before and any(shown):      # the sides share the width equally
+            width = max(self.views.width(), sum(self.views.sizes()))
+            self.views.setSizes([width // sum(shown) if s else 0 for s in shown])
 
     def colour_range(self) -> float:
         """Half-width of the colour scale: one scale for both sides of a comparison."""

@@ -2,8 +2,11 @@
 
 import numpy as np
 import oclla
+import pyqtgraph as pg
 import pytest
-from lecture_helpers import record
+from lecture_helpers import close, grab, record
+from PySide6 import QtCore
+from viewer_testdata import synthetic_recording, synthetic_run
 
 from oclla.viewer import analysis, first_runs, registry
 from oclla.viewer.run_dialog import RunDialog
@@ -90,3 +93,41 @@ def test_typed_matrix_sets_the_order_and_is_remembered(qtbot):
     dialog.typed.setPlainText("1 2 3; 4 5 6; 7 8 10")
     assert dialog.n.value() == 3
     np.testing.assert_array_equal(dialog.request().matrix[0], [1, 2, 3])
+
+
+@pytest.fixture
+def long_titles(window):
+    """Two 12 × 12 runs with the longest titles of the per-pivot LU variants, at step 10."""
+    runs = synthetic_run(n=12, variant="faithful"), synthetic_run(n=12, variant="window")
+    window.model.set_recording(synthetic_recording(*runs))
+    window.do_compare_other()
+    window.model.go_to(10)
+    return window
+
+
+@pytest.mark.parametrize("size", [(1280, 820), (1100, 720), (1600, 900)])   # default, resized
+def test_each_side_fits_its_view_with_its_colour_bar(long_titles, qtbot, size):
+    w = long_titles
+    w.resize(*size)
+    qtbot.waitUntil(lambda: w.size() == QtCore.QSize(*size))
+    qtbot.wait(20)
+    titles = ("A: per pivot, as in the SYCL post · step 10/11 · eliminate",
+              "B: per pivot, delayed updates · step 10/11 · eliminate")
+    widths = []
+    for side, title in zip((w.main_view, w.compare_view), titles):
+        view = side.matrix
+        widths.append(view.width())
+        port = QtCore.QRectF(view.viewport().rect())
+        for item in (view.plot, view.colorbar, view.plot.titleLabel):
+            assert port.contains(item.sceneBoundingRect()), (size, item)
+        assert view.plot.titleLabel.text == title          # the whole title, maybe on 2 lines
+        # the pixels: every column of cells, then the colour bar's low (blue) end right of
+        # them (the cells all hold positive values: blue is the bar's alone)
+        image = grab(view)
+        right = view.view_to_widget(12, 12).x()
+        assert view.view_to_widget(11.5, 11.5).x() < right < view.width() - 40
+        low = pg.colormap.get(view.colormap_name).mapToQColor(0.0).name()
+        bar = np.flatnonzero(close(image[:, right:], low, 30).any(axis=0))
+        assert bar.size >= 10, size                          # the bar is 18 px wide
+        assert right + bar.max() < view.width() - 20         # and its tick labels beside it
+    assert abs(widths[0] - widths[1]) <= 2                   # the sides share the width
