@@ -136,7 +136,8 @@ class MainWindow(QtWidgets.QMainWindow):
         layout.addWidget(self.transport)
         self.setCentralWidget(central)
         self._queued: list = []            # (request, purpose) to run after the current one
-        self._docks_before: dict = {}      # dock -> visible, while presenting
+        self._presenting = False           # the docks and menus put away (presentation)
+        self._state_before = None          # saveState() from before presenting
 
         self.timeline = TimelineView()
         self.timeline.kernel_clicked.connect(self.model.select_kernel)
@@ -421,15 +422,15 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _present(self, on: bool) -> None:
         """Presentation: the matrix gets the screen (no menus, no side panels); leaving it
-        brings back the panels that were open."""
-        docks = (self.timeline_dock, self.details_dock)
-        if on:
-            self._docks_before = {d: d.isVisible() for d in docks}
-            for d in docks:
+        brings back the panels that were open, and only those.  Not presenting, nothing
+        is touched: the layout restored from the settings stays as it was saved."""
+        if on and not self._presenting:
+            self._state_before = self.saveState()
+            for d in (self.timeline_dock, self.details_dock):
                 d.hide()
-        else:
-            for d in docks:
-                d.setVisible(self._docks_before.get(d, True))
+        elif not on and self._presenting:
+            self.restoreState(self._state_before)       # the docks, shown or not, and sizes
+        self._presenting = on
         self.menuBar().setVisible(not on)
 
     def _show_recording(self) -> None:
@@ -872,7 +873,9 @@ class MainWindow(QtWidgets.QMainWindow):
             self.thread.cancel()
             self.thread.wait(10_000)
         self.timer.stop()
-        self.settings.save_window(self.saveGeometry(), self.saveState())
+        # closed while presenting: the layout to come back to is the one from before
+        state = self._state_before if self._presenting else self.saveState()
+        self.settings.save_window(self.saveGeometry(), state)
         self.settings.sync()
         super().closeEvent(event)
 

@@ -7,6 +7,8 @@ from lecture_helpers import close, grab, record, text_height
 
 from oclla.viewer import matrices
 from oclla.viewer.matrix_view import cell_text, text_pixels
+from oclla.viewer.settings import Settings
+from oclla.viewer.window import MainWindow
 
 
 @pytest.fixture
@@ -25,6 +27,50 @@ def test_presentation_gives_the_matrix_the_window(lu8, qtbot):
     w.do_presentation(False)
     assert w.timeline_dock.isVisible() and w.details_dock.isVisible()
     assert w.menuBar().isVisible()
+
+
+def test_the_docks_as_left_survive_presentation_and_a_restart(qtbot, tmp_path):
+    from PySide6 import QtCore
+    ini = str(tmp_path / "layout.ini")
+    horizontal = QtCore.Qt.Orientation.Horizontal
+
+    def make(presenting=False):
+        w = MainWindow(Settings(QtCore.QSettings(ini, QtCore.QSettings.Format.IniFormat)),
+                       device_lister=lambda: [])
+        qtbot.addWidget(w)
+        w.model.set_presentation(presenting)        # as --presentation does, before show
+        w.show()
+        qtbot.waitExposed(w)
+        return w
+
+    def docks(w):
+        return w.timeline_dock.isVisible(), w.details_dock.isVisible()
+    w = make()
+    w.timeline_dock.toggleViewAction().trigger()            # the user hides the timeline
+    w.resizeDocks([w.details_dock], [420], horizontal)
+    qtbot.waitUntil(lambda: w.details_dock.width() == 420)
+    w.do_presentation(True)
+    assert docks(w) == (False, False)
+    w.do_presentation(False)
+    assert docks(w) == (False, True) and w.details_dock.width() == 420
+    w.close()
+
+    w = make()                                                # a new window: as left
+    assert docks(w) == (False, True) and w.details_dock.width() == 420
+    w.timeline_dock.toggleViewAction().trigger()
+    w.details_dock.toggleViewAction().trigger()
+    assert docks(w) == (True, False)
+    w.do_presentation(True)
+    w.close()                                                 # closed while presenting
+
+    w = make()                                                # the layout before presenting
+    assert docks(w) == (True, False) and w.menuBar().isVisible()
+    w.close()
+
+    w = make(presenting=True)                                 # started presenting
+    assert docks(w) == (False, False) and not w.menuBar().isVisible()
+    w.do_presentation(False)
+    assert docks(w) == (True, False) and w.menuBar().isVisible()
 
 
 def test_an_8x8_on_a_1080p_screen_has_numbers_of_at_least_28_px(lu8, qtbot):
