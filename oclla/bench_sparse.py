@@ -4,7 +4,8 @@ Usage::
 
     oclla bench sparse [--sizes 2d:300,3d:20] [--methods rl,rlb] [--dtypes float64]
                        [--large 2e6,inf] [--ordering metis] [--merge relaxed,fill]
-                       [--repeat 3] [--device SPEC] [--json [FILE.json]]
+                       [--repeat 3] [--check-max 30000] [--probes 4]
+                       [--device SPEC] [--json [FILE.json]]
 
 (also ``python -m oclla.bench sparse ...`` and ``python benchmarks/sparse.py ...``).
 
