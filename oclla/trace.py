@@ -30,11 +30,14 @@ import zipfile
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field, asdict
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyopencl as cl
 
 from . import _trace_hooks
+
+if TYPE_CHECKING:     # pyopencl only where a recording is made: a replay needs none
+    import pyopencl as cl
 
 FORMAT_NAME = "oclla-recording"
 HOST = "host"
@@ -487,6 +490,7 @@ def step(phase: str, region, pivot=None, flops=0.0, nbytes=0.0, **info):
 
 @contextmanager
 def _host_ctx(rec: Recording, name: str, queue):
+    import pyopencl as cl
     began = cl.enqueue_marker(queue)
     try:
         yield
