@@ -126,14 +126,16 @@ class FittedTitle(pg.LabelItem):
     width its plot gives it, and its row of the plot's layout grows to the lines'
     height.  :attr:`text` is the whole title, as set."""
 
-    def __init__(self, parent):
+    def __init__(self, plot: pg.PlotItem):
+        self._plot = plot
         self._shown = ""           # the fitted lines, as drawn
         self._fitted_to = -1.0     # the width they were fitted to
-        super().__init__(" ", parent=parent, size="11pt")
+        self._height = -1.0        # the height of the plot's title row
+        super().__init__(" ", parent=plot, size="11pt")
 
     def setText(self, text, **args) -> None:
         self.opts.update(args)
-        self._fitted_to = -1.0
+        self._fitted_to = self._height = -1.0      # PlotItem.setTitle set the row's height
         self._fit(text)
 
     def _metrics(self) -> QtGui.QFontMetricsF:
@@ -151,6 +153,11 @@ class FittedTitle(pg.LabelItem):
             self._shown = shown
             super().setText(shown)          # draws the lines, then updateMin below
         self.text = text
+        height = self.itemRect().height()
+        if height != self._height:          # the title row as tall as the lines
+            self._height = height
+            self.setMaximumHeight(height)
+            self._plot.layout.setRowFixedHeight(0, height)
 
     def resizeEvent(self, ev) -> None:
         super().resizeEvent(ev)
@@ -159,13 +166,8 @@ class FittedTitle(pg.LabelItem):
 
     def updateMin(self) -> None:
         super().updateMin()
-        height = self.itemRect().height()
         self.setMinimumWidth(0)
-        self._sizeHint[QtCore.Qt.SizeHint.MinimumSize] = (0, height)
-        plot = self.parentItem()
-        if isinstance(plot, pg.PlotItem) and self.isVisible():
-            self.setMaximumHeight(height)
-            plot.layout.setRowFixedHeight(0, height)
+        self._sizeHint[QtCore.Qt.SizeHint.MinimumSize] = (0, self.itemRect().height())
 
 
 class MatrixView(pg.GraphicsLayoutWidget):
@@ -188,7 +190,7 @@ class MatrixView(pg.GraphicsLayoutWidget):
         self.overlays: Overlays | None = None
         self.plot = self.addPlot()
         self.plot.layout.removeItem(self.plot.titleLabel)      # a title that asks no width
-        self.scene().removeItem(self.plot.titleLabel)
+        self.plot.titleLabel.hide()          # pyqtgraph's, left to the plot (which owns it)
         self.plot.titleLabel = FittedTitle(self.plot)
         self.plot.layout.addItem(self.plot.titleLabel, 0, 1)
         self.plot.setTitle(None)
