@@ -39,12 +39,12 @@ class CliError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from oclla.cli import version_text
+    from oclla import __version__      # not oclla.cli: its imports need pyopencl
     p = argparse.ArgumentParser(
         prog="oclla-viewer",
         description="Watch oclla's factorizations step by step and see where the time goes.",
         epilog="Without --export the window opens; with it the view is rendered headless.")
-    p.add_argument("--version", action="version", version=version_text("oclla-viewer"))
+    p.add_argument("--version", action="version", version=f"oclla-viewer {__version__}")
     src = p.add_argument_group("what to show")
     src.add_argument("--replay", metavar="FILE", help="open a saved recording")
     src.add_argument("--algorithm", choices=[a.key for a in registry.ALGORITHMS],

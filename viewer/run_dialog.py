@@ -26,11 +26,17 @@ def snapshots_fit(n: int) -> bool:
     return n <= matrices.MAX_STEP_VIEW_N
 
 
+def list_devices() -> list:
+    """:func:`oclla.devices`, looked up when called: pyopencl is imported only when the
+    Run dialog first lists the devices, never to open the window or replay a recording."""
+    return oclla.devices()
+
+
 class RunDialog(QtWidgets.QDialog):
     """Collects a :class:`RunRequest`; :meth:`request` builds it after ``accept``."""
 
     def __init__(self, parent=None, initial: RunRequest | None = None,
-                 device_lister=oclla.devices, title: str = "New run", same_matrix=None):
+                 device_lister=list_devices, title: str = "New run", same_matrix=None):
         """``same_matrix``: the matrix of the run to compare with; a check box (on by
         default) then runs on it."""
         super().__init__(parent)

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from oclla.trace import MAX_ORDER, RecordingError
 
@@ -84,6 +83,7 @@ class Structure:
 def structure_metrics(a_low, factor) -> dict:
     """``run.metrics["sparse"]`` of a factorization ``factor`` (:class:`oclla.sparse.Factor`)
     of the matrix whose lower triangle is ``a_low`` (scipy.sparse)."""
+    import scipy.sparse as sp          # a run's: never on the way to the window or a replay
     sym = factor.symbolic
     iperm = np.asarray(sym.iperm)
     coo = sp.coo_array(a_low)

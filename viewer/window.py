@@ -26,7 +26,7 @@ from .lazy import LazyPage
 from .pick_bar import PickBar
 from .pick_pivot import PickError, PivotGame
 from .matrix_view import NUMBERS_MAX_N
-from .run_dialog import RunDialog
+from .run_dialog import RunDialog, list_devices
 from .run_view import RunView, position_title
 from .runner import RunRequest
 from .settings import Settings
@@ -76,7 +76,7 @@ class MessageBar(QtWidgets.QFrame):
 class MainWindow(QtWidgets.QMainWindow):
     """The viewer window (see the module docstring)."""
 
-    def __init__(self, settings: Settings | None = None, device_lister=oclla.devices):
+    def __init__(self, settings: Settings | None = None, device_lister=list_devices):
         super().__init__()
         self.setWindowTitle("oclla viewer")
         self.model = model_mod.ViewerModel()
