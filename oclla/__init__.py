@@ -62,22 +62,87 @@ if (not _os.path.isdir(_os.path.join(__path__[0], "kernels_cl"))
     __path__.append(_checkout)
 del _checkout, _os
 
-from . import accuracy, blas
-from ._device import DeviceError, DeviceInfo, device_info, devices, get_queue
-from ._profiles import PROFILES, Profile, set_profile
-from .lu import lu, lu_factor, lu_solve
-from . import hybrid, rfp
-from . import sparse
-from .ad2at import assemble_ad2at
-from .cholesky import cho_factor, cho_solve, cholesky
-from . import tiled
-from .tiled import TiledMatrix
-from . import multi_device, multi_device_lu, tile_tasks
-from .inverse import cho_inverse, cho_logdet, inv_spd, trtri
-from .update import cholesky_update
-from .wls import WLSResult, wls_solve
-from .trace import Recording, RecordingError, load_recording, record
-from ._warmup import warmup
+# The public names are imported on first use (PEP 562): ``import oclla`` costs no pyopencl,
+# scipy.linalg or kernel driver until a name that needs one is asked for (a replay of a
+# recording needs none).  ``from oclla import X`` and ``oclla.X`` work as if imported here;
+# type checkers and doc tools read the block below.
+import importlib as _importlib
+import sys as _sys
+import types as _types
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+if _TYPE_CHECKING:
+    from . import accuracy, blas
+    from ._device import DeviceError, DeviceInfo, device_info, devices, get_queue
+    from ._profiles import PROFILES, Profile, set_profile
+    from .lu import lu, lu_factor, lu_solve
+    from . import hybrid, rfp
+    from . import sparse
+    from .ad2at import assemble_ad2at
+    from .cholesky import cho_factor, cho_solve, cholesky
+    from . import tiled
+    from .tiled import TiledMatrix
+    from . import multi_device, multi_device_lu, tile_tasks
+    from .inverse import cho_inverse, cho_logdet, inv_spd, trtri
+    from .update import cholesky_update
+    from .wls import WLSResult, wls_solve
+    from .trace import Recording, RecordingError, load_recording, record
+    from ._warmup import warmup
+
+_SUBMODULES = ("accuracy", "blas", "hybrid", "rfp", "sparse", "tiled", "multi_device",
+               "multi_device_lu", "tile_tasks")
+"""The public submodules."""
+
+_FROM = {
+    "._device": ("DeviceError", "DeviceInfo", "device_info", "devices", "get_queue"),
+    "._profiles": ("PROFILES", "Profile", "set_profile"),
+    ".lu": ("lu", "lu_factor", "lu_solve"),
+    ".ad2at": ("assemble_ad2at",),
+    ".cholesky": ("cho_factor", "cho_solve", "cholesky"),
+    ".tiled": ("TiledMatrix",),
+    ".inverse": ("cho_inverse", "cho_logdet", "inv_spd", "trtri"),
+    ".update": ("cholesky_update",),
+    ".wls": ("WLSResult", "wls_solve"),
+    ".trace": ("Recording", "RecordingError", "load_recording", "record"),
+    "._warmup": ("warmup",),
+}
+_HOME = {name: module for module, names in _FROM.items() for name in names}
+"""Public name -> the module that defines it."""
+
+
+def __getattr__(name: str):
+    """A public name, imported now (and kept); any other submodule, imported."""
+    if name in _HOME:
+        value = getattr(_importlib.import_module(_HOME[name], __name__), name)
+    elif name in _SUBMODULES or (not name.startswith("__") and _is_submodule(name)):
+        value = _importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def _is_submodule(name: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(f"{__name__}.{name}") is not None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(_types.ModuleType):
+    """``oclla.lu`` and ``oclla.cholesky`` are functions, though modules of those names
+    exist: importing one of them (which sets the package's attribute of its name) binds the
+    function of its name instead, as ``from .lu import lu`` did."""
+
+    def __setattr__(self, name, value):
+        if name in ("lu", "cholesky") and isinstance(value, _types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 __version__ = "0.1.0"
 
