@@ -4,8 +4,10 @@ another version of it, in one process.
     PYOPENCL_NO_CACHE=1 python benchmarks/update_build.py OLD.cl SIZES RANKS DTYPES [KNOBS]
     PYOPENCL_NO_CACHE=1 python benchmarks/update_build.py benchmarks/_old_update.cl \\
         8192 16,64 float32,float64
+    VERSIONS=new,new:PG=8,old python benchmarks/update_build.py ...
 
-Per (dtype, n, k) and version (the working tree's update.cl first, then OLD.cl): the
+Per (dtype, n, k) and version (VERSIONS, default ``new,old``: the working tree's
+update.cl, the same with extra defines ``new:NAME=V:...``, then OLD.cl): the
 program that the blocked ``cholesky_update`` of rank k uses on this device (the
 ``update`` knobs as they are, or with KNOBS, e.g. ``REFLECT=16,KF=64,PANEL=64``, through
 :func:`oclla._params.trial`) is built from source (seconds; pyopencl's cache must be
@@ -17,6 +19,7 @@ between the versions' results, each kernel's PTX lines (NVIDIA) and, with
 device, or OCLLA_DEVICE.
 """
 
+import os
 import re
 import sys
 import time
@@ -110,8 +113,10 @@ def main(argv) -> int:
                     opts = update._options(queue, dtype, k, False, False, reflect)
                     options = build_options(dtype, opts)
                     results = []
-                    for name, text in (("new", new_text), ("old", old_text)):
-                        prg, seconds, log = build(queue, text, options)
+                    for name in os.environ.get("VERSIONS", "new,old").split(","):
+                        text = old_text if name == "old" else new_text
+                        extra = tuple(f"-D{d}" for d in name.split(":")[1:])
+                        prg, seconds, log = build(queue, text, options + extra)
                         _programs._programs[(queue.context, "update.cl", options)] = prg
                         _programs._thread_kernels.cache = {}
                         best, work = timed(queue, c, v, n)
@@ -126,9 +131,11 @@ def main(argv) -> int:
                             if "apply_panel" in row or "factor_panel" in row or \
                                     "spill" in row or "registers" in row:
                                 print(f"    {row}", flush=True)
+                    names = os.environ.get("VERSIONS", "new,old").split(",")
                     scale = np.abs(results[0]).max()
-                    diff = np.abs(results[0] - results[1]).max()
-                    print(f"    max|new - old| / max|R| = {diff / scale:.3g}", flush=True)
+                    diff = np.abs(results[0] - results[-1]).max()
+                    print(f"    max|{names[0]} - {names[-1]}| / max|R| = {diff / scale:.3g}",
+                          flush=True)
                     _programs._programs.pop((queue.context, "update.cl", options), None)
                     _programs._thread_kernels.cache = {}
     return 0

@@ -562,14 +562,23 @@ inline void v_store(__global real *v, const int k, const int j0, const int m, co
             VAT(j0 + u, p) = e[u];
 }
 
-/* Columns of V per pass of apply_panel_reflect's loops over the panel's rows
- * (a divisor of KB, so of kp: h's entries of a pass are always there). */
-#define PG (KB < 4 ? KB : 4)
+/* Columns of V per pass of apply_panel_reflect's loops over the panel's rows: PW,
+ * PG (4) but at most KB (a divisor of KB, so of kp: h's entries of a pass are
+ * always there).  Each loop is PANEL x PW statements.  On the H100 (n = 8192,
+ * k = 64, float32) PG = 8 built in 2.9 s instead of 1.9 and ran no faster
+ * (benchmarks/results/nvidia-h100-2026-11-26-update-build-4.txt). */
+#ifndef PG
+#define PG 4
+#endif
+#define PW (KB < PG ? KB : PG)
 
 /* The forward substitution d_r = z_r - sum_{l<r} M(r,l) d_l in place on z, one
  * step l at a time (l < nb, the same in every item), with literal indices
  * (z stays in registers) and PANEL^2/16 + PANEL statements instead of PANEL^2/2
- * (NVIDIA's compiler took ~20 s over a program with the fully unrolled form):
+ * (the fully unrolled form, with 16-column passes over V, made the program a
+ * 13-16 s build on the H100; this one builds in 1.7-1.9 s, and the update runs
+ * 1-16 % longer: 19.6 against 16.8 ms at n = 8192, k = 64, float32;
+ * benchmarks/results/nvidia-h100-2026-11-26-update-build-4.txt):
  * a switch on l's block of eight picks the code of that block, its rows under
  * a test of l (row l gives zl = d_l, the later ones are updated), the rows of
  * the later blocks without one.  Per row the same operations in the same
@@ -588,11 +597,11 @@ inline void v_store(__global real *v, const int k, const int j0, const int m, co
 
 /* The panel's reflectors applied to columns j0 .. j0+VW-1 of the trailing
  * part (VW as apply_panel): z_r = R(i0+r, j) + u_r . V(j,:) for the PANEL rows
- * (V in passes of PG columns), d by forward substitution with M, then
+ * (V in passes of PW columns), d by forward substitution with M, then
  * R(i0+r, j) = flip_r (R(i0+r, j) - tau_r d_r) and V(j,:) -= sum_r tau_r d_r u_r.
  * Rows past nb take no part (their tau d is zero; h's rows there may be
- * stale).  Every loop over the rows is unrolled (z in registers) over PG
- * columns of V only: PANEL x PG statements each, not PANEL x KB. */
+ * stale).  Every loop over the rows is unrolled (z in registers) over PW
+ * columns of V only: PANEL x PW statements each, not PANEL x KB. */
 __kernel void apply_panel_reflect(__global real *a, const long off, const int ld,
                                   const int n, const int i0, const int nb, __global real *v,
                                   const long voff, const int k, __global const real *h,
@@ -604,7 +613,7 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
     if (j0 >= n || *info)
         return;
     const int m = min(VW, n - j0);
-    realv z[PANEL], y[PG];
+    realv z[PANEL], y[PW];
     real e[VW];
     #pragma unroll
     for (int r = 0; r < PANEL; r++) {
@@ -612,15 +621,15 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
             e[u] = (r < nb && u < m) ? R(i0 + r, j0 + u) : ZERO;
         z[r] = VLOAD(VW)(0, e);
     }
-    for (int q = 0; q < k; q += PG) {
+    for (int q = 0; q < k; q += PW) {
         #pragma unroll
-        for (int p = 0; p < PG; p++)
+        for (int p = 0; p < PW; p++)
             y[p] = v_entry(v, k, j0, m, q + p);
         #pragma unroll
         for (int r = 0; r < PANEL; r++) {
             __global const real *hr = HROW(i0 + r) + q;
             #pragma unroll
-            for (int p = 0; p < PG; p++)
+            for (int p = 0; p < PW; p++)
                 z[r] = MUL_ADD(hr[p], y[p], z[r]);
         }
     }
@@ -645,25 +654,28 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
     #pragma unroll
     for (int r = 0; r < PANEL; r++)
         z[r] = r < nb ? HROW(i0 + r)[kp] * z[r] : (realv)ZERO;           /* tau_r d_r */
-    for (int r = 0; r < nb; r++) {
-        const real f = HROW(i0 + r)[kp + 1];
-        VSTORE(VW)(z[r], 0, e);
-        for (int u = 0; u < m; u++)
-            R(i0 + r, j0 + u) = f * (R(i0 + r, j0 + u) - e[u]);
+    #pragma unroll
+    for (int r = 0; r < PANEL; r++) {                /* literal r: z stays in registers */
+        if (r < nb) {
+            const real f = HROW(i0 + r)[kp + 1];
+            VSTORE(VW)(z[r], 0, e);
+            for (int u = 0; u < m; u++)
+                R(i0 + r, j0 + u) = f * (R(i0 + r, j0 + u) - e[u]);
+        }
     }
-    for (int q = 0; q < k; q += PG) {
+    for (int q = 0; q < k; q += PW) {
         #pragma unroll
-        for (int p = 0; p < PG; p++)
+        for (int p = 0; p < PW; p++)
             y[p] = v_entry(v, k, j0, m, q + p);
         #pragma unroll
         for (int r = 0; r < PANEL; r++) {
             __global const real *hr = HROW(i0 + r) + q;
             #pragma unroll
-            for (int p = 0; p < PG; p++)
+            for (int p = 0; p < PW; p++)
                 y[p] = MUL_ADD(-z[r], hr[p], y[p]);
         }
         #pragma unroll
-        for (int p = 0; p < PG; p++)
+        for (int p = 0; p < PW; p++)
             v_store(v, k, j0, m, q + p, y[p]);
     }
 }

@@ -128,7 +128,13 @@ Methods
     refactorization 14.1, 14.3 and 15.4 ms).  Measured again with
     apply_panel's committed code (update-4): the rotations total 8.6-8.8 ms
     at k = 16 float32 against the reflectors' 9.6-10.0 ms, and 22.4-23.0
-    against 16.5-16.8 ms at k = 64, so REFLECT stays 64 in float32.
+    against 16.5-16.8 ms at k = 64, so REFLECT stays 64 in float32.  The
+    reflectors' program holds only their two kernels, and apply_panel_reflect's
+    forward substitution is a loop over its steps (literal indices per block
+    of eight) with passes of 4 columns of V: a 1.7-1.9 s build on the H100
+    instead of 12.9-15.9 s, for updates 1-16 % slower (19.6 against 16.8 ms at
+    n = 8192, k = 64, float32; still ahead of the rotations' 22.4-23.0;
+    nvidia-h100-2026-11-26-update-build-4.txt).
     Downdates keep the rotations (a hyperbolic reflector is not orthogonal;
     the mixed rotations are the stable form).
 
