@@ -2,6 +2,7 @@
 another version of it, in one process.
 
     PYOPENCL_NO_CACHE=1 python benchmarks/update_build.py OLD.cl SIZES RANKS DTYPES [KNOBS]
+    git show 8cec679:kernels_cl/update.cl > benchmarks/_old_update.cl   # inside the tree
     PYOPENCL_NO_CACHE=1 python benchmarks/update_build.py benchmarks/_old_update.cl \\
         8192 16,64 float32,float64
     VERSIONS=new,new:PG=8,old python benchmarks/update_build.py ...

@@ -283,6 +283,18 @@ def test_reflectors_accuracy_across_panels_and_streamed(queue):
                 factor, v, sign=1, lower=lower, check_finite=True, queue=queue), r)
 
 
+@pytest.mark.parametrize("panel", [4, 32])
+def test_reflectors_panel_sizes(queue, panel):
+    """apply_panel_reflect's forward substitution for PANEL = 32 (a switch over four
+    blocks of eight rows) and PANEL = 4 (not a multiple of eight: the unrolled loops),
+    orders straddling the panel, against scipy's factor of Ã."""
+    with gpu_kernels(queue, np.float64, PANEL=panel, REFLECT=1, KF=16):
+        for n in (panel - 1, 2 * panel + 3):
+            at, c, v = problem(n, 5, 1, np.float64)
+            r = oclla.cholesky_update(c, v, queue=queue)
+            np.testing.assert_allclose(r, sl.cholesky(at), rtol=0, atol=1e-12 * n)
+
+
 def test_reflectors_only_for_updates_up_to_kf(queue):
     """Downdates, ranks below REFLECT and ranks above KF keep the rotations."""
     f64 = np.dtype(np.float64)
