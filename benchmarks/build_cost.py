@@ -14,7 +14,7 @@ the first calls of ``cold_start.py``'s routines at ``--first`` orders (the build
 user waits for), and then times ``lu_factor``, ``cholesky`` and ``rfp.cholesky`` on
 device arrays at ``--sizes`` (best of ``--repeat``, the kernels' speed at that
 level).  It prints each program's build seconds, the PTX lines of each kernel in it,
-and with ``--verbose`` the ptxas report (registers, spills) of the programs that
+and with ``--verbose`` (NVIDIA only) the ptxas report (registers, spills) of the programs that
 took longer than ``--slow`` seconds.
 """
 
@@ -56,7 +56,7 @@ def _ptx_entries(prg) -> dict:
     text = prg.binaries[0].decode("latin-1", "replace")
     out, name, count = {}, None, 0
     for line in text.splitlines():
-        m = re.match(r"\s*\.(?:visible\s+)?\.entry\s+(\w+)", line)
+        m = re.match(r"\s*(?:\.visible\s+)?\.entry\s+(\w+)", line)
         if m:
             if name:
                 out[name] = count
@@ -126,7 +126,7 @@ def child(args) -> None:
                 best = min(best, time.perf_counter() - t)
             times[f"{name} {n}"] = best
     print(json.dumps({"times": times}), flush=True)
-    if args.verbose:
+    if args.verbose and "cl_nv_compiler_options" in queue.device.extensions:
         for (_, source, options), prg in list(_programs._programs.items()):
             seconds = max((b.seconds for b in _programs.builds()
                            if b.source == source and _plain(b.options) == options), default=0)
@@ -172,7 +172,7 @@ def programs_mode(path: str) -> None:
         print(f"{from_source:6.2f} s source {from_binary:6.2f} s binary  {source} "
               f"{' '.join(options[1:])}\n        PTX lines: "
               + ", ".join(f"{k} {v}" for k, v in entries.items()), flush=True)
-        if verbose:
+        if verbose and "cl_nv_compiler_options" in dev.extensions:
             log = cl.Program(ctx, text).build(options=options + ["-cl-nv-verbose"]) \
                 .get_build_info(dev, cl.program_build_info.LOG)
             for row in log.splitlines():
