@@ -32,7 +32,10 @@ import pyopencl.array as cl_array
 import oclla
 from oclla import _programs, kernels_cl, update
 from oclla._params import params, trial
-from oclla._programs import build_options, int_zeros
+from oclla._programs import build_options
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from update_variants import timed  # noqa: E402  (best of 3 of the update's device part)
 
 
 def inline_headers(text: str) -> str:
@@ -67,22 +70,6 @@ def ptx_lines(prg) -> str:
     if name:
         out.append(f"{name} {count}")
     return ", ".join(out) if text.lstrip().startswith(("//", ".version")) else ""
-
-
-def timed(queue, c, v, n: int):
-    """Best of 3 (after a warm-up) of the update's device part, and its result."""
-    best = float("inf")
-    for rep in range(4):
-        work, vw, info = c.copy(), v.copy(), int_zeros(queue)
-        queue.finish()
-        t = time.perf_counter()
-        update.modify_device(queue, work.data, 0, n, n, vw, lower=False, sign=1,
-                             method="blocked", info=info)
-        queue.finish()
-        if rep:
-            best = min(best, time.perf_counter() - t)
-    assert int(info.get()[0]) == 0, "the update failed"
-    return best, work
 
 
 def factor(queue, n: int, dtype, rng):

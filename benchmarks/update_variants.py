@@ -43,8 +43,8 @@ def kernel_times(queue, c, v) -> str:
     return " ".join(f"{name}={t / 1e6:.2f}" for name, t in times.items())
 
 
-def timed(queue, c, v, n: int) -> float:
-    """Best of 3 (after a warm-up) of the update's device part."""
+def timed(queue, c, v, n: int) -> tuple:
+    """Best of 3 (after a warm-up) of the update's device part, and its result."""
     best = float("inf")
     for rep in range(4):
         work, vw, info = c.copy(), v.copy(), int_zeros(queue)
