@@ -70,8 +70,14 @@ def update_ranks(queue, dtype) -> tuple:
 
 
 def _spd(n: int, dtype, rng) -> np.ndarray:
-    x = rng.standard_normal((n, n))
-    return (x @ x.T / n + np.eye(n)).astype(dtype)
+    """A symmetric matrix with entries in (-1, 1) off the diagonal and n + 1 on it:
+    strictly diagonally dominant, so positive definite (eigenvalues in (2, 2n + 1));
+    made in O(n²), as the warm-up's largest orders need."""
+    x = rng.uniform(-1.0, 1.0, (n, n))
+    a = np.triu(x, 1)
+    a += a.T
+    a[np.diag_indices(n)] = n + 1.0
+    return a.astype(dtype)
 
 
 #: The per-pivot (teaching) methods run at orders up to this only: their programs follow
@@ -157,14 +163,20 @@ def _dtypes(queue, dtype) -> tuple:
     return (dt,)
 
 
+#: The update's rank classes are warmed up at the largest warm-up order up to this
+#: (their programs do not depend on the order; the host's operands do).
+SWEEP_ORDER = 1024
+
+
 def _warm(queue, dt, rng, families: tuple = FAMILIES, ranks: tuple | None = None) -> tuple:
     """Every routine of the families at each warm-up order of dtype dt; the orders.  The
-    updates run at rank 2 and, at the largest order, at every rank class
-    (:func:`update_ranks`); with ``ranks``, at those ranks at every order."""
+    updates run at rank 2 and, at the largest order up to :data:`SWEEP_ORDER`, at every
+    rank class (:func:`update_ranks`); with ``ranks``, at those ranks at every order."""
     orders = warmup_orders(queue, dt)
     sweep = update_ranks(queue, dt)
+    sweep_at = max([n for n in orders if n <= SWEEP_ORDER] or orders[:1])
     for n in orders:
-        at = ranks or (sweep if n == orders[-1] else (2,))
+        at = ranks or (sweep if n == sweep_at else (2,))
         call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS, ranks=at,
                            families=families)
     return orders
@@ -235,8 +247,8 @@ def warmup(dtype=None, *, queue=None, jobs: int = 1) -> Warmup:
         The dtypes and orders covered, and the programs this process built: afterwards
         a call of any public routine at any order (and an update at any rank) builds
         no program in this process (:func:`oclla._programs.build_count`).  The updates
-        run at every rank class (:func:`update_ranks`) at the largest order only:
-        their programs do not depend on the order.
+        run at every rank class (:func:`update_ranks`) at one order only
+        (:data:`SWEEP_ORDER`): their programs do not depend on the order.
 
     Raises
     ------
