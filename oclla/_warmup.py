@@ -118,10 +118,11 @@ def call_every_routine(queue, dtype, n: int, rng, *, teaching: bool = True,
             lu_solve(factor, b, trans=trans, queue=queue)
         lu(a, queue=queue)
     for lower in triangles:
+        c = None
         if "cholesky" in families:
-            for method in methods:
-                cholesky(spd, lower=lower, method=method, queue=queue)
-        if {"cholesky", "inverse", "update"} & set(families):
+            for method in methods:         # the blocked factor last: the others use it
+                c = cholesky(spd, lower=lower, method=method, queue=queue)
+        if c is None and {"inverse", "update"} & set(families):
             c = cholesky(spd, lower=lower, queue=queue)
         if "cholesky" in families:
             cho_solve((c, lower), b, queue=queue)
@@ -190,8 +191,7 @@ def _device_index(queue) -> int:
 
 def worker_tasks(queue, dtypes: tuple) -> list:
     """The parallel warm-up's tasks, ``dtype:family`` and ``dtype:update:rank`` (one per
-    rank class: the update's programs are the most numerous), the rank-k updates first
-    (the largest programs)."""
+    rank class: the update's programs are the most numerous), the updates first."""
     tasks = []
     for dt in dtypes:
         tasks += [f"{dt.name}:update:{k}" for k in reversed(update_ranks(queue, dt))]
@@ -253,7 +253,7 @@ def warmup(dtype=None, *, queue=None, jobs: int = 1) -> Warmup:
     Raises
     ------
     TypeError
-        A dtype other than float32 or float64.
+        A dtype other than float32 or float64, or ``jobs`` not an int.
     ValueError
         ``jobs`` below 1.
     oclla.DeviceError
