@@ -328,6 +328,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo" and args.n < 1:
         parser.error("--n must be at least 1")
+    if args.command == "warmup" and args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     if args.command == "devices":
         return report_errors("oclla devices", _cmd_devices, args)
     if args.command == "warmup":

@@ -331,3 +331,9 @@ def test_nvidia_icd_hint_only_where_it_applies(monkeypatch):
     assert (hint is None) == any("nvidia" in p for p in platforms)
     if hint:
         assert "OCL_ICD_VENDORS" in hint
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3"])
+def test_warmup_refuses_fewer_than_one_job(capsys, jobs):
+    err = _usage_error(capsys, lambda: main(["warmup", "--jobs", jobs]), "oclla")
+    assert "--jobs must be at least 1" in err
