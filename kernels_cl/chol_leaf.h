@@ -100,12 +100,8 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
 #define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16) G(F, 24) G(F, 32) G(F, 40) G(F, 48) G(F, 56)
 #endif
 #define UPTO_LEAF(F) BLOCKS8(A8, F)
-/* F(j) for the entries of the blocks of eight after block b (b, bb literals: the
- * tests fold away; BLK_ keeps the indices of a folded-away block inside the array) */
-#define BLK_(bb) ((bb) < LEAF ? (bb) : 0)
-#define AFTER1(F, b, bb) if ((bb) > (b) && (bb) < LEAF) { A8(F, BLK_(bb)) }
-#define AFTER8(F, b) AFTER1(F, b, 8) AFTER1(F, b, 16) AFTER1(F, b, 24) AFTER1(F, b, 32) \
-                     AFTER1(F, b, 40) AFTER1(F, b, 48) AFTER1(F, b, 56)
+/* F(j) for the entries of the blocks of eight after block b (unroll.h) */
+#define AFTER8(F, b) LATER8(F, b, LEAF)
 /* the case of a `switch (step / 8)` for the steps of block b: F(b) */
 #define CASE8(F, b) case (b) / 8: F(b) break;
 
@@ -145,7 +141,7 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
 #define ROW_FAR(j) x[j] -= s * c[j];
 #define ROW_BLOCK(b) A8(ROW_NEAR, b) AFTER8(ROW_FAR, b) \
             if ((b) + 8 < LEAF && step == (b) + 7) \
-                next[i] = x[BLK_((b) + 8)];
+                next[i] = x[BLOCK8((b) + 8, LEAF)];
             switch (step / 8) {
             BLOCKS8(CASE8, ROW_BLOCK)
             }

@@ -22,4 +22,14 @@
 #define EACH64(G, p) E8(G, p, 0) E8(G, p, 8) E8(G, p, 16) E8(G, p, 24) E8(G, p, 32) \
                      E8(G, p, 40) E8(G, p, 48) E8(G, p, 56)
 
+/* For a loop over steps whose body is a switch on the step's block of eight (an array
+ * of N <= 64 entries, N a multiple of 8, in registers): LATER8(F, b, N) is F(j) for
+ * the entries of the blocks after block b (b, bb literals: the tests fold away;
+ * BLOCK8(bb, N) keeps the indices of a folded-away block inside the array). */
+#define BLOCK8(bb, N) ((bb) < (N) ? (bb) : 0)
+#define LATER1_(F, b, bb, N) if ((bb) > (b) && (bb) < (N)) { A8(F, BLOCK8(bb, N)) }
+#define LATER8(F, b, N) LATER1_(F, b, 8, N) LATER1_(F, b, 16, N) LATER1_(F, b, 24, N) \
+                        LATER1_(F, b, 32, N) LATER1_(F, b, 40, N) LATER1_(F, b, 48, N) \
+                        LATER1_(F, b, 56, N)
+
 #endif

@@ -584,15 +584,12 @@ inline void v_store(__global real *v, const int k, const int j0, const int m, co
  * the later blocks without one.  Per row the same operations in the same
  * order as the unrolled loops. */
 #if PANEL % 8 == 0 && PANEL <= 64
-#define ZB_(b) ((b) < PANEL ? (b) : 0)
 #define MRL_(r) ml[AT(i0 + (r), 0, kp + 2 + PANEL)]
 #define SUBST_NEAR(r) if ((r) > l) z[r] = MUL_ADD(-MRL_(r), zl, z[r]); \
                       else if ((r) == l) zl = z[r];
 #define SUBST_FAR(r) z[r] = MUL_ADD(-MRL_(r), zl, z[r]);
-#define SUBST_AFTER(b, bb) if ((bb) > (b) && (bb) < PANEL) { A8(SUBST_FAR, ZB_(bb)) }
-#define SUBST_CASE(b) case (b) / 8: if ((b) < PANEL) { A8(SUBST_NEAR, ZB_(b)) \
-    SUBST_AFTER(b, 8) SUBST_AFTER(b, 16) SUBST_AFTER(b, 24) SUBST_AFTER(b, 32) \
-    SUBST_AFTER(b, 40) SUBST_AFTER(b, 48) SUBST_AFTER(b, 56) } break;
+#define SUBST_CASE(b) case (b) / 8: if ((b) < PANEL) { A8(SUBST_NEAR, BLOCK8(b, PANEL)) \
+    LATER8(SUBST_FAR, b, PANEL) } break;
 #endif
 
 /* The panel's reflectors applied to columns j0 .. j0+VW-1 of the trailing
