@@ -165,21 +165,29 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
                 trans_b=not trans, triangle="lower" if lower else "upper", tile=tile)
 
 
+def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
+    """A kernel of trsm.cl: one program per block order ``nb`` (default: the device's
+    TRSM_NB) and the device's REGISTER, for every side, triangle, transpose and
+    diagonal (the kernels' arguments)."""
+    p = params(queue, "trsm", dtype)
+    return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
+                      TRSM_REG=p["REGISTER"])
+
+
 def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):
-    kernel = get_kernel(queue, "trsm.cl", "trsm_block", dtype, SIDE_LEFT=int(left),
-                        LOWER=int(lower), TRANS=int(trans), UNIT=int(unit), TRSM_NB=nb,
-                        TRSM_REG=params(queue, "trsm", dtype)["REGISTER"])
+    kernel = trsm_kernel(queue, "trsm_block", dtype, nb)
     wg = 64 if nrhs >= 64 else 16
     wg = min(wg, params(queue, "wg1d", dtype)["WG"])
     enqueue(queue, kernel, (round_up(nrhs, wg),), (wg,), int_arg(kb), int_arg(nrhs),
-            t.buf, np.int64(t.off), int_arg(t.ld), b.buf, np.int64(b.off), int_arg(b.ld))
+            t.buf, np.int64(t.off), int_arg(t.ld), b.buf, np.int64(b.off), int_arg(b.ld),
+            int_arg(left), int_arg(lower), int_arg(trans), int_arg(unit))
 
 
 def copy_block(queue, rows, cols, src: View, dst: View, dtype):
     """dst (rows x cols) = src (rows x cols) on the device, views with their own leading
     dimensions."""
     with indices_for(dtype, src, dst):
-        kernel = get_kernel(queue, "trsm.cl", "copy_block", dtype)
+        kernel = trsm_kernel(queue, "copy_block", dtype)
     side = params(queue, "local2d", dtype)
     local = (side["X"], side["Y"])
     return enqueue(queue, kernel, (round_up(cols, local[0]), round_up(rows, local[1])), local,
@@ -194,10 +202,9 @@ def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, 
     blocks = -(-m // nb)
     inv = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, blocks * nb * nb * itemsize)
     tmp = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nb * nrhs * itemsize)
-    kernel = get_kernel(queue, "trsm.cl", "trtri_blocks", dtype, LOWER=int(lower),
-                        UNIT=int(unit), TRSM_NB=nb)
+    kernel = trsm_kernel(queue, "trtri_blocks", dtype, nb)
     enqueue(queue, kernel, (blocks * nb,), (nb,), int_arg(m), int_arg(nb), t.buf,
-           np.int64(t.off), int_arg(t.ld), inv, int_arg(nb))
+           np.int64(t.off), int_arg(t.ld), inv, int_arg(nb), int_arg(lower), int_arg(unit))
     starts = list(range(0, m, nb))
     if not forward:
         starts.reverse()

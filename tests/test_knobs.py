@@ -245,7 +245,7 @@ def _kernel_cases(itemsize: int):
     yield ("gemm", "gemm.cl", "gemm_tiled", dict(DIRECT=0, **defines),
            _knobs.gemm_local_bytes(tile, itemsize), local)
     nb = 16
-    yield ("trsm", "trsm.cl", "trtri_blocks", dict(LOWER=1, UNIT=0, TRSM_NB=nb),
+    yield ("trsm", "trsm.cl", "trtri_blocks", dict(TRSM_NB=nb),
            nb * (nb + 1) * itemsize, (nb,))
     crout = dict(WG=16, RJ=16, MB=64, CL=2, KC=64, RR=2, UNROLL=1)
     yield ("crout", "lu_crout.cl", "crout_step", dict(crout, VW=4, NO_PIVOT=0),
