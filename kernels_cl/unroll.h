@@ -1,10 +1,9 @@
 /* unroll.h -- per-entry code for small arrays kept in registers.
  *
- * ALL64(F) expands to F(0) F(1) ... F(63), ALL64_DOWN(F) to F(63) ... F(0),
- * EACH64(G, p) to G(p, 0) ... G(p, 63).  A kernel that keeps an array of at
- * most 64 entries in registers writes its per-entry code through them, each
- * F guarded by the array's real length: the indices are literals from the
- * start, so the compiler never needs to place the array in memory (a loop,
+ * ALL64(F) expands to F(0) F(1) ... F(63), EACH64(G, p) to G(p, 0) ...
+ * G(p, 63).  A kernel that keeps an array of at most 64 entries in
+ * registers writes its per-entry code through them, each F guarded by the
+ * array's real length: the indices are literals from the start, so the compiler never needs to place the array in memory (a loop,
  * even one it unrolls, can leave the array in stack memory on some
  * compilers).
  */
@@ -14,9 +13,6 @@
 #define A8(F, b) F(b) F(b + 1) F(b + 2) F(b + 3) F(b + 4) F(b + 5) F(b + 6) F(b + 7)
 #define ALL64(F) A8(F, 0) A8(F, 8) A8(F, 16) A8(F, 24) A8(F, 32) A8(F, 40) A8(F, 48) \
                  A8(F, 56)
-#define D8(F, b) F(b + 7) F(b + 6) F(b + 5) F(b + 4) F(b + 3) F(b + 2) F(b + 1) F(b)
-#define ALL64_DOWN(F) D8(F, 56) D8(F, 48) D8(F, 40) D8(F, 32) D8(F, 24) D8(F, 16) \
-                      D8(F, 8) D8(F, 0)
 #define E8(G, p, b) G(p, b) G(p, b + 1) G(p, b + 2) G(p, b + 3) G(p, b + 4) G(p, b + 5) \
                     G(p, b + 6) G(p, b + 7)
 #define EACH64(G, p) E8(G, p, 0) E8(G, p, 8) E8(G, p, 16) E8(G, p, 24) E8(G, p, 32) \
