@@ -3,9 +3,9 @@
  * ALL64(F) expands to F(0) F(1) ... F(63), EACH64(G, p) to G(p, 0) ...
  * G(p, 63).  A kernel that keeps an array of at most 64 entries in
  * registers writes its per-entry code through them, each F guarded by the
- * array's real length: the indices are literals from the start, so the compiler never needs to place the array in memory (a loop,
- * even one it unrolls, can leave the array in stack memory on some
- * compilers).
+ * array's real length: the indices are literals from the start, so the
+ * compiler never needs to place the array in memory (a loop, even one it
+ * unrolls, can leave the array in stack memory on some compilers).
  */
 #ifndef OCLLA_UNROLL_H
 #define OCLLA_UNROLL_H
