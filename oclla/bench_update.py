@@ -220,7 +220,7 @@ def parser() -> argparse.ArgumentParser:
                    help="float32, float64 or both comma-separated (default both)")
     p.add_argument("--sign", type=int, default=1, choices=(1, -1),
                    help="+1 update (default), -1 downdate")
-    p.add_argument("--method", default="blocked", choices=("blocked", "pivot"))
+    p.add_argument("--method", default="blocked", choices=("blocked", "pivot", "product"))
     p.add_argument("--repeat", type=int, default=3,
                    help="timed runs per contender, best kept (default 3)")
     add_device_option(p)

@@ -194,6 +194,10 @@ PANEL = 32
 #: of two above k), so that a rank-1 update does no work on padding.
 KB = 16
 
+#: The methods of :func:`cholesky_update`: "product" is
+#: :func:`oclla.update_product.update_product` (updates of a full factor only).
+METHODS = ("blocked", "pivot", "product")
+
 
 def update_flops(n: int, k: int) -> float:
     """Flops of a rank-k modification of an order-n factor: 6 per Apply
@@ -359,6 +363,12 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     order n with ``packed``) by the dense (n, k) device array ``v``, which is consumed
     (overwritten).  A failing row sets ``info`` to its order (1-based).  ``region``
     maps a region of the logical lower factor to the recorded (region, extra info)."""
+    if method == "product":
+        from .update_product import update_product
+        with launch_queue(queue) as loop_queue:
+            update_product(loop_queue, buf, off, ld, n, v, lower=lower, info=info,
+                           region=region or _full_region(lower))
+        return
     rot, kp = rotations(queue, n, v.shape[1], v.dtype, panel_rows(queue, v.dtype),
                         reflect=method != "pivot" and reflects(queue, v.dtype, v.shape[1], sign))
     algorithm = update_pivot if method == "pivot" else update_blocked
@@ -412,8 +422,11 @@ def modify(c, v, *, validate, order, sign, lower, overwrite_c: bool, check_finit
     work array (default: ``work.get()``); ``region(n)``, if given, the region map of
     :func:`modify_device` for order n.
     """
-    check_method(method)
+    check_method(method, METHODS)
     sign = check_sign(sign)
+    if method == "product" and (sign < 0 or packed):
+        raise ValueError('method "product" updates a factor in full storage: downdates and '
+                         'packed factors take "blocked" or "pivot"')
     lower = bool(lower)
     queue = resolve_queue(queue)
     operands = {}
@@ -470,10 +483,13 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         entries; a writable C-ordered numpy ``c`` of the working dtype gets
         the result copied in
     check_finite : reject NaN/Inf anywhere in ``c`` or ``v`` (ValueError)
-    method : "blocked" (default) or "pivot" (per row, recorded step by step).
-        A host ``c`` larger than one device buffer (or than the device's
-        memory) is streamed through the device panel by panel whatever the
-        method (:func:`oclla.update_stream.stream_update`; device memory O(n·(k + PANEL)))
+    method : "blocked" (default), "pivot" (per row, recorded step by step) or
+        "product" (updates only: the product form of
+        :mod:`oclla.update_product`, no chain of rotations over the rows;
+        ValueError for ``sign=-1``).  A host ``c`` larger than one device
+        buffer (or than the device's memory) is streamed through the device
+        panel by panel whatever the method
+        (:func:`oclla.update_stream.stream_update`; device memory O(n·(k + PANEL)))
     queue : pyopencl.CommandQueue, optional
         The queue to run on, with profiling enabled (default: the queue of the
         default device, :func:`oclla.get_queue`)
@@ -504,7 +520,7 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
     from .update_stream import stream_update, streams
     queue = resolve_queue(queue)
     if streams(c, queue):
-        check_method(method)
+        check_method(method, METHODS)
         return stream_update(c, v, sign=check_sign(sign), lower=bool(lower),
                              check_finite=check_finite, queue=queue, overwrite_c=overwrite_c)
     return modify(c, v, validate=lambda a, q, check_finite: as_matrix(

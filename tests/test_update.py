@@ -498,3 +498,71 @@ def test_a_factor_larger_than_a_buffer_is_streamed(queue, monkeypatch):
     work = c.copy()
     assert oclla.cholesky_update(work, v, overwrite_c=True, queue=queue) is work
     np.testing.assert_array_equal(work, ref)
+
+
+# ---- the product form (method="product") -------------------------------------------------
+
+from oclla import update_product  # noqa: E402
+
+PRODUCT_SIZES = (1, 2, update_product.CH - 1, update_product.CH + 1, update_product.TB + 1,
+                 update_product.CW + 3, 2 * update_product.CW + 1)   # straddle its blocks
+
+
+def test_product_form_accuracy_both_layouts_and_passes(queue, dtype):
+    """Updates of every rank class and of more than KB columns (two passes), orders
+    straddling the prefix chunks (CH), the solve's blocks (TB) and the row sweep's
+    chunks (CW), both triangles: LAPACK-way backward error and scipy's factor."""
+    for n in PRODUCT_SIZES:
+        for k in (1, 3, update_product.KB + 1):
+            at, c, v = problem(n, k, 1, dtype, seed=5)
+            ref = sl.cholesky(at)
+            for lower in (False, True):
+                factor = c.T.copy() if lower else c
+                r = oclla.cholesky_update(factor, v, lower=lower, method="product",
+                                          queue=queue)
+                what = f"n={n} k={k} lower={lower}"
+                err = accuracy.cholesky_backward_error(at, r, lower)
+                assert accuracy.passes(err), f"{what}: backward error {err:.3g}"
+                got = np.triu(r) if not lower else np.tril(r).T
+                assert not np.any(np.tril(r, -1) if not lower else np.triu(r, 1)), what
+                forward = np.abs(got - ref).max() / (n * np.abs(ref).max() *
+                                                     accuracy.eps(dtype))
+                assert forward < accuracy.THRESHOLD, f"{what}: forward {forward:.3g}"
+
+
+def test_product_form_agrees_with_the_rotations_on_device_arrays(queue):
+    n, k = 70, 5
+    _, c, v = problem(n, k, 1, np.float64, seed=2)
+    dc = cl_array.to_device(queue, c)
+    product = oclla.cholesky_update(dc, v, method="product", queue=queue)
+    assert isinstance(product, cl_array.Array)
+    np.testing.assert_allclose(product.get(), oclla.cholesky_update(c, v, queue=queue),
+                               rtol=0, atol=1e-12 * np.abs(c).max())
+    np.testing.assert_array_equal(dc.get(), c)                 # the input left alone
+
+
+def test_product_form_refuses_zero_diagonals_at_their_order(queue):
+    for bad in (0, 40, 69):
+        c = np.triu(np.ones((70, 70))) + 70 * np.eye(70)
+        c[bad, bad] = 0.0
+        with pytest.raises(LinAlgError, match=f"zero diagonal entry at order {bad + 1}"):
+            oclla.cholesky_update(c, np.ones((70, 2)), method="product", queue=queue)
+
+
+def test_product_form_takes_updates_of_full_factors_only(queue):
+    c = np.eye(4)
+    with pytest.raises(ValueError, match="product"):
+        oclla.cholesky_update(c, np.ones(4), sign=-1, method="product", queue=queue)
+    packed = rfp.pack(np.eye(4), queue=queue)
+    with pytest.raises(ValueError, match="product"):
+        rfp.cholesky_update(packed, 4, np.ones(4), method="product", queue=queue)
+
+
+def test_product_form_steps_are_recorded(queue):
+    n = 40
+    _, c, v = problem(n, update_product.KB + 2, 1, np.float32)
+    with oclla.record() as rec:
+        oclla.cholesky_update(c, v, method="product", queue=queue)
+    assert [s.phase for s in rec.steps] == ["solve", "prefix", "apply"] * 2
+    names = {k.name for s in rec.steps for k in s.kernels}
+    assert {"solve_step", "row_coefficients", "apply_product"} <= names

@@ -1,0 +1,292 @@
+/* update_product.cl -- a rank-k update of a Cholesky factor in product form:
+ * L~ with L~ L~^T = L L^T + V V^T, no chain of rotations over the rows.
+ *
+ * With W = L^-1 V (n x k) the update is L~ = L (D + tril(W B^T, -1)),
+ * where row j needs the Cholesky factor R_j (k x k upper) of
+ *     M_j = I + sum_{l < j} w_l w_l^T:
+ *     z = R_j^-T w_j,   d_j = sqrt(1 + z^T z),   b_j = R_j^-1 z / d_j,
+ *     L~(i, j) = d_j L(i, j) + (sum_{j < l <= i} L(i, l) w_l)^T b_j.
+ * (Gill, Golub, Murray and Saunders' product form, k columns at once.)  The
+ * R_j come from orthogonal updates (Givens rotations of [R; w^T]): forming
+ * M_j and solving with it loses the identity to rounding where the early
+ * M_j are I plus a large matrix of low rank (benchmarks/update_product_form.py).
+ *
+ * Kernels, in order:
+ *   solve_step       W = L^-1 V, one launch per block of TB rows (below)
+ *   chunk_factor     item c: the R of the rows of W in chunk c (CH rows; chunk 0
+ *                    also holds I), R_c, into r (KB x KB each)
+ *   chunk_scan       one level (distance d) of an inclusive prefix over the
+ *                    chunks, Q_c = R of [R_0; ...; R_c] (Hillis-Steele: the R
+ *                    of two stacked R's is associative)
+ *   row_coefficients item j: R_j from Q_{c-1} and the rows of its chunk before
+ *                    j, then d_j and b_j; a zero diagonal entry L(j, j) sets
+ *                    *info to the smallest such j + 1 (LAPACK's order)
+ *   chunk_sums       item (i, c): t(i, c) = sum over l in column chunk c (CW
+ *                    columns), l <= i, of L(i, l) w_l
+ *   apply_product    item (i, c): g = sum of t(i, c') over the later chunks,
+ *                    then L~(i, j) for j in chunk c from right to left, g
+ *                    gaining L(i, j) w_j after each
+ * L(i, j) is a[off + i*ld + j] (lower = 1) or, for an upper factor
+ * (A = R^T R, L = R^T), a[off + j*ld + i]; only that triangle is touched.
+ * The kernels work on KB columns (W and B are n x KB, row-major): the host pads
+ * a pass of k < KB columns of V with zeros, which leave the padded part of every
+ * R the identity and of B zero.
+ */
+#include "common.h"
+
+#ifndef KB
+#define KB 16              /* most columns of V per pass */
+#endif
+#ifndef CH
+#define CH 32              /* rows of W per chunk of the k x k prefix */
+#endif
+#ifndef CW
+#define CW 128             /* columns of L per chunk of the row sweep */
+#endif
+#ifndef TB
+#define TB 64              /* rows per block of the solve for W (a multiple of 8) */
+#endif
+
+#define L_AT(i, j) a[off + (lower ? AT(i, j, ld) : AT(j, i, ld))]
+
+/* r (k x k upper, row stride KB) := the R of [r; x^T], x (KB entries) consumed:
+ * a Givens rotation per column, r's diagonal kept nonnegative. */
+inline void add_row(real *r, real *x)
+{
+    for (int p = 0; p < KB; p++) {
+        const real b = x[p];
+        if (b == ZERO)
+            continue;
+        const real a0 = r[p * KB + p], h = hypot(a0, b);
+        const real c = a0 / h, s = b / h;
+        r[p * KB + p] = h;
+        for (int q = p + 1; q < KB; q++) {
+            const real t = r[p * KB + q];
+            r[p * KB + q] = c * t + s * x[q];
+            x[q] = c * x[q] - s * t;
+        }
+    }
+}
+
+inline void set_identity_kb(real *r)
+{
+    for (int p = 0; p < KB; p++)
+        for (int q = 0; q < KB; q++)
+            r[p * KB + q] = (p == q) ? ONE : ZERO;
+}
+
+inline void load_row(real *x, __global const real *w, const int l)
+{
+    for (int q = 0; q < KB; q++)
+        x[q] = w[(size_t)l * KB + q];
+}
+
+__kernel void chunk_factor(const int n, __global const real *w,
+                           __global real *r_out)
+{
+    const int c = get_global_id(0);
+    if (c * CH >= n)
+        return;
+    real r[KB * KB], x[KB];
+    if (c == 0)
+        set_identity_kb(r);
+    else
+        for (int p = 0; p < KB * KB; p++)
+            r[p] = ZERO;
+    for (int l = c * CH; l < min(n, (c + 1) * CH); l++) {
+        load_row(x, w, l);
+        add_row(r, x);
+    }
+    for (int p = 0; p < KB * KB; p++)
+        r_out[(size_t)c * KB * KB + p] = r[p];
+}
+
+__kernel void chunk_scan(const int nc, const int d,
+                         __global const real *r_in, __global real *r_out)
+{
+    const int c = get_global_id(0);
+    if (c >= nc)
+        return;
+    real r[KB * KB], x[KB];
+    for (int p = 0; p < KB * KB; p++)
+        r[p] = r_in[(size_t)c * KB * KB + p];
+    if (c >= d) {
+        __global const real *other = r_in + (size_t)(c - d) * KB * KB;
+        for (int p = 0; p < KB; p++) {
+            for (int q = 0; q < KB; q++)
+                x[q] = (q >= p) ? other[p * KB + q] : ZERO;
+            add_row(r, x);
+        }
+    }
+    for (int p = 0; p < KB * KB; p++)
+        r_out[(size_t)c * KB * KB + p] = r[p];
+}
+
+__kernel void row_coefficients(const int n, __global const real *w,
+                               __global const real *q_prefix,
+                               __global const real *a, const long off, const int ld,
+                               const int lower, __global real *b_out,
+                               __global real *d_out, __global int *info)
+{
+    const int j = get_global_id(0);
+    if (j >= n)
+        return;
+    if (L_AT(j, j) == ZERO) {                      /* the smallest failing order wins */
+        int old = *info;
+        while (old == 0 || old > j + 1) {
+            const int seen = atomic_cmpxchg(info, old, j + 1);
+            if (seen == old)
+                break;
+            old = seen;
+        }
+    }
+    const int c = j / CH;
+    real r[KB * KB], x[KB], z[KB];
+    if (c == 0)
+        set_identity_kb(r);
+    else
+        for (int p = 0; p < KB * KB; p++)
+            r[p] = q_prefix[(size_t)(c - 1) * KB * KB + p];
+    for (int l = c * CH; l < j; l++) {
+        load_row(x, w, l);
+        add_row(r, x);
+    }
+    /* z = R^-T w_j (forward), then x = R^-1 z (backward) */
+    real zz = ZERO;
+    for (int p = 0; p < KB; p++) {
+        real s = w[(size_t)j * KB + p];
+        for (int q = 0; q < p; q++)
+            s -= r[q * KB + p] * z[q];
+        z[p] = s / r[p * KB + p];
+        zz += z[p] * z[p];
+    }
+    const real dj = sqrt(ONE + zz);
+    for (int p = KB - 1; p >= 0; p--) {
+        real s = z[p];
+        for (int q = p + 1; q < KB; q++)
+            s -= r[p * KB + q] * x[q];
+        x[p] = s / r[p * KB + p];
+    }
+    for (int p = 0; p < KB; p++)
+        b_out[(size_t)j * KB + p] = x[p] / dj;
+    d_out[j] = dj;
+}
+
+/* One block step of W = L^-1 V (n x k in w, V on entry), TB rows per block, with
+ * the inverses of L's diagonal blocks in inv (trsm.cl's trtri_blocks: block b in
+ * rows b*TB .. of a TB-wide array; of L itself where lower, else of R = L^T, read
+ * transposed).  Launch b (work-groups of TB items, one row each, from row b*TB):
+ * every row i >= b*TB subtracts L(i, block b-1) W(block b-1) (b > 0), then the
+ * first work-group, whose rows are block b, finishes it: W_b = inv_b V_b.  So the
+ * launches number n/TB and each reads its slice of L once. */
+__kernel void solve_step(const int n, const int b, __global const real *a,
+                         const long off, const int ld, const int lower,
+                         __global const real *inv, __global real *w)
+{
+    __local real prev[TB * KB], rows[TB * KB];
+    const int lid = get_local_id(0), r0 = b * TB, i = r0 + get_global_id(0);
+    const int p0 = r0 - TB;                       /* the block solved last launch */
+    real x[KB];
+    if (b > 0)
+        for (int e = lid; e < TB * KB; e += TB)
+            prev[e] = w[(size_t)p0 * KB + e];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n) {
+        for (int q = 0; q < KB; q++)
+            x[q] = w[(size_t)i * KB + q];
+        if (b > 0)
+            for (int l0 = 0; l0 < TB; l0 += 8) {       /* eight loads of L in flight */
+                real lv[8];
+                #pragma unroll
+                for (int u = 0; u < 8; u++)
+                    lv[u] = L_AT(i, p0 + l0 + u);
+                #pragma unroll
+                for (int u = 0; u < 8; u++)
+                    #pragma unroll
+                    for (int q = 0; q < KB; q++)
+                        x[q] -= lv[u] * prev[(l0 + u) * KB + q];
+            }
+    }
+    /* the first work-group's rows are block b: W_b = inv_b V_b through local memory
+     * (every group meets the barrier: no return ahead of it, which PoCL 3.0
+     * miscompiles when its condition is known only at run time) */
+    const int first = get_group_id(0) == 0;
+    if (first)
+        for (int q = 0; q < KB; q++)
+            rows[lid * KB + q] = (i < n) ? x[q] : ZERO;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (first && i < n) {
+        const int kb = min(TB, n - r0);
+        for (int q = 0; q < KB; q++)
+            x[q] = ZERO;
+        for (int p = 0; p < kb; p++) {
+            const real m = inv[lower ? AT(r0 + lid, p, TB) : AT(r0 + p, lid, TB)];
+            for (int q = 0; q < KB; q++)
+                x[q] += m * rows[p * KB + q];
+        }
+    }
+    if (i < n)
+        for (int q = 0; q < KB; q++)
+            w[(size_t)i * KB + q] = x[q];
+}
+
+/* The column chunk's rows of W (and of B, and D) in local memory, all items of the
+ * work-group (rows i of one chunk column c) taking part. */
+#define STAGE_CHUNK(dst, src, c, n)                                          \
+    for (int e = get_local_id(0); e < CW * KB; e += get_local_size(0)) {      \
+        const int l = (c) * CW + e / KB;                                      \
+        dst[e] = (l < (n)) ? src[(size_t)(c) * CW * KB + e] : ZERO;           \
+    }
+
+__kernel void chunk_sums(const int n, __global const real *a, const long off,
+                         const int ld, const int lower, __global const real *w,
+                         __global real *t)
+{
+    __local real ws[CW * KB];
+    const int i = get_global_id(0), c = get_group_id(1), chunks = get_num_groups(1);
+    STAGE_CHUNK(ws, w, c, n)
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i >= n || c * CW > i)
+        return;
+    real g[KB];
+    for (int q = 0; q < KB; q++)
+        g[q] = ZERO;
+    const int last = min(i, c * CW + CW - 1);
+    for (int l = c * CW; l <= last; l++) {
+        const real lil = L_AT(i, l);
+        for (int q = 0; q < KB; q++)
+            g[q] += lil * ws[(l - c * CW) * KB + q];
+    }
+    for (int q = 0; q < KB; q++)
+        t[((size_t)i * chunks + c) * KB + q] = g[q];
+}
+
+__kernel void apply_product(const int n, __global real *a, const long off,
+                            const int ld, const int lower, __global const real *w,
+                            __global const real *b, __global const real *d,
+                            __global const real *t)
+{
+    __local real ws[CW * KB], bs[CW * KB];
+    const int i = get_global_id(0), c = get_group_id(1), chunks = get_num_groups(1);
+    STAGE_CHUNK(ws, w, c, n)
+    STAGE_CHUNK(bs, b, c, n)
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i >= n || c * CW > i)
+        return;
+    real g[KB];
+    for (int q = 0; q < KB; q++)
+        g[q] = ZERO;
+    for (int later = c + 1; later <= i / CW; later++)
+        for (int q = 0; q < KB; q++)
+            g[q] += t[((size_t)i * chunks + later) * KB + q];
+    for (int j = min(i, c * CW + CW - 1); j >= c * CW; j--) {
+        const int e = (j - c * CW) * KB;
+        const real lij = L_AT(i, j);
+        real s = d[j] * lij;
+        for (int q = 0; q < KB; q++) {
+            s += g[q] * bs[e + q];
+            g[q] += lij * ws[e + q];
+        }
+        L_AT(i, j) = s;
+    }
+}

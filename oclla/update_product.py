@@ -1,0 +1,125 @@
+"""Rank-k Cholesky update in product form: ``cholesky_update(..., method="product")``.
+
+With A = L·Lᵀ (L = Rᵀ for an upper factor) and W = L⁻¹·V (n × k),
+
+    A + V·Vᵀ = L·(I + W·Wᵀ)·Lᵀ,   I + W·Wᵀ = L₁·L₁ᵀ,   L₁ = D + tril(W·Bᵀ, −1),
+
+so the new factor is L̃ = L·L₁ (Gill, Golub, Murray and Saunders' product
+form, method C1, taken k columns at once).  Row j's coefficients need the
+Cholesky factor R_j of M_j = I + Σ_{l<j} w_l·w_lᵀ (k × k):
+
+    z = R_j⁻ᵀ·w_j,   d_j = √(1 + zᵀz),   b_j = R_j⁻¹·z / d_j,
+    L̃(i, j) = d_j·L(i, j) + (Σ_{j<l≤i} L(i, l)·w_l)ᵀ·b_j.
+
+Nothing here is a chain over the rows (the rotation sweep of
+:mod:`oclla.update` is one: row j's rotations wait for row j − 1's):
+
+1. W by a triangular solve: the diagonal blocks of L inverted in one launch,
+   then one launch per block of TB rows (``solve_step``);
+2. the R_j by orthogonal updates (Givens rotations of [R; wᵀ]): per chunk of
+   CH rows the R of its rows, an inclusive prefix over the chunks in ⌈log₂⌉
+   launches (the R of two stacked R's is associative), then per row its chunk's
+   prefix updated by the rows before it, and d_j, b_j (``row_coefficients``);
+3. the suffix sums along each row of L in column chunks of CW: one launch for
+   the chunks' sums, one that adds the later chunks' sums and sweeps its chunk
+   from right to left, writing L̃ in place (``chunk_sums``, ``apply_product``).
+
+Forming M_j itself (prefix sums of w·wᵀ) and solving with it is unstable:
+where V is large against A the early M_j are I plus a large matrix of low
+rank, and the I is lost to rounding (thousands of units of n‖Ã‖ε;
+``benchmarks/update_product_form.py``).  The square-root form above stays
+within a few units while max|W| is below about 10⁵; beyond, the row sums
+cancel (one float64 case of max|W| = 5.8·10⁵ reached ~290 units), where the
+rotation sweep stays backward stable.  Updates only: a downdate's M_j would
+need hyperbolic steps.  Full storage only.  V goes KB columns per pass (each
+pass a full product-form update of the factor the previous pass left).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from . import trace
+from ._params import params
+from ._programs import enqueue, get_kernel, int_arg, round_up
+from .blas import View, copy_block, trsm_kernel
+
+#: Most columns of V per pass.  A pass of k columns runs the kernels built for the
+#: next power of two >= k (their KB: private KB x KB arrays held in registers, the
+#: padding columns zero), one program per class.
+KB = 16
+#: Rows of W per chunk of the k x k prefix: row_coefficients updates its chunk's
+#: prefix by at most CH − 1 rows; the prefix takes ⌈log₂(n/CH)⌉ launches.
+CH = 32
+#: Columns of L per chunk of the row sweep: an apply_product work-item sweeps at
+#: most CW entries of its row; its work-group keeps CW rows of W and of B in local
+#: memory (2·CW·KB reals: 32 KiB in float64).
+CW = 128
+#: Rows per block of the solve for W: n/TB launches of ``solve_step``, each
+#: subtracting the last block's part from every later row and solving the next
+#: block with its inverted diagonal block (trtri_blocks, one launch for all).
+TB = 64
+
+
+def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, info,
+                   region) -> None:
+    """Update the factor at ``buf[off:]`` (order n, leading dimension ``ld``, the
+    triangle ``lower`` names) by the dense (n, k) device array ``v`` in product
+    form, KB columns per pass; a zero diagonal entry sets ``info`` to its order."""
+    dtype = v.dtype
+    item = dtype.itemsize
+    k_all = v.shape[1]
+    wg = params(queue, "wg1d", dtype)["WG"]
+    blocks = -(-n // TB)
+    nc, ncw = -(-n // CH), -(-n // CW)
+    mf = cl.mem_flags.READ_WRITE
+    w = cl.Buffer(queue.context, mf, n * KB * item)
+    b = cl.Buffer(queue.context, mf, n * KB * item)
+    d = cl.Buffer(queue.context, mf, n * item)
+    prefix = [cl.Buffer(queue.context, mf, nc * KB * KB * item) for _ in range(2)]
+    sums = cl.Buffer(queue.context, mf, n * ncw * KB * item)
+    inverses = cl.Buffer(queue.context, mf, blocks * TB * TB * item)
+    small = min(64, wg)
+    common = (int_arg(n),)
+    reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
+    for c0 in range(0, k_all, KB):
+        k = min(KB, k_all - c0)
+        kb = 1 << (k - 1).bit_length()
+        kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
+                                    CW=CW, TB=TB)
+                   for name in ("solve_step", "chunk_factor", "chunk_scan", "row_coefficients",
+                                "chunk_sums", "apply_product")}
+        with trace.step("solve", reg, flops=float(k) * n * n,
+                        nbytes=(n * n / 2 + 2 * n * k) * item, **extra):
+            if k < kb:
+                cl.enqueue_fill_buffer(queue, w, np.zeros(1, dtype), 0, n * kb * item)
+            copy_block(queue, n, k, View(v.data, c0, k_all), View(w, 0, kb), dtype)
+            enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype, TB), (blocks * TB,),
+                    (TB,), *common, int_arg(TB), buf, np.int64(off), int_arg(ld), inverses,
+                    int_arg(TB), int_arg(lower), int_arg(0))
+            for block in range(blocks):
+                enqueue(queue, kernels["solve_step"], (round_up(n - block * TB, TB),), (TB,),
+                        *common, int_arg(block), buf, np.int64(off), int_arg(ld),
+                        int_arg(lower), inverses, w)
+        with trace.step("prefix", reg, flops=6.0 * k * k * (n + CH * n),
+                        nbytes=(2 * n * k + 2 * nc * KB * KB) * item, **extra):
+            enqueue(queue, kernels["chunk_factor"], (round_up(nc, small),), (small,), *common, w,
+                    prefix[0])
+            src = 0
+            step = 1
+            while step < nc:
+                enqueue(queue, kernels["chunk_scan"], (round_up(nc, small),), (small,),
+                        int_arg(nc), int_arg(step), prefix[src], prefix[1 - src])
+                src = 1 - src
+                step *= 2
+            enqueue(queue, kernels["row_coefficients"], (round_up(n, small),), (small,),
+                    *common, w, prefix[src], buf, np.int64(off), int_arg(ld),
+                    int_arg(lower), b, d, info.data)
+        with trace.step("apply", reg, flops=4.0 * k * n * n,
+                        nbytes=(1.5 * n * n + 2 * n * ncw * k) * item, **extra):
+            grid = (round_up(n, wg), ncw)
+            enqueue(queue, kernels["chunk_sums"], grid, (wg, 1), *common, buf,
+                    np.int64(off), int_arg(ld), int_arg(lower), w, sums)
+            enqueue(queue, kernels["apply_product"], grid, (wg, 1), *common, buf,
+                    np.int64(off), int_arg(ld), int_arg(lower), w, b, d, sums)
