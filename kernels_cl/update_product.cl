@@ -20,7 +20,8 @@
  *                    of two stacked R's is associative)
  *   row_coefficients item j: R_j from Q_{c-1} and the rows of its chunk before
  *                    j, then d_j and b_j; a zero diagonal entry L(j, j) sets
- *                    *info to the smallest such j + 1 (LAPACK's order)
+ *                    *info to the smallest such j + 1 (LAPACK's order), an
+ *                    entry of w_j larger than guard in magnitude *large to 1
  *   chunk_sums       item (i, c): t(i, c) = sum over l in column chunk c (CW
  *                    columns), l <= i, of L(i, l) w_l
  *   apply_product    item (i, c): g = sum of t(i, c') over the later chunks,
@@ -44,7 +45,7 @@
 #define CW 128             /* columns of L per chunk of the row sweep */
 #endif
 #ifndef TB
-#define TB 64              /* rows per block of the solve for W (a multiple of 8) */
+#define TB 64              /* rows per block of the solve for W (a multiple of 16) */
 #endif
 
 #define L_AT(i, j) a[off + (lower ? AT(i, j, ld) : AT(j, i, ld))]
@@ -126,11 +127,15 @@ __kernel void row_coefficients(const int n, __global const real *w,
                                __global const real *q_prefix,
                                __global const real *a, const long off, const int ld,
                                const int lower, __global real *b_out,
-                               __global real *d_out, __global int *info)
+                               __global real *d_out, __global int *info, const real guard,
+                               __global int *large)
 {
     const int j = get_global_id(0);
     if (j >= n)
         return;
+    for (int q = 0; q < KB; q++)                   /* beyond guard: the caller's choice */
+        if (fabs(w[(size_t)j * KB + q]) > guard)
+            atomic_max(large, 1);
     if (L_AT(j, j) == ZERO) {                      /* the smallest failing order wins */
         int old = *info;
         while (old == 0 || old > j + 1) {
@@ -183,46 +188,57 @@ __kernel void solve_step(const int n, const int b, __global const real *a,
                          const long off, const int ld, const int lower,
                          __global const real *inv, __global real *w)
 {
-    __local real prev[TB * KB], rows[TB * KB];
+    __local real prev[TB * KB], invs[TB * TB];    /* prev: then block b's rows */
     const int lid = get_local_id(0), r0 = b * TB, i = r0 + get_global_id(0);
     const int p0 = r0 - TB;                       /* the block solved last launch */
+    const int first = get_group_id(0) == 0;       /* its rows are block b */
+    const int kb = min(TB, n - r0);
     real x[KB];
-    if (b > 0)
-        for (int e = lid; e < TB * KB; e += TB)
-            prev[e] = w[(size_t)p0 * KB + e];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (i < n) {
-        for (int q = 0; q < KB; q++)
-            x[q] = w[(size_t)i * KB + q];
-        if (b > 0)
-            for (int l0 = 0; l0 < TB; l0 += 8) {       /* eight loads of L in flight */
-                real lv[8];
-                #pragma unroll
-                for (int u = 0; u < 8; u++)
-                    lv[u] = L_AT(i, p0 + l0 + u);
-                #pragma unroll
-                for (int u = 0; u < 8; u++)
-                    #pragma unroll
-                    for (int q = 0; q < KB; q++)
-                        x[q] -= lv[u] * prev[(l0 + u) * KB + q];
-            }
+    /* every load this launch needs from global memory, issued together: the last
+     * block of W, this item's row of W and (first work-group) inv_b */
+    if (b > 0) {
+        #pragma unroll
+        for (int s = 0; s < KB; s++)
+            prev[s * TB + lid] = w[(size_t)p0 * KB + s * TB + lid];
     }
-    /* the first work-group's rows are block b: W_b = inv_b V_b through local memory
+    if (first) {
+        #pragma unroll
+        for (int s = 0; s < TB; s++)
+            if (s < kb)
+                invs[s * TB + lid] = inv[(size_t)(r0 + s) * TB + lid];
+    }
+    #pragma unroll
+    for (int q = 0; q < KB; q++)
+        x[q] = (i < n) ? w[(size_t)i * KB + q] : ZERO;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n && b > 0)
+        for (int l0 = 0; l0 < TB; l0 += 16) {      /* sixteen loads of L in flight */
+            real lv[16];
+            #pragma unroll
+            for (int u = 0; u < 16; u++)
+                lv[u] = L_AT(i, p0 + l0 + u);
+            #pragma unroll
+            for (int u = 0; u < 16; u++)
+                #pragma unroll
+                for (int q = 0; q < KB; q++)
+                    x[q] -= lv[u] * prev[(l0 + u) * KB + q];
+        }
+    /* the first work-group finishes block b: W_b = inv_b V_b through local memory
      * (every group meets the barrier: no return ahead of it, which PoCL 3.0
      * miscompiles when its condition is known only at run time) */
-    const int first = get_group_id(0) == 0;
+    barrier(CLK_LOCAL_MEM_FENCE);                  /* prev read by all */
     if (first)
         for (int q = 0; q < KB; q++)
-            rows[lid * KB + q] = (i < n) ? x[q] : ZERO;
+            prev[lid * KB + q] = x[q];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (first && i < n) {
-        const int kb = min(TB, n - r0);
         for (int q = 0; q < KB; q++)
             x[q] = ZERO;
         for (int p = 0; p < kb; p++) {
-            const real m = inv[lower ? AT(r0 + lid, p, TB) : AT(r0 + p, lid, TB)];
+            const real m = invs[lower ? lid * TB + p : p * TB + lid];
+            #pragma unroll
             for (int q = 0; q < KB; q++)
-                x[q] += m * rows[p * KB + q];
+                x[q] += m * prev[p * KB + q];
         }
     }
     if (i < n)

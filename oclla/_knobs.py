@@ -521,12 +521,30 @@ def _reflect_rank(d: Device, p: dict) -> int:
     return (64 if d.itemsize == 4 else 16) if d.gpu else 0
 
 
+def _product_fits(rank: int, d: Device) -> bool:
+    """Whether the product form's kernels for updates of up to ``rank`` columns fit
+    the device (work-groups of 64 items, their local memory)."""
+    from .update_product import TB, local_bytes
+    return rank == 0 or (d.fits(TB) and local_bytes(rank, d.itemsize) <= d.info.local_mem_size)
+
+
+def _product_rank(d: Device, p: dict) -> int:
+    """GPUs: updates of rank up to 16 in product form, where its kernels fit (H100,
+    n = 5000-16384: faster than the rotations at k = 1 and 16 in both dtypes, slower at
+    64; benchmarks/results/nvidia-h100-2026-11-26-update-product.txt); CPUs never (not
+    measured faster there)."""
+    return 16 if d.gpu and _product_fits(16, d) else 0
+
+
 def _update_fits(p: dict, d: Device) -> bool:
     return d.fits(max(p["PANEL"], p["KF"])) and d.fits(p["APPLY_WG"]) and (
-        not p["LOCAL_PANEL"] or update_local_bytes(p, d.itemsize) <= d.info.local_mem_size)
+        not p["LOCAL_PANEL"] or update_local_bytes(p, d.itemsize) <= d.info.local_mem_size
+    ) and _product_fits(p["PRODUCT"], d)
 
 
 def _update_settle(d: Device, p: dict) -> dict:
+    if not _product_fits(p["PRODUCT"], d):
+        p["PRODUCT"] = 0
     while p["PANEL"] > 1 and not _update_fits(p, d):
         p["PANEL"] //= 2
     return p
@@ -534,9 +552,10 @@ def _update_settle(d: Device, p: dict) -> dict:
 
 def _update_constraint(p: dict, d: Device) -> str | None:
     """PANEL, KF and APPLY_WG within the work-group limit; with LOCAL_PANEL, the panel
-    in local memory."""
+    in local memory; PRODUCT's kernels within the local memory."""
     return None if _update_fits(p, d) else \
-        "PANEL, KF or APPLY_WG exceed the work-group limit, or (LOCAL_PANEL) the local memory"
+        ("PANEL, KF or APPLY_WG exceed the work-group limit, or (LOCAL_PANEL) the panel or "
+         "(PRODUCT) the product form's blocks the local memory")
 
 
 def _fits_group(*names) -> Callable[[dict, Device], str | None]:
@@ -739,7 +758,8 @@ FAMILIES = {f.name: f for f in (
              ("oclla/lu_pivot.py", "kernels_cl/lu_crout.cl"),
              {"GPU": (4, 8), "CPU": (1,)})), _crout_settle, _crout_constraint),
     Family("update", "Rank-k Cholesky updates and downdates, method \"blocked\" and "
-           "streamed (kernels_cl/update.cl, oclla/update.py).", (
+           "streamed (kernels_cl/update.cl, oclla/update.py; the product form, "
+           "kernels_cl/update_product.cl, oclla/update_product.py).", (
         Knob("PANEL", "rows of the factor per panel (apply_panel keeps PANEL entries per "
              "trailing column in registers; launches number 2·n/PANEL)", _by_kind(64, 32),
              pow2(), ("oclla/update.py", "kernels_cl/update.cl"),
@@ -760,7 +780,13 @@ FAMILIES = {f.name: f for f in (
         Knob("APPLY_WG", "work-items per work-group of apply_panel (one to VW trailing "
              "columns each: small groups spread a panel's few thousand columns over all "
              "of a GPU's compute units)", lambda d, p: d.group(32, 64), pow2(),
-             ("oclla/update.py",), {"GPU": (32, 64, 128), "CPU": (16, 64)})),
+             ("oclla/update.py",), {"GPU": (32, 64, 128), "CPU": (16, 64)}),
+        Knob("PRODUCT", "largest rank k whose updates (sign +1, full storage) the blocked "
+             "method does in product form (oclla/update_product.py: W = L^-1 V, the k x k "
+             "factors of I + sum w w^T by Givens updates, the rows' suffix sums; no chain "
+             "over the rows) while max|W| stays below its GUARD; 0: never",
+             _product_rank, ints(0, 16), ("oclla/update.py",),
+             {"GPU": (0, 16), "CPU": (0, 16)})),
         _update_settle, _update_constraint),
     Family("window", "The per-pivot LU with delayed updates (kernels_cl/lu_window.cl, "
            "oclla/lu_pivot.py).", (

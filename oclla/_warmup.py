@@ -59,8 +59,8 @@ def update_ranks(queue, dtype) -> tuple:
     """The ranks k :func:`warmup` updates at: 1, 2, 4, ... up to the ``update`` family's
     KF knob, one of each class the update's programs depend on (k's next power of two
     up to KF; past KF every rank takes the program of KF's class).  Each rank runs as an
-    update and a downdate, so the reflector route (updates of rank REFLECT..KF) and the
-    rotations both build."""
+    update and a downdate, so the reflector route (updates of rank REFLECT..KF), the
+    product form (updates of rank up to PRODUCT) and the rotations all build."""
     most = params(queue, "update", dtype)["KF"]
     ranks, k = [], 1
     while k <= most:

@@ -138,6 +138,20 @@ Methods
     Downdates keep the rotations (a hyperbolic reflector is not orthogonal;
     the mixed rotations are the stable form).
 
+    Updates (sign +1) of a full factor of rank k <= PRODUCT (the ``update``
+    knob; 16 on GPUs, 0 on CPUs; :func:`products`) take the product form of
+    :mod:`oclla.update_product` instead, which has no chain over the rows
+    (W = L⁻¹V, then the k x k factors of I + Σ w·wᵀ, then suffix sums along
+    the rows), unless an entry of W passes its GUARD, where it would lose
+    accuracy: that is found before the factor is touched, and the rotations
+    do the update.  On the H100 (n = 8192; nvidia-h100-2026-11-26-update-product.txt)
+    it took 2.2-2.8 ms at k = 1 against 5.4-7.8 ms, and at k = 16 6.9 against
+    9.0 ms in float32 and 6.9 against 15.4 ms in float64; at k = 64 (four
+    passes) it is slower, so PRODUCT stays 16.
+
+``method="product"``
+    The product form for any rank (passes of 16 columns), without the guard.
+
 Streamed (automatic)
     A host factor larger than one buffer of the device (or than its memory)
     stays on the host and goes through the device a panel at a time
@@ -301,6 +315,12 @@ def reflects(queue, dtype, k: int, sign: int) -> bool:
     return sign > 0 and 0 < knobs["REFLECT"] <= k <= knobs["KF"]
 
 
+def products(queue, dtype, k: int, sign: int, packed: bool) -> bool:
+    """Whether the blocked method takes the product form: an update (sign +1) of a
+    full factor of rank k up to the knob PRODUCT (0: never)."""
+    return sign > 0 and not packed and 0 < k <= params(queue, "update", dtype)["PRODUCT"]
+
+
 def _panel_kernels(queue, dtype, k: int, lower: bool, packed: bool, sign: int) -> _Panels:
     reflect = reflects(queue, dtype, k, sign)
     opts = _options(queue, dtype, k, lower, packed, reflect)
@@ -363,12 +383,15 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     order n with ``packed``) by the dense (n, k) device array ``v``, which is consumed
     (overwritten).  A failing row sets ``info`` to its order (1-based).  ``region``
     maps a region of the logical lower factor to the recorded (region, extra info)."""
-    if method == "product":
-        from .update_product import update_product
+    if method == "product" or (method == "blocked" and
+                               products(queue, v.dtype, v.shape[1], sign, packed)):
+        from .update_product import GUARD, update_product
         with launch_queue(queue) as loop_queue:
-            update_product(loop_queue, buf, off, ld, n, v, lower=lower, info=info,
-                           region=region or _full_region(lower))
-        return
+            done = update_product(loop_queue, buf, off, ld, n, v, lower=lower, info=info,
+                                  region=region or _full_region(lower),
+                                  guard=None if method == "product" else GUARD)
+        if done == v.shape[1]:
+            return                     # else max|W| passed GUARD: the rotations instead
     rot, kp = rotations(queue, n, v.shape[1], v.dtype, panel_rows(queue, v.dtype),
                         reflect=method != "pivot" and reflects(queue, v.dtype, v.shape[1], sign))
     algorithm = update_pivot if method == "pivot" else update_blocked
@@ -483,10 +506,11 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         entries; a writable C-ordered numpy ``c`` of the working dtype gets
         the result copied in
     check_finite : reject NaN/Inf anywhere in ``c`` or ``v`` (ValueError)
-    method : "blocked" (default), "pivot" (per row, recorded step by step) or
-        "product" (updates only: the product form of
-        :mod:`oclla.update_product`, no chain of rotations over the rows;
-        ValueError for ``sign=-1``).  A host ``c`` larger than one device
+    method : "blocked" (default: panels of rotations, or on GPUs the product
+        form for updates of rank <= 16), "pivot" (per row, recorded step by
+        step) or "product" (updates only: the product form of
+        :mod:`oclla.update_product` at any rank, no chain of rotations over
+        the rows; ValueError for ``sign=-1`` or a packed factor).  A host ``c`` larger than one device
         buffer (or than the device's memory) is streamed through the device
         panel by panel whatever the method
         (:func:`oclla.update_stream.stream_update`; device memory O(n·(k + PANEL)))

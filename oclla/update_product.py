@@ -30,9 +30,16 @@ rank, and the I is lost to rounding (thousands of units of n‖Ã‖ε;
 ``benchmarks/update_product_form.py``).  The square-root form above stays
 within a few units while max|W| is below about 10⁵; beyond, the row sums
 cancel (one float64 case of max|W| = 5.8·10⁵ reached ~290 units), where the
-rotation sweep stays backward stable.  Updates only: a downdate's M_j would
-need hyperbolic steps.  Full storage only.  V goes KB columns per pass (each
-pass a full product-form update of the factor the previous pass left).
+rotation sweep stays backward stable.  So the blocked method's route here
+(updates of rank <= the ``update`` knob PRODUCT) checks max|W| against
+:data:`GUARD` before it touches the factor and leaves a larger W to the
+rotations; ``method="product"`` does not.  Updates only: a downdate's M_j
+would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
+(each pass a full product-form update of the factor the previous pass left).
+
+H100, float32, n = 8192, k = 16 (benchmarks/results/nvidia-h100-2026-11-26-update-product.txt):
+5.6 ms a call, of which the solve for W 3.1 ms (128 launches), the prefix 1.1
+ms, the row sweep 0.9 ms; the rotations 9.2 ms.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ import pyopencl as cl
 
 from . import trace
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, round_up
+from ._programs import enqueue, get_kernel, int_arg, int_zeros, real_arg, round_up
 from .blas import View, copy_block, trsm_kernel
 
 #: Most columns of V per pass.  A pass of k columns runs the kernels built for the
@@ -60,13 +67,34 @@ CW = 128
 #: subtracting the last block's part from every later row and solving the next
 #: block with its inverted diagonal block (trtri_blocks, one launch for all).
 TB = 64
+#: The route of the ``blocked`` method (the ``update`` knob PRODUCT) takes the product
+#: form only while every entry of W stays below GUARD in magnitude; a pass past it is
+#: left to the rotations (it is found before the factor is touched).  The square-root
+#: form's backward error stayed within a few units of n‖Ã‖ε up to max|W| ~ 10⁵ and
+#: reached ~290 at 5.8·10⁵ (benchmarks/update_product_form.py).
+GUARD = 1e4
+
+
+def rank_class(k: int) -> int:
+    """The kernels' KB for a pass of k <= :data:`KB` columns: the next power of two."""
+    return 1 << (k - 1).bit_length()
+
+
+def local_bytes(k: int, itemsize: int) -> int:
+    """Local memory of the largest of the kernels for a pass of k columns: solve_step's
+    TB·KB + TB² reals or apply_product's 2·CW·KB (KB: :func:`rank_class`)."""
+    kb = rank_class(k)
+    return itemsize * max(TB * kb + TB * TB, 2 * CW * kb)
 
 
 def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, info,
-                   region) -> None:
+                   region, guard: float | None = None) -> int:
     """Update the factor at ``buf[off:]`` (order n, leading dimension ``ld``, the
-    triangle ``lower`` names) by the dense (n, k) device array ``v`` in product
-    form, KB columns per pass; a zero diagonal entry sets ``info`` to its order."""
+    triangle ``lower`` names) by the dense (n, k) device array ``v`` (not written) in
+    product form, KB columns per pass; a zero diagonal entry sets ``info`` to its
+    order.  With ``guard``, a pass whose W has an entry larger than it in magnitude
+    stops before it touches the factor (one wait for the device per pass).  Returns
+    the columns of ``v`` applied: all of them, or those before the stopped pass."""
     dtype = v.dtype
     item = dtype.itemsize
     k_all = v.shape[1]
@@ -82,10 +110,11 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     inverses = cl.Buffer(queue.context, mf, blocks * TB * TB * item)
     small = min(64, wg)
     common = (int_arg(n),)
+    large = int_zeros(queue)
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
     for c0 in range(0, k_all, KB):
         k = min(KB, k_all - c0)
-        kb = 1 << (k - 1).bit_length()
+        kb = rank_class(k)
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
                                     CW=CW, TB=TB)
                    for name in ("solve_step", "chunk_factor", "chunk_scan", "row_coefficients",
@@ -115,7 +144,10 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                 step *= 2
             enqueue(queue, kernels["row_coefficients"], (round_up(n, small),), (small,),
                     *common, w, prefix[src], buf, np.int64(off), int_arg(ld),
-                    int_arg(lower), b, d, info.data)
+                    int_arg(lower), b, d, info.data, real_arg(guard or np.inf, dtype),
+                    large.data)
+        if guard is not None and large.get()[0]:
+            return c0
         with trace.step("apply", reg, flops=4.0 * k * n * n,
                         nbytes=(1.5 * n * n + 2 * n * ncw * k) * item, **extra):
             grid = (round_up(n, wg), ncw)
@@ -123,3 +155,4 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                     np.int64(off), int_arg(ld), int_arg(lower), w, sums)
             enqueue(queue, kernels["apply_product"], grid, (wg, 1), *common, buf,
                     np.int64(off), int_arg(ld), int_arg(lower), w, b, d, sums)
+    return k_all

@@ -566,3 +566,39 @@ def test_product_form_steps_are_recorded(queue):
     assert [s.phase for s in rec.steps] == ["solve", "prefix", "apply"] * 2
     names = {k.name for s in rec.steps for k in s.kernels}
     assert {"solve_step", "row_coefficients", "apply_product"} <= names
+
+
+def test_blocked_method_routes_updates_up_to_product_rank(queue):
+    """With the knob PRODUCT (GPUs' default 16; 0 here), the blocked method does updates
+    of full factors of rank <= PRODUCT in product form; larger ranks, downdates and
+    packed factors keep the rotations."""
+    n = 40
+    with gpu_kernels(queue, np.float64, PRODUCT=4):
+        for k, sign, phases in ((4, 1, {"solve", "prefix", "apply"}),
+                                (5, 1, {"panel", "apply"}), (4, -1, {"panel", "apply"})):
+            at, c, v = problem(n, k, sign, np.float64, seed=9)
+            with oclla.record() as rec:
+                r = oclla.cholesky_update(c, v, sign=sign, queue=queue)
+            assert {s.phase for s in rec.steps} == phases, (k, sign)
+            assert accuracy.passes(accuracy.cholesky_backward_error(at, r, False))
+        at, c, v = problem(n, 2, 1, np.float64, seed=9)
+        packed = rfp.pack(np.ascontiguousarray(c.T), queue=queue)
+        with oclla.record() as rec:
+            rfp.cholesky_update(packed, n, v, queue=queue)
+        assert {s.phase for s in rec.steps} == {"panel", "apply"}
+
+
+def test_product_route_leaves_large_w_to_the_rotations(queue):
+    """An update whose W = L⁻¹V passes update_product.GUARD is found before the factor
+    is touched and done by rotations (the product form would lose accuracy there)."""
+    n, k = 30, 2
+    base = spd(n, np.float64, 1) * 1e-6
+    v = np.random.default_rng(3).standard_normal((n, k)) * 1e2
+    at = base + v @ v.T
+    c = sl.cholesky(base)
+    with gpu_kernels(queue, np.float64, PRODUCT=16):
+        with oclla.record() as rec:
+            r = oclla.cholesky_update(c, v, queue=queue)
+    phases = [s.phase for s in rec.steps]
+    assert phases[:2] == ["solve", "prefix"] and "apply" in phases[2:] and "panel" in phases
+    assert accuracy.passes(accuracy.cholesky_backward_error(at, r, False))
