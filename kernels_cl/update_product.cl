@@ -246,7 +246,7 @@ __kernel void solve_step(const int n, const int b, __global const real *a,
             w[(size_t)i * KB + q] = x[q];
 }
 
-/* The column chunk's rows of W (and of B, and D) in local memory, all items of the
+/* The column chunk's rows of W (and of B) in local memory, all items of the
  * work-group (rows i of one chunk column c) taking part. */
 #define STAGE_CHUNK(dst, src, c, n)                                          \
     for (int e = get_local_id(0); e < CW * KB; e += get_local_size(0)) {      \
@@ -262,11 +262,9 @@ __kernel void chunk_sums(const int n, __global const real *a, const long off,
     const int i = get_global_id(0), c = get_group_id(1), chunks = get_num_groups(1);
     STAGE_CHUNK(ws, w, c, n)
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (i >= n || c * CW > i)
+    if (i >= n || c * CW > i)                      /* past the row's diagonal */
         return;
-    real g[KB];
-    for (int q = 0; q < KB; q++)
-        g[q] = ZERO;
+    real g[KB] = {ZERO};
     const int last = min(i, c * CW + CW - 1);
     for (int l = c * CW; l <= last; l++) {
         const real lil = L_AT(i, l);
@@ -289,9 +287,7 @@ __kernel void apply_product(const int n, __global real *a, const long off,
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i >= n || c * CW > i)
         return;
-    real g[KB];
-    for (int q = 0; q < KB; q++)
-        g[q] = ZERO;
+    real g[KB] = {ZERO};
     for (int later = c + 1; later <= i / CW; later++)
         for (int q = 0; q < KB; q++)
             g[q] += t[((size_t)i * chunks + later) * KB + q];

@@ -50,15 +50,20 @@ def test_accuracy_against_scipy(queue, dtype, method):
                     r = oclla.cholesky_update(factor, v, sign=sign, lower=lower,
                                               method=method, queue=queue)
                     assert r.dtype == dtype and r.shape == (n, n)
-                    err = accuracy.cholesky_backward_error(at, r, lower)
-                    what = f"n={n} k={k} sign={sign} lower={lower}"
-                    assert accuracy.passes(err), f"{what}: backward error {err:.3g}"
-                    # the other triangle is the input's (zero here); the triangle scipy's
-                    got = np.triu(r) if not lower else np.tril(r).T
-                    assert not np.any(np.tril(r, -1) if not lower else np.triu(r, 1)), what
-                    forward = np.abs(got - ref).max() / (n * np.abs(ref).max() *
-                                                         accuracy.eps(dtype))
-                    assert forward < accuracy.THRESHOLD, f"{what}: forward {forward:.3g}"
+                    assert_updated(at, r, ref, lower, f"n={n} k={k} sign={sign} lower={lower}")
+
+
+def assert_updated(at, r, ref, lower: bool, what: str) -> None:
+    """r (lower or upper, as ``lower`` says) is the factor of Ã the LAPACK way, scipy's
+    upper factor ``ref`` entrywise (units of n·max|ref|·ε), and its other triangle is
+    the input's (zero here)."""
+    n = at.shape[0]
+    err = accuracy.cholesky_backward_error(at, r, lower)
+    assert accuracy.passes(err), f"{what}: backward error {err:.3g}"
+    got = np.triu(r) if not lower else np.tril(r).T
+    assert not np.any(np.tril(r, -1) if not lower else np.triu(r, 1)), what
+    forward = np.abs(got - ref).max() / (n * np.abs(ref).max() * accuracy.eps(r.dtype))
+    assert forward < accuracy.THRESHOLD, f"{what}: forward {forward:.3g}"
 
 
 def test_methods_agree_and_other_triangle_kept(queue, dtype):
@@ -520,14 +525,7 @@ def test_product_form_accuracy_both_layouts_and_passes(queue, dtype):
                 factor = c.T.copy() if lower else c
                 r = oclla.cholesky_update(factor, v, lower=lower, method="product",
                                           queue=queue)
-                what = f"n={n} k={k} lower={lower}"
-                err = accuracy.cholesky_backward_error(at, r, lower)
-                assert accuracy.passes(err), f"{what}: backward error {err:.3g}"
-                got = np.triu(r) if not lower else np.tril(r).T
-                assert not np.any(np.tril(r, -1) if not lower else np.triu(r, 1)), what
-                forward = np.abs(got - ref).max() / (n * np.abs(ref).max() *
-                                                     accuracy.eps(dtype))
-                assert forward < accuracy.THRESHOLD, f"{what}: forward {forward:.3g}"
+                assert_updated(at, r, ref, lower, f"n={n} k={k} lower={lower}")
 
 
 def test_product_form_agrees_with_the_rotations_on_device_arrays(queue):
