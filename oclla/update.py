@@ -511,10 +511,11 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         form for updates of rank <= 16), "pivot" (per row, recorded step by
         step) or "product" (updates only: the product form of
         :mod:`oclla.update_product` at any rank, no chain of rotations over
-        the rows; ValueError for ``sign=-1`` or a packed factor).  A host ``c`` larger than one device
-        buffer (or than the device's memory) is streamed through the device
-        panel by panel whatever the method
-        (:func:`oclla.update_stream.stream_update`; device memory O(n·(k + PANEL)))
+        the rows; ValueError for ``sign=-1`` or a packed factor).  A host
+        ``c`` larger than one device buffer (or than the device's memory) is
+        streamed through the device panel by panel whatever the method
+        (:func:`oclla.update_stream.stream_update`; device memory
+        O(n·(k + PANEL)))
     queue : pyopencl.CommandQueue, optional
         The queue to run on, with profiling enabled (default: the queue of the
         default device, :func:`oclla.get_queue`)
@@ -537,8 +538,9 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         rotated: the rows of R (columns of L) before the failing row
         (``method="pivot"``) or before the panel of :data:`PANEL` rows that
         holds it (``"blocked"``) are those of the downdated matrix's partial
-        factor, the rest is neither A's factor nor any other; keep a copy to
-        recover.
+        factor, the rest is neither A's factor nor any other; after the
+        product form (a zero diagonal entry in an update) no row is; keep a
+        copy to recover.
     ValueError, TypeError
         Shapes, dtypes, NaN/Inf, ``sign`` or ``method`` out of range.
     """
