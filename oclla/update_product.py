@@ -1,4 +1,4 @@
-"""Rank-k Cholesky update in product form: ``cholesky_update(..., method="product")``.
+"""Rank-k Cholesky update in product form (``cholesky_update``'s route for small ranks).
 
 With A = L·Lᵀ (L = Rᵀ for an upper factor) and W = L⁻¹·V (n × k),
 
@@ -38,8 +38,9 @@ would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
 H100, float32, n = 8192, k = 16
-(benchmarks/results/nvidia-h100-2026-11-26-update-product.txt): 5.6 ms a call, of which the solve for W 3.1 ms (128 launches), the prefix 1.1
-ms, the row sweep 0.9 ms; the rotations 9.2 ms.
+(benchmarks/results/nvidia-h100-2026-11-26-update-product.txt): 5.6 ms a
+call, of which the solve for W 3.1 ms (128 launches), the prefix 1.1 ms, the
+row sweep 0.9 ms; the rotations 9.2 ms.
 """
 
 from __future__ import annotations
