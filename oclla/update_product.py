@@ -121,7 +121,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                    for name in ("solve_step", "chunk_factor", "chunk_scan", "row_coefficients",
                                 "chunk_sums", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
-                        nbytes=(n * n / 2 + 2 * n * k) * item, **extra):
+                        nbytes=(n * n / 2 + 2 * n * k) * item, v_rows=(0, n), **extra):
             if k < kb:
                 cl.enqueue_fill_buffer(queue, w, np.zeros(1, dtype), 0, n * kb * item)
             copy_block(queue, n, k, View(v.data, c0, k_all), View(w, 0, kb), dtype)

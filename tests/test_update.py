@@ -562,6 +562,7 @@ def test_product_form_steps_are_recorded(queue):
     with oclla.record() as rec:
         oclla.cholesky_update(c, v, method="product", queue=queue)
     assert [s.phase for s in rec.steps] == ["solve", "prefix", "apply"] * 2
+    assert rec.steps[0].info["v_rows"] == (0, n)           # V read whole by the solve
     names = {k.name for s in rec.steps for k in s.kernels}
     assert {"solve_step", "row_coefficients", "apply_product"} <= names
 
