@@ -180,36 +180,44 @@ __kernel void row_coefficients(const int n, __global const real *w,
 /* One block step of W = L^-1 V (n x k in w, V on entry), TB rows per block, with
  * the inverses of L's diagonal blocks in inv (trsm.cl's trtri_blocks: block b in
  * rows b*TB .. of a TB-wide array; of L itself where lower, else of R = L^T, read
- * transposed).  Launch b (work-groups of TB items, one row each, from row b*TB):
- * every row i >= b*TB subtracts L(i, block b-1) W(block b-1) (b > 0), then the
- * first work-group, whose rows are block b, finishes it: W_b = inv_b V_b.  So the
- * launches number n/TB and each reads its slice of L once. */
-__kernel void solve_step(const int n, const int b, __global const real *a,
-                         const long off, const int ld, const int lower,
-                         __global const real *inv, __global real *w)
+ * transposed).  Launch b (work-groups of TB rows, RPI items per row, QC columns of
+ * W each, from row b*TB): every row i >= b*TB subtracts L(i, block b-1)
+ * W(block b-1) (b > 0), then the first work-group, whose rows are block b,
+ * finishes it: W_b = inv_b V_b.  So the launches number n/TB and each reads its
+ * slice of L once. */
+#define QC (KB < 4 ? KB : 4)       /* columns of W per item of solve_step */
+#define RPI (KB / QC)              /* its items per row */
+#define NI (TB * RPI)              /* its work-group */
+
+__kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
+void solve_step(const int n, const int b, __global const real *a, const long off,
+                const int ld, const int lower, __global const real *inv,
+                __global real *w)
 {
     __local real prev[TB * KB], invs[TB * TB];    /* prev: then block b's rows */
-    const int lid = get_local_id(0), r0 = b * TB, i = r0 + get_global_id(0);
+    const int lid = get_local_id(0), t = lid / RPI, h = lid % RPI;
+    const int r0 = b * TB, i = r0 + get_group_id(0) * TB + t;
     const int p0 = r0 - TB;                       /* the block solved last launch */
     const int first = get_group_id(0) == 0;       /* its rows are block b */
     const int kb = min(TB, n - r0);
-    real x[KB];
+    __global real *row = w + (size_t)i * KB + h * QC;
+    real x[QC];
     /* every load this launch needs from global memory, issued together: the last
-     * block of W, this item's row of W and (first work-group) inv_b */
+     * block of W, this item's part of its row of W and (first work-group) inv_b */
     if (b > 0) {
         #pragma unroll
-        for (int s = 0; s < KB; s++)
-            prev[s * TB + lid] = w[(size_t)p0 * KB + s * TB + lid];
+        for (int s = 0; s < TB * KB / NI; s++)
+            prev[s * NI + lid] = w[(size_t)p0 * KB + s * NI + lid];
     }
     if (first) {
         #pragma unroll
-        for (int s = 0; s < TB; s++)
-            if (s < kb)
-                invs[s * TB + lid] = inv[(size_t)(r0 + s) * TB + lid];
+        for (int s = 0; s < TB * TB / NI; s++)
+            if ((s * NI + lid) / TB < kb)
+                invs[s * NI + lid] = inv[(size_t)r0 * TB + s * NI + lid];
     }
     #pragma unroll
-    for (int q = 0; q < KB; q++)
-        x[q] = (i < n) ? w[(size_t)i * KB + q] : ZERO;
+    for (int q = 0; q < QC; q++)
+        x[q] = (i < n) ? row[q] : ZERO;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n && b > 0)
         for (int l0 = 0; l0 < TB; l0 += 16) {      /* sixteen loads of L in flight */
@@ -220,30 +228,30 @@ __kernel void solve_step(const int n, const int b, __global const real *a,
             #pragma unroll
             for (int u = 0; u < 16; u++)
                 #pragma unroll
-                for (int q = 0; q < KB; q++)
-                    x[q] -= lv[u] * prev[(l0 + u) * KB + q];
+                for (int q = 0; q < QC; q++)
+                    x[q] -= lv[u] * prev[(l0 + u) * KB + h * QC + q];
         }
     /* the first work-group finishes block b: W_b = inv_b V_b through local memory
-     * (every group meets the barrier: no return ahead of it, which PoCL 3.0
+     * (every group meets the barriers: no return ahead of them, which PoCL 3.0
      * miscompiles when its condition is known only at run time) */
     barrier(CLK_LOCAL_MEM_FENCE);                  /* prev read by all */
     if (first)
-        for (int q = 0; q < KB; q++)
-            prev[lid * KB + q] = x[q];
+        for (int q = 0; q < QC; q++)
+            prev[t * KB + h * QC + q] = x[q];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (first && i < n) {
-        for (int q = 0; q < KB; q++)
+        for (int q = 0; q < QC; q++)
             x[q] = ZERO;
         for (int p = 0; p < kb; p++) {
-            const real m = invs[lower ? lid * TB + p : p * TB + lid];
+            const real m = invs[lower ? t * TB + p : p * TB + t];
             #pragma unroll
-            for (int q = 0; q < KB; q++)
-                x[q] += m * prev[p * KB + q];
+            for (int q = 0; q < QC; q++)
+                x[q] += m * prev[p * KB + h * QC + q];
         }
     }
     if (i < n)
-        for (int q = 0; q < KB; q++)
-            w[(size_t)i * KB + q] = x[q];
+        for (int q = 0; q < QC; q++)
+            row[q] = x[q];
 }
 
 /* The column chunk's rows of W (and of B) in local memory, all items of the

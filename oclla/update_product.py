@@ -38,8 +38,8 @@ would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
 H100, float32, n = 8192, k = 16
-(benchmarks/results/nvidia-h100-2026-11-26-update-product.txt): 5.6 ms a
-call, of which the solve for W 3.1 ms (128 launches), the prefix 1.1 ms, the
+(benchmarks/results/nvidia-h100-2026-11-26-update-product.txt): 4.1 ms a
+call, of which the solve for W 1.9 ms (128 launches), the prefix 1.1 ms, the
 row sweep 0.9 ms; the rotations 9.2 ms.
 """
 
@@ -66,7 +66,9 @@ CH = 32
 CW = 128
 #: Rows per block of the solve for W: n/TB launches of ``solve_step``, each
 #: subtracting the last block's part from every later row and solving the next
-#: block with its inverted diagonal block (trtri_blocks, one launch for all).
+#: block with its inverted diagonal block (trtri_blocks, one launch for all); four
+#: columns of W per work-item (one item per row took 3.0 instead of 1.8 ms at
+#: n = 8192, k = 16 on the H100: too few items to hide the loads).
 TB = 64
 #: The route of the ``blocked`` method (the ``update`` knob PRODUCT) takes the product
 #: form only while every entry of W stays below GUARD in magnitude; a pass past it is
@@ -128,10 +130,12 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
             enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype, TB), (blocks * TB,),
                     (TB,), *common, int_arg(TB), buf, np.int64(off), int_arg(ld), inverses,
                     int_arg(TB), int_arg(lower), int_arg(0))
+            items = TB * (kb // min(kb, 4))          # solve_step: 4 columns of W an item
             for block in range(blocks):
-                enqueue(queue, kernels["solve_step"], (round_up(n - block * TB, TB),), (TB,),
-                        *common, int_arg(block), buf, np.int64(off), int_arg(ld),
-                        int_arg(lower), inverses, w)
+                enqueue(queue, kernels["solve_step"],
+                        (round_up(n - block * TB, TB) // TB * items,), (items,), *common,
+                        int_arg(block), buf, np.int64(off), int_arg(ld), int_arg(lower),
+                        inverses, w)
         with trace.step("prefix", reg, flops=6.0 * k * k * (n + CH * n),
                         nbytes=(2 * n * k + 2 * nc * KB * KB) * item, **extra):
             enqueue(queue, kernels["chunk_factor"], (round_up(nc, small),), (small,), *common, w,
