@@ -13,10 +13,10 @@
  *
  * Kernels, in order:
  *   solve_step       W = L^-1 V, one launch per block of TB rows (below)
- *   chunk_factor     item c: the R of the rows of W in chunk c (CH rows; chunk 0
- *                    also holds I), R_c, into r (KB x KB each)
- *   chunk_scan       one level (distance d) of an inclusive prefix over the
- *                    chunks, Q_c = R of [R_0; ...; R_c] (Hillis-Steele: the R
+ *   chunk_factor     work-group c: the R of the rows of W in chunk c (CH rows;
+ *                    chunk 0 also holds I), R_c, into r (KB x KB each)
+ *   chunk_scan       work-group c: one level (distance d) of an inclusive prefix
+ *                    over the chunks, Q_c = R of [R_0; ...; R_c] (Hillis-Steele: the R
  *                    of two stacked R's is associative)
  *   row_coefficients item j: R_j from Q_{c-1} and the rows of its chunk before
  *                    j, then d_j and b_j; a zero diagonal entry L(j, j) sets
@@ -82,45 +82,65 @@ inline void load_row(real *x, __global const real *w, const int l)
         x[q] = w[(size_t)l * KB + q];
 }
 
-__kernel void chunk_factor(const int n, __global const real *w,
-                           __global real *r_out)
+/* The same by a work-group of KB items, item q owning column q of r and entry q of
+ * x (both in local memory): a rotation per column, formed by its item and applied by
+ * the later ones.  An x of zeros changes nothing (c = 1, s = 0); every item meets
+ * every barrier. */
+inline void add_row_group(__local real *r, __local real *x, __local real *cs, const int q)
 {
-    const int c = get_global_id(0);
-    if (c * CH >= n)
-        return;
-    real r[KB * KB], x[KB];
-    if (c == 0)
-        set_identity_kb(r);
-    else
-        for (int p = 0; p < KB * KB; p++)
-            r[p] = ZERO;
-    for (int l = c * CH; l < min(n, (c + 1) * CH); l++) {
-        load_row(x, w, l);
-        add_row(r, x);
+    for (int p = 0; p < KB; p++) {
+        if (q == p) {
+            const real a0 = r[p * KB + p], bp = x[p];
+            const real h = (bp == ZERO) ? a0 : hypot(a0, bp);
+            cs[0] = (bp == ZERO) ? ONE : a0 / h;
+            cs[1] = (bp == ZERO) ? ZERO : bp / h;
+            r[p * KB + p] = h;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (q > p) {
+            const real t = r[p * KB + q], c = cs[0], s = cs[1];
+            r[p * KB + q] = c * t + s * x[q];
+            x[q] = c * x[q] - s * t;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    for (int p = 0; p < KB * KB; p++)
-        r_out[(size_t)c * KB * KB + p] = r[p];
 }
 
-__kernel void chunk_scan(const int nc, const int d,
-                         __global const real *r_in, __global real *r_out)
+/* Work-group c (KB items): the R of chunk c's rows of W (with I first for c = 0). */
+__kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
+void chunk_factor(const int n, __global const real *w, __global real *r_out)
 {
-    const int c = get_global_id(0);
-    if (c >= nc)
-        return;
-    real r[KB * KB], x[KB];
-    for (int p = 0; p < KB * KB; p++)
-        r[p] = r_in[(size_t)c * KB * KB + p];
-    if (c >= d) {
-        __global const real *other = r_in + (size_t)(c - d) * KB * KB;
-        for (int p = 0; p < KB; p++) {
-            for (int q = 0; q < KB; q++)
-                x[q] = (q >= p) ? other[p * KB + q] : ZERO;
-            add_row(r, x);
-        }
+    __local real r[KB * KB], x[KB], cs[2];
+    const int c = get_group_id(0), q = get_local_id(0);
+    for (int p = 0; p < KB; p++)
+        r[p * KB + q] = (c == 0 && p == q) ? ONE : ZERO;
+    const int end = min(n, (c + 1) * CH);
+    for (int l = c * CH; l < end; l++) {
+        x[q] = w[(size_t)l * KB + q];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        add_row_group(r, x, cs, q);
     }
-    for (int p = 0; p < KB * KB; p++)
-        r_out[(size_t)c * KB * KB + p] = r[p];
+    for (int p = 0; p < KB; p++)
+        r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
+}
+
+/* Work-group c (KB items): r_out[c] = the R of [r_in[c - d]; r_in[c]] (c >= d), else
+ * r_in[c]: row p of r_in[c - d] is added to r_in[c] in turn (zero rows where c < d). */
+__kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
+void chunk_scan(const int nc, const int d, __global const real *r_in,
+                __global real *r_out)
+{
+    __local real r[KB * KB], x[KB], cs[2];
+    const int c = get_group_id(0), q = get_local_id(0);
+    for (int p = 0; p < KB; p++)
+        r[p * KB + q] = r_in[(size_t)c * KB * KB + p * KB + q];
+    for (int p = 0; p < KB; p++) {
+        x[q] = (c >= d && q >= p) ? r_in[(size_t)(c - d) * KB * KB + p * KB + q] : ZERO;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        add_row_group(r, x, cs, q);
+    }
+    for (int p = 0; p < KB; p++)
+        r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
 }
 
 __kernel void row_coefficients(const int n, __global const real *w,

@@ -145,10 +145,10 @@ Methods
     the rows), unless an entry of W passes its GUARD, where it would lose
     accuracy: that is found before the factor is touched, and the rotations
     do the update.  On the H100 (n = 8192; nvidia-h100-2026-11-26-update-product.txt)
-    it took 2.1 ms at k = 1 against 5.5 ms for the rotations (float32; 3.4
-    against 7.8 ms in float64), and at k = 16 4.2 against 9.0 ms (float32;
-    3.5x cuSOLVER's refactorization) and 5.9 against 15.4 ms (float64); at
-    k = 64 (four passes) it was slower, so PRODUCT stays 16.
+    it took 2.1-2.3 ms at k = 1 against 5.5 ms for the rotations (float32;
+    2.7-3.4 against 7.8 ms in float64), and at k = 16 4.2-4.7 against 9.0 ms
+    (float32; 3.1-3.5x cuSOLVER's refactorization) and 5.0-5.9 against 15.4
+    ms (float64); at k = 64 (four passes) it was slower, so PRODUCT stays 16.
 
 ``method="product"``
     The product form for any rank (passes of 16 columns), without the guard.

@@ -38,8 +38,9 @@ would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
 H100, float32, n = 8192, k = 16
-(benchmarks/results/nvidia-h100-2026-11-26-update-product.txt): 4.1 ms a
-call, of which the solve for W 1.9 ms (128 launches), the prefix 1.1 ms, the
+(benchmarks/results/nvidia-h100-2026-11-26-update-product.txt): 3.9 ms a
+call, of which the solve for W 1.9 ms (128 launches), the prefix 0.8 ms (its
+k x k updates by work-groups of k items: 1.1 ms by one item per chunk), the
 row sweep 0.9 ms; the rotations 9.2 ms.
 """
 
@@ -138,13 +139,12 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                         inverses, w)
         with trace.step("prefix", reg, flops=6.0 * k * k * (n + CH * n),
                         nbytes=(2 * n * k + 2 * nc * KB * KB) * item, **extra):
-            enqueue(queue, kernels["chunk_factor"], (round_up(nc, small),), (small,), *common, w,
-                    prefix[0])
+            enqueue(queue, kernels["chunk_factor"], (nc * kb,), (kb,), *common, w, prefix[0])
             src = 0
             step = 1
             while step < nc:
-                enqueue(queue, kernels["chunk_scan"], (round_up(nc, small),), (small,),
-                        int_arg(nc), int_arg(step), prefix[src], prefix[1 - src])
+                enqueue(queue, kernels["chunk_scan"], (nc * kb,), (kb,), int_arg(nc),
+                        int_arg(step), prefix[src], prefix[1 - src])
                 src = 1 - src
                 step *= 2
             enqueue(queue, kernels["row_coefficients"], (round_up(n, small),), (small,),
