@@ -31,12 +31,12 @@
  * (A = R^T R, L = R^T), a[off + j*ld + i]; only that triangle is touched.
  * The kernels work on KB columns (W and B are n x KB, row-major): the host pads
  * a pass of k < KB columns of V with zeros, which leave the padded part of every
- * R the identity and of B zero.
+ * prefix Q_c and R_j the identity and of B zero.
  */
 #include "common.h"
 
 #ifndef KB
-#define KB 16              /* most columns of V per pass */
+#define KB 16              /* columns of W and B: k's next power of two, <= 16 */
 #endif
 #ifndef CH
 #define CH 32              /* rows of W per chunk of the k x k prefix */
