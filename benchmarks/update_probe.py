@@ -29,6 +29,7 @@ import pyopencl.array as cl_array
 
 import oclla
 from oclla import kernels_cl, update
+from oclla._knobs import pow2_at_least
 from oclla._params import params
 from oclla._programs import build_options, int_zeros
 from oclla.bench_update import synthetic_factor
@@ -59,7 +60,7 @@ def run(queue, prg, panel: str, apply, dtype, n: int, k: int, c, v, reflect: boo
     """Device ms of the panel kernels (and apply kernels, if ``apply``) of one update."""
     rows = update.panel_rows(queue, dtype)
     opts = update._options(queue, dtype, k, False, False, reflect)
-    fwg = update._pow2_at_least(max(opts["PANEL"], opts["KF"]))
+    fwg = pow2_at_least(max(opts["PANEL"], opts["KF"]))
     wg = params(queue, "update", dtype)["APPLY_WG"]
     rot, kp = update.rotations(queue, n, k, dtype, rows, reflect=reflect)
     kern = cl.Kernel(prg, panel)

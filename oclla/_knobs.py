@@ -35,6 +35,14 @@ def pow2_at_most(x: int) -> int:
     return p
 
 
+def pow2_at_least(x: int) -> int:
+    """The smallest power of two >= ``x`` (1 if ``x`` < 2)."""
+    p = 1
+    while p < x:
+        p *= 2
+    return p
+
+
 def fits_wg(info, wg_x: int, wg_y: int = 1) -> bool:
     """Whether a ``wg_x`` x ``wg_y`` work-group fits the device's work-group limits."""
     sizes = info.max_work_item_sizes

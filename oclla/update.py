@@ -190,6 +190,7 @@ from numpy.linalg import LinAlgError
 
 from . import trace
 from ._device import resolve_queue, vector_width
+from ._knobs import pow2_at_least
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_device_array,
@@ -253,17 +254,10 @@ def _options(queue, dtype, k: int, lower: bool, packed: bool, reflect: bool = Fa
     (``reflect``; a program of their own)."""
     knobs = params(queue, "update", dtype)
     rows = knobs["PANEL"]
-    kf = min(_pow2_at_least(k), knobs["KF"])
+    kf = min(pow2_at_least(k), knobs["KF"])
     return dict(LOWER=int(lower), PACKED=int(packed), WG=params(queue, "wg1d", dtype)["WG"],
                 PANEL=rows, KB=_group_width(k), VW=vector_width(queue, dtype.itemsize),
-                KF=kf, FWG=_pow2_at_least(max(rows, kf)), HOUSEHOLDER=int(reflect))
-
-
-def _pow2_at_least(x: int) -> int:
-    width = 1
-    while width < x:
-        width *= 2
-    return width
+                KF=kf, FWG=pow2_at_least(max(rows, kf)), HOUSEHOLDER=int(reflect))
 
 
 # ---- device algorithms: enqueue only, never wait -------------------------------------
@@ -333,7 +327,7 @@ def _panel_kernels(queue, dtype, k: int, lower: bool, packed: bool, sign: int) -
                    get_kernel(queue, "update.cl",
                               "apply_panel_reflect" if reflect else "apply_panel", dtype,
                               **opts),
-                   _pow2_at_least(max(opts["PANEL"], opts["KF"])) if local else opts["WG"],
+                   pow2_at_least(max(opts["PANEL"], opts["KF"])) if local else opts["WG"],
                    knobs["APPLY_WG"], opts["VW"],
                    opts["PANEL"], reflect)
 

@@ -50,6 +50,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import trace
+from ._knobs import pow2_at_least
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, real_arg, round_up
 from .blas import View, copy_block, trsm_kernel
@@ -79,15 +80,10 @@ TB = 64
 GUARD = 1e4
 
 
-def rank_class(k: int) -> int:
-    """The kernels' KB for a pass of k <= :data:`KB` columns: the next power of two."""
-    return 1 << (k - 1).bit_length()
-
-
 def local_bytes(k: int, itemsize: int) -> int:
     """Local memory of the largest of the kernels for a pass of k columns: solve_step's
-    TB·KB + TB² reals or apply_product's 2·CW·KB (KB: :func:`rank_class`)."""
-    kb = rank_class(k)
+    TB·KB + TB² reals or apply_product's 2·CW·KB (KB: k's next power of two)."""
+    kb = pow2_at_least(k)
     return itemsize * max(TB * kb + TB * TB, 2 * CW * kb)
 
 
@@ -118,7 +114,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
     for c0 in range(0, k_all, KB):
         k = min(KB, k_all - c0)
-        kb = rank_class(k)
+        kb = pow2_at_least(k)
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
                                     CW=CW, TB=TB)
                    for name in ("solve_step", "chunk_factor", "chunk_scan", "row_coefficients",
