@@ -411,6 +411,17 @@ def rotations(queue, n: int, k: int, dtype, rows: int, *, reflect: bool = False)
     return cl_array.Array(queue, shape, dtype, data=rot), kp
 
 
+def checked_method(method: str, sign, *, packed: bool = False) -> int:
+    """``sign`` as +1 or -1 once ``method`` is one of :data:`METHODS` that takes it
+    (ValueError otherwise): "product" updates (sign +1) a factor in full storage."""
+    check_method(method, METHODS)
+    sign = check_sign(sign)
+    if method == "product" and (sign < 0 or packed):
+        raise ValueError('method "product" updates a factor in full storage: downdates and '
+                         'packed factors take "blocked" or "pivot"')
+    return sign
+
+
 def check_sign(sign) -> int:
     """``sign`` as +1 or -1 (ValueError for anything else)."""
     if isinstance(sign, bool) or sign not in (1, -1):
@@ -440,11 +451,7 @@ def modify(c, v, *, validate, order, sign, lower, overwrite_c: bool, check_finit
     work array (default: ``work.get()``); ``region(n)``, if given, the region map of
     :func:`modify_device` for order n.
     """
-    check_method(method, METHODS)
-    sign = check_sign(sign)
-    if method == "product" and (sign < 0 or packed):
-        raise ValueError('method "product" updates a factor in full storage: downdates and '
-                         'packed factors take "blocked" or "pivot"')
+    sign = checked_method(method, sign, packed=packed)
     lower = bool(lower)
     queue = resolve_queue(queue)
     operands = {}
@@ -541,8 +548,7 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
     from .update_stream import stream_update, streams
     queue = resolve_queue(queue)
     if streams(c, queue):
-        check_method(method, METHODS)
-        return stream_update(c, v, sign=check_sign(sign), lower=bool(lower),
+        return stream_update(c, v, sign=checked_method(method, sign), lower=bool(lower),
                              check_finite=check_finite, queue=queue, overwrite_c=overwrite_c)
     return modify(c, v, validate=lambda a, q, check_finite: as_matrix(
         a, q, name="c", check_finite=check_finite), order=_order, sign=sign, lower=lower,

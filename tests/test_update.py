@@ -503,6 +503,8 @@ def test_a_factor_larger_than_a_buffer_is_streamed(queue, monkeypatch):
     work = c.copy()
     assert oclla.cholesky_update(work, v, overwrite_c=True, queue=queue) is work
     np.testing.assert_array_equal(work, ref)
+    with pytest.raises(ValueError, match="product"):       # refused before streaming
+        oclla.cholesky_update(c, v, sign=-1, method="product", queue=queue)
 
 
 # ---- the product form (method="product") -------------------------------------------------
