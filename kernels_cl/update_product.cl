@@ -50,36 +50,28 @@
 
 #define L_AT(i, j) a[off + (lower ? AT(i, j, ld) : AT(j, i, ld))]
 
+/* The Givens rotation (c, s) that zeroes b against a0, and the new a0, h >= 0 for
+ * a0 >= 0: the identity where b = 0. */
+#define GIVENS(a0, b, h, c, s)                                                  \
+    const real h = ((b) == ZERO) ? (a0) : hypot(a0, b);                         \
+    const real c = ((b) == ZERO) ? ONE : (a0) / h, s = ((b) == ZERO) ? ZERO : (b) / h;
+
+/* (rpq, xq) := (c rpq + s xq, c xq - s rpq) */
+#define ROTATE(rpq, xq, c, s)                                                   \
+    { const real t_ = rpq; rpq = (c) * t_ + (s) * (xq); xq = (c) * (xq) - (s) * t_; }
+
 /* r (k x k upper, row stride KB) := the R of [r; x^T], x (KB entries) consumed:
  * a Givens rotation per column, r's diagonal kept nonnegative. */
 inline void add_row(real *r, real *x)
 {
     for (int p = 0; p < KB; p++) {
-        const real b = x[p];
-        if (b == ZERO)
+        if (x[p] == ZERO)                          /* the identity: skipped */
             continue;
-        const real a0 = r[p * KB + p], h = hypot(a0, b);
-        const real c = a0 / h, s = b / h;
+        GIVENS(r[p * KB + p], x[p], h, c, s)
         r[p * KB + p] = h;
-        for (int q = p + 1; q < KB; q++) {
-            const real t = r[p * KB + q];
-            r[p * KB + q] = c * t + s * x[q];
-            x[q] = c * x[q] - s * t;
-        }
+        for (int q = p + 1; q < KB; q++)
+            ROTATE(r[p * KB + q], x[q], c, s)
     }
-}
-
-inline void set_identity_kb(real *r)
-{
-    for (int p = 0; p < KB; p++)
-        for (int q = 0; q < KB; q++)
-            r[p * KB + q] = (p == q) ? ONE : ZERO;
-}
-
-inline void load_row(real *x, __global const real *w, const int l)
-{
-    for (int q = 0; q < KB; q++)
-        x[q] = w[(size_t)l * KB + q];
 }
 
 /* The same by a work-group of KB items, item q owning column q of r and entry q of
@@ -90,18 +82,14 @@ inline void add_row_group(__local real *r, __local real *x, __local real *cs, co
 {
     for (int p = 0; p < KB; p++) {
         if (q == p) {
-            const real a0 = r[p * KB + p], bp = x[p];
-            const real h = (bp == ZERO) ? a0 : hypot(a0, bp);
-            cs[0] = (bp == ZERO) ? ONE : a0 / h;
-            cs[1] = (bp == ZERO) ? ZERO : bp / h;
+            GIVENS(r[p * KB + p], x[p], h, c, s)
+            cs[0] = c;
+            cs[1] = s;
             r[p * KB + p] = h;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (q > p) {
-            const real t = r[p * KB + q], c = cs[0], s = cs[1];
-            r[p * KB + q] = c * t + s * x[q];
-            x[q] = c * x[q] - s * t;
-        }
+        if (q > p)
+            ROTATE(r[p * KB + q], x[q], cs[0], cs[1])
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
@@ -167,13 +155,12 @@ __kernel void row_coefficients(const int n, __global const real *w,
     }
     const int c = j / CH;
     real r[KB * KB], x[KB], z[KB];
-    if (c == 0)
-        set_identity_kb(r);
-    else
-        for (int p = 0; p < KB * KB; p++)
-            r[p] = q_prefix[(size_t)(c - 1) * KB * KB + p];
+    for (int p = 0; p < KB * KB; p++)              /* Q_{c-1}, or I for chunk 0 */
+        r[p] = (c == 0) ? ((p % (KB + 1) == 0) ? ONE : ZERO)
+                        : q_prefix[(size_t)(c - 1) * KB * KB + p];
     for (int l = c * CH; l < j; l++) {
-        load_row(x, w, l);
+        for (int q = 0; q < KB; q++)
+            x[q] = w[(size_t)l * KB + q];
         add_row(r, x);
     }
     /* z = R^-T w_j (forward), then x = R^-1 z (backward) */
