@@ -6,7 +6,8 @@ triangle, which transpose), and on the sizes of the data only through a few clas
 the divisibility of the order by a vector width (the per-pivot LU kernels), the route a
 blocked method takes (one leaf, several blocks, above its SMALL_N), and 64-bit indices
 for operands of 2³¹ elements or more; the rank-k update's programs follow k's class
-(the next power of two, up to its KF knob) and its route (rotations or reflectors).
+(the next power of two, up to its KF knob) and its route (rotations, reflectors or
+the product form).
 :func:`warmup` calls each public routine in each of its variants at a few orders
 chosen from the device's block sizes, so that every code path (a single leaf, several
 block columns, above each SMALL_N) has run once, and the updates at every rank class:
