@@ -69,6 +69,28 @@ typedef REALV(VW) realv;
 
 #define R(i, j) TRI(a, (j), (i))
 #define VAT(i, p) v[AT((i), (p), k)]
+
+/* V(j0 + u, p) for the m live columns u < m of an apply item, as a vector (zero
+ * past k and past m), and back (columns p < k only). */
+inline realv v_entry(__global const real *v, const int k, const int j0, const int m,
+                     const int p)
+{
+    real e[VW];
+    for (int u = 0; u < VW; u++)
+        e[u] = (p < k && u < m) ? VAT(j0 + u, p) : ZERO;
+    return VLOAD(VW)(0, e);
+}
+
+inline void v_store(__global real *v, const int k, const int j0, const int m, const int p,
+                    const realv y)
+{
+    real e[VW];
+    VSTORE(VW)(y, 0, e);
+    if (p < k)
+        for (int u = 0; u < m; u++)
+            VAT(j0 + u, p) = e[u];
+}
+
 #define ROT(i, p) rot[AT((i), (p), kp)]
 
 #ifndef HOUSEHOLDER
@@ -348,22 +370,6 @@ void factor_panel_local(__global real *a, const long off, const int ld, const in
     store_triangle(tri, a, ld, n, i0, nb, lid);
 }
 
-/* y[p] = V(j0+u, q+p) for the m live columns u < m of an apply item and the KB
- * columns p of V from q (zeros past k and past m), and back; e: a real[VW].
- * Macros, as TREE_SUM. */
-#define LOAD_V_SLAB(y, q)                                                       \
-    for (int p_ = 0; p_ < KB; p_++) {                                           \
-        for (int u_ = 0; u_ < VW; u_++)                                         \
-            e[u_] = ((q) + p_ < k && u_ < m) ? VAT(j0 + u_, (q) + p_) : ZERO;   \
-        y[p_] = VLOAD(VW)(0, e);                                                \
-    }
-#define STORE_V_SLAB(y, q)                                                      \
-    for (int p_ = 0; p_ < KB && (q) + p_ < k; p_++) {                           \
-        VSTORE(VW)(y[p_], 0, e);                                                \
-        for (int u_ = 0; u_ < m; u_++)                                          \
-            VAT(j0 + u_, (q) + p_) = e[u_];                                     \
-    }
-
 /* Columns j0 .. j0+VW-1 of the trailing part, j0 = i0 + nb + VW * global id,
  * as VW-wide vectors (CPUs: explicit SIMD, VW independent chains; GPUs: VW = 1,
  * one column per item): R(i0 .. i0+PANEL-1, j) in registers for the whole
@@ -391,7 +397,8 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
         x[r] = VLOAD(VW)(0, e);
     }
     for (int q = 0; q < k; q += KB) {
-        LOAD_V_SLAB(y, q);
+        for (int p = 0; p < KB; p++)
+            y[p] = v_entry(v, k, j0, m, q + p);
         for (int r = 0; r < PANEL; r++) {
             __global const real4 *g = rot + AT(i0 + r, q, kp);
             realv t = x[r];
@@ -402,7 +409,8 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
             }
             x[r] = t;
         }
-        STORE_V_SLAB(y, q);
+        for (int p = 0; p < KB; p++)
+            v_store(v, k, j0, m, q + p, y[p]);
     }
     for (int r = 0; r < nb; r++) {
         VSTORE(VW)(x[r], 0, e);
@@ -539,27 +547,6 @@ void factor_panel_reflect(__global real *a, const long off, const int ld, const 
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     store_triangle(tri, a, ld, n, i0, nb, lid);
-}
-
-/* V(j0 + u, p) for the m live columns u < m of an apply item, as a vector (zero
- * past k and past m), and back (columns p < k only). */
-inline realv v_entry(__global const real *v, const int k, const int j0, const int m,
-                     const int p)
-{
-    real e[VW];
-    for (int u = 0; u < VW; u++)
-        e[u] = (p < k && u < m) ? VAT(j0 + u, p) : ZERO;
-    return VLOAD(VW)(0, e);
-}
-
-inline void v_store(__global real *v, const int k, const int j0, const int m, const int p,
-                    const realv y)
-{
-    real e[VW];
-    VSTORE(VW)(y, 0, e);
-    if (p < k)
-        for (int u = 0; u < m; u++)
-            VAT(j0 + u, p) = e[u];
 }
 
 /* Columns of V per pass of apply_panel_reflect's loops over the panel's rows: PW,

@@ -70,8 +70,9 @@ Methods
     (8.4 against 4.6 + 3.9 ms at k = 16, float32), gained only at k = 1 (4.4
     against 5.5 ms), lost at k = 64, and doubled the programs' builds.
     Helpers that take a private array by pointer must be macros (TREE_SUM,
-    LOAD_V_SLAB, REFLECTOR in update.cl):
-    as functions NVIDIA's compiler kept the array in memory, 2-2.5x slower.
+    REFLECTOR in update.cl): as functions NVIDIA's compiler kept the array in
+    memory, 2-2.5x slower (V's entries go through v_entry/v_store, which
+    take and return values).
     On PoCL ``factor_panel_local`` was no faster (2 cores, n = 2000), so
     CPUs keep ``factor_panel``.  apply_panel's work-groups are APPLY_WG
     items: 32 on GPUs, where the 256 of the one-dimensional kernels left
