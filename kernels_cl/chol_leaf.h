@@ -9,37 +9,46 @@
  * factor_rows factors the nb x nb diagonal block at a (nb <= LEAF; LEAF a
  * multiple of 8 up to 64) in place, A = L L^T, with a work-group of `items`
  * >= LEAF items (items past LEAF only load, store and meet the barriers):
- * item i keeps row i of the block in registers, x[j] = a_ij (its
- * entries j > i are carried along and never stored).  The block is padded to
- * order LEAF with the identity.  Column step k (k < nb, one barrier each; the
- * same k in every item, so the barrier is met by all): a_kk and the column
- * a_jk (j > k) come from the local buffer their owners wrote in step k-1, then
+ * item i keeps row i of the block in registers (its entries j > i are carried
+ * along and never stored).  The block is padded to order LEAF with the
+ * identity.  Column step k (k < nb, one barrier each; the same k in every
+ * item, so the barrier is met by all): a_kk and the column a_jk (j > k) come
+ * from the local buffer their owners wrote in step k-1, then
  *     s = a_ik / a_kk,   a_ij -= s a_jk  (k < j),   L(i,k) = a_ik / sqrt(a_kk),
- * and each item writes its new a_i,k+1 into the other buffer as soon as it
- * has it.  For a block of order 64 that is 64 short steps of two warps' worth
- * of items, where a larger work-group would spend each step on a barrier of
- * all its items.  With ldw > 0, item c then solves L w = e_c for column c of
- * W = L^-1 by forward substitution, reading L from local memory (no barrier),
- * and writes W^T, nb x nb with zeros below its diagonal, to w (leading
- * dimension ldw); ldw = 0 leaves w alone.  The choice is made at run time
- * (uniform: every item meets the same barriers either way), so one program
- * serves the inverting and the plain leaf.
+ * and each item writes its new a_i,k+1 into the other buffer.  The row
+ * turns by one entry per step, so that column k is always register 0 of step
+ * k: at step k register m holds column (k + m) mod LEAF, and the step is
+ *     x[m] := x[m + 1] - s c[k + 1 + m]   (m < LEAF - 1),   x[LEAF - 1] := L(i,k),
+ * literal register indices and local reads at literal offsets from c + k + 1,
+ * with no test: the column buffers are zero past LEAF, so the columns that
+ * have turned past the end (the finished ones, < k) stay as they are.  One
+ * step of code, LEAF statements.  On an H100 that builds in about half the
+ * time of the leaf before it, a switch over the step's block of eight with a
+ * test per entry of that block (float32: the leaf's program 0.78 s against
+ * 1.47 s, syrk_leaf 0.94-1.30 s against 1.53-1.58 s; a fully unrolled
+ * LEAF = 64 leaf took 19 s), and the blocked potrf runs 15-45 % faster at
+ * n = 1024 to 8192 (benchmarks/results/nvidia-h100-2026-11-26-cold-start-6.txt).  For a
+ * block of order 64 that is 64 short steps of two warps' worth of items,
+ * where a larger work-group would spend each step on a barrier of all its
+ * items.
  *
- * The steps are a loop with one barrier; within a step a switch on its block
- * of eight (k / 8, the same in every item) picks code with literal indices
- * (x stays in registers): the entries of that block under a test of the step,
- * those of the later blocks without one.  That is about LEAF²/16 + LEAF
- * statements per pass, not LEAF² (a fully unrolled LEAF = 64 kernel took
- * NVIDIA's compiler about 19 s to build).  Testing every entry of the row at
- * every step instead (LEAF statements) made the leaf about four times slower
- * on an H100: the fused update of the blocked potrf at n = 2048 took 5.4 ms
- * of kernel time against 2.1 ms this way (float32; 5.8 against 2.5 in float64),
- * benchmarks/results/nvidia-h100-2026-11-26-float64-2.txt.
+ * With ldw > 0, item i then forms row i of W = L^-1 by back substitution
+ * with L^T (W L = I: for p = nb-1 down to 0, z_p /= L(p,p), then
+ * z_r -= L(p,r) z_p for r < p), turning the other way (register m holds row
+ * p - m mod LEAF), so that the reads of L walk row p of the local copy t at
+ * literal offsets; the entries turned past the start read the strictly upper
+ * part of t and the zero row before it, both zero.  It writes W^T, nb x nb
+ * with zeros below its diagonal, to w (leading dimension ldw); ldw = 0 leaves
+ * w alone.  The choice is made at run time (uniform: every item meets the
+ * same barriers either way), so one program serves the inverting and the
+ * plain leaf.
  *
- * Local memory: t[LEAF * LS], col[COL_SIZE], rinv[LEAF].  Returns k + 1 for
- * the first pivot a_kk that is not > 0 (or NaN), else 0; the same in every
- * item.  After a failed pivot the step goes on with a_kk = 1 (the block is
- * then garbage and the caller reports the failure).
+ * Local memory: ROW_LEAF_LOCAL reals at `work` (the block t with a zero row
+ * before it, the two column buffers with their zero halves, the reciprocals
+ * of the diagonal).  Returns k + 1 for the first pivot a_kk that is not > 0
+ * (or NaN), else 0; the same in every item.  After a failed pivot the step
+ * goes on with a_kk = 1 (the block is then garbage and the caller reports
+ * the failure).
  */
 #ifndef OCLLA_CHOL_LEAF_H
 #define OCLLA_CHOL_LEAF_H
@@ -47,7 +56,10 @@
 #include "unroll.h"
 
 #define LS (LEAF + 1)      /* row stride of local copies (odd: no bank conflicts) */
-#define COL_SIZE (2 * LEAF) /* two column buffers */
+#define COL_HALF (2 * LEAF) /* a column buffer: LEAF entries, then LEAF zeros */
+/* factor_rows' local memory: a zero row, the LEAF x LS block, two column
+ * buffers, LEAF reciprocals */
+#define ROW_LEAF_LOCAL ((LEAF + 1) * LS + 2 * COL_HALF + LEAF)
 
 /* (i, j) of entry idx of an nb x nb square, walked with the stored
  * triangle's contiguous index fastest (coalesced for either storage). */
@@ -100,19 +112,28 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
 #define BLOCKS8(G, F) G(F, 0) G(F, 8) G(F, 16) G(F, 24) G(F, 32) G(F, 40) G(F, 48) G(F, 56)
 #endif
 #define UPTO_LEAF(F) BLOCKS8(A8, F)
-/* F(j) for the entries of the blocks of eight after block b (unroll.h) */
-#define AFTER8(F, b) LATER8(F, b, LEAF)
-/* the case of a `switch (step / 8)` for the steps of block b: F(b) */
-#define CASE8(F, b) case (b) / 8: F(b) break;
+/* register m's neighbour m + 1 (a valid index where there is none: the use is folded away) */
+#define NEXT_REG(m) ((m) + 1 < LEAF ? (m) + 1 : 0)
+/* the column (row) that register m holds after `turns` steps: (turns + m) mod LEAF */
+#define TURNED(turns, m) ((turns) + (m) < LEAF ? (turns) + (m) : (turns) + (m) - LEAF)
 
 inline int factor_rows(__global real *a, const int ld, const int nb, const int i,
-                       const int items, __local real *t, __local real *col,
-                       __local real *rinv, __global real *w, const int ldw, const int lower)
+                       const int items, __local real *work, __global real *w,
+                       const int ldw, const int lower)
 {
+    __local real *t = work + LS;         /* the block; the row before it stays zero */
+    __local real *col = work + (LEAF + 1) * LS;
+    __local real *rinv = col + 2 * COL_HALF;
+    for (int idx = i; idx < LS + 2 * LEAF; idx += items) {
+        if (idx < LS)
+            work[idx] = ZERO;
+        else                             /* the column buffers' zero halves */
+            col[(idx - LS) / LEAF * COL_HALF + LEAF + (idx - LS) % LEAF] = ZERO;
+    }
     load_lower(a, ld, t, nb, i, items, lower);
     barrier(CLK_LOCAL_MEM_FENCE);
     const int row = i < LEAF;            /* items past LEAF only meet the barriers */
-    real x[LEAF];
+    real x[LEAF];                        /* row i; register m holds column (step + m) mod LEAF */
 #define ROW_LOAD(j) x[j] = i >= nb ? (i == (j) ? ONE : ZERO) \
                                    : ((j) <= i ? t[i * LS + (j)] : ZERO);
     UPTO_LEAF(ROW_LOAD)
@@ -121,65 +142,53 @@ inline int factor_rows(__global real *a, const int ld, const int nb, const int i
     int bad = 0;
     for (int step = 0; step < nb; step++) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        __local const real *c = col + (step & 1) * LEAF;
-        __local real *next = col + ((step + 1) & 1) * LEAF;
+        __local const real *c = col + (step & 1) * COL_HALF;
+        __local real *next = col + ((step + 1) & 1) * COL_HALF;
         const real akk = c[step];
         if (!(akk > ZERO) && !bad)       /* the same value for all: uniform */
             bad = step + 1;
         if (row) {
             const real d = sqrt(akk > ZERO ? akk : ONE), rd = ONE / d;
-            const real l = c[i] * rd, s = l * rd;       /* c[i] = x[step] = a_ik */
-            /* the entries of the step's block of eight under a test of the step,
-             * those of the later blocks without one: literal indices, about LEAF/2
-             * updates a step as a fully unrolled leaf, in LEAF²/16 statements */
-#define ROW_NEAR(j) if ((j) > step) { \
-                x[j] -= s * c[j]; \
-                if ((j) == step + 1) \
-                    next[i] = x[j]; \
-            } else if ((j) == step) \
-                x[j] = i == step ? d : l;
-#define ROW_FAR(j) x[j] -= s * c[j];
-#define ROW_BLOCK(b) A8(ROW_NEAR, b) AFTER8(ROW_FAR, b) \
-            if ((b) + 8 < LEAF && step == (b) + 7) \
-                next[i] = x[BLOCK8((b) + 8, LEAF)];
-            switch (step / 8) {
-            BLOCKS8(CASE8, ROW_BLOCK)
-            }
+            /* x[0] = a_ik; rows above the step are finished: s = 0 keeps their
+             * entries right of the diagonal (never stored) from growing */
+            const real l = x[0] * rd, s = i >= step ? l * rd : ZERO;
+            __local const real *later = c + step + 1;   /* a_jk, j = step + 1 + m; zero past LEAF */
+#define ROW_TURN(m) if ((m) < LEAF - 1) x[m] = x[NEXT_REG(m)] - s * later[m];
+            UPTO_LEAF(ROW_TURN)
+            x[LEAF - 1] = i == step ? d : l;
+            next[i] = x[0];
             if (i == step)
                 rinv[step] = rd;
         }
     }
-#define ROW_TO_LOCAL(j) if ((j) <= i) t[i * LS + (j)] = x[j];
+    /* row i of L to t, and zeros right of its diagonal (the back substitution reads them) */
+#define ROW_TO_LOCAL(m) t[i * LS + TURNED(nb, m)] = TURNED(nb, m) <= i ? x[m] : ZERO;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (row) {
         UPTO_LEAF(ROW_TO_LOCAL)
+        t[i * LS + LEAF] = ZERO;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int inverse = ldw > 0;
-    real y[LEAF];                        /* column i of W: y[p] = W(p, i) */
-#define COL_INIT(p) y[p] = i == (p) ? ONE : ZERO;
-    /* step p: y[p] /= L(p,p), then y[q] -= L(q,p) y[p] for q > p (visited after p) */
-#define COL_NEAR(q) if ((q) == step) { \
-                y[q] *= rinv[q]; \
-                yp = y[q]; \
-            } else if ((q) > step) \
-                y[q] -= t[(q) * LS + step] * yp;
-#define COL_FAR(q) y[q] -= t[(q) * LS + step] * yp;
-#define COL_BLOCK(b) A8(COL_NEAR, b) AFTER8(COL_FAR, b)
+    real z[LEAF];                        /* row i of W; register m holds W(i, p - m mod LEAF) */
+#define Z_ROW(m) (nb - 1 - (m) >= 0 ? nb - 1 - (m) : nb - 1 - (m) + LEAF)   /* at p = nb - 1 */
+#define Z_INIT(m) z[m] = Z_ROW(m) == i ? ONE : ZERO;
+#define Z_TURN(m) if ((m) < LEAF - 1) z[m] = z[NEXT_REG(m)] - lrow[-1 - (m)] * zp;
     if (row && inverse) {
-        UPTO_LEAF(COL_INIT)
-        for (int step = 0; step < nb; step++) {
-            real yp = ZERO;
-            switch (step / 8) {
-            BLOCKS8(CASE8, COL_BLOCK)
-            }
+        UPTO_LEAF(Z_INIT)
+        for (int p = nb - 1; p >= 0; p--) {
+            const real zp = z[0] * rinv[p];
+            __local const real *lrow = t + p * LS + p;  /* lrow[-1 - m] = L(p, p - 1 - m) */
+            UPTO_LEAF(Z_TURN)
+            z[LEAF - 1] = zp;
         }
     }
     store_lower(a, ld, t, nb, i, items, lower);
     barrier(CLK_LOCAL_MEM_FENCE);
-#define COL_TO_LOCAL(p) t[i * LS + (p)] = y[p];     /* row i of W^T */
+    /* after nb steps register m holds W(i, LEAF - 1 - m): column i of W^T */
+#define Z_TO_LOCAL(m) t[(LEAF - 1 - (m)) * LS + i] = z[m];
     if (row && inverse) {
-        UPTO_LEAF(COL_TO_LOCAL)
+        UPTO_LEAF(Z_TO_LOCAL)
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int idx = inverse ? i : nb * nb; idx < nb * nb; idx += items) {

@@ -227,15 +227,12 @@ void potf2_rows(__global real *a, const long off, const int ld, const int nb,
                 const int base, __global int *info, __global real *w, const int ldw,
                 const int lower)
 {
-    __local real t[LEAF * LS];
-    __local real col[COL_SIZE];
-    __local real rinv[LEAF];
+    __local real work[ROW_LEAF_LOCAL];
     const int failed = *info;
     barrier(CLK_GLOBAL_MEM_FENCE);       /* all have read info before it may change */
     if (failed)
         return;
-    const int bad = factor_rows(a + off, ld, nb, get_local_id(0), LEAF, t, col, rinv, w,
-                                ldw, lower);
+    const int bad = factor_rows(a + off, ld, nb, get_local_id(0), LEAF, work, w, ldw, lower);
     if (bad && get_local_id(0) == 0)
         *info = base + bad;
 }

@@ -10,7 +10,7 @@
  * match LOWER).  Then the work-group of tile (0, 0), the first one started,
  * factors the next diagonal block C(0:nb, 0:nb) -- nb <= LEAF <= TILE_M,
  * TILE_N, so the block lies inside its own tile and needs no other
- * work-group's result -- with factor_rows (chol_leaf.h), and with INVERSE = 1
+ * work-group's result -- with factor_rows (chol_leaf.h), and with ldw > 0
  * writes W^T = L^-T of it to w (leading dimension ldw) for the next panel
  * solve.  The other work-groups' updates overlap the leaf.
  *
@@ -34,15 +34,12 @@
 #ifndef LEAF
 #define LEAF 64            /* largest order of the leaf */
 #endif
-#ifndef INVERSE
-#define INVERSE 1          /* 1: the leaf also writes the inverse of its factor */
-#endif
 #define EL(i, j) TRI(a, i, j)
 #include "chol_leaf.h"
 
 #define MAX_(x, y) ((x) > (y) ? (x) : (y))
 #define BS_AT ((GEMM_AS_SIZE + 3) / 4 * 4)     /* Bs after As, aligned for 4-wide reads */
-#define POOL_SIZE MAX_(BS_AT + GEMM_BS_SIZE, LEAF * LS + COL_SIZE + LEAF)
+#define POOL_SIZE MAX_(BS_AT + GEMM_BS_SIZE, ROW_LEAF_LOCAL)
 
 __kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
 void syrk_leaf(const int rest, const int k, __global const real *p, const long p_off,
@@ -65,9 +62,7 @@ void syrk_leaf(const int rest, const int k, __global const real *p, const long p
     if (failed)
         return;
     const int lid = get_local_id(1) * WG_X + get_local_id(0);
-    const int bad = factor_rows(c + c_off, ldc, nb, lid, NTHREADS, shared,
-                                shared + LEAF * LS, shared + LEAF * LS + COL_SIZE, w, ldw,
-                                LOWER);
+    const int bad = factor_rows(c + c_off, ldc, nb, lid, NTHREADS, shared, w, ldw, LOWER);
     if (bad && lid == 0)
         *info = base + bad;
 }

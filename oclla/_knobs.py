@@ -422,10 +422,13 @@ def chol_row_leaf(p: dict) -> bool:
 
 def chol_leaf_local_bytes(p: dict, itemsize: int) -> int:
     """Local memory of the leaf kernel (kernels_cl/cholesky.cl, chol_leaf.h) of ``chol``
-    parameters ``p``: the LEAF x (LEAF + 1) block and two column buffers of LEAF reals,
-    and for row leaves (potf2_rows) the LEAF reciprocals of the diagonal."""
+    parameters ``p``: potf2_block's LEAF x (LEAF + 1) block and two column buffers of LEAF
+    reals; potf2_rows' block with a zero row before it, two column buffers of 2·LEAF
+    reals and the LEAF reciprocals of the diagonal (ROW_LEAF_LOCAL)."""
     leaf = p["LEAF"]
-    return leaf * (leaf + 1 + 2 + int(chol_row_leaf(p))) * itemsize
+    if chol_row_leaf(p):
+        return ((leaf + 1) * (leaf + 1) + 5 * leaf) * itemsize
+    return leaf * (leaf + 1 + 2) * itemsize
 
 
 def _chol_settle(d: Device, p: dict) -> dict:
@@ -440,8 +443,8 @@ def _chol_settle(d: Device, p: dict) -> dict:
 
 
 def _chol_constraint(p: dict, d: Device) -> str | None:
-    """The leaf's local memory, LEAF·(LEAF + 3) reals (LEAF·(LEAF + 4) for row
-    leaves); row leaves need LEAF work-items in a work-group, block leaves
+    """The leaf's local memory (:func:`chol_leaf_local_bytes`) within the device's; row
+    leaves need LEAF work-items in a work-group, block leaves
     WG >= LEAF²/64 (64 registers per item); WG within the work-group limit."""
     if chol_leaf_local_bytes(p, d.itemsize) > d.info.local_mem_size:
         return f"a LEAF={p['LEAF']} block does not fit in local memory"
