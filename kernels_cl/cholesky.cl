@@ -243,12 +243,47 @@ void potf2_rows(__global real *a, const long off, const int ld, const int nb,
  * of L21, or columns of U12 = L21^T), V the nb x nb matrix at v (leading
  * dimension ldv): the blocked potrf's panel solve L21 = A21 L11^-T with
  * V = W^T from the leaf.  Work-group g stages rows [g*APPLY_ROWS,
- * g*APPLY_ROWS + APPLY_ROWS) of B in local memory, then overwrites them;
- * loads, stores and the reads of V walk contiguous indices across
- * neighbouring items. */
+ * g*APPLY_ROWS + APPLY_ROWS) of B in local memory, then overwrites them, each
+ * work-item APPLY_RB entries of a strip across B's contiguous index (lower:
+ * APPLY_RB rows of one column, upper: APPLY_RB columns of one row), so that
+ * one read of V (lower) or of the staged B (upper) serves APPLY_RB products
+ * and neighbouring items load and store neighbouring entries. */
 #ifndef APPLY_ROWS
 #define APPLY_ROWS LEAF    /* rows of B per work-group (at most LEAF) */
 #endif
+#ifndef APPLY_RB
+#define APPLY_RB 4         /* entries of B per work-item */
+#endif
+
+/* Entries (row + k*drow, col + k*dcol), k < APPLY_RB, of the staged rows bs
+ * (h x nb) times V, stored to B at row r0 (those inside h x nb).  drow, dcol:
+ * literals of the call (0 or 1), so that the compiler sees which loads the
+ * strip shares. */
+inline void apply_strip(__global real *a, const int ld, const int lower,
+                        __local const real *bs, __global const real *v, const int ldv,
+                        const int nb, const int h, const int r0, const int row,
+                        const int col, const int drow, const int dcol)
+{
+    __local const real *bk[APPLY_RB];
+    __global const real *vk[APPLY_RB];
+    real s[APPLY_RB];
+    #pragma unroll
+    for (int k = 0; k < APPLY_RB; k++) {      /* entries past h x nb: clamped reads */
+        bk[k] = bs + min(row + k * drow, APPLY_ROWS - 1) * LS;
+        vk[k] = v + min(col + k * dcol, nb - 1);
+        s[k] = ZERO;
+    }
+    for (int p = 0; p < nb; p++) {
+        #pragma unroll
+        for (int k = 0; k < APPLY_RB; k++)
+            s[k] += bk[k][p] * vk[k][AT(p, 0, ldv)];
+    }
+    #pragma unroll
+    for (int k = 0; k < APPLY_RB; k++)
+        if (row + k * drow < h && col + k * dcol < nb)
+            EL(r0 + row + k * drow, col + k * dcol) = s[k];
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void apply_inverse(__global real *a, const long off, const int ld, const int rows,
                    const int nb, __global const real *v, const int ldv,
@@ -264,12 +299,13 @@ void apply_inverse(__global real *a, const long off, const int ld, const int row
         bs[e.x * LS + e.y] = EL(r0 + e.x, e.y);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int idx = lid; idx < h * nb; idx += WG) {
-        const int2 e = square_entry(idx, lower ? nb : h, lower);
-        real s = ZERO;
-        for (int p = 0; p < nb; p++)
-            s += bs[e.x * LS + p] * v[AT(p, e.y, ldv)];
-        EL(r0 + e.x, e.y) = s;
+    const int strips = lower ? (h + APPLY_RB - 1) / APPLY_RB * nb
+                             : (nb + APPLY_RB - 1) / APPLY_RB * h;
+    for (int idx = lid; idx < strips; idx += WG) {
+        if (lower)         /* row-major rows: items along the columns */
+            apply_strip(a, ld, lower, bs, v, ldv, nb, h, r0, idx / nb * APPLY_RB, idx % nb, 1, 0);
+        else               /* columns of U12: items along the rows */
+            apply_strip(a, ld, lower, bs, v, ldv, nb, h, r0, idx % h, idx / h * APPLY_RB, 0, 1);
     }
 }
 #endif
