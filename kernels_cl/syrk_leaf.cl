@@ -1,10 +1,14 @@
 /* syrk_leaf.cl -- the blocked Cholesky's trailing update fused with the next
  * diagonal leaf: one launch per block column instead of two.
  *
- * syrk_leaf updates the stored triangle of the rest x rest trailing matrix C
- * by the k-wide panel P beside it,
- *     LOWER = 1:  C := C - P P^T,   P = L21, rest x k   (TRANS_A 0, TRANS_B 1, TRIANGLE 1)
- *     LOWER = 0:  C := C - P^T P,   P = U12, k x rest   (TRANS_A 1, TRANS_B 0, TRIANGLE 2)
+ * syrk_leaf updates the stored triangle of the trailing matrix C by the k-wide
+ * panel P beside it,
+ *     LOWER = 1:  C := C - P P^T,   P = L21, m x k   (TRANS_A 0, TRANS_B 1, TRIANGLE 1)
+ *     LOWER = 0:  C := C - P^T P,   P = U12, k x n   (TRANS_A 1, TRANS_B 0, TRIANGLE 2)
+ * C m x n: the triangle of order m = n, or a trapezoid of the stored triangle's
+ * first n columns (LOWER = 1, m > n) or m rows (LOWER = 0, n > m) where the
+ * panel is longer than the order still to factor (cholesky.py factor_blocked's
+ * width),
  * one TILE_M x TILE_N tile per work-group as gemm_tiled (gemm_tile.h; the
  * host passes the tile options and the TRANS_A / TRANS_B / TRIANGLE that
  * match LOWER).  Then the work-group of tile (0, 0), the first one started,
@@ -42,14 +46,14 @@
 #define POOL_SIZE MAX_(BS_AT + GEMM_BS_SIZE, ROW_LEAF_LOCAL)
 
 __kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
-void syrk_leaf(const int rest, const int k, __global const real *p, const long p_off,
+void syrk_leaf(const int m, const int n, const int k, __global const real *p, const long p_off,
                const int ldp, __global real *c, const long c_off, const int ldc,
                const int nb, const int base, __global int *info, __global real *w,
                const int ldw)
 {
     __local real4 pool[(POOL_SIZE + 3) / 4];
     __local real *shared = (__local real *)pool;
-    gemm_tile(rest, rest, k, -ONE, p + p_off, ldp, p + p_off, ldp, ONE, c + c_off, ldc,
+    gemm_tile(m, n, k, -ONE, p + p_off, ldp, p + p_off, ldp, ONE, c + c_off, ldc,
               get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, shared, shared + BS_AT);
     barrier(CLK_GLOBAL_MEM_FENCE);       /* the tile's stores, seen by the whole group;
                                             here, ahead of the branch: PoCL 3.0 miscomputes

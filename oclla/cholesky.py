@@ -59,7 +59,7 @@ from ._params import chol_fused_leaf, chol_row_leaf, params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, check_method, factor_in_place, read_status, solve_in_place,
                         status_flags, to_device, unpack_pair)
-from .blas import View, syrk, tile_grid, tile_launch, trsm, view_of
+from .blas import View, gemm, syrk, tile_grid, tile_launch, trsm, view_of
 
 
 def cholesky_flops(n: int) -> float:
@@ -137,10 +137,18 @@ def _solve_panel(queue, a: View, n1: int, rest: int, *, lower: bool, dtype) -> V
 
 
 def _update_trailing(queue, a: View, n1: int, rest: int, panel: View, *, lower: bool,
-                     dtype) -> None:
-    """A22 -= L21·L21ᵀ (or U12ᵀ·U12) on the stored triangle of order ``rest`` (SYRK)."""
-    syrk(queue, rest, n1, -1.0, panel, 1.0, a.at(n1, n1), dtype=dtype, lower=lower,
-         trans=not lower)
+                     dtype, beyond: int | None = None) -> None:
+    """A22 -= L21·L21ᵀ (or U12ᵀ·U12) on the stored triangle of order ``rest`` (SYRK); with
+    ``beyond`` > rest on the trapezoid of the stored triangle's rows (columns) ``rest`` by
+    ``beyond`` instead, the panel ``beyond`` long (GEMM on that triangle)."""
+    beyond = rest if beyond is None else beyond
+    if beyond == rest:
+        syrk(queue, rest, n1, -1.0, panel, 1.0, a.at(n1, n1), dtype=dtype, lower=lower,
+             trans=not lower)
+        return
+    m, n = (beyond, rest) if lower else (rest, beyond)
+    gemm(queue, m, n, n1, -1.0, panel, panel, 1.0, a.at(n1, n1), dtype=dtype,
+         trans_a=not lower, trans_b=lower, triangle="lower" if lower else "upper")
 
 
 class _Leaf(NamedTuple):
@@ -191,18 +199,22 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
                  fused_local, gemm)
 
 
-def _update_and_factor_next(queue, a: View, jb: int, rest: int, panel: View, leaf: _Leaf,
-                            inverse, *, lower: bool, dtype, info, base: int) -> None:
+def _update_and_factor_next(queue, a: View, jb: int, rest: int, beyond: int, panel: View,
+                            leaf: _Leaf, inverse, *, lower: bool, dtype, info,
+                            base: int) -> None:
     """A22 -= L21·L21ᵀ (or U12ᵀ·U12) on the stored triangle of order ``rest`` below and
-    right of the factored jb x jb block at ``a``, and in the same launch (syrk_leaf.cl)
-    factor the next diagonal block, A22's leading min(jb, rest) block, writing its
-    L⁻ᵀ to ``inverse``; a failing pivot at order k of it sets ``info`` to ``base + k``."""
+    right of the factored jb x jb block at ``a`` (on the trapezoid of ``rest`` by
+    ``beyond`` > rest where the panel is that long), and in the same launch
+    (syrk_leaf.cl) factor the next diagonal block, A22's leading min(jb, rest) block,
+    writing its L⁻ᵀ to ``inverse``; a failing pivot at order k of it sets ``info`` to
+    ``base + k``."""
     nb = min(jb, rest)
     c = a.at(jb, jb)
-    enqueue(queue, leaf.fused, tile_grid(leaf.gemm, rest, rest), leaf.fused_local,
-            int_arg(rest), int_arg(jb), panel.buf, np.int64(panel.off), int_arg(panel.ld), c.buf,
-            np.int64(c.off), int_arg(c.ld), int_arg(nb), int_arg(base), info.data,
-            inverse.data, int_arg(leaf.order))
+    m, n = (beyond, rest) if lower else (rest, beyond)
+    enqueue(queue, leaf.fused, tile_grid(leaf.gemm, m, n), leaf.fused_local,
+            int_arg(m), int_arg(n), int_arg(jb), panel.buf, np.int64(panel.off),
+            int_arg(panel.ld), c.buf, np.int64(c.off), int_arg(c.ld), int_arg(nb),
+            int_arg(base), info.data, inverse.data, int_arg(leaf.order))
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -228,7 +240,7 @@ def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype,
 
 
 def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: int = 0,
-                   block: int | None = None, region=None) -> None:
+                   block: int | None = None, region=None, width: int | None = None) -> None:
     """Right-looking blocked potrf of the n x n matrix at ``a``, in place.
 
     ``lower``: A = L·Lᵀ with L in the row-major lower triangle; else A = Uᵀ·U
@@ -236,6 +248,13 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     within this matrix) sets ``info`` to ``base + k`` if it is still 0.
     ``region(r0, r1, c0, c1)`` maps a region of ``a`` to the (region, extra
     info) recorded in the trace (default: as is).
+
+    ``width`` > n factors a trapezoid: the first n block columns of a potrf of
+    order ``width`` whose stored triangle holds A21 (``width - n`` rows below
+    A11; upper: A12, columns right of it) beside A11.  A11 = L11·L11ᵀ and
+    A21 := L21 = A21·L11⁻ᵀ, every trailing update confined to the trapezoid;
+    A22 is neither read nor written (the packed Cholesky's first half, whose
+    A22 lies elsewhere).
 
     Where a diagonal block is one leaf (always below the device's SMALL_N,
     else with TRSM_INVERSE set), the leaf kernel also writes L11⁻ᵀ and the
@@ -254,9 +273,11 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     inverse = None
     if leaf.inverting is not None:
         inverse = cl_array.empty(queue, leaf.order * leaf.order, dtype)
+    width = n if width is None else width
     for j in range(0, n, nb):
         jb = min(nb, n - j)
-        rest = n - j - jb
+        rest = n - j - jb                  # order of the trailing triangle
+        beyond = width - j - jb            # length of the panel
         diag = a.at(j, j)
         if j == 0 or leaf.fused is None:   # else the previous update factored this block
             reg, extra = region(j, j + jb, j, j + jb)
@@ -270,32 +291,37 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                 else:
                     _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype,
                                      info=info, base=base + j)
-        if rest == 0:
+        if beyond == 0:
             break
-        reg, extra = region(*((j + jb, n, j, j + jb) if lower else (j, j + jb, j + jb, n)))
-        with trace.step("trsm", reg, flops=float(jb * jb * rest), **extra):
+        reg, extra = region(*((j + jb, width, j, j + jb) if lower
+                              else (j, j + jb, j + jb, width)))
+        with trace.step("trsm", reg, flops=float(jb * jb * beyond), **extra):
             if inverse is not None:
                 panel = diag.at(jb, 0) if lower else diag.at(0, jb)
-                enqueue(queue, leaf.apply, (-(-rest // leaf.apply_rows) * leaf.apply_wg,),
+                enqueue(queue, leaf.apply, (-(-beyond // leaf.apply_rows) * leaf.apply_wg,),
                         (leaf.apply_wg,),
-                        panel.buf, np.int64(panel.off), int_arg(panel.ld), int_arg(rest),
+                        panel.buf, np.int64(panel.off), int_arg(panel.ld), int_arg(beyond),
                         int_arg(jb), inverse.data, int_arg(leaf.order), info.data,
                         int_arg(lower))
             else:
-                panel = _solve_panel(queue, diag, jb, rest, lower=lower, dtype=dtype)
-        reg, extra = region(j + jb, n, j + jb, n)
-        flops = float(rest * (rest + 1) * jb)
+                panel = _solve_panel(queue, diag, jb, beyond, lower=lower, dtype=dtype)
+        if rest == 0:
+            break
+        reg, extra = region(*((j + jb, width, j + jb, n) if lower
+                              else (j + jb, n, j + jb, width)))
+        flops = float(rest * (rest + 1) * jb + 2 * rest * (beyond - rest) * jb)
         if leaf.fused is not None:
             nxt = min(jb, rest)
             leaf_reg, _ = region(j + jb, j + jb + nxt, j + jb, j + jb + nxt)
             with trace.step("syrk", reg, pivot=(leaf_reg[0], leaf_reg[2]),
                             flops=flops + cholesky_flops(nxt), leaf=leaf_reg, **extra):
-                _update_and_factor_next(queue, diag, jb, rest, panel, leaf, inverse,
+                _update_and_factor_next(queue, diag, jb, rest, beyond, panel, leaf, inverse,
                                         lower=lower, dtype=dtype, info=info,
                                         base=base + j + jb)
         else:
             with trace.step("syrk", reg, flops=flops, **extra):
-                _update_trailing(queue, diag, jb, rest, panel, lower=lower, dtype=dtype)
+                _update_trailing(queue, diag, jb, rest, panel, lower=lower, dtype=dtype,
+                                 beyond=beyond)
 
 
 def solve_factored(queue, c: View, n: int, b: View, nrhs: int, *, lower: bool,

@@ -26,7 +26,9 @@ Functions
     The packed factor, identical in layout to ``?pftrf`` and accepted by
     ``?pftrs``.  ``method="blocked"`` follows ``?pftrf``: a blocked potrf of
     T1, a TRSM for S, a SYRK into T2 and a blocked potrf of T2, all through
-    :mod:`oclla.blas` on views of the packed buffer (no copies).
+    :mod:`oclla.blas` on views of the packed buffer (no copies); in the 'L'
+    layout the potrf of T1 and the TRSM are one sweep by block rows over T1
+    and S together (the first half of a full factorization's sweep).
     ``method="pivot"`` runs the paper's per-pivot kernels (square root,
     normalization, exact-triangle outer product) directly on the packed
     buffer: each kernel maps the logical (i, j) through ``rfp.h``'s two
@@ -353,22 +355,29 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     """LAPACK ?pftrf on the packed buffer: potrf(T1), TRSM on S, SYRK into T2, potrf(T2).
 
     The Fortran calls become row-major calls on the transposed views: each
-    triangle's UPLO flips, TRSM's side flips, SYRK's trans flips.
+    triangle's UPLO flips, TRSM's side flips, SYRK's trans flips.  In the 'L'
+    layout S lies right of T1 in the same rows of that view ([T1 S] is the upper
+    trapezoid of the first n1 rows of an upper factor of order n), so potrf(T1)
+    and the TRSM are one blocked sweep over that trapezoid (:func:`factor_blocked`'s
+    ``width``): each block row's panel solve reaches across S, and its trailing
+    update covers T1 and S together, so the small updates of T1's last block rows
+    overlap the larger ones of S as they do in a full factorization.
     """
     n1, n2, lda = lay.n1, lay.n2, lay.lda
     t1, s, t2 = _blocks(buf, off, lay)
-    inverse = bool(params(queue, "chol", dtype)["RFP_TRSM_INVERSE"])
-    factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
-                   region=_picture_region(lay.t1, lda))
-    if n2 == 0:
-        return
-    rows, cols = (n2, n1) if lay.lower else (n1, n2)      # S as a Fortran block
-    p0, q0 = lay.s % lda, lay.s // lda
-    with trace.step("trsm", (p0, p0 + rows, q0, q0 + cols), flops=float(n1 * n1 * n2)):
-        if lay.lower:     # Fortran TRSM('R', 'L', 'T'): S := S·T1⁻ᵀ
-            trsm(queue, n1, n2, t1, s, dtype=dtype, left=True, lower=False, trans=True,
-                 inverse=inverse)
-        else:             # Fortran TRSM('L', 'L', 'N'): S := T1⁻¹·S
+    if lay.lower and n2 > 0:
+        assert lay.s == lay.t1 + n1          # S continues T1's rows
+        factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
+                       region=_picture_region(lay.t1, lda), width=n1 + n2)
+    else:
+        factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
+                       region=_picture_region(lay.t1, lda))
+        if n2 == 0:
+            return
+        p0, q0 = lay.s % lda, lay.s // lda
+        inverse = bool(params(queue, "chol", dtype)["RFP_TRSM_INVERSE"])
+        with trace.step("trsm", (p0, p0 + n1, q0, q0 + n2), flops=float(n1 * n1 * n2)):
+            # Fortran TRSM('L', 'L', 'N'): S := T1⁻¹·S
             trsm(queue, n1, n2, t1, s, dtype=dtype, left=False, lower=False, trans=False,
                  inverse=inverse)
     p0, q0 = lay.t2 % lda, lay.t2 // lda

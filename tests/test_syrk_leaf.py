@@ -77,3 +77,32 @@ def test_fused_leaf_shapes(queue):
     q = dict(NB=8, LEAF=8, WG=16, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0)
     assert _params.check("chol", dict(q, FUSE_LEAF=1), info, 4) is None
     assert "FUSE_LEAF" in _params.check("chol", dict(q, FUSE_LEAF=2), info, 4)
+
+
+@pytest.mark.parametrize("fuse", [1, 0], ids=["fused", "unfused"])
+@pytest.mark.parametrize("lower", [True, False], ids=["lower", "upper"])
+def test_trapezoid_is_a_full_factor_s_first_rows(queue, fuse, lower):
+    """factor_blocked's ``width``: the first n block columns of a potrf of order width
+    (the packed Cholesky's T1 and S in one sweep) match the full factor there, and
+    A22 is left as it was (not read: NaN there would spread)."""
+    import pyopencl.array as cl_array
+    from oclla._programs import int_zeros
+    from oclla.blas import view_of
+    from oclla.cholesky import factor_blocked
+    fused(dict(FUSED_SETS[0], FUSE_LEAF=fuse))
+    dtype = np.float64
+    for n, width in ((9, 20), (16, 17), (17, 41), (24, 24)):
+        a = spd(width, dtype, seed=3)
+        full = sla.cholesky(a, lower=lower)
+        work = a.copy()
+        work[n:, n:] = np.nan                      # A22: never touched
+        d = cl_array.to_device(queue, work)
+        info = int_zeros(queue)
+        factor_blocked(queue, view_of(d), n, lower=lower, dtype=dtype, info=info,
+                       width=width)
+        out = d.get()
+        assert info.get()[0] == 0
+        part = (np.tril(out[:, :n]) if lower else np.triu(out[:n, :]))
+        want = (np.tril(full[:, :n]) if lower else np.triu(full[:n, :]))
+        np.testing.assert_allclose(part, want, rtol=0, atol=1e-12 * width)
+        assert np.isnan(out[n:, n:]).all()
