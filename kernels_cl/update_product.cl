@@ -45,7 +45,7 @@
 #define CW 128             /* columns of L per chunk of the row sweep */
 #endif
 #ifndef TB
-#define TB 64              /* rows per block of the solve for W (a multiple of 16) */
+#define TB 64              /* rows per block of the solve for W (a row loads its TB at once) */
 #endif
 
 #define L_AT(i, j) a[off + (lower ? AT(i, j, ld) : AT(j, i, ld))]
@@ -226,18 +226,17 @@ void solve_step(const int n, const int b, __global const real *a, const long off
     for (int q = 0; q < QC; q++)
         x[q] = (i < n) ? row[q] : ZERO;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (i < n && b > 0)
-        for (int l0 = 0; l0 < TB; l0 += 16) {      /* sixteen loads of L in flight */
-            real lv[16];
+    if (i < n && b > 0) {              /* the row's TB loads of L in flight together */
+        real lv[TB];
+        #pragma unroll
+        for (int u = 0; u < TB; u++)
+            lv[u] = L_AT(i, p0 + u);
+        #pragma unroll
+        for (int u = 0; u < TB; u++)
             #pragma unroll
-            for (int u = 0; u < 16; u++)
-                lv[u] = L_AT(i, p0 + l0 + u);
-            #pragma unroll
-            for (int u = 0; u < 16; u++)
-                #pragma unroll
-                for (int q = 0; q < QC; q++)
-                    x[q] -= lv[u] * prev[(l0 + u) * KB + h * QC + q];
-        }
+            for (int q = 0; q < QC; q++)
+                x[q] -= lv[u] * prev[u * KB + h * QC + q];
+    }
     /* the first work-group finishes block b: W_b = inv_b V_b through local memory
      * (every group meets the barriers: no return ahead of them, which PoCL 3.0
      * miscompiles when its condition is known only at run time) */

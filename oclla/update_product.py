@@ -70,7 +70,9 @@ CW = 128
 #: subtracting the last block's part from every later row and solving the next
 #: block with its inverted diagonal block (trtri_blocks, one launch for all); four
 #: columns of W per work-item (one item per row took 3.0 instead of 1.8 ms at
-#: n = 8192, k = 16 on the H100: too few items to hide the loads).
+#: n = 8192, k = 16 on the H100: too few items to hide the loads), each row's TB
+#: loads of L in flight together (16 at a time: 3.9-4.4 against 3.6 ms for the whole
+#: update, benchmarks/results/nvidia-h100-2026-11-26-update-loads.txt).
 TB = 64
 #: The route of the ``blocked`` method (the ``update`` knob PRODUCT) takes the product
 #: form only while every entry of W stays below GUARD in magnitude; a pass past it is
