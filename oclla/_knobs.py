@@ -702,7 +702,8 @@ FAMILIES = {f.name: f for f in (
              "blocks (from the leaf kernel itself where NB <= LEAF, else the trsm INVERSE "
              "route); 0: by substitution", _fixed(1), BOOL, _CHOL, _both((0, 1))),
         Knob("RFP_TRSM_INVERSE", "the same for the packed (RFP) Cholesky's one large solve "
-             "(the 'U' layout's; the 'L' layout solves S by block rows beside T1)",
+             "(where the 'L' layout does not solve S by block rows beside T1: leaves not "
+             "fused into the updates, or the 'U' layout)",
              _fixed(1), BOOL, ("oclla/rfp.py",), _both((0, 1))),
         Knob("SMALL_N", "up to this order the block width is LEAF and every panel is "
              "solved with its leaf's inverse (fewest launches); the tuner measures the "

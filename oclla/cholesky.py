@@ -199,6 +199,21 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
                  fused_local, gemm)
 
 
+def _inverting(queue, dtype, n: int, nb: int) -> bool:
+    """Whether the blocked potrf of order n with blocks of nb factors each block column
+    as one leaf that also inverts it (the panel solved by multiplication)."""
+    p = params(queue, "chol", dtype)
+    return min(nb, n) <= p["LEAF"] and bool(p["TRSM_INVERSE"] or n <= p["SMALL_N"])
+
+
+def fuses_leaves(queue, dtype, n: int, block: int | None = None) -> bool:
+    """Whether :func:`factor_blocked` of order n factors each next leaf in the launch of
+    the trailing update before it (syrk_leaf.cl), so that the leaf overlaps the update."""
+    nb = block or block_size(queue, dtype, n)
+    return _inverting(queue, dtype, n, nb) and chol_fused_leaf(
+        params(queue, "chol", dtype), params(queue, "gemm", dtype))
+
+
 def _update_and_factor_next(queue, a: View, jb: int, rest: int, beyond: int, panel: View,
                             leaf: _Leaf, inverse, *, lower: bool, dtype, info,
                             base: int) -> None:
@@ -266,9 +281,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     block's region).
     """
     nb = block or block_size(queue, dtype, n)
-    p = params(queue, "chol", dtype)
-    leaf = _leaf(queue, dtype, lower, invert=min(nb, n) <= p["LEAF"] and (
-        p["TRSM_INVERSE"] or n <= p["SMALL_N"]))
+    leaf = _leaf(queue, dtype, lower, invert=_inverting(queue, dtype, n, nb))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     inverse = None
     if leaf.inverting is not None:

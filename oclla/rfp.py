@@ -27,8 +27,9 @@ Functions
     ``?pftrs``.  ``method="blocked"`` follows ``?pftrf``: a blocked potrf of
     T1, a TRSM for S, a SYRK into T2 and a blocked potrf of T2, all through
     :mod:`oclla.blas` on views of the packed buffer (no copies); in the 'L'
-    layout the potrf of T1 and the TRSM are one sweep by block rows over T1
-    and S together (the first half of a full factorization's sweep).
+    layout, on devices whose updates factor the next leaf in the same launch,
+    the potrf of T1 and the TRSM are one sweep by block rows over T1 and S
+    together (the first half of a full factorization's sweep).
     ``method="pivot"`` runs the paper's per-pivot kernels (square root,
     normalization, exact-triangle outer product) directly on the packed
     buffer: each kernel maps the logical (i, j) through ``rfp.h``'s two
@@ -56,7 +57,8 @@ from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, ro
 from ._validate import (as_matrix, check_method, checked_values, factor_in_place,
                         is_device_array, solve_in_place, to_device, unpack_pair)
 from .blas import View, gemm, syrk, trsm, view_of
-from .cholesky import block_size, factor_blocked, factor_pivot, not_positive_definite
+from .cholesky import (block_size, factor_blocked, factor_pivot, fuses_leaves,
+                       not_positive_definite)
 
 __all__ = ["Layout", "layout", "packed_length", "pack", "unpack", "cholesky",
            "cho_solve", "picture", "cholesky_update", "cho_inverse", "cho_logdet"]
@@ -357,15 +359,17 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     The Fortran calls become row-major calls on the transposed views: each
     triangle's UPLO flips, TRSM's side flips, SYRK's trans flips.  In the 'L'
     layout S lies right of T1 in the same rows of that view ([T1 S] is the upper
-    trapezoid of the first n1 rows of an upper factor of order n), so potrf(T1)
-    and the TRSM are one blocked sweep over that trapezoid (:func:`factor_blocked`'s
-    ``width``): each block row's panel solve reaches across S, and its trailing
-    update covers T1 and S together, so the small updates of T1's last block rows
-    overlap the larger ones of S as they do in a full factorization.
+    trapezoid of the first n1 rows of an upper factor of order n).  Where the
+    device factors each next leaf in the trailing update's launch
+    (:func:`oclla.cholesky.fuses_leaves`), potrf(T1) and the TRSM are one blocked
+    sweep over that trapezoid (:func:`factor_blocked`'s ``width``): each block row's
+    panel solve reaches across S, and its trailing update covers T1 and S together,
+    so T1's leaves overlap S's updates as they do in a full factorization.  Without
+    that overlap the one large TRSM is the faster (its products are deeper).
     """
     n1, n2, lda = lay.n1, lay.n2, lay.lda
     t1, s, t2 = _blocks(buf, off, lay)
-    if lay.lower and n2 > 0:
+    if lay.lower and n2 > 0 and fuses_leaves(queue, dtype, n1, block):
         assert lay.s == lay.t1 + n1          # S continues T1's rows
         factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
                        region=_picture_region(lay.t1, lda), width=n1 + n2)
@@ -374,12 +378,16 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
                        region=_picture_region(lay.t1, lda))
         if n2 == 0:
             return
+        rows, cols = (n2, n1) if lay.lower else (n1, n2)      # S as a Fortran block
         p0, q0 = lay.s % lda, lay.s // lda
         inverse = bool(params(queue, "chol", dtype)["RFP_TRSM_INVERSE"])
-        with trace.step("trsm", (p0, p0 + n1, q0, q0 + n2), flops=float(n1 * n1 * n2)):
-            # Fortran TRSM('L', 'L', 'N'): S := T1⁻¹·S
-            trsm(queue, n1, n2, t1, s, dtype=dtype, left=False, lower=False, trans=False,
-                 inverse=inverse)
+        with trace.step("trsm", (p0, p0 + rows, q0, q0 + cols), flops=float(n1 * n1 * n2)):
+            if lay.lower:     # Fortran TRSM('R', 'L', 'T'): S := S·T1⁻ᵀ
+                trsm(queue, n1, n2, t1, s, dtype=dtype, left=True, lower=False, trans=True,
+                     inverse=inverse)
+            else:             # Fortran TRSM('L', 'L', 'N'): S := T1⁻¹·S
+                trsm(queue, n1, n2, t1, s, dtype=dtype, left=False, lower=False, trans=False,
+                     inverse=inverse)
     p0, q0 = lay.t2 % lda, lay.t2 // lda
     with trace.step("syrk", (p0, p0 + n2, q0, q0 + n2), flops=float(n2 * (n2 + 1) * n1)):
         # Fortran SYRK('U', 'N'): T2 -= S·Sᵀ  ('L')  /  SYRK('U', 'T'): T2 -= Sᵀ·S  ('U')
