@@ -43,16 +43,26 @@ class Warmup(NamedTuple):
     seconds: float
 
 
-def warmup_orders(queue, dtype) -> tuple:
-    """The orders :func:`warmup` calls each routine at: 1, 2, 3, 4, 8 and 16 (every
-    divisibility class of a vector width up to 16: a per-pivot kernel's width follows
-    the order), one above the Cholesky's leaf, one spanning a few blocks of each blocked
-    method and of the TRSM, and one past each method's SMALL_N (the order above which
-    the blocked methods change their route)."""
+#: The families whose routes change past each method's SMALL_N (the order above which
+#: its blocked factorization takes blocks instead of leaves): only they are called one
+#: past it, the largest warm-up orders, whose operands cost the most to make.
+PAST_SMALL_N = {"lu": ("lu",), "chol": ("cholesky", "inverse", "rfp")}
+
+
+def warmup_orders(queue, dtype, family: str | None = None) -> tuple:
+    """The orders :func:`warmup` calls the routines of ``family`` (default: of every
+    family) at: 1, 2, 3, 4, 8 and 16 (every divisibility class of a vector width up to
+    16: a per-pivot kernel's width follows the order), one above the Cholesky's leaf,
+    one spanning a few blocks of each blocked method and of the TRSM, and one past each
+    method's SMALL_N (the order above which the blocked methods change their route)
+    for the families that route follows (:data:`PAST_SMALL_N`)."""
     lu, chol = params(queue, "lu", dtype), params(queue, "chol", dtype)
     trsm = params(queue, "trsm", dtype)
     orders = {1, 2, 3, 4, 8, 16, chol["LEAF"] + 1, 2 * chol["NB"] + 3, 2 * lu["NB"] + 3,
-              lu["SMALL_N"] + 1, chol["SMALL_N"] + 1, 4 * trsm["TRSM_NB"] + 3}
+              4 * trsm["TRSM_NB"] + 3}
+    for method, p in (("lu", lu), ("chol", chol)):
+        if family is None or family in PAST_SMALL_N[method]:
+            orders.add(p["SMALL_N"] + 1)
     return tuple(sorted(orders))
 
 
@@ -171,16 +181,20 @@ SWEEP_ORDER = 1024
 
 
 def _warm(queue, dt, rng, families: tuple = FAMILIES, ranks: tuple | None = None) -> tuple:
-    """Every routine of the families at each warm-up order of dtype dt; the orders.  The
+    """Every routine of the families at each of its warm-up orders of dtype dt
+    (:func:`warmup_orders`); all the orders.  The
     updates run at rank 2 and, at the largest order up to :data:`SWEEP_ORDER`, at every
     rank class (:func:`update_ranks`); with ``ranks``, at those ranks at every order."""
     orders = warmup_orders(queue, dt)
+    own = {f: warmup_orders(queue, dt, f) for f in families}
     sweep = update_ranks(queue, dt)
     sweep_at = max([n for n in orders if n <= SWEEP_ORDER] or orders[:1])
     for n in orders:
         at = ranks or (sweep if n == sweep_at else (2,))
-        call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS, ranks=at,
-                           families=families)
+        called = tuple(f for f in families if n in own[f])
+        if called:
+            call_every_routine(queue, dt, n, rng, teaching=n <= TEACHING_ORDERS, ranks=at,
+                               families=called)
     return orders
 
 

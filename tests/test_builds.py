@@ -84,7 +84,7 @@ def test_warmup_leaves_nothing_to_build(queue, monkeypatch):
     """After warmup, calls at orders it did not use build nothing (the device's own
     parameters; a smaller set of warm-up orders keeps the test short)."""
     orders = (1, 2, 3, 4, 8, 16, 65, 131)
-    monkeypatch.setattr(_warmup, "warmup_orders", lambda q, dt: orders)
+    monkeypatch.setattr(_warmup, "warmup_orders", lambda q, dt, family=None: orders)
     monkeypatch.setattr(_warmup, "update_ranks", lambda q, dt: (2,))   # one rank class
     done = oclla.warmup(np.float32, queue=queue)
     assert done.dtypes == ("float32",) and done.orders == orders
@@ -105,6 +105,33 @@ def test_warmup_orders_straddle_the_block_sizes(queue):
     assert {1, 2, 3, 4, 8, 16} <= set(orders)
     assert max(orders) > max(2 * lu["NB"], 2 * chol["NB"], lu["SMALL_N"], chol["SMALL_N"])
     assert chol["LEAF"] + 1 in orders
+
+
+def test_warmup_orders_past_small_n_only_for_the_families_that_route_by_it(queue):
+    """One past each SMALL_N (the largest orders: their operands cost the most) only for
+    the families whose blocked factorizations change route there; the union over the
+    families is the warm-up's orders."""
+    every = set(_warmup.warmup_orders(queue, np.float32))
+    per = {f: set(_warmup.warmup_orders(queue, np.float32, f)) for f in _warmup.FAMILIES}
+    assert set().union(*per.values()) == every
+    lu, chol = (_params.params(queue, f, np.float32) for f in ("lu", "chol"))
+    assert lu["SMALL_N"] + 1 in per["lu"]
+    assert all(chol["SMALL_N"] + 1 in per[f] for f in ("cholesky", "inverse", "rfp"))
+    common = per["ad2at"]
+    assert common == per["update"] and all(common <= orders for orders in per.values())
+    assert every - common <= {lu["SMALL_N"] + 1, chol["SMALL_N"] + 1}
+
+
+def test_warmup_calls_each_family_at_its_own_orders(queue, monkeypatch):
+    """The serial warm-up calls the families together at the orders they share and only
+    those of :data:`PAST_SMALL_N` past each SMALL_N."""
+    calls = []
+    monkeypatch.setattr(_warmup, "warmup_orders",
+                        lambda q, dt, family=None: (1, 5) if family in (None, "lu") else (1,))
+    monkeypatch.setattr(_warmup, "call_every_routine",
+                        lambda q, dt, n, rng, **kw: calls.append((n, kw["families"])))
+    assert _warmup._warm(queue, np.dtype(np.float32), np.random.default_rng(0)) == (1, 5)
+    assert calls == [(1, _warmup.FAMILIES), (5, ("lu",))]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
@@ -160,7 +187,7 @@ def test_warmup_workers_take_every_task_once(queue, monkeypatch):
 
 def test_a_warmup_worker_runs_its_tasks_at_every_order(queue, monkeypatch):
     calls = []
-    monkeypatch.setattr(_warmup, "warmup_orders", lambda q, dt: (1, 5))
+    monkeypatch.setattr(_warmup, "warmup_orders", lambda q, dt, family=None: (1, 5))
     monkeypatch.setattr(_warmup, "update_ranks", lambda q, dt: (1, 2))
     monkeypatch.setattr(_warmup, "call_every_routine",
                         lambda q, dt, n, rng, **kw: calls.append((q, dt, n, kw)))
