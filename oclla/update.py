@@ -147,9 +147,10 @@ Methods
     accuracy: that is found before the factor is touched, and the rotations
     do the update.  On the H100 (n = 8192; nvidia-h100-2026-11-26-update-product.txt)
     it took 2.1-2.3 ms at k = 1 against 5.5 ms for the rotations (float32;
-    2.7-3.4 against 7.8 ms in float64), and at k = 16 4.2-4.7 against 9.0 ms
-    (float32; 3.1-3.5x cuSOLVER's refactorization) and 5.0-5.9 against 15.4
-    ms (float64); at k = 64 (four passes) it was slower, so PRODUCT stays 16.
+    2.7-3.4 against 7.8 ms in float64), and at k = 16 3.5-3.6 against 9.0 ms
+    (float32; 4.1-4.3x cuSOLVER's refactorization) and 4.6-4.7 against 15.4
+    ms (float64; nvidia-h100-2026-11-26-update-loads.txt); at k = 64 (four
+    passes) it was slower, so PRODUCT stays 16.
 
 ``method="product"``
     The product form for any rank (passes of 16 columns), without the guard.
