@@ -18,8 +18,8 @@
  *
  * Row r of the leaf (relative to c0) lives in item r % WG, slot r / WG: its
  * LW entries are the item's registers x[slot * LW, slot * LW + LW).  Slots at
- * or past ceil(m / WG) hold no row: the column steps skip them (a test that is
- * the same in every item), and their chunks only meet the barriers, so one
+ * or past ceil(m / WG) hold no row: the column steps skip them, and the loads
+ * and stores stop before them (tests that are the same in every item), so one
  * program serves every m up to ROWS * WG.  An item
  * thus holds its rows' multipliers itself, and a column step j needs from
  * the others only the pivot row:
@@ -186,6 +186,7 @@ void panel_column(__global real *a, const int lda, const int c0, const int w, co
     }
 }
 
+#if !MAP
 /* The panel's columns [p0, p1) outside the leaf (c0, w) of getf2_rows, one per
  * item of any number of work-groups (a launch of its own, where the panel has
  * more columns than one work-group of the leaf could take at once): the
@@ -213,6 +214,7 @@ __kernel void leaf_columns(__global real *a, const int lda, const int c0, const 
         panel_column(a, lda, c0, w, col, map + PERM_FROM, map + PERM_OUT_ROW,
                      map + PERM_OUT_FROM, map[PERM_OUTS], l11);
 }
+#endif
 
 /* The leaf moves between memory and registers through stage, STAGE rows at a
  * time (a chunk): the work-group moves a chunk together, consecutive items on
@@ -390,9 +392,8 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
     /* the leaf (entry i of a row: column i), and the candidates for column 0 */
     real best = -ONE;
     int best_row = 0;
-#define HOME(j, s) if ((s) < ROWS) { \
-        const int r = (s) * WG + lid; \
-        home[s] = r >= m ? 0 : MAP ? rowmap[c0 + r] : c0 + r; }
+#define MEMORY_ROW(r) ((r) >= m ? 0 : MAP ? rowmap[c0 + (r)] : c0 + (r))
+#define HOME(j, s) if ((s) < ROWS) home[s] = MEMORY_ROW((s) * WG + lid);
     EACH_SLOT(HOME, 0)
 #if PREV
 /* The chunk's items subtract the previous leaf's L21 U12 from their rows (its
@@ -408,23 +409,29 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 #else
 #define PREV_UPDATE(s)
 #endif
+/* The slots are loaded one chunk at a time by a loop over the slots in use (the
+ * chunk's moves between memory and the stage are one piece of code for all of
+ * them); only the moves between the stage and the registers name slot s by a
+ * literal, one case per slot (LOAD_SLOT). */
 #define LOAD_ENTRY(j, s, i) if ((i) < LW) X(s, i) = stage[STAGED(lid % STAGE, i)];
-#define LOAD(j, s) if ((s) < ROWS) \
-        for (int h = 0; h < WG / STAGE; h++) { \
-            if (lid / STAGE == h) \
-                to[lid % STAGE] = home[s]; \
-            barrier(CLK_LOCAL_MEM_FENCE); \
-            load_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid, prev); \
-            barrier(CLK_LOCAL_MEM_FENCE); \
-            if (lid / STAGE == h && (s) < slots) { \
-                const int r = (s) * WG + lid; \
-                EACH_COL(LOAD_ENTRY, j, s) \
-                PREV_UPDATE(s) \
-                const int take = r < m && fabs(X(s, 0)) > best; \
-                best = take ? fabs(X(s, 0)) : best; \
-                best_row = take ? r : best_row; } \
-            barrier(CLK_LOCAL_MEM_FENCE); }
-    EACH_SLOT(LOAD, 0)
+#define LOAD_SLOT(js, s) if ((s) < ROWS && (s) == (js)) { \
+        EACH_COL(LOAD_ENTRY, 0, s) \
+        PREV_UPDATE(s) \
+        const int take = r < m && fabs(X(s, 0)) > best; \
+        best = take ? fabs(X(s, 0)) : best; \
+        best_row = take ? r : best_row; }
+    for (int js = 0; js < slots; js++)
+        for (int h = 0; h < WG / STAGE; h++) {
+            const int r = js * WG + lid;
+            if (lid / STAGE == h)
+                to[lid % STAGE] = MEMORY_ROW(r);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            load_chunk(a, lda, c0, m, w, js * WG + h * STAGE, stage, to, lid, prev);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid / STAGE == h) {
+                EACH_SLOT(LOAD_SLOT, js) }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
 
     /* Column step j: the row-j item publishes it (jrow, by parity of j), the
      * row-p item publishes it (urow) and, after a barrier, takes row j, the
@@ -513,19 +520,21 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
 
     /* the leaf back to memory; L11 to local memory */
 #define STORE_ENTRY(j, s, i) if ((i) < LW) stage[STAGED(lid % STAGE, i)] = X(s, i);
-#define STORE(j, s) if ((s) < ROWS) \
-        for (int h = 0; h < WG / STAGE; h++) { \
-            if (lid / STAGE == h && (s) < slots) { \
-                const int r = (s) * WG + lid; \
-                to[lid % STAGE] = home[s]; \
-                if (MAP && r < m) \
-                    map_out[c0 + r] = home[s]; \
-                EACH_COL(STORE_ENTRY, j, s) } \
-            barrier(CLK_LOCAL_MEM_FENCE); \
-            store_l11_part(l11, stage, (s) * WG + h * STAGE, w, lid); \
-            store_chunk(a, lda, c0, m, w, (s) * WG + h * STAGE, stage, to, lid); \
-            barrier(CLK_LOCAL_MEM_FENCE); }
-    EACH_SLOT(STORE, 0)
+#define STORE_SLOT(js, s) if ((s) < ROWS && (s) == (js)) { \
+        to[lid % STAGE] = home[s]; \
+        if (MAP && r < m) \
+            map_out[c0 + r] = home[s]; \
+        EACH_COL(STORE_ENTRY, 0, s) }
+    for (int js = 0; js < slots; js++)
+        for (int h = 0; h < WG / STAGE; h++) {
+            const int r = js * WG + lid;
+            if (lid / STAGE == h) {
+                EACH_SLOT(STORE_SLOT, js) }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            store_l11_part(l11, stage, js * WG + h * STAGE, w, lid);
+            store_chunk(a, lda, c0, m, w, js * WG + h * STAGE, stage, to, lid);
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
 #if MAP
     store_l11_inverse(l11, w, linv + LEAF_SLOT(c0), lid);
 #else
