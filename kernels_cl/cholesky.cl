@@ -32,7 +32,7 @@
  * Two programs, by whether LEAF is defined, so that each build compiles only
  * what its caller launches (a leaf of order 64 is most of this file's
  * compile time):
- *   LEAF undefined: the per-pivot kernels and zero_other_triangle;
+ *   LEAF undefined: the per-pivot kernels;
  *   LEAF defined:   the leaf (inverting or not, chosen by ldw at run time)
  *                   and apply_inverse -- one program for every order and
  *                   both triangles: they take the triangle as an argument
@@ -87,22 +87,6 @@ __kernel void outer_product(__global real *a, const long off, const int ld, cons
     const int2 rc = triangle_entry(id);
     const int i = k + 1 + rc.x, j = k + 1 + rc.y;
     EL(i, j) -= EL(i, k) * EL(j, k);
-}
-
-/* Zero the strictly upper (LOWER = 1) or strictly lower (LOWER = 0) part of
- * the n x n row-major matrix: the triangle a factor does not use. */
-__kernel void zero_other_triangle(__global real *a, const long off, const int ld,
-                                  const int n)
-{
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (r >= n || c >= n)
-        return;
-#if LOWER
-    if (c > r)
-#else
-    if (c < r)
-#endif
-        a[off + AT(r, c, ld)] = ZERO;
 }
 
 #elif !PACKED              /* LEAF defined: the leaves' largest block order */

@@ -7,6 +7,9 @@
  *   the int total never wraps: exact up to that, a lower bound beyond, and
  *   never 0 when there is one.
  * set_identity: writes the n x n identity into a (row-major, leading dim ld).
+ * zero_other_triangle: zeroes the strictly upper (lower = 1) or strictly lower
+ *   (lower = 0) part of the n x n row-major matrix at a + off: the triangle a
+ *   factor does not use.
  */
 #include "common.h"
 
@@ -26,4 +29,12 @@ __kernel void set_identity(__global real *a, const long off, const int ld, const
     const int c = get_global_id(0), r = get_global_id(1);
     if (r < n && c < n)
         a[off + AT(r, c, ld)] = (r == c) ? ONE : ZERO;
+}
+
+__kernel void zero_other_triangle(__global real *a, const long off, const int ld,
+                                  const int n, const int lower)
+{
+    const int c = get_global_id(0), r = get_global_id(1);
+    if (r < n && c < n && (lower ? c > r : c < r))
+        a[off + AT(r, c, ld)] = ZERO;
 }

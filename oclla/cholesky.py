@@ -56,7 +56,7 @@ from numpy.linalg import LinAlgError
 from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
-from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._programs import enqueue, get_kernel, index_width, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, check_method, factor_in_place, read_status, solve_in_place,
                         status_flags, to_device, unpack_pair)
 from .blas import View, gemm, syrk, tile_grid, tile_launch, trsm, view_of
@@ -350,7 +350,7 @@ def zero_other_triangle(queue, a, n: int | None = None, *, lower: bool, dtype=No
 
     ``a`` is a C-contiguous n x n device array (``n`` and ``dtype`` taken from it) or a
     :class:`oclla.blas.View` with its order ``n`` and ``dtype``.  One program for both
-    (the per-pivot kernels' one).
+    triangles (util.cl's, the triangle an argument).
     """
     if isinstance(a, View):
         buf, off, ld = a.buf, a.off, a.ld
@@ -358,10 +358,11 @@ def zero_other_triangle(queue, a, n: int | None = None, *, lower: bool, dtype=No
         n, dtype = a.shape[0], a.dtype
         buf, off, ld = a.data, a.offset // a.dtype.itemsize, n
     loc = params(queue, "local2d", dtype)
-    kernel = get_kernel(queue, "cholesky.cl", "zero_other_triangle", dtype,
-                        LOWER=int(lower), PACKED=0)
+    with index_width(buf.size // np.dtype(dtype).itemsize):
+        kernel = get_kernel(queue, "util.cl", "zero_other_triangle", dtype)
     enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
-            (loc["X"], loc["Y"]), buf, np.int64(off), int_arg(ld), int_arg(n))
+            (loc["X"], loc["Y"]), buf, np.int64(off), int_arg(ld), int_arg(n),
+            int_arg(lower))
 
 
 def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,

@@ -253,12 +253,12 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     da = to_device(queue, a_)
     arf = cl_array.empty(queue, packed_length(n), dtype)
     wg = params(queue, "wg1d", dtype)["WG"]
-    kernel = get_kernel(queue, "rfp.cl", "pack", dtype, LOWER=int(lower))
+    kernel = get_kernel(queue, "rfp.cl", "pack", dtype)
     with trace.run("rfp_pack", "lower" if lower else "upper", queue, (n, n), dtype):
         with trace.step("pack", (0, n, 0, n), nbytes=2.0 * arf.nbytes):
             enqueue(queue, kernel, (round_up(arf.size, wg),), (wg,), da.data,
                     np.int64(da.offset // dtype.itemsize), int_arg(n), int_arg(n), arf.data,
-                    np.int64(0))
+                    np.int64(0), int_arg(lower))
     return arf if is_device_array(a_) else arf.get()
 
 
@@ -304,13 +304,13 @@ def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=
     darf = to_device(queue, arf_)
     a = cl_array.empty(queue, (n, n), dtype)
     loc = params(queue, "local2d", dtype)
-    kernel = get_kernel(queue, "rfp.cl", "unpack", dtype, LOWER=int(lower))
+    kernel = get_kernel(queue, "rfp.cl", "unpack", dtype)
     with trace.run("rfp_unpack", "lower" if lower else "upper", queue, (n, n), dtype):
         with trace.step("unpack", (0, n, 0, n), nbytes=2.0 * a.nbytes):
             enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),
                     (loc["X"], loc["Y"]), darf.data,
                     np.int64(darf.offset // dtype.itemsize), int_arg(n), a.data, np.int64(0),
-                    int_arg(n))
+                    int_arg(n), int_arg(lower))
     return a if is_device_array(arf_) else a.get()
 
 

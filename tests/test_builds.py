@@ -219,11 +219,11 @@ def _names(queue, source, dtype, **defines) -> set:
 
 
 def test_cholesky_programs_hold_what_their_route_launches(queue):
-    """cholesky.cl builds as two programs: the per-pivot kernels with zero_other_triangle
-    (no LEAF), and the leaf with apply_inverse (LEAF): neither compiles the other's
-    kernels, and the leaf serves the inverting and the plain use."""
+    """cholesky.cl builds as two programs: the per-pivot kernels (no LEAF), and the leaf
+    with apply_inverse (LEAF): neither compiles the other's kernels, and the leaf serves
+    the inverting and the plain use."""
     pivot = _names(queue, "cholesky.cl", np.float32, LOWER=1, PACKED=0)
-    assert pivot == {"sqrt_pivot", "normalize_column", "outer_product", "zero_other_triangle"}
+    assert pivot == {"sqrt_pivot", "normalize_column", "outer_product"}
     for rows, leaf in ((0, "potf2_block"), (1, "potf2_rows")):
         names = _names(queue, "cholesky.cl", np.float32, WG=32, LEAF=16, LOWER=1,
                        ROW_LEAF=rows, APPLY_ROWS=4)
@@ -436,3 +436,23 @@ def test_a_failed_build_reaches_every_waiting_thread_and_is_tried_again(queue, m
     assert not _programs._pending
     monkeypatch.setattr(_programs, "_build", real)
     assert ask(0) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_both_triangles_share_the_packing_and_zeroing_programs(queue, dtype):
+    """The RFP conversions and the zeroing of the other triangle take the triangle as an
+    argument: lower and upper (each result checked) build no program of their own."""
+    from oclla import rfp
+    from oclla.cholesky import zero_other_triangle
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((7, 7)).astype(dtype)
+    for lower in (True, False):          # the first pass builds what the second reuses
+        before = _programs.build_count()
+        arf = rfp.pack(a, lower=lower, queue=queue)
+        keep = np.tril(a) if lower else np.triu(a)
+        np.testing.assert_array_equal(rfp.unpack(arf, 7, lower=lower, queue=queue), keep)
+        work = cl_array.to_device(queue, a)
+        zero_other_triangle(queue, work, lower=lower)
+        np.testing.assert_array_equal(work.get(), keep)
+        if not lower:
+            assert _programs.build_count() == before
