@@ -157,8 +157,11 @@ def count_nonfinite(queue, x: cl_array.Array, count: cl_array.Array, slot: int =
     if x.size == 0:
         return
     kernel = get_kernel(queue, "util.cl", "count_nonfinite", x.dtype)
-    items = min(x.size, 64 * 1024)
-    enqueue(queue, kernel, (items,), None, x.data, np.int64(x.size), count.data, int_arg(slot))
+    wg = params(queue, "wg1d", x.dtype)["WG"]
+    # a fixed work-group size: a runtime that compiles a kernel per work-group shape
+    # (PoCL) compiles this one once, whatever the size
+    items = round_up(min(x.size, 64 * 1024), wg)
+    enqueue(queue, kernel, (items,), (wg,), x.data, np.int64(x.size), count.data, int_arg(slot))
 
 
 def defers_finite_check(a, check_finite: bool, overwrite: bool) -> bool:
@@ -436,8 +439,9 @@ def solve_in_place(queue, b, n: int, dtype, solve, *, overwrite_b: bool, check_f
 def _invalid_weights_on_device(queue, d2: cl_array.Array) -> bool:
     count = int_zeros(queue)
     kernel = get_kernel(queue, "ad2at.cl", "count_invalid_weights", d2.dtype)
-    enqueue(queue, kernel, (min(d2.size, 64 * 1024),), None, d2.data, np.int64(d2.size),
-            count.data)
+    wg = params(queue, "wg1d", d2.dtype)["WG"]
+    enqueue(queue, kernel, (round_up(min(d2.size, 64 * 1024), wg),), (wg,), d2.data,
+            np.int64(d2.size), count.data)
     return bool(count.get()[0])
 
 

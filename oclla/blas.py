@@ -102,6 +102,14 @@ def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b
 PACK_MIN_K = 256
 
 
+def strip_group(queue, width: int):
+    """The work-group of a launch over (width, rows, strips) items: one strip row of
+    ``width`` items where the device allows that many, whatever the rows and strips (a
+    runtime that compiles a kernel per work-group shape, PoCL, then compiles it once),
+    else the runtime's choice."""
+    return (width, 1, 1) if width <= device_info(queue).max_work_group_size else None
+
+
 def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
     rm, rn, lx = p["RM"], p["VW"] * p["NV"], p["LX"]
     strips = -(-n // rn)
@@ -112,7 +120,7 @@ def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_
         packed = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
                            k * strips * rn * np.dtype(dtype).itemsize)
         pack = get_kernel(queue, "gemm.cl", "pack_b", dtype, TRANS_B=int(trans_b), **defines)
-        enqueue(queue, pack, (rn, k, strips), None, int_arg(n), int_arg(k),
+        enqueue(queue, pack, (rn, k, strips), strip_group(queue, rn), int_arg(n), int_arg(k),
                 b.buf, np.int64(b.off), int_arg(b.ld), packed)
         b, strip = View(packed, 0, rn), k * rn
     kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, **defines)

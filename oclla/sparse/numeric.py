@@ -60,7 +60,7 @@ from .. import trace
 from .._device import device_info
 from .._programs import (enqueue, get_kernel, int_arg, int_zeros, launch_queue, real_arg,
                          round_up)
-from ..blas import View, gemm_shape, syrk, tile_launch
+from ..blas import View, gemm_shape, strip_group, syrk, tile_launch
 from ..cholesky import _solve_panel, factor_blocked
 
 #: Flop count (potrf + trsm + syrk of one supernode) from which a supernode takes the
@@ -453,10 +453,10 @@ def _gemm_packed(q, packed, x: View, k: int, rows: int, cols: int, alpha: float,
     sa, sb = -(-rows // rm), -(-cols // rn)
     lx, ly, kc = PACKED["LX"], PACKED["LY"], PACKED["KC"]
     off_b = sa * rm * k
-    enqueue(q, pack, (rm, k, sa), None, int_arg(k), int_arg(rows), int_arg(rm), x.buf,
-            np.int64(x.off), int_arg(x.ld), buf, np.int64(0))
-    enqueue(q, pack, (rn, k, sb), None, int_arg(k), int_arg(cols), int_arg(rn), x.buf,
-            np.int64(x.off), int_arg(x.ld), buf, np.int64(off_b))
+    enqueue(q, pack, (rm, k, sa), strip_group(q, rm), int_arg(k), int_arg(rows), int_arg(rm),
+            x.buf, np.int64(x.off), int_arg(x.ld), buf, np.int64(0))
+    enqueue(q, pack, (rn, k, sb), strip_group(q, rn), int_arg(k), int_arg(cols), int_arg(rn),
+            x.buf, np.int64(x.off), int_arg(x.ld), buf, np.int64(off_b))
     for k0 in range(0, k, kc):
         enqueue(q, kernel, (round_up(sa, lx), round_up(sb, ly)), (lx, ly), int_arg(rows),
                 int_arg(cols), int_arg(k), int_arg(k0), int_arg(min(kc, k - k0)),
