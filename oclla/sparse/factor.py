@@ -149,7 +149,8 @@ class Factor:
         tab = numeric.device_tables(queue, self.symbolic, self._plan)
         diag = cl_array.empty(queue, n, self.dtype)
         kernel = get_kernel(queue, "sparse.cl", "gather_diagonal", self.dtype)
-        enqueue(queue, kernel, (round_up(n, 64),), None, int_arg(n), tab["dpos"], self._l,
+        wg = numeric.batch_wg(queue)
+        enqueue(queue, kernel, (round_up(n, wg),), (wg,), int_arg(n), tab["dpos"], self._l,
                 diag.data)
         return logdet_device(queue, diag.data, 0, n, 0, dtype=self.dtype)
 
@@ -249,7 +250,7 @@ def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
     perm = tab.get("perm")
     if perm is None:
         perm = tab["perm"] = numeric._buffer(queue.context, sym.perm.astype(np.int64))
-    grid = (round_up(n, 64), nrhs)
+    grid, rows = (round_up(n, wg), nrhs), (wg, 1)   # fixed work-groups: one compile each
     common = (tab["sp"], tab["rp"], tab["lp"])
     flops = 2.0 * float(sym.nnz_l) * nrhs
     x = View(work, 0, n)                   # X read row-major: nrhs x n
@@ -262,7 +263,7 @@ def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
 
     with trace.run("sparse_solve", "supernodal", queue, (n, nrhs), dtype):
         with launch_queue(queue) as q:
-            enqueue(q, k_in, grid, None, int_arg(n), int_arg(nrhs), perm, x2.data, work)
+            enqueue(q, k_in, grid, rows, int_arg(n), int_arg(nrhs), perm, x2.data, work)
             with trace.step("forward", (0, n, 0, n), flops=flops):
                 for h, lev in enumerate(plan.levels):
                     if lev.small.size:
@@ -283,7 +284,7 @@ def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
                         if m:
                             gemm(q, nrhs, m, nc, 1.0, xs, u12, 0.0, View(tmp, 0, m),
                                  dtype=dtype)
-                            enqueue(q, k_sub, (round_up(m, 64), nrhs), None, int_arg(m),
+                            enqueue(q, k_sub, (round_up(m, wg), nrhs), rows, int_arg(m),
                                     int_arg(nrhs), int_arg(n), tab["ri"], roff, tmp, work)
             with trace.step("backward", (0, n, 0, n), flops=flops):
                 for h in reversed(range(len(plan.levels))):
@@ -294,14 +295,14 @@ def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
                     for s in lev.large.tolist():
                         nc, nr, m, xs, u11, u12, roff = large(s)
                         if m:
-                            enqueue(q, k_gather, (round_up(m, 64), nrhs), None, int_arg(m),
+                            enqueue(q, k_gather, (round_up(m, wg), nrhs), rows, int_arg(m),
                                     int_arg(nrhs), int_arg(n), tab["ri"], roff, work, tmp)
                             gemm(q, nrhs, nc, m, -1.0, View(tmp, 0, m), u12, 1.0, xs,
                                  dtype=dtype, trans_b=True)
                         # X_s·U₁₁ᵀ = B_s (L₁₁ᵀ·x = b)
                         trsm(q, nc, nrhs, u11, xs, dtype=dtype, left=False, lower=False,
                              trans=True)
-            enqueue(q, k_out, grid, None, int_arg(n), int_arg(nrhs), perm, work, x2.data)
+            enqueue(q, k_out, grid, rows, int_arg(n), int_arg(nrhs), perm, work, x2.data)
 
 
 def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | None = None,

@@ -559,10 +559,11 @@ def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl",
                    supernodes=plan.ns, nnz_l=int(sym.nnz_l), large=int(plan.large.sum())):
         with launch_queue(queue) as q:
             with trace.step("scatter", (0, n, 0, n), nbytes=float(size * item)):
-                enqueue(q, k_zero, (items,), None, lbuf, np.int64(size))
+                lane = batch_wg(queue)         # a fixed work-group: one compile each
+                enqueue(q, k_zero, (items,), (lane,), lbuf, np.int64(size))
                 count = int(values.size)
                 if count:
-                    enqueue(q, k_scatter, (min(round_up(count, 256), 1 << 20),), None,
+                    enqueue(q, k_scatter, (min(round_up(count, 256), 1 << 20),), (lane,),
                             np.int64(count), values.data, tab["a_map"], lbuf)
             for h, lev in enumerate(plan.levels):
                 small_buf, wp_buf = tab["levels"][h]
