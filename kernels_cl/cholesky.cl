@@ -36,7 +36,9 @@
  *   LEAF defined:   the leaf (inverting or not, chosen by ldw at run time)
  *                   and apply_inverse -- one program for every order and
  *                   both triangles: they take the triangle as an argument
- *                   (lower: 1 row-major lower, 0 upper; LOWER is not used).
+ *                   (lower: 1 row-major lower, 0 upper; LOWER is not used);
+ *                   with LEAF_KERNEL = 0 apply_inverse alone, where
+ *                   syrk_leaf.cl's kernel factors the leaves.
  *
  * info (one int, 0 on entry): the first kernel that meets a pivot that is
  * not > 0 (or NaN) stores base + k + 1, LAPACK's info, and every later
@@ -96,6 +98,10 @@ __kernel void outer_product(__global real *a, const long off, const int ld, cons
 #ifndef ROW_LEAF
 #define ROW_LEAF 0         /* the leaf kernel: 0 potf2_block, 1 potf2_rows */
 #endif
+#ifndef LEAF_KERNEL
+#define LEAF_KERNEL 1      /* 0: no leaf kernel, apply_inverse alone (syrk_leaf.cl
+                              factors the leaves: cholesky.py, FUSE_LEAF) */
+#endif
 #include "chol_leaf.h"
 
 /* potf2_block keeps the LEAF x LEAF block in registers: entry e = i*LEAF + j
@@ -123,7 +129,7 @@ __kernel void outer_product(__global real *a, const long off, const int ld, cons
  * below its diagonal, to w (leading dimension ldw; ldw = 0: w is unused).
  * The choice is an argument, uniform over the work-group: the barriers of
  * the inverse's part are met either way (its loop is empty without it). */
-#if !ROW_LEAF
+#if LEAF_KERNEL && !ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void potf2_block(__global real *a, const long off, const int ld, const int nb,
                  const int base, __global int *info, __global real *w, const int ldw,
@@ -205,7 +211,7 @@ void potf2_block(__global real *a, const long off, const int ld, const int nb,
 
 /* potf2_rows: the same result as potf2_block (the inverse included) from a
  * work-group of LEAF items, one per row of the block (chol_leaf.h). */
-#if ROW_LEAF
+#if LEAF_KERNEL && ROW_LEAF
 __kernel __attribute__((reqd_work_group_size(LEAF, 1, 1)))
 void potf2_rows(__global real *a, const long off, const int ld, const int nb,
                 const int base, __global int *info, __global real *w, const int ldw,

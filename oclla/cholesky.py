@@ -22,7 +22,9 @@ Methods
     TRSM for the panel below it and a SYRK on the trailing triangle, from
     :mod:`oclla.blas`.  Up to the device's SMALL_N each block column is one
     leaf, which also inverts its block, and the panel solve is one in-place
-    multiplication (fewest launches, all rows in parallel).  Block and leaf
+    multiplication (fewest launches, all rows in parallel).  Where the device's
+    ``FUSE_LEAF`` says so, the trailing update's launch factors the next leaf
+    (``syrk_leaf``), and that kernel factors the other leaves too.  Block and leaf
     sizes: the device's ``chol`` parameters.  A device-side
     ``info`` flag records the first non-positive pivot; every later kernel
     sees it and returns, so the host reads it once, at the end.
@@ -153,50 +155,73 @@ def _update_trailing(queue, a: View, n1: int, rest: int, panel: View, *, lower: 
 
 class _Leaf(NamedTuple):
     """The diagonal-leaf kernels of the blocked potrf, looked up once per factorization."""
-    kernel: object             # potf2_block or potf2_rows
-    inverting: object          # the leaf, launched with w (ldw > 0) to also write
-                               # W^T = L11^-T, or None
+    kernel: object             # potf2_block or potf2_rows; None where tile_leaf factors
+                               # the leaves
+    tile_leaf: object          # syrk_leaf (the device's FUSE_LEAF allows it): every leaf
+                               # launched as an update of rank 0 and its leaf, or None
+    inverting: bool            # the leaves also write W^T = L11^-T (apply_inverse's V)
     apply: object              # apply_inverse (with ``inverting``), or None
     order: int                 # LEAF: largest block they factor
     wg: int                    # the leaf's work-group size
     apply_wg: int              # apply_inverse's work-group size
     apply_rows: int            # rows of the panel per apply_inverse work-group
-    fused: object              # syrk_leaf: the trailing update that also factors the next
-                               # leaf, or None
-    fused_local: tuple         # its work-group shape
-    gemm: dict                 # the device's gemm parameters (the fused update's tiles)
+    fused: object              # tile_leaf where the trailing updates factor the next leaf
+                               # (with ``inverting``), else None
+    fused_local: tuple         # tile_leaf's work-group shape
+    gemm: dict                 # the device's gemm parameters (tile_leaf's tiles)
 
 
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
-    """The leaf kernels; with ``invert`` also the inverting leaf and apply_inverse.
+    """The leaf kernels; with ``invert`` also apply_inverse, and the leaves write their
+    inverses.
 
     ``ROW_LEAF`` picks potf2_rows (one work-item per row of the block) over
-    potf2_block (the block's entries spread over WG items) where LEAF allows it;
-    with ``invert``, ``FUSE_LEAF`` lets the trailing updates factor the leaves
-    after the first (:func:`_update_and_factor_next`) where the gemm tiles allow it."""
+    potf2_block (the block's entries spread over WG items) where LEAF allows it.
+    Where ``FUSE_LEAF`` and the gemm tiles allow it, syrk_leaf.cl's kernel factors
+    every leaf instead (an update of rank 0 before its leaf: the row leaf's code is
+    compiled once per triangle, not also in cholesky.cl), and with ``invert`` the
+    trailing updates factor the leaves after the first (:func:`_update_and_factor_next`)."""
     p = params(queue, "chol", dtype)
     rows = chol_row_leaf(p)
-    # apply_inverse: about four entries of the panel per work-item
-    apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
-    # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse,
-    # both triangles (an argument of the kernels)
-    opts = dict(WG=p["WG"], LEAF=p["LEAF"], ROW_LEAF=int(rows), APPLY_ROWS=apply_rows)
-    name, wg = ("potf2_rows", p["LEAF"]) if rows else ("potf2_block", p["WG"])
-    kernel = get_kernel(queue, "cholesky.cl", name, dtype, **opts)
-    inverting = apply = None
-    if invert:
-        inverting = kernel
-        apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts)
     gemm = params(queue, "gemm", dtype)
-    fused, fused_local = None, ()
-    if invert and chol_fused_leaf(p, gemm):
+    tile_leaf, fused_local = None, ()
+    if chol_fused_leaf(p, gemm):
         # one program for every order: the tiles' vector loads test the panel's
         # alignment at run time (gemm_tile.h)
         defines, _, fused_local = tile_launch(gemm, 0, 0, not lower, lower, 1 if lower else 2)
-        fused = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
-                           LOWER=int(lower), **defines)
-    return _Leaf(kernel, inverting, apply, p["LEAF"], wg, p["WG"], apply_rows, fused,
-                 fused_local, gemm)
+        tile_leaf = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
+                               LOWER=int(lower), **defines)
+    # apply_inverse: about four entries of the panel per work-item
+    apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
+    # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse,
+    # both triangles (an argument of the kernels); without the leaf where tile_leaf
+    # factors the leaves
+    opts = dict(WG=p["WG"], LEAF=p["LEAF"], ROW_LEAF=int(rows), APPLY_ROWS=apply_rows)
+    if tile_leaf is not None:
+        opts.update(LEAF_KERNEL=0)
+    name, wg = ("potf2_rows", p["LEAF"]) if rows else ("potf2_block", p["WG"])
+    kernel = None if tile_leaf is not None else get_kernel(queue, "cholesky.cl", name, dtype,
+                                                           **opts)
+    apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts) if invert else None
+    return _Leaf(kernel, tile_leaf, invert, apply, p["LEAF"], wg, p["WG"], apply_rows,
+                 tile_leaf if invert else None, fused_local, gemm)
+
+
+def _factor_leaf(queue, a: View, nb: int, leaf: _Leaf, *, lower: bool, info, base: int,
+                 inverse=None) -> None:
+    """Factor the nb x nb diagonal block at ``a`` (nb <= LEAF) in one work-group, in
+    place; with ``inverse`` (a LEAF x LEAF device array) also write L⁻ᵀ of the block
+    there.  A failing pivot at order k of it sets ``info`` to ``base + k`` if it is
+    still 0."""
+    w, ldw = (inverse.data, leaf.order) if inverse is not None else (a.buf, 0)
+    if leaf.kernel is None:            # syrk_leaf: an empty update, then the leaf
+        enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, nb, nb), leaf.fused_local,
+                int_arg(nb), int_arg(nb), int_arg(0), a.buf, np.int64(a.off), int_arg(a.ld),
+                a.buf, np.int64(a.off), int_arg(a.ld), int_arg(nb), int_arg(base), info.data,
+                w, int_arg(ldw))
+        return
+    enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, np.int64(a.off), int_arg(a.ld),
+            int_arg(nb), int_arg(base), info.data, w, int_arg(ldw), int_arg(lower))
 
 
 def _inverting(queue, dtype, n: int, nb: int) -> bool:
@@ -242,9 +267,7 @@ def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype,
     order k of this block sets ``info`` to ``base + k`` if it is still 0.
     """
     if n <= leaf.order:
-        enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, np.int64(a.off),
-                int_arg(a.ld), int_arg(n), int_arg(base), info.data, a.buf, int_arg(0),
-                int_arg(lower))
+        _factor_leaf(queue, a, n, leaf, lower=lower, info=info, base=base)
         return
     n1 = max(leaf.order, (n // 2) // leaf.order * leaf.order)
     _factor_diagonal(queue, a, n1, leaf, lower=lower, dtype=dtype, info=info, base=base)
@@ -284,7 +307,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     leaf = _leaf(queue, dtype, lower, invert=_inverting(queue, dtype, n, nb))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     inverse = None
-    if leaf.inverting is not None:
+    if leaf.inverting:
         inverse = cl_array.empty(queue, leaf.order * leaf.order, dtype)
     width = n if width is None else width
     for j in range(0, n, nb):
@@ -297,10 +320,8 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
             with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
                             **extra):
                 if inverse is not None:
-                    enqueue(queue, leaf.inverting, (leaf.wg,), (leaf.wg,), diag.buf,
-                            np.int64(diag.off), int_arg(diag.ld), int_arg(jb),
-                            int_arg(base + j), info.data, inverse.data, int_arg(leaf.order),
-                            int_arg(lower))
+                    _factor_leaf(queue, diag, jb, leaf, lower=lower, info=info, base=base + j,
+                                 inverse=inverse)
                 else:
                     _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype,
                                      info=info, base=base + j)

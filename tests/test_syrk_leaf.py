@@ -1,6 +1,7 @@
 """The blocked Cholesky's trailing update that also factors the next leaf (syrk_leaf.cl)."""
 
 import numpy as np
+import pyopencl as cl
 import pytest
 import scipy.linalg as sla
 
@@ -58,6 +59,7 @@ def test_fused_leaf_trace(queue):
         oclla.cholesky(spd(21, np.float32), lower=True, queue=queue)
     steps = rec.runs[0].steps
     assert [s.phase for s in steps] == ["panel", "trsm", "syrk", "trsm", "syrk", "zero"]
+    assert [k.name for k in steps[0].kernels] == ["syrk_leaf"]     # the first leaf too
     assert [k.name for k in steps[2].kernels] == ["syrk_leaf"]
     assert steps[2].region == (8, 21, 8, 21) and steps[4].region == (16, 21, 16, 21)
     assert steps[2].info["leaf"] == (8, 16, 8, 16) and steps[2].pivot == (8, 8)
@@ -106,3 +108,25 @@ def test_trapezoid_is_a_full_factor_s_first_rows(queue, fuse, lower):
         want = (np.tril(full[:, :n]) if lower else np.triu(full[:n, :]))
         np.testing.assert_allclose(part, want, rtol=0, atol=1e-12 * width)
         assert np.isnan(out[n:, n:]).all()
+
+
+
+def test_every_leaf_in_the_fused_kernel(queue):
+    """Where leaves are fused, syrk_leaf.cl factors every one (an update of rank 0 before
+    the first leaf; the whole matrix below LEAF; the leaves of the recursive split that
+    write no inverse): cholesky.cl is built without its leaf kernel, so the row leaf's
+    code is compiled once per triangle."""
+    fused(dict(FUSED_SETS[0], SMALL_N=16, TRSM_INVERSE=0))   # n = 30: NB 8 blocks, TRSM
+    for n, lower in ((5, True), (8, False), (13, True), (30, True), (30, False)):
+        a = spd(n, np.float32, seed=n)
+        with oclla.record() as rec:
+            c = oclla.cholesky(a, lower=lower, queue=queue)
+        assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower)), (n, lower)
+        names = {k.name for s in rec.runs[0].steps for k in s.kernels}
+        assert "syrk_leaf" in names and not names & {"potf2_rows", "potf2_block"}, names
+    without_leaf = [prg for (_, source, options), prg in oclla._programs._programs.items()
+                    if source == "cholesky.cl" and "-DLEAF_KERNEL=0" in options]
+    assert without_leaf          # apply_inverse's, for the inverted leaves at n <= 16
+    for prg in without_leaf:
+        kernels = prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
+        assert "apply_inverse" in kernels and not any(k.startswith("potf2") for k in kernels)
