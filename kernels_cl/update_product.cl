@@ -24,9 +24,11 @@
  *                    entry of w_j larger than guard in magnitude *large to 1
  *   chunk_sums       item (i, c): t(i, c) = sum over l in column chunk c (CW
  *                    columns), l <= i, of L(i, l) w_l
- *   apply_product    item (i, c): g = sum of t(i, c') over the later chunks,
- *                    then L~(i, j) for j in chunk c from right to left, g
- *                    gaining L(i, j) w_j after each
+ *   suffix_sums      item (i, q): t(i, c) := the sum of t(i, c') over the later
+ *                    chunks c' > c of row i (column q of the KB sums), from the
+ *                    row's last chunk down: each row's sums once, not once per chunk
+ *   apply_product    item (i, c): g = t(i, c), then L~(i, j) for j in chunk c
+ *                    from right to left, g gaining L(i, j) w_j after each
  * L(i, j) is a[off + i*ld + j] (lower = 1) or, for an upper factor
  * (A = R^T R, L = R^T), a[off + j*ld + i]; only that triangle is touched.
  * The kernels work on KB columns (W and B are n x KB, row-major): the host pads
@@ -289,6 +291,20 @@ __kernel void chunk_sums(const int n, __global const real *a, const long off,
         t[((size_t)i * chunks + c) * KB + q] = g[q];
 }
 
+__kernel void suffix_sums(const int n, const int chunks, __global real *t)
+{
+    const int q = get_global_id(0), i = get_global_id(1);
+    if (i >= n || q >= KB)
+        return;
+    __global real *row = t + (size_t)i * chunks * KB + q;
+    real later = ZERO;
+    for (int c = i / CW; c >= 0; c--) {
+        const real own = row[c * KB];
+        row[c * KB] = later;
+        later += own;
+    }
+}
+
 __kernel void apply_product(const int n, __global real *a, const long off,
                             const int ld, const int lower, __global const real *w,
                             __global const real *b, __global const real *d,
@@ -301,10 +317,9 @@ __kernel void apply_product(const int n, __global real *a, const long off,
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i >= n || c * CW > i)
         return;
-    real g[KB] = {ZERO};
-    for (int later = c + 1; later <= i / CW; later++)
-        for (int q = 0; q < KB; q++)
-            g[q] += t[((size_t)i * chunks + later) * KB + q];
+    real g[KB];
+    for (int q = 0; q < KB; q++)
+        g[q] = t[((size_t)i * chunks + c) * KB + q];
     for (int j = min(i, c * CW + CW - 1); j >= c * CW; j--) {
         const int e = (j - c * CW) * KB;
         const real lij = L_AT(i, j);

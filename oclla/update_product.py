@@ -21,8 +21,9 @@ Nothing here is a chain over the rows (the rotation sweep of
    launches (the R of two stacked R's is associative), then per row its chunk's
    prefix updated by the rows before it, and d_j, b_j (``row_coefficients``);
 3. the suffix sums along each row of L in column chunks of CW: one launch for
-   the chunks' sums, one that adds the later chunks' sums and sweeps its chunk
-   from right to left, writing L̃ in place (``chunk_sums``, ``apply_product``).
+   the chunks' sums, one that turns each row's chunk sums into the sums of its
+   later chunks, one that sweeps each chunk from right to left starting from
+   them, writing L̃ in place (``chunk_sums``, ``suffix_sums``, ``apply_product``).
 
 Forming M_j itself (prefix sums of w·wᵀ) and solving with it is unstable:
 where V is large against A the early M_j are I plus a large matrix of low
@@ -119,7 +120,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
                                     CW=CW, TB=TB)
                    for name in ("solve_step", "chunk_factor", "chunk_scan", "row_coefficients",
-                                "chunk_sums", "apply_product")}
+                                "chunk_sums", "suffix_sums", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
                         nbytes=(n * n / 2 + 2 * n * k) * item, v_rows=(0, n), **extra):
             if k < kb:
@@ -155,6 +156,9 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
             grid = (round_up(n, wg), ncw)
             enqueue(queue, kernels["chunk_sums"], grid, (wg, 1), *common, buf,
                     np.int64(off), int_arg(ld), int_arg(lower), w, sums)
+            rows = max(1, wg // kb)              # suffix_sums: kb items per row
+            enqueue(queue, kernels["suffix_sums"], (kb, round_up(n, rows)), (kb, rows),
+                    *common, int_arg(ncw), sums)
             enqueue(queue, kernels["apply_product"], grid, (wg, 1), *common, buf,
                     np.int64(off), int_arg(ld), int_arg(lower), w, b, d, sums)
     return k_all
