@@ -7,14 +7,16 @@
  *     z = R_j^-T w_j,   d_j = sqrt(1 + z^T z),   b_j = R_j^-1 z / d_j,
  *     L~(i, j) = d_j L(i, j) + (sum_{j < l <= i} L(i, l) w_l)^T b_j.
  * (Gill, Golub, Murray and Saunders' product form, k columns at once.)  The
- * R_j come from orthogonal updates (Givens rotations of [R; w^T]): forming
+ * R_j come from orthogonal updates (QR of R stacked on rows of W: Householder
+ * reflections for a chunk's rows and for two chunks' R's, Givens rotations
+ * for one row at a time): forming
  * M_j and solving with it loses the identity to rounding where the early
  * M_j are I plus a large matrix of low rank (benchmarks/update_product_form.py).
  *
  * Kernels, in order:
  *   solve_step       W = L^-1 V, one launch per block of TB rows (below)
  *   chunk_factor     work-group c: the R of the rows of W in chunk c (CH rows;
- *                    chunk 0 also holds I), R_c, into r (KB x KB each)
+ *                    chunk 0 also holds I), R_c, into r (KB x KB each; merge_group)
  *   chunk_scan       work-group c: one level (distance d) of an inclusive prefix
  *                    over the chunks, Q_c = R of [R_0; ...; R_c] (Hillis-Steele: the R
  *                    of two stacked R's is associative)
@@ -76,22 +78,45 @@ inline void add_row(real *r, real *x)
     }
 }
 
-/* The same by a work-group of KB items, item q owning column q of r and entry q of
- * x (both in local memory): a rotation per column, formed by its item and applied by
- * the later ones.  An x of zeros changes nothing (c = 1, s = 0); every item meets
- * every barrier. */
-inline void add_row_group(__local real *r, __local real *x, __local real *cs, const int q)
+/* r (k x k upper, row stride KB, diagonal >= 0) := the R of [r; x] (diagonal >= 0), x
+ * the m x KB rows at x (row stride KB; overwritten), by a work-group of KB items, item
+ * q owning column q: per column p one Householder reflection of [r_pp; x(:, p)] to
+ * [h; 0], h = sqrt(r_pp^2 + |x(:, p)|^2), formed by item p (scaled by the column's
+ * largest entry, so no square overflows) and applied by the items right of it.  Two
+ * barriers a column whatever m (adding the rows one at a time by Givens rotations
+ * takes two a column per row).  Every item meets every barrier. */
+inline void merge_group(__local real *r, __local real *x, const int m, __local real *coef,
+                        const int q)
 {
     for (int p = 0; p < KB; p++) {
         if (q == p) {
-            GIVENS(r[p * KB + p], x[p], h, c, s)
-            cs[0] = c;
-            cs[1] = s;
-            r[p * KB + p] = h;
+            const real alpha = r[p * KB + p];
+            real big = alpha;
+            for (int i = 0; i < m; i++)
+                big = fmax(big, fabs(x[i * KB + p]));
+            real sigma = ZERO;                     /* |x(:, p)|^2 / big^2 */
+            for (int i = 0; i < m; i++) {
+                const real t = x[i * KB + p] / big;
+                sigma += t * t;
+            }
+            const real a = alpha / big, h = sqrt(a * a + sigma);
+            const real v0 = -sigma / (a + h);      /* (alpha - h) / big, no cancellation */
+            const int identity = !(sigma > ZERO);  /* also where big = 0 */
+            coef[0] = identity ? ZERO : (v0 * v0 + v0 * v0) / (sigma + v0 * v0);   /* tau */
+            coef[1] = identity ? ONE : v0 * big;  /* v = (1, x(:, p) / coef[1]) */
+            r[p * KB + p] = identity ? alpha : h * big;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (q > p)
-            ROTATE(r[p * KB + q], x[q], cs[0], cs[1])
+        if (q > p) {
+            const real tau = coef[0], v0 = coef[1];
+            real s = r[p * KB + q];
+            for (int i = 0; i < m; i++)
+                s += x[i * KB + p] / v0 * x[i * KB + q];
+            s *= tau;
+            r[p * KB + q] -= s;
+            for (int i = 0; i < m; i++)
+                x[i * KB + q] -= s * (x[i * KB + p] / v0);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
@@ -100,35 +125,34 @@ inline void add_row_group(__local real *r, __local real *x, __local real *cs, co
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
 void chunk_factor(const int n, __global const real *w, __global real *r_out)
 {
-    __local real r[KB * KB], x[KB], cs[2];
+    __local real r[KB * KB], x[CH * KB], coef[2];
     const int c = get_group_id(0), q = get_local_id(0);
+    const int rows = min(CH, n - c * CH);
     for (int p = 0; p < KB; p++)
         r[p * KB + q] = (c == 0 && p == q) ? ONE : ZERO;
-    const int end = min(n, (c + 1) * CH);
-    for (int l = c * CH; l < end; l++) {
-        x[q] = w[(size_t)l * KB + q];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        add_row_group(r, x, cs, q);
-    }
+    for (int l = 0; l < rows; l++)
+        x[l * KB + q] = w[((size_t)c * CH + l) * KB + q];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    merge_group(r, x, rows, coef, q);
     for (int p = 0; p < KB; p++)
         r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
 }
 
-/* Work-group c (KB items): r_out[c] = the R of [r_in[c - d]; r_in[c]] (c >= d), else
- * r_in[c]: row p of r_in[c - d] is added to r_in[c] in turn (zero rows where c < d). */
+/* Work-group c (KB items): r_out[c] = the R of [r_in[c]; r_in[c - d]] (c >= d), else
+ * r_in[c]. */
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
 void chunk_scan(const int nc, const int d, __global const real *r_in,
                 __global real *r_out)
 {
-    __local real r[KB * KB], x[KB], cs[2];
+    __local real r[KB * KB], x[KB * KB], coef[2];
     const int c = get_group_id(0), q = get_local_id(0);
-    for (int p = 0; p < KB; p++)
-        r[p * KB + q] = r_in[(size_t)c * KB * KB + p * KB + q];
     for (int p = 0; p < KB; p++) {
-        x[q] = (c >= d && q >= p) ? r_in[(size_t)(c - d) * KB * KB + p * KB + q] : ZERO;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        add_row_group(r, x, cs, q);
+        r[p * KB + q] = r_in[(size_t)c * KB * KB + p * KB + q];
+        x[p * KB + q] = (c >= d && q >= p) ? r_in[(size_t)(c - d) * KB * KB + p * KB + q]
+                                            : ZERO;
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    merge_group(r, x, c >= d ? KB : 0, coef, q);
     for (int p = 0; p < KB; p++)
         r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
 }

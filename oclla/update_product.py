@@ -16,10 +16,12 @@ Nothing here is a chain over the rows (the rotation sweep of
 
 1. W by a triangular solve: the diagonal blocks of L inverted in one launch,
    then one launch per block of TB rows (``solve_step``);
-2. the R_j by orthogonal updates (Givens rotations of [R; wᵀ]): per chunk of
-   CH rows the R of its rows, an inclusive prefix over the chunks in ⌈log₂⌉
-   launches (the R of two stacked R's is associative), then per row its chunk's
-   prefix updated by the rows before it, and d_j, b_j (``row_coefficients``);
+2. the R_j by orthogonal updates: per chunk of CH rows the R of its rows, an
+   inclusive prefix over the chunks in ⌈log₂⌉ launches (the R of two stacked R's
+   is associative; each a QR by Householder reflections, one per column, in a
+   work-group of k items: ``chunk_factor``, ``chunk_scan``), then per row its
+   chunk's prefix updated by the rows before it (Givens rotations), and d_j, b_j
+   (``row_coefficients``);
 3. the suffix sums along each row of L in column chunks of CW: one launch for
    the chunks' sums, one that turns each row's chunk sums into the sums of its
    later chunks, one that sweeps each chunk from right to left starting from
