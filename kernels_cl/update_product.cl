@@ -102,7 +102,7 @@ inline void merge_group(__local real *r, __local real *x, const int m, __local r
             const real a = alpha / big, h = sqrt(a * a + sigma);
             const real v0 = -sigma / (a + h);      /* (alpha - h) / big, no cancellation */
             const int identity = !(sigma > ZERO);  /* also where big = 0 */
-            coef[0] = identity ? ZERO : (v0 * v0 + v0 * v0) / (sigma + v0 * v0);   /* tau */
+            coef[0] = identity ? ZERO : 2 * v0 * v0 / (sigma + v0 * v0);   /* tau */
             coef[1] = identity ? ONE : v0 * big;  /* v = (1, x(:, p) / coef[1]) */
             r[p * KB + p] = identity ? alpha : h * big;
         }
