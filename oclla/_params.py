@@ -286,30 +286,48 @@ def try_parameters(queue, family: str, dtype, p: dict) -> str | None:
 
 def _first_working(queue, info, family: str, dtype_name: str) -> dict:
     """The first rung of :func:`ladder` whose self-check passes on this device, tried once
-    per device, driver, profile and dtype (:mod:`oclla._checked` remembers verdicts)."""
+    per device, driver, profile and dtype (:mod:`oclla._checked` remembers verdicts).
+
+    Where every rung failed and some of those failures were remembered from an earlier
+    process, those rungs are checked once more before the family is given up: a failure
+    that was not the device's (another program holding its memory, a check cut short)
+    must not make the family unusable for good."""
     with _verify_lock:
         queue = get_queue(queue.device)        # the checks call the public API
         rungs = ladder(queue, family, dtype_name)
         if not rungs:
             raise UnusableFamily(f"no {family} parameter set fits the limits of {info.name}: "
                               f"{info.describe()}")
-        failures = []
-        for p in rungs:
-            key = _checked.key(info, dtype_name, family, p)
-            verdict = _checked.get(key)
-            if verdict is None:
-                problem = try_parameters(queue, family, dtype_name, p)
-                verdict = (problem is None, problem or "")
-                _checked.put(key, *verdict)
-                fresh = True
-            else:
-                fresh = False
+
+        def check(p) -> tuple:
+            problem = try_parameters(queue, family, dtype_name, p)
+            verdict = (problem is None, problem or "")
+            _checked.put(_checked.key(info, dtype_name, family, p), *verdict)
+            return verdict
+
+        failures, remembered = [], []          # failures[i]: why rung i failed
+        for i, p in enumerate(rungs):
+            verdict = _checked.get(_checked.key(info, dtype_name, family, p))
+            fresh = verdict is None
+            if fresh:
+                verdict = check(p)
             if verdict[0]:
                 if failures and fresh:
                     warnings.warn(_fallback_message(info, family, rungs[0], p, failures[0]),
                                   RuntimeWarning, stacklevel=2)
                 return p
             failures.append(verdict[1])
+            if not fresh:
+                remembered.append(i)
+        for i in remembered:                   # every rung failed: those again, once
+            verdict = check(rungs[i])
+            if verdict[0]:
+                if i:
+                    warnings.warn(_fallback_message(info, family, rungs[0], rungs[i],
+                                                    failures[0]),
+                                  RuntimeWarning, stacklevel=2)
+                return rungs[i]
+            failures[i] = verdict[1]
     raise UnusableFamily(f"every {family} parameter set failed on {info.name} "
                       f"(driver {info.driver_version}); the last, {rungs[-1]}:\n"
                       f"{failures[-1]}")

@@ -85,6 +85,37 @@ def test_every_rung_failing_is_a_device_error_with_the_log(queue, verdicts, monk
         oclla.lu_factor(a, method="pivot", variant="crout", queue=queue)
 
 
+def test_remembered_failures_of_every_rung_are_checked_again(queue, verdicts, monkeypatch):
+    """A verdict file in which every rung of a family failed (a process whose checks
+    could not run wrote it) does not make the family unusable for good: those rungs are
+    checked again, once, the first that passes is used and the file corrected; where
+    they fail again the family is given up as before."""
+    info = oclla.device_info(queue)
+    rungs = _params.ladder(queue, "window", np.float32)
+    keys = [_checked.key(info, "float32", "window", p) for p in rungs]
+    stale = {"version": _checked.VERSION,
+             "entries": {k: [False, "a check cut short"] for k in keys}}
+    verdicts.write_text(json.dumps(stale))
+    _params.reload()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # the derived set passes: nothing to warn of
+        assert _params.params(queue, "window", np.float32) == rungs[0]
+    assert json.loads(verdicts.read_text())["entries"][keys[0]][0] is True
+
+    verdicts.write_text(json.dumps(stale))
+    _params.reload()
+    calls = []
+
+    def check(q, dtype):
+        calls.append(_params.params(q, "window", dtype))
+        raise DeviceError("building kernels_cl/lu_window.cl failed:\nerror: still failing")
+
+    monkeypatch.setitem(_selfcheck.CHECKS, "window", check)
+    with pytest.raises(DeviceError, match=r"every window parameter set failed(.|\n)*still"):
+        _params.params(queue, "window", np.float32)
+    assert calls == rungs                   # each rung checked once more, in order
+
+
 def test_wrong_results_count_as_failures(queue, verdicts, monkeypatch):
     def check(q, dtype):
         raise _selfcheck.CheckFailed("LU n=17: error 1e+06")
