@@ -110,7 +110,6 @@ def test_trapezoid_is_a_full_factor_s_first_rows(queue, fuse, lower):
         assert np.isnan(out[n:, n:]).all()
 
 
-
 def test_every_leaf_in_the_fused_kernel(queue):
     """Where leaves are fused, syrk_leaf.cl factors every one (an update of rank 0 before
     the first leaf; the whole matrix below LEAF; the leaves of the recursive split that
