@@ -165,10 +165,13 @@ class _Leaf(NamedTuple):
     wg: int                    # the leaf's work-group size
     apply_wg: int              # apply_inverse's work-group size
     apply_rows: int            # rows of the panel per apply_inverse work-group
-    fused: object              # tile_leaf where the trailing updates factor the next leaf
-                               # (with ``inverting``), else None
-    fused_local: tuple         # tile_leaf's work-group shape
+    tile_local: tuple          # tile_leaf's work-group shape
     gemm: dict                 # the device's gemm parameters (tile_leaf's tiles)
+
+    @property
+    def fused(self) -> bool:
+        """Whether the trailing updates factor the next leaf (tile_leaf, inverting)."""
+        return self.tile_leaf is not None and self.inverting
 
 
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
@@ -184,11 +187,11 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     p = params(queue, "chol", dtype)
     rows = chol_row_leaf(p)
     gemm = params(queue, "gemm", dtype)
-    tile_leaf, fused_local = None, ()
+    tile_leaf, tile_local = None, ()
     if chol_fused_leaf(p, gemm):
         # one program for every order: the tiles' vector loads test the panel's
         # alignment at run time (gemm_tile.h)
-        defines, _, fused_local = tile_launch(gemm, 0, 0, not lower, lower, 1 if lower else 2)
+        defines, _, tile_local = tile_launch(gemm, 0, 0, not lower, lower, 1 if lower else 2)
         tile_leaf = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
                                LOWER=int(lower), **defines)
     # apply_inverse: about four entries of the panel per work-item
@@ -204,7 +207,7 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
                                                            **opts)
     apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts) if invert else None
     return _Leaf(kernel, tile_leaf, invert, apply, p["LEAF"], wg, p["WG"], apply_rows,
-                 tile_leaf if invert else None, fused_local, gemm)
+                 tile_local, gemm)
 
 
 def _factor_leaf(queue, a: View, nb: int, leaf: _Leaf, *, lower: bool, info, base: int,
@@ -215,7 +218,7 @@ def _factor_leaf(queue, a: View, nb: int, leaf: _Leaf, *, lower: bool, info, bas
     still 0."""
     w, ldw = (inverse.data, leaf.order) if inverse is not None else (a.buf, 0)
     if leaf.kernel is None:            # syrk_leaf: an empty update, then the leaf
-        enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, nb, nb), leaf.fused_local,
+        enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, nb, nb), leaf.tile_local,
                 int_arg(nb), int_arg(nb), int_arg(0), a.buf, np.int64(a.off), int_arg(a.ld),
                 a.buf, np.int64(a.off), int_arg(a.ld), int_arg(nb), int_arg(base), info.data,
                 w, int_arg(ldw))
@@ -251,7 +254,7 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, beyond: int, pan
     nb = min(jb, rest)
     c = a.at(jb, jb)
     m, n = (beyond, rest) if lower else (rest, beyond)
-    enqueue(queue, leaf.fused, tile_grid(leaf.gemm, m, n), leaf.fused_local,
+    enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, m, n), leaf.tile_local,
             int_arg(m), int_arg(n), int_arg(jb), panel.buf, np.int64(panel.off),
             int_arg(panel.ld), c.buf, np.int64(c.off), int_arg(c.ld), int_arg(nb),
             int_arg(base), info.data, inverse.data, int_arg(leaf.order))
@@ -315,7 +318,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         rest = n - j - jb                  # order of the trailing triangle
         beyond = width - j - jb            # length of the panel
         diag = a.at(j, j)
-        if j == 0 or leaf.fused is None:   # else the previous update factored this block
+        if j == 0 or not leaf.fused:       # else the previous update factored this block
             reg, extra = region(j, j + jb, j, j + jb)
             with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
                             **extra):
@@ -344,7 +347,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         reg, extra = region(*((j + jb, width, j + jb, n) if lower
                               else (j + jb, n, j + jb, width)))
         flops = float(rest * (rest + 1) * jb + 2 * rest * (beyond - rest) * jb)
-        if leaf.fused is not None:
+        if leaf.fused:
             nxt = min(jb, rest)
             leaf_reg, _ = region(j + jb, j + jb + nxt, j + jb, j + jb + nxt)
             with trace.step("syrk", reg, pivot=(leaf_reg[0], leaf_reg[2]),
