@@ -84,8 +84,9 @@ inline void add_row(real *r, real *x)
  * [h; 0], h = sqrt(r_pp^2 + |x(:, p)|^2), formed by item p (scaled by the column's
  * largest entry, so no square overflows) and applied by the items right of it.  Two
  * barriers a column whatever m (adding the rows one at a time by Givens rotations
- * takes two a column per row).  Every item meets every barrier. */
-inline void merge_group(__local real *r, __local real *x, const int m, __local real *coef,
+ * takes two a column per row).  tau: one local real of scratch.  Every item meets
+ * every barrier. */
+inline void merge_group(__local real *r, __local real *x, const int m, __local real *tau,
                         const int q)
 {
     for (int p = 0; p < KB; p++) {
@@ -102,20 +103,21 @@ inline void merge_group(__local real *r, __local real *x, const int m, __local r
             const real a = alpha / big, h = sqrt(a * a + sigma);
             const real v0 = -sigma / (a + h);      /* (alpha - h) / big, no cancellation */
             const int identity = !(sigma > ZERO);  /* also where big = 0 */
-            coef[0] = identity ? ZERO : 2 * v0 * v0 / (sigma + v0 * v0);   /* tau */
-            coef[1] = identity ? ONE : v0 * big;  /* v = (1, x(:, p) / coef[1]) */
+            *tau = identity ? ZERO : 2 * v0 * v0 / (sigma + v0 * v0);
             r[p * KB + p] = identity ? alpha : h * big;
+            if (!identity)                         /* column p := v's tail, x(:, p) / v_0 */
+                for (int i = 0; i < m; i++)
+                    x[i * KB + p] /= v0 * big;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (q > p) {
-            const real tau = coef[0], v0 = coef[1];
+        if (q > p) {              /* (r_pq, x(:, q)) := H (r_pq, x(:, q)), H = I - tau v v^T */
             real s = r[p * KB + q];
             for (int i = 0; i < m; i++)
-                s += x[i * KB + p] / v0 * x[i * KB + q];
-            s *= tau;
+                s += x[i * KB + p] * x[i * KB + q];
+            s *= *tau;
             r[p * KB + q] -= s;
             for (int i = 0; i < m; i++)
-                x[i * KB + q] -= s * (x[i * KB + p] / v0);
+                x[i * KB + q] -= s * x[i * KB + p];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -125,7 +127,7 @@ inline void merge_group(__local real *r, __local real *x, const int m, __local r
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
 void chunk_factor(const int n, __global const real *w, __global real *r_out)
 {
-    __local real r[KB * KB], x[CH * KB], coef[2];
+    __local real r[KB * KB], x[CH * KB], tau[1];
     const int c = get_group_id(0), q = get_local_id(0);
     const int rows = min(CH, n - c * CH);
     for (int p = 0; p < KB; p++)
@@ -133,7 +135,7 @@ void chunk_factor(const int n, __global const real *w, __global real *r_out)
     for (int l = 0; l < rows; l++)
         x[l * KB + q] = w[((size_t)c * CH + l) * KB + q];
     barrier(CLK_LOCAL_MEM_FENCE);
-    merge_group(r, x, rows, coef, q);
+    merge_group(r, x, rows, tau, q);
     for (int p = 0; p < KB; p++)
         r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
 }
@@ -144,7 +146,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
 void chunk_scan(const int nc, const int d, __global const real *r_in,
                 __global real *r_out)
 {
-    __local real r[KB * KB], x[KB * KB], coef[2];
+    __local real r[KB * KB], x[KB * KB], tau[1];
     const int c = get_group_id(0), q = get_local_id(0);
     for (int p = 0; p < KB; p++) {
         r[p * KB + q] = r_in[(size_t)c * KB * KB + p * KB + q];
@@ -152,7 +154,7 @@ void chunk_scan(const int nc, const int d, __global const real *r_in,
                                             : ZERO;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    merge_group(r, x, c >= d ? KB : 0, coef, q);
+    merge_group(r, x, c >= d ? KB : 0, tau, q);
     for (int p = 0; p < KB; p++)
         r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
 }
