@@ -319,8 +319,8 @@ __kernel void chunk_sums(const int n, __global const real *a, const long off,
 
 __kernel void suffix_sums(const int n, const int chunks, __global real *t)
 {
-    const int q = get_global_id(0), i = get_global_id(1);
-    if (i >= n || q >= KB)
+    const int q = get_global_id(0), i = get_global_id(1);    /* q < KB: the launch's width */
+    if (i >= n)
         return;
     __global real *row = t + (size_t)i * chunks * KB + q;
     real later = ZERO;
