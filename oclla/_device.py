@@ -121,6 +121,17 @@ _KIND_NAMES = {
 
 _lock = threading.RLock()
 _queues: dict = {}        # cl.Device -> cl.CommandQueue
+_contexts: dict = {}      # cl.Device -> its cl.Context (one per device, shared)
+
+
+def _context(dev: cl.Device) -> cl.Context:
+    """The process's one context of ``dev``: its queue's, its compile probes'.  Making a
+    context can take seconds (about 2 s each on NVIDIA's driver), so none is made twice."""
+    with _lock:
+        ctx = _contexts.get(dev)
+        if ctx is None:
+            ctx = _contexts[dev] = cl.Context([dev])
+        return ctx
 _info_by_device: dict = {}  # cl.Device -> DeviceInfo
 
 
@@ -227,8 +238,7 @@ def build_problem(dev: cl.Device) -> str | None:
         if dev in _build_status:
             return _build_status[dev]
         try:
-            ctx = cl.Context([dev])
-            cl.Program(ctx, _PROBE_SOURCE).build()
+            cl.Program(_context(dev), _PROBE_SOURCE).build()
             problem = None
         except cl.Error as exc:
             problem = str(exc).strip() or type(exc).__name__
@@ -324,9 +334,8 @@ def get_queue(device=None) -> cl.CommandQueue:
     with _lock:
         queue = _queues.get(dev)
         if queue is None:
-            ctx = cl.Context([dev])
             queue = cl.CommandQueue(
-                ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+                _context(dev), properties=cl.command_queue_properties.PROFILING_ENABLE)
             _queues[dev] = queue
         return queue
 
@@ -383,15 +392,20 @@ __kernel void probe(__global vec *x) { size_t i = get_global_id(0); x[i] = twice
 _widths: dict = {}          # (cl.Device, itemsize, width) -> whether such vectors build
 
 
-def _builds_clean(dev: cl.Device, itemsize: int, width: int) -> bool:
-    """Whether a function of ``width``-wide vectors builds without a word from the compiler."""
+def _builds_clean(queue_or_device, itemsize: int, width: int) -> bool:
+    """Whether a function of ``width``-wide vectors builds without a word from the compiler
+    (in the queue's context, or the device's own: :func:`_context`)."""
+    if isinstance(queue_or_device, cl.CommandQueue):
+        ctx, dev = queue_or_device.context, queue_or_device.device
+    else:
+        ctx, dev = _context(queue_or_device), queue_or_device
     options = [f"-DPRECISION={8 * itemsize}", f"-DVW={width}", "-cl-std=CL1.2"]
     # A source never seen before: a compiler's or pyopencl's binary cache would
     # hand back the program without its log.
     source = f"// {os.getpid()} {time.time_ns()}\n{_WIDTH_PROBE}"
     with _captured_stderr() as chatter:
         try:
-            prg = cl.Program(cl.Context([dev]), source)
+            prg = cl.Program(ctx, source)
             with quiet_compiler():
                 prg.build(options=options)
             log = prg.get_build_info(dev, cl.program_build_info.LOG) or ""
@@ -446,7 +460,7 @@ def vector_width(queue_or_device, itemsize: int) -> int:
     width = 1
     while width * 2 <= min(16, reported):
         width *= 2
-    while width > 1 and not vectors_build(dev, itemsize, width):
+    while width > 1 and not vectors_build(queue_or_device, itemsize, width):
         width //= 2
     return width
 
@@ -470,7 +484,7 @@ def vectors_build(queue_or_device, itemsize: int, width: int) -> bool:
             k = _checked.key(info, f"float{8 * itemsize}", f"vector width {width}")
             verdict = _checked.get(k)
             if verdict is None:
-                verdict = (_builds_clean(dev, itemsize, width), "")
+                verdict = (_builds_clean(queue_or_device, itemsize, width), "")
                 _checked.put(k, *verdict)
             _widths[key] = verdict[0]
         return _widths[key]

@@ -27,6 +27,23 @@ def test_get_queue_is_cached_and_profiling(queue):
     assert _device.build_problem(queue.device) is None
 
 
+def test_one_context_per_device(monkeypatch, queue):
+    """The device's queue, its compile probe and its vector-width probes share one
+    context (a context costs seconds on some drivers): none of them makes another."""
+    made = []
+    context = cl.Context
+    monkeypatch.setattr(cl, "Context", lambda *a, **k: made.append(a) or context(*a, **k))
+    dev = queue.device
+    monkeypatch.setitem(_device._build_status, dev, "not yet probed")
+    del _device._build_status[dev]
+    assert _device.build_problem(dev) is None
+    for probe in (dev, queue):
+        assert _device._builds_clean(probe, 4, 2) in (True, False)
+    assert oclla.get_queue(dev) is queue
+    assert queue.context == _device._context(dev)
+    assert made == []
+
+
 def test_selection_by_index_name_and_env(monkeypatch, queue):
     usable = [i for i, d in enumerate(_device._all_cl_devices())
               if _device.build_problem(d) is None]
