@@ -14,7 +14,9 @@
  * M_j are I plus a large matrix of low rank (benchmarks/update_product_form.py).
  *
  * Kernels, in order:
- *   solve_step       W = L^-1 V, one launch per block of TB rows (below)
+ *   solve_step       W = L^-1 V, one launch per block of TB rows (below), or
+ *   solve_chain      all blocks in one launch, each work-group waiting for the
+ *                    blocks before its own
  *   chunk_factor     work-group c: the R of the rows of W in chunk c (CH rows;
  *                    chunk 0 also holds I), R_c, into r (KB x KB each; merge_group)
  *   chunk_scan       work-group c: one level (distance d) of an inclusive prefix
@@ -43,7 +45,7 @@
 #define KB 16              /* columns of W and B: k's next power of two, <= 16 */
 #endif
 #ifndef CH
-#define CH 32              /* rows of W per chunk of the k x k prefix */
+#define CH 16              /* rows of W per chunk of the k x k prefix */
 #endif
 #ifndef CW
 #define CW 128             /* columns of L per chunk of the row sweep */
@@ -286,6 +288,85 @@ void solve_step(const int n, const int b, __global const real *a, const long off
     if (i < n)
         for (int q = 0; q < QC; q++)
             row[q] = x[q];
+}
+
+/* W = L^-1 V in one launch (the update knob SOLVE = "chain"): work-group g takes
+ * the next ticket t from state[0] and solves block t (rows t*TB ..): for each
+ * block j < t, as soon as state[1 + j] says W_j is stored, its rows subtract
+ * L(block t, block j) W_j (its loads of L issued before the wait), then
+ * W_t = inv_t V_t and state[1 + t] := 1.  A work-group waits only for blocks
+ * of earlier tickets, whose work-groups were running when they took them; so
+ * it relies, as kernels_cl/grid.h does, on a running work-group making
+ * progress and on volatile global accesses reaching the memory all compute
+ * units share, which OpenCL does not promise: only a tuned entry measured on
+ * the device chooses it.  state: 1 + n/TB ints, 0 before the launch; inv and
+ * w as in solve_step. */
+__kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
+void solve_chain(const int n, __global const real *a, const long off, const int ld,
+                 const int lower, __global const real *inv, volatile __global real *w,
+                 volatile __global int *state)
+{
+    __local real wj[TB * KB], invs[TB * TB];
+    __local int ticket;
+    const int lid = get_local_id(0), t = lid / RPI, h = lid % RPI;
+    if (lid == 0)
+        ticket = atomic_inc(state);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int blk = ticket, r0 = blk * TB, i = r0 + t;
+    const int kb = min(TB, n - r0);
+    volatile __global real *row = w + (size_t)i * KB + h * QC;
+    real x[QC];
+    #pragma unroll
+    for (int s = 0; s < TB * TB / NI; s++)
+        invs[s * NI + lid] = inv[(size_t)r0 * TB + s * NI + lid];
+    #pragma unroll
+    for (int q = 0; q < QC; q++)
+        x[q] = (i < n) ? row[q] : ZERO;
+    for (int j = 0; j < blk; j++) {
+        real lv[TB];
+        #pragma unroll
+        for (int u = 0; u < TB; u++)
+            lv[u] = (i < n) ? L_AT(i, j * TB + u) : ZERO;
+        if (lid == 0) {
+            while (state[1 + j] == 0)
+                ;
+            mem_fence(CLK_GLOBAL_MEM_FENCE);
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        #pragma unroll
+        for (int s = 0; s < TB * KB / NI; s++)
+            wj[s * NI + lid] = w[(size_t)j * TB * KB + s * NI + lid];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
+        for (int u = 0; u < TB; u++)
+            #pragma unroll
+            for (int q = 0; q < QC; q++)
+                x[q] -= lv[u] * wj[u * KB + h * QC + q];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    #pragma unroll
+    for (int q = 0; q < QC; q++)
+        wj[t * KB + h * QC + q] = x[q];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n) {
+        #pragma unroll
+        for (int q = 0; q < QC; q++)
+            x[q] = ZERO;
+        for (int p = 0; p < kb; p++) {
+            const real m = invs[lower ? t * TB + p : p * TB + t];
+            #pragma unroll
+            for (int q = 0; q < QC; q++)
+                x[q] += m * wj[p * KB + h * QC + q];
+        }
+        #pragma unroll
+        for (int q = 0; q < QC; q++)
+            row[q] = x[q];
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);                 /* the work-group's rows, then */
+    if (lid == 0) {
+        mem_fence(CLK_GLOBAL_MEM_FENCE);           /* the signal */
+        atomic_xchg(state + 1 + blk, 1);
+    }
 }
 
 /* The column chunk's rows of W (and of B) in local memory, all items of the

@@ -408,6 +408,8 @@ def _lu_constraint(p: dict, d: Device) -> str | None:
     return None if d.fits(p["PANEL_WG"]) else "PANEL_WG exceeds the work-group limit"
 
 
+#: The product-form update's solves for W (``update`` SOLVE; oclla/update_product.py).
+SOLVES = ("steps", "chain")
 #: The blocked LU's panel strategies (``lu`` PANEL; :class:`oclla.lu_blocked.Panels`).
 PANELS = ("leaf", "columns", "grid")
 
@@ -803,7 +805,14 @@ FAMILIES = {f.name: f for f in (
              "factors of I + sum w w^T by Givens updates, the rows' suffix sums; no chain "
              "over the rows) while max|W| stays below its GUARD; 0: never",
              _product_rank, ints(0, 16), ("oclla/update.py",),
-             {"GPU": (0, 16), "CPU": (0, 16)})),
+             {"GPU": (0, 16), "CPU": (0, 16)}),
+        Knob("SOLVE", 'the product form\'s solve for W = L^-1 V: "steps" (a launch per '
+             'block of rows, solve_step) or "chain" (one launch whose work-groups each '
+             "solve a block as soon as the blocks before it are stored, solve_chain: it "
+             "relies on every running work-group making progress, which OpenCL does not "
+             "promise, so only a tuned entry measured on the device chooses it)",
+             _fixed("steps"), choice(*SOLVES), ("oclla/update_product.py",),
+             {"GPU": SOLVES, "CPU": SOLVES[:1]})),
         _update_settle, _update_constraint),
     Family("window", "The per-pivot LU with delayed updates (kernels_cl/lu_window.cl, "
            "oclla/lu_pivot.py).", (

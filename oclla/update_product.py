@@ -15,7 +15,9 @@ Nothing here is a chain over the rows (the rotation sweep of
 :mod:`oclla.update` is one: row j's rotations wait for row j − 1's):
 
 1. W by a triangular solve: the diagonal blocks of L inverted in one launch,
-   then one launch per block of TB rows (``solve_step``);
+   then one launch per block of TB rows (``solve_step``) or, where a tuned entry
+   chooses it (the ``update`` knob SOLVE), one launch for all blocks whose
+   work-groups wait for the blocks before their own (``solve_chain``);
 2. the R_j by orthogonal updates: per chunk of CH rows the R of its rows, an
    inclusive prefix over the chunks in ⌈log₂⌉ launches (the R of two stacked R's
    is associative; each a QR by Householder reflections, one per column, in a
@@ -62,8 +64,11 @@ from .blas import View, copy_block, trsm_kernel
 #: padding columns zero), one program per class.
 KB = 16
 #: Rows of W per chunk of the k x k prefix: row_coefficients updates its chunk's
-#: prefix by at most CH − 1 rows; the prefix takes ⌈log₂(n/CH)⌉ launches.
-CH = 32
+#: prefix by at most CH − 1 rows; the prefix takes ⌈log₂(n/CH)⌉ launches (16 rather
+#: than 32: H200, n = 8192, k = 16, the update 3.45 → 2.95 ms in float32, 4.33 → 4.75
+#: in float64 and faster at the three other (n, k) of 4096/8192 x 16/64;
+#: benchmarks/results/nvidia-h200-2026-11-28-update.txt).
+CH = 16
 #: Columns of L per chunk of the row sweep: an apply_product work-item sweeps at
 #: most CW entries of its row; its work-group keeps CW rows of W and of B in local
 #: memory (2·CW·KB reals: 32 KiB in float64).
@@ -113,6 +118,9 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     sums = cl.Buffer(queue.context, mf, n * ncw * KB * item)
     inverses = cl.Buffer(queue.context, mf, blocks * TB * TB * item)
     small = min(64, wg)
+    chain = params(queue, "update", dtype)["SOLVE"] == "chain"
+    solve = "solve_chain" if chain else "solve_step"
+    state = cl.Buffer(queue.context, mf, (1 + blocks) * 4) if chain else None
     common = (int_arg(n),)
     large = int_zeros(queue)
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
@@ -121,7 +129,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         kb = pow2_at_least(k)
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
                                     CW=CW, TB=TB)
-                   for name in ("solve_step", "chunk_factor", "chunk_scan", "row_coefficients",
+                   for name in (solve, "chunk_factor", "chunk_scan", "row_coefficients",
                                 "chunk_sums", "suffix_sums", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
                         nbytes=(n * n / 2 + 2 * n * k) * item, v_rows=(0, n), **extra):
@@ -131,12 +139,18 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
             enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype, TB), (blocks * TB,),
                     (TB,), *common, int_arg(TB), buf, np.int64(off), int_arg(ld), inverses,
                     int_arg(TB), int_arg(lower), int_arg(0))
-            items = TB * (kb // min(kb, 4))          # solve_step: 4 columns of W an item
-            for block in range(blocks):
-                enqueue(queue, kernels["solve_step"],
-                        (round_up(n - block * TB, TB) // TB * items,), (items,), *common,
-                        int_arg(block), buf, np.int64(off), int_arg(ld), int_arg(lower),
-                        inverses, w)
+            items = TB * (kb // min(kb, 4))          # 4 columns of W an item
+            if chain:
+                cl.enqueue_fill_buffer(queue, state, np.zeros(1, np.int32), 0,
+                                       (1 + blocks) * 4)
+                enqueue(queue, kernels[solve], (blocks * items,), (items,), *common, buf,
+                        np.int64(off), int_arg(ld), int_arg(lower), inverses, w, state)
+            else:
+                for block in range(blocks):
+                    enqueue(queue, kernels[solve],
+                            (round_up(n - block * TB, TB) // TB * items,), (items,), *common,
+                            int_arg(block), buf, np.int64(off), int_arg(ld), int_arg(lower),
+                            inverses, w)
         with trace.step("prefix", reg, flops=6.0 * k * k * (n + CH * n),
                         nbytes=(2 * n * k + 2 * nc * KB * KB) * item, **extra):
             enqueue(queue, kernels["chunk_factor"], (nc * kb,), (kb,), *common, w, prefix[0])

@@ -530,6 +530,30 @@ def test_product_form_accuracy_both_layouts_and_passes(queue, dtype):
                 assert_updated(at, r, ref, lower, f"n={n} k={k} lower={lower}")
 
 
+def test_product_form_solve_in_one_launch(queue, dtype):
+    """SOLVE = "chain": W in one launch whose work-groups wait for the blocks before
+    theirs (orders straddling the solve's TB-row blocks, one to four blocks, a pass of
+    fewer than KB columns and two passes, both layouts): the same factor as the launch
+    per block, within rounding, and backward stable."""
+    tb = update_product.TB
+    for n in (1, tb - 1, tb + 1, 3 * tb + 5):
+        for k in (3, update_product.KB + 1):
+            at, c, v = problem(n, k, 1, dtype, seed=11)
+            for lower in (False, True):
+                factor = c.T.copy() if lower else c
+                steps = oclla.cholesky_update(factor, v, lower=lower, method="product",
+                                              queue=queue)
+                with gpu_kernels(queue, dtype, SOLVE="chain"), oclla.record() as rec:
+                    r = oclla.cholesky_update(factor, v, lower=lower, method="product",
+                                              queue=queue)
+                names = [k.name for s in rec.steps for k in s.kernels]
+                assert "solve_chain" in names and "solve_step" not in names
+                where = f"n={n} k={k} lower={lower}"
+                assert_updated(at, r, sl.cholesky(at), lower, where)
+                np.testing.assert_allclose(r, steps, rtol=0, err_msg=where,
+                                           atol=64 * np.finfo(dtype).eps * np.abs(steps).max())
+
+
 def test_product_form_agrees_with_the_rotations_on_device_arrays(queue):
     n, k = 70, 5
     _, c, v = problem(n, k, 1, np.float64, seed=2)
