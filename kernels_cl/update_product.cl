@@ -389,6 +389,7 @@ __kernel void chunk_sums(const int n, __global const real *a, const long off,
         return;
     real g[KB] = {ZERO};
     const int last = min(i, c * CW + CW - 1);
+    #pragma unroll 4                               /* loads of L in flight together */
     for (int l = c * CW; l <= last; l++) {
         const real lil = L_AT(i, l);
         for (int q = 0; q < KB; q++)
@@ -427,6 +428,7 @@ __kernel void apply_product(const int n, __global real *a, const long off,
     real g[KB];
     for (int q = 0; q < KB; q++)
         g[q] = t[((size_t)i * chunks + c) * KB + q];
+    #pragma unroll 4
     for (int j = min(i, c * CW + CW - 1); j >= c * CW; j--) {
         const int e = (j - c * CW) * KB;
         const real lij = L_AT(i, j);
