@@ -1,13 +1,14 @@
 """The product-form update (``method="product"``) under several sets of the ``update`` knobs.
 
-    python benchmarks/update_solve.py SIZES RANKS DTYPES [SET ...]
+    python benchmarks/update_solve.py SIZES RANKS DTYPES [--lower] [SET ...]
     python benchmarks/update_solve.py 4096,8192,16384 1,16 float32,float64 \\
         '{"SOLVE": "steps"}' '{"SOLVE": "chain"}'
 
 Each SET is a JSON object of ``update`` knobs laid over the device's own
 (docs/parameters.md), run through :func:`oclla._params.trial`.  Per (dtype, n,
 k): CuPy's refactorization of A + V·Vᵀ when CuPy sees a CUDA device, then per
-set, interleaved, the update of an upper factor on the device (best of 5 after
+set, interleaved, the update of an upper factor (``--lower``: of a lower one) on
+the device (best of 5 after
 a warm-up), the refactorization's time over it (``x``), the device ms per phase
 of one recorded call (solve, prefix, apply) and the backward error
 ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε) for n <= 8192.  The default device, or OCLLA_DEVICE.
@@ -29,14 +30,14 @@ from oclla._params import params, trial
 from oclla._programs import int_zeros
 
 
-def timed(queue, c, v, n: int) -> tuple:
+def timed(queue, c, v, n: int, lower: bool) -> tuple:
     """Best of 5 (after a warm-up) of the update's device part, and its result."""
     best = float("inf")
     for rep in range(6):
         work, info = c.copy(), int_zeros(queue)
         queue.finish()
         t = time.perf_counter()
-        update.modify_device(queue, work.data, 0, n, n, v, lower=False, sign=1,
+        update.modify_device(queue, work.data, 0, n, n, v, lower=lower, sign=1,
                              method="product", info=info)
         queue.finish()
         if rep:
@@ -45,11 +46,11 @@ def timed(queue, c, v, n: int) -> tuple:
     return best, work
 
 
-def phase_times(queue, c, v) -> str:
+def phase_times(queue, c, v, lower: bool) -> str:
     """Device ms per phase of one recorded update."""
     times = collections.Counter()
     with oclla.record() as rec:
-        oclla.cholesky_update(c, v, method="product", queue=queue)
+        oclla.cholesky_update(c, v, method="product", lower=lower, queue=queue)
     for step in rec.steps:
         times[step.phase] += sum(k.end - k.start for k in step.kernels)
     return " ".join(f"{name}={t / 1e6:.2f}" for name, t in times.items())
@@ -58,7 +59,8 @@ def phase_times(queue, c, v) -> str:
 def main(argv) -> int:
     sizes, ranks = ([int(s) for s in a.split(",")] for a in argv[:2])
     dtypes = [np.dtype(d) for d in argv[2].split(",")]
-    sets = [json.loads(s) for s in argv[3:]] or [{}]
+    lower = "--lower" in argv[3:]
+    sets = [json.loads(s) for s in argv[3:] if s != "--lower"] or [{}]
     queue = oclla.get_queue()
     print(oclla.device_info(queue).name, flush=True)
     cp = cupy_or_none()
@@ -67,7 +69,7 @@ def main(argv) -> int:
             rng = np.random.default_rng(n)
             x = rng.standard_normal((n, n)).astype(dtype)
             a = x @ x.T / n + np.eye(n, dtype=dtype)
-            c_host = np.ascontiguousarray(sla.cholesky(a)).astype(dtype)
+            c_host = np.ascontiguousarray(sla.cholesky(a, lower=lower)).astype(dtype)
             c = cl_array.to_device(queue, c_host)
             for k in ranks:
                 v_host = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(dtype)
@@ -81,13 +83,13 @@ def main(argv) -> int:
                 for knobs in sets:
                     with trial(queue, "update", dtype,
                                {**params(queue, "update", dtype), **knobs}):
-                        best, result = timed(queue, c, v, n)
-                        phases = phase_times(queue, c, v)
+                        best, result = timed(queue, c, v, n, lower)
+                        phases = phase_times(queue, c, v, lower)
                     err = ""
                     if n <= 8192:
                         v64 = v_host.astype(np.float64)
                         err = " err %.3f" % accuracy.cholesky_backward_error(
-                            a.astype(np.float64) + v64 @ v64.T, result.get(), False)
+                            a.astype(np.float64) + v64 @ v64.T, result.get(), lower)
                     x_ref = f" x{ref / best:.2f}" if ref else ""
                     line.append(f"{json.dumps(knobs)} {best * 1e3:.2f}ms{x_ref} "
                                 f"[{phases}]{err}")
