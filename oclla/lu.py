@@ -29,7 +29,6 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
-from scipy.linalg import LinAlgWarning
 
 from . import trace
 from .accuracy import permutation_from_piv, split_lu
@@ -120,6 +119,7 @@ def _report_info(info: int, n: int, pivoting: str) -> None:
                             f"cannot continue (use pivoting='partial')")
         trace.fail_last_run(error)
         raise error
+    from scipy.linalg import LinAlgWarning     # here: scipy.linalg takes ~0.4 s to import
     warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.",
                   LinAlgWarning, stacklevel=5)     # the caller of lu_factor
 

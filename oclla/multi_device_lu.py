@@ -32,7 +32,6 @@ import warnings
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
-from scipy.linalg import LinAlgWarning
 
 from . import trace
 from ._device import device_info
@@ -215,6 +214,7 @@ def lu_factor(a, *, queues, tile: int | None = None, check_finite: bool = True) 
     finally:
         mt.release()
     if info:
+        from scipy.linalg import LinAlgWarning
         warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.",
                       LinAlgWarning, stacklevel=2)
     return lu, piv

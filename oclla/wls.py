@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
-from scipy.linalg import LinAlgWarning
 
 from . import trace
 from ._device import device_info, resolve_queue
@@ -294,6 +293,7 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
             x = best[1]
         if not converged:
             why = "the corrections stopped shrinking" if stalled else f"{max_iter} steps"
+            from scipy.linalg import LinAlgWarning
             warnings.warn(f"iterative refinement did not reach ‖dx‖/‖x‖ <= {tol} ({why}; "
                           f"last {corrections[-1]:.3e})", LinAlgWarning, stacklevel=2)
     timings["refinement"] = time.perf_counter() - t

@@ -25,6 +25,20 @@ def test_import_oclla_imports_none_of_its_parts():
     assert child.stdout.split("\n")[:3] == [oclla.__version__, "[]", "[]"]
 
 
+def test_the_device_routines_modules_leave_scipy_linalg_unimported():
+    """scipy.linalg costs about 0.4 s to import: the modules of the factorizations, solves,
+    updates, inverses, assembly and least squares import it only where a warning of its
+    (LinAlgWarning) is raised."""
+    modules = ("lu", "cholesky", "rfp", "ad2at", "wls", "update", "inverse",
+               "multi_device_lu")
+    child = python_child("import importlib, sys; "
+                         f"[importlib.import_module('oclla.' + m) for m in {modules!r}]; "
+                         "print([m for m in ('scipy.linalg', 'scipy.sparse') "
+                         "if m in sys.modules])")
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "[]"
+
+
 def test_each_public_name_is_its_home_modules_object():
     for name in oclla.__all__:
         if name in oclla._SUBMODULES:
