@@ -42,10 +42,10 @@ rotations; ``method="product"`` does not.  Updates only: a downdate's M_j
 would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
-H100, float32, n = 8192, k = 16 (benchmarks/results/nvidia-h100-2026-11-26-update-product.txt,
-...-update-loads.txt): 3.5 ms a call, of which the solve for W 1.6 ms (128
-launches), the prefix 0.8 ms (its k x k updates by work-groups of k items: 1.1
-ms by one item per chunk), the row sweep 0.8 ms; the rotations 9.2 ms.
+H200, float32, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-28-update-2.txt):
+1.85 ms a call (cuSOLVER's refactorization 14.1 ms), of which the solve for W 0.56 ms
+(one launch with SOLVE = "chain"; 1.7 ms as 128 launches), the prefix 0.35 ms, the
+row sweep 0.54 ms; float64 3.1 ms (the prefix's merges 1.1 ms).
 """
 
 from __future__ import annotations
