@@ -226,6 +226,23 @@ __kernel void row_coefficients(const int n, __global const real *w,
 #define RPI (KB / QC)              /* its items per row */
 #define NI (TB * RPI)              /* its work-group */
 
+/* x := inv_b times the block's rows for the item's QC columns of W (row t of the
+ * block, columns h*QC ..): rows: the block's kb rows of V, row stride KB; invs: inv_b
+ * (of L where lower, else of R = L^T, read transposed). */
+inline void diagonal_solve(real *x, __local const real *rows, __local const real *invs,
+                           const int t, const int h, const int kb, const int lower)
+{
+    #pragma unroll
+    for (int q = 0; q < QC; q++)
+        x[q] = ZERO;
+    for (int p = 0; p < kb; p++) {
+        const real m = invs[lower ? t * TB + p : p * TB + t];
+        #pragma unroll
+        for (int q = 0; q < QC; q++)
+            x[q] += m * rows[p * KB + h * QC + q];
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
 void solve_step(const int n, const int b, __global const real *a, const long off,
                 const int ld, const int lower, __global const real *inv,
@@ -275,16 +292,8 @@ void solve_step(const int n, const int b, __global const real *a, const long off
         for (int q = 0; q < QC; q++)
             prev[t * KB + h * QC + q] = x[q];
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (first && i < n) {
-        for (int q = 0; q < QC; q++)
-            x[q] = ZERO;
-        for (int p = 0; p < kb; p++) {
-            const real m = invs[lower ? t * TB + p : p * TB + t];
-            #pragma unroll
-            for (int q = 0; q < QC; q++)
-                x[q] += m * prev[p * KB + h * QC + q];
-        }
-    }
+    if (first && i < n)
+        diagonal_solve(x, prev, invs, t, h, kb, lower);
     if (i < n)
         for (int q = 0; q < QC; q++)
             row[q] = x[q];
@@ -349,15 +358,7 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
         wj[t * KB + h * QC + q] = x[q];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n) {
-        #pragma unroll
-        for (int q = 0; q < QC; q++)
-            x[q] = ZERO;
-        for (int p = 0; p < kb; p++) {
-            const real m = invs[lower ? t * TB + p : p * TB + t];
-            #pragma unroll
-            for (int q = 0; q < QC; q++)
-                x[q] += m * wj[p * KB + h * QC + q];
-        }
+        diagonal_solve(x, wj, invs, t, h, kb, lower);
         #pragma unroll
         for (int q = 0; q < QC; q++)
             row[q] = x[q];
