@@ -16,34 +16,19 @@ of one recorded call (solve, prefix, apply) and the backward error
 
 import collections
 import json
+import os
 import sys
-import time
 
 import numpy as np
 import pyopencl.array as cl_array
 import scipy.linalg as sla
 
 import oclla
-from oclla import accuracy, update
 from oclla._bench import cupy_best_of, cupy_or_none
 from oclla._params import params, trial
-from oclla._programs import int_zeros
 
-
-def timed(queue, c, v, n: int, lower: bool) -> tuple:
-    """Best of 5 (after a warm-up) of the update's device part, and its result."""
-    best = float("inf")
-    for rep in range(6):
-        work, info = c.copy(), int_zeros(queue)
-        queue.finish()
-        t = time.perf_counter()
-        update.modify_device(queue, work.data, 0, n, n, v, lower=lower, sign=1,
-                             method="product", info=info)
-        queue.finish()
-        if rep:
-            best = min(best, time.perf_counter() - t)
-    assert int(info.get()[0]) == 0, "the update failed"
-    return best, work
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from update_variants import timed, update_error  # noqa: E402
 
 
 def phase_times(queue, c, v, lower: bool) -> str:
@@ -83,13 +68,12 @@ def main(argv) -> int:
                 for knobs in sets:
                     with trial(queue, "update", dtype,
                                {**params(queue, "update", dtype), **knobs}):
-                        best, result = timed(queue, c, v, n, lower)
+                        best, result = timed(queue, c, v, n, method="product",
+                                             lower=lower, repeat=5)
                         phases = phase_times(queue, c, v, lower)
                     err = ""
                     if n <= 8192:
-                        v64 = v_host.astype(np.float64)
-                        err = " err %.3f" % accuracy.cholesky_backward_error(
-                            a.astype(np.float64) + v64 @ v64.T, result.get(), lower)
+                        err = " err %.3f" % update_error(a, v_host, result.get(), lower)
                     x_ref = f" x{ref / best:.2f}" if ref else ""
                     line.append(f"{json.dumps(knobs)} {best * 1e3:.2f}ms{x_ref} "
                                 f"[{phases}]{err}")

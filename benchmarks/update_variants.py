@@ -43,15 +43,22 @@ def kernel_times(queue, c, v) -> str:
     return " ".join(f"{name}={t / 1e6:.2f}" for name, t in times.items())
 
 
-def timed(queue, c, v, n: int) -> tuple:
-    """Best of 3 (after a warm-up) of the update's device part, and its result."""
+def update_error(a, v_host, factor, lower: bool) -> float:
+    """Backward error ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε) of an updated factor, Ã = A + V·Vᵀ in float64."""
+    v64 = v_host.astype(np.float64)
+    return accuracy.cholesky_backward_error(a.astype(np.float64) + v64 @ v64.T, factor, lower)
+
+
+def timed(queue, c, v, n: int, *, method: str = "blocked", lower: bool = False,
+          repeat: int = 3) -> tuple:
+    """Best of ``repeat`` (after a warm-up) of the update's device part, and its result."""
     best = float("inf")
-    for rep in range(4):
+    for rep in range(repeat + 1):
         work, vw, info = c.copy(), v.copy(), int_zeros(queue)
         queue.finish()
         t = time.perf_counter()
-        update.modify_device(queue, work.data, 0, n, n, vw, lower=False, sign=1,
-                             method="blocked", info=info)
+        update.modify_device(queue, work.data, 0, n, n, vw, lower=lower, sign=1,
+                             method=method, info=info)
         queue.finish()
         if rep:
             best = min(best, time.perf_counter() - t)
@@ -108,9 +115,7 @@ def main(argv) -> int:
                         kernels = kernel_times(queue, c, v)
                     err = ""
                     if n <= 8192 and k == 16:
-                        v64 = v_host.astype(np.float64)
-                        err = " err %.3f" % accuracy.cholesky_backward_error(
-                            a.astype(np.float64) + v64 @ v64.T, result.get(), False)
+                        err = " err %.3f" % update_error(a, v_host, result.get(), False)
                     name = "P{PANEL}L{LOCAL_PANEL}K{KF}W{APPLY_WG}".format(**knobs) + (
                         f"H{knobs['REFLECT']}" if "REFLECT" in knobs else "")
                     line.append(f"{name} {best * 1e3:.2f}ms (one queue {plain * 1e3:.2f}ms) "
