@@ -157,11 +157,13 @@ def count_nonfinite(queue, x: cl_array.Array, count: cl_array.Array, slot: int =
     if x.size == 0:
         return
     kernel = get_kernel(queue, "util.cl", "count_nonfinite", x.dtype)
-    wg = params(queue, "wg1d", x.dtype)["WG"]
+    p = params(queue, "wg1d", x.dtype)
+    wg = p["WG"]
     # a fixed work-group size: a runtime that compiles a kernel per work-group shape
     # (PoCL) compiles this one once, whatever the size
     items = round_up(min(x.size, 64 * 1024), wg)
-    enqueue(queue, kernel, (items,), (wg,), x.data, np.int64(x.size), count.data, int_arg(slot))
+    enqueue(queue, kernel, (items,), (wg,), x.data, np.int64(x.size), count.data, int_arg(slot),
+            int_arg(p["RUNS"]))
 
 
 def defers_finite_check(a, check_finite: bool, overwrite: bool) -> bool:
