@@ -132,6 +132,8 @@ def _context(dev: cl.Device) -> cl.Context:
         if ctx is None:
             ctx = _contexts[dev] = cl.Context([dev])
         return ctx
+
+
 _info_by_device: dict = {}  # cl.Device -> DeviceInfo
 
 
