@@ -58,6 +58,7 @@ from numpy.linalg import LinAlgError
 
 from .. import trace
 from .._device import device_info
+from .._params import params
 from .._programs import (enqueue, get_kernel, int_arg, int_zeros, launch_queue, real_arg,
                          round_up)
 from ..blas import View, gemm_shape, strip_group, syrk, tile_launch
@@ -102,12 +103,13 @@ def batch_wg(queue) -> int:
     return wg
 
 
-def rows_chunked(queue) -> bool:
-    """factor_batch's row mapping (kernels_cl/sparse.cl ROWS_CHUNKED): a contiguous run
-    of rows per work-item on CPU devices (their items run as loops; on PoCL, 2 cores,
-    3-D 20³: the 556-column root supernode in 0.21 s instead of 0.60 s), rows strided
-    by the work-group elsewhere (neighbouring items read neighbouring entries)."""
-    return device_info(queue).kind == "CPU"
+def rows_chunked(queue, dtype) -> bool:
+    """factor_batch's row mapping (kernels_cl/sparse.cl ROWS_CHUNKED), the ``wg1d`` knob
+    RUNS: a contiguous run of rows per work-item on CPU devices (their items run as
+    loops; on PoCL, 2 cores, 3-D 20³: the 556-column root supernode in 0.21 s instead of
+    0.60 s), rows strided by the work-group elsewhere (neighbouring items read
+    neighbouring entries)."""
+    return bool(params(queue, "wg1d", dtype)["RUNS"])
 
 
 def not_positive_definite(column: int) -> LinAlgError:
@@ -542,7 +544,7 @@ def factor(queue, sym, plan: Plan, values, *, dtype, method: str = "rl",
     info = int_zeros(queue, 1)
     tab = device_tables(queue, sym, plan)
     wg = batch_wg(queue)
-    opts = dict(WG=wg, ROWS_CHUNKED=int(rows_chunked(queue)))
+    opts = dict(WG=wg, ROWS_CHUNKED=int(rows_chunked(queue, dtype)))
     rlb = method == "rlb"
     k_zero = get_kernel(queue, "sparse.cl", "zero", dtype, **opts)
     k_scatter = get_kernel(queue, "sparse.cl", "scatter_values", dtype, **opts)

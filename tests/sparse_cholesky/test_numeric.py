@@ -64,7 +64,7 @@ def test_both_row_mappings_of_the_batched_factor(queue, monkeypatch, chunked):
     """The GPUs' batched kernels (rows strided, one work-group per update matrix:
     syrk_batch) and the CPUs' (rows chunked, the update matrices in gemm_direct's
     register blocks where the device's gemm is direct: syrk_direct_batch)."""
-    monkeypatch.setattr(numeric, "rows_chunked", lambda queue: chunked)
+    monkeypatch.setattr(numeric, "rows_chunked", lambda queue, dtype: chunked)
     if not chunked:
         monkeypatch.setattr(numeric, "syrk_launch", lambda *args: None)
     _routes_agree(queue, np.float64, np.inf, 150, max_cols=40)   # more rows than WG items
