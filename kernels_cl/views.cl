@@ -24,8 +24,11 @@
  * depend on the order of the writes.
  *
  * Every index is 64-bit (long/ulong): a view may address a buffer larger
- * than 2^31 entries.  Each kernel runs over any 1-D NDRange, item i taking
- * the entries i, i + global size, ...
+ * than 2^31 entries.  Each kernel runs over any 1-D NDRange, item g taking
+ * the entries g, g + global size, ... or, for gather and scatter with
+ * runs = 1 (CPUs: their items run as loops), the g-th of global-size
+ * contiguous runs of dense entries, the base index stepped along the run
+ * instead of divided out per entry.
  */
 #include "common.h"
 
@@ -35,20 +38,43 @@ long view_index(const ulong i, const ulong cols, const long off, const long rs, 
     return off + (long)(i / cols) * rs + (long)(i % cols) * cs;
 }
 
+/* MOVE(i, at) for every entry of this item: i its dense index, at its base index
+ * (runs: one contiguous run, at stepped by cs and by rs at a row's end) */
+#define FOR_ITEM_ENTRIES(MOVE)                                                  \
+    if (runs) {                                                                 \
+        const ulong items = get_global_size(0), per = (size + items - 1) / items; \
+        const ulong first = get_global_id(0) * per, end = min(size, first + per); \
+        ulong c = first % cols;                                                 \
+        long at = view_index(first, cols, off, rs, cs);                         \
+        for (ulong i = first; i < end; i++) {                                   \
+            MOVE(i, at);                                                        \
+            if (++c == cols) {                                                  \
+                c = 0;                                                          \
+                at += rs - (long)(cols - 1) * cs;                               \
+            } else {                                                            \
+                at += cs;                                                       \
+            }                                                                   \
+        }                                                                       \
+    } else {                                                                    \
+        for (ulong i = get_global_id(0); i < size; i += get_global_size(0))     \
+            MOVE(i, view_index(i, cols, off, rs, cs));                          \
+    }
+
 /* dense[i] := view entry i, i < size */
 __kernel void gather(__global const real *base, const long off, const long rs, const long cs,
-                     const ulong cols, const ulong size, __global real *dense)
+                     const ulong cols, const ulong size, __global real *dense, const int runs)
 {
-    for (ulong i = get_global_id(0); i < size; i += get_global_size(0))
-        dense[i] = base[view_index(i, cols, off, rs, cs)];
+#define TO_DENSE(i, at) dense[i] = base[at]
+    FOR_ITEM_ENTRIES(TO_DENSE)
 }
 
 /* view entry i := dense[i], i < size (nothing else of base is written) */
 __kernel void scatter(__global const real *dense, __global real *base, const long off,
-                      const long rs, const long cs, const ulong cols, const ulong size)
+                      const long rs, const long cs, const ulong cols, const ulong size,
+                      const int runs)
 {
-    for (ulong i = get_global_id(0); i < size; i += get_global_size(0))
-        base[view_index(i, cols, off, rs, cs)] = dense[i];
+#define TO_VIEW(i, at) base[at] = dense[i]
+    FOR_ITEM_ENTRIES(TO_VIEW)
 }
 
 /* The pivot vector piv (int, entry i at piv[off + i*stride], i < n) copied

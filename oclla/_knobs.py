@@ -600,11 +600,12 @@ FAMILIES = {f.name: f for f in (
            "work-items share a long vector.", (
         Knob("WG", "work-items per work-group", lambda d, p: d.group(256, 64), pow2(),
              _WG_READERS),
-        Knob("RUNS", "1: each work-item of a pass over a long vector (count_nonfinite; the "
-             "sparse factor's rows, kernels_cl/sparse.cl ROWS_CHUNKED) reads one contiguous "
-             "run of it, which a CPU compiler vectorizes (PoCL, 2 cores, 16 M floats: 3.0 ms "
-             "against 44 ms read a launch's width apart); 0: entries a launch's width apart, "
-             "so that neighbouring items read neighbouring entries (GPUs)",
+        Knob("RUNS", "1: each work-item of a pass over a long vector (count_nonfinite; a "
+             "view's gather and scatter; the sparse factor's rows, kernels_cl/sparse.cl "
+             "ROWS_CHUNKED) reads one contiguous run of it, which a CPU compiler vectorizes "
+             "(PoCL, 2 cores, 16 M floats: 3.0 ms against 44 ms read a launch's width apart); "
+             "0: entries a launch's width apart, so that neighbouring items read neighbouring "
+             "entries (GPUs)",
              _by_kind(0, 1), BOOL, ("oclla/_validate.py", "oclla/sparse/numeric.py"))),
         None, _fits_group("WG")),
     Family("local2d", "Work-group shape of simple two-dimensional kernels.", (

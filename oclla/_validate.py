@@ -30,6 +30,7 @@ from ._programs import enqueue, get_kernel, int_arg, int_zeros, round_up
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 NONFINITE = "array must not contain infs or NaNs"
 _MAX_ITEMS = 1 << 20          # work-items of a views.cl launch; each loops over the rest
+_MAX_RUNS = 1 << 16           # work-items of one with runs (wg1d RUNS): longer runs
 
 
 def is_device_array(a) -> bool:
@@ -88,9 +89,11 @@ def _view_layout(a: cl_array.Array, name: str) -> tuple:
 
 
 def _views_launch(queue, size: int, dtype) -> tuple:
-    """Global and local size of a views.cl kernel over ``size`` entries."""
-    wg = params(queue, "wg1d", dtype)["WG"]
-    return (round_up(min(size, _MAX_ITEMS), wg),), (wg,)
+    """Global and local size of a views.cl kernel over ``size`` entries, and gather's and
+    scatter's ``runs`` argument (the ``wg1d`` knob RUNS)."""
+    p = params(queue, "wg1d", dtype)
+    items = _MAX_RUNS if p["RUNS"] else _MAX_ITEMS
+    return (round_up(min(size, items), p["WG"]),), (p["WG"],), int_arg(p["RUNS"])
 
 
 def gather(queue, a: cl_array.Array, name: str = "a") -> cl_array.Array:
@@ -101,8 +104,9 @@ def gather(queue, a: cl_array.Array, name: str = "a") -> cl_array.Array:
     out = cl_array.empty(queue, a.shape, a.dtype)
     off, rs, cs, cols = _view_layout(a, name)
     kernel = get_kernel(queue, "views.cl", "gather", a.dtype)
-    enqueue(queue, kernel, *_views_launch(queue, a.size, a.dtype), a.base_data, off, rs, cs,
-            cols, np.uint64(a.size), out.data)
+    global_size, local_size, runs = _views_launch(queue, a.size, a.dtype)
+    enqueue(queue, kernel, global_size, local_size, a.base_data, off, rs, cs, cols,
+            np.uint64(a.size), out.data, runs)
     return out
 
 
@@ -126,8 +130,9 @@ def scatter(queue, values: cl_array.Array, view: cl_array.Array) -> None:
     kernel, no wait."""
     off, rs, cs, cols = _view_layout(view, "the result")
     kernel = get_kernel(queue, "views.cl", "scatter", view.dtype)
-    enqueue(queue, kernel, *_views_launch(queue, view.size, view.dtype), values.data,
-            view.base_data, off, rs, cs, cols, np.uint64(view.size))
+    global_size, local_size, runs = _views_launch(queue, view.size, view.dtype)
+    enqueue(queue, kernel, global_size, local_size, values.data, view.base_data, off, rs, cs,
+            cols, np.uint64(view.size), runs)
 
 
 def dense(queue, a):
@@ -144,8 +149,9 @@ def device_pivots(queue, piv: cl_array.Array, flags: cl_array.Array, slot: int =
     checked = cl_array.empty(queue, n, np.int32)
     off, stride, _, _ = _view_layout(piv, "piv")
     kernel = get_kernel(queue, "views.cl", "check_pivots", np.float32)
-    enqueue(queue, kernel, *_views_launch(queue, n, np.float32), piv.base_data, off,
-            stride, np.uint64(n), checked.data, flags.data, int_arg(slot))
+    global_size, local_size, _ = _views_launch(queue, n, np.float32)
+    enqueue(queue, kernel, global_size, local_size, piv.base_data, off, stride, np.uint64(n),
+            checked.data, flags.data, int_arg(slot))
     return checked
 
 

@@ -19,7 +19,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.linalg import lapack
 
 import oclla
-from oclla import _validate, rfp
+from oclla import _params, _validate, rfp
 
 from linalg_helpers import spd
 
@@ -132,6 +132,26 @@ def test_gather_and_scatter_address_the_views_entries(queue, data, shape):
     v.check()
     _validate.scatter(queue, cl_array.to_device(queue, -values), v.view)
     v.check(written=-values)
+
+
+@pytest.mark.parametrize("runs", [0, 1])
+def test_gather_and_scatter_of_views_longer_than_a_launch(queue, runs):
+    """Views of more entries than a launch has work-items, both ways of sharing them (wg1d
+    RUNS: contiguous runs per item, their base index stepped across row ends; or entries
+    a launch's width apart): every entry gathered, scattered back into the view's own
+    entries, the rest of the buffer untouched."""
+    _params.override("wg1d", {"RUNS": runs})
+    base = np.arange(600.0 * 701.0, dtype=np.float32).reshape(600, 701)
+    for pick in (lambda m: m[5:590, 3:700:2], lambda m: m.T[7:690, 1:]):
+        parent = cl_array.to_device(queue, base)
+        view, expected = pick(parent), pick(base)
+        assert view.size > 65536
+        np.testing.assert_array_equal(_validate.gather(queue, view).get(), expected)
+        _validate.scatter(queue, cl_array.to_device(queue, -np.ascontiguousarray(expected)),
+                          view)
+        written = base.copy()
+        pick(written)[...] = -expected
+        np.testing.assert_array_equal(parent.get(), written)
 
 
 @EXAMPLES
