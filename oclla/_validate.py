@@ -30,7 +30,8 @@ from ._programs import enqueue, get_kernel, int_arg, int_zeros, round_up
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 NONFINITE = "array must not contain infs or NaNs"
 _MAX_ITEMS = 1 << 20          # work-items of a views.cl launch; each loops over the rest
-_MAX_RUNS = 1 << 16           # work-items of one with runs (wg1d RUNS): longer runs
+_PASS_ITEMS = 1 << 16         # work-items of a count over a vector, and of a views.cl
+                              # launch with runs (wg1d RUNS: longer runs than _MAX_ITEMS)
 
 
 def is_device_array(a) -> bool:
@@ -92,7 +93,7 @@ def _views_launch(queue, size: int, dtype) -> tuple:
     """Global and local size of a views.cl kernel over ``size`` entries, and gather's and
     scatter's ``runs`` argument (the ``wg1d`` knob RUNS)."""
     p = params(queue, "wg1d", dtype)
-    items = _MAX_RUNS if p["RUNS"] else _MAX_ITEMS
+    items = _PASS_ITEMS if p["RUNS"] else _MAX_ITEMS
     return (round_up(min(size, items), p["WG"]),), (p["WG"],), int_arg(p["RUNS"])
 
 
@@ -167,7 +168,7 @@ def count_nonfinite(queue, x: cl_array.Array, count: cl_array.Array, slot: int =
     wg = p["WG"]
     # a fixed work-group size: a runtime that compiles a kernel per work-group shape
     # (PoCL) compiles this one once, whatever the size
-    items = round_up(min(x.size, 64 * 1024), wg)
+    items = round_up(min(x.size, _PASS_ITEMS), wg)
     enqueue(queue, kernel, (items,), (wg,), x.data, np.int64(x.size), count.data, int_arg(slot),
             int_arg(p["RUNS"]))
 
@@ -448,7 +449,7 @@ def _invalid_weights_on_device(queue, d2: cl_array.Array) -> bool:
     count = int_zeros(queue)
     kernel = get_kernel(queue, "ad2at.cl", "count_invalid_weights", d2.dtype)
     wg = params(queue, "wg1d", d2.dtype)["WG"]
-    enqueue(queue, kernel, (round_up(min(d2.size, 64 * 1024), wg),), (wg,), d2.data,
+    enqueue(queue, kernel, (round_up(min(d2.size, _PASS_ITEMS), wg),), (wg,), d2.data,
             np.int64(d2.size), count.data)
     return bool(count.get()[0])
 
