@@ -243,6 +243,17 @@ inline void diagonal_solve(real *x, __local const real *rows, __local const real
     }
 }
 
+/* x -= L(row, block) times the block's rows of W for the item's QC columns: lv the
+ * row's TB entries of L, rows the block's TB rows of W (row stride KB). */
+inline void subtract_block(real *x, const real *lv, __local const real *rows, const int h)
+{
+    #pragma unroll
+    for (int u = 0; u < TB; u++)
+        #pragma unroll
+        for (int q = 0; q < QC; q++)
+            x[q] -= lv[u] * rows[u * KB + h * QC + q];
+}
+
 __kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
 void solve_step(const int n, const int b, __global const real *a, const long off,
                 const int ld, const int lower, __global const real *inv,
@@ -278,11 +289,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
         #pragma unroll
         for (int u = 0; u < TB; u++)
             lv[u] = L_AT(i, p0 + u);
-        #pragma unroll
-        for (int u = 0; u < TB; u++)
-            #pragma unroll
-            for (int q = 0; q < QC; q++)
-                x[q] -= lv[u] * prev[u * KB + h * QC + q];
+        subtract_block(x, lv, prev, h);
     }
     /* the first work-group finishes block b: W_b = inv_b V_b through local memory
      * (every group meets the barriers: no return ahead of them, which PoCL 3.0
@@ -346,11 +353,7 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
         for (int s = 0; s < TB * KB / NI; s++)
             wj[s * NI + lid] = w[(size_t)j * TB * KB + s * NI + lid];
         barrier(CLK_LOCAL_MEM_FENCE);
-        #pragma unroll
-        for (int u = 0; u < TB; u++)
-            #pragma unroll
-            for (int q = 0; q < QC; q++)
-                x[q] -= lv[u] * wj[u * KB + h * QC + q];
+        subtract_block(x, lv, wj, h);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     #pragma unroll
