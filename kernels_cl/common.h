@@ -30,6 +30,7 @@ typedef double16 real16;
 #define ZERO 0.0
 #define ONE 1.0
 #define REAL_MIN DBL_MIN      /* smallest normal number (LAPACK's sfmin) */
+#define REAL_MIN_EXP DBL_MIN_EXP  /* REAL_MIN = 2^(REAL_MIN_EXP - 1) */
 #else
 typedef float real;
 typedef float2 real2;
@@ -39,6 +40,7 @@ typedef float16 real16;
 #define ZERO 0.0f
 #define ONE 1.0f
 #define REAL_MIN FLT_MIN
+#define REAL_MIN_EXP FLT_MIN_EXP
 #endif
 
 /* a * b + c for the kernels' inner products.  Not fma(): OpenCL's fma() must round

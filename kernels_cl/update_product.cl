@@ -32,7 +32,8 @@
  *                    chunks c' > c of row i (column q of the KB sums), from the
  *                    row's last chunk down: each row's sums once, not once per chunk
  *   apply_product    item (i, c): g = t(i, c), then L~(i, j) for j in chunk c
- *                    from right to left, g gaining L(i, j) w_j after each
+ *                    from right to left, g gaining L(i, j) w_j after each; nothing
+ *                    where *large is set (the caller then takes another route)
  * L(i, j) is a[off + i*ld + j] (lower = 1) or, for an upper factor
  * (A = R^T R, L = R^T), a[off + j*ld + i]; only that triangle is touched.
  * The kernels work on KB columns (W and B are n x KB, row-major): the host pads
@@ -60,7 +61,9 @@
  * a0 >= 0: the identity where b = 0. */
 #define GIVENS(a0, b, h, c, s)                                                  \
     const real h = ((b) == ZERO) ? (a0) : hypot(a0, b);                         \
-    const real c = ((b) == ZERO) ? ONE : (a0) / h, s = ((b) == ZERO) ? ZERO : (b) / h;
+    const real h##_inv = ONE / h;                  /* one division, not two */  \
+    const real c = ((b) == ZERO) ? ONE : (a0) * h##_inv;                        \
+    const real s = ((b) == ZERO) ? ZERO : (b) * h##_inv;
 
 /* (rpq, xq) := (c rpq + s xq, c xq - s rpq) */
 #define ROTATE(rpq, xq, c, s)                                                   \
@@ -81,44 +84,53 @@ inline void add_row(real *r, real *x)
 }
 
 /* r (k x k upper, row stride KB, diagonal >= 0) := the R of [r; x] (diagonal >= 0), x
- * the m x KB rows at x (row stride KB; overwritten), by a work-group of KB items, item
- * q owning column q: per column p one Householder reflection of [r_pp; x(:, p)] to
- * [h; 0], h = sqrt(r_pp^2 + |x(:, p)|^2), formed by item p (scaled by the column's
- * largest entry, so no square overflows) and applied by the items right of it.  Two
- * barriers a column whatever m (adding the rows one at a time by Givens rotations
- * takes two a column per row).  tau: one local real of scratch.  Every item meets
- * every barrier. */
-inline void merge_group(__local real *r, __local real *x, const int m, __local real *tau,
-                        const int q)
+ * the m x KB rows at x (row stride KB; overwritten), upper triangular where ``upper``
+ * (x(i, p) = 0 for i > p: then column p's reflection has p + 1 rows, and the columns
+ * stay upper triangular), by a work-group of KB items, item q owning column q: per
+ * column p one Householder reflection of [r_pp; x(:, p)] to [h; 0],
+ * h = sqrt(r_pp^2 + |x(:, p)|^2), formed by item p and applied by the items right of
+ * it.  Item p scales the column by a power of two near its largest entry (exact: no
+ * rounding, no square overflows) and divides twice, not once an entry (a float64 division is a long sequence on GPUs; dlarfg too scales x by one
+ * reciprocal).  Two barriers a column whatever m (adding the rows one at a time by
+ * Givens rotations takes two a column per row).  tau: one local real of scratch.
+ * Every item meets every barrier. */
+inline void merge_group(__local real *r, __local real *x, const int m, const int upper,
+                        __local real *tau, const int q)
 {
     for (int p = 0; p < KB; p++) {
+        const int rows = upper ? min(m, p + 1) : m;    /* x(:, p)'s rows that may be nonzero */
         if (q == p) {
             const real alpha = r[p * KB + p];
             real big = alpha;
-            for (int i = 0; i < m; i++)
+            for (int i = 0; i < rows; i++)
                 big = fmax(big, fabs(x[i * KB + p]));
-            real sigma = ZERO;                     /* |x(:, p)|^2 / big^2 */
-            for (int i = 0; i < m; i++) {
-                const real t = x[i * KB + p] / big;
+            const int e = (big > ZERO && isfinite(big))   /* 2^e <= big, within the normals */
+                ? clamp(ilogb(big), REAL_MIN_EXP - 1, 1 - REAL_MIN_EXP) : 0;
+            const real down = ldexp(ONE, -e);          /* |x(:, p)| * down < 4 */
+            real sigma = ZERO;                         /* |x(:, p)|^2 * down^2 */
+            for (int i = 0; i < rows; i++) {
+                const real t = x[i * KB + p] * down;
                 sigma += t * t;
             }
-            const real a = alpha / big, h = sqrt(a * a + sigma);
-            const real v0 = -sigma / (a + h);      /* (alpha - h) / big, no cancellation */
-            const int identity = !(sigma > ZERO);  /* also where big = 0 */
+            const real a = alpha * down, h = sqrt(a * a + sigma);
+            const real v0 = -sigma / (a + h);          /* (alpha - h) down, no cancellation */
+            const int identity = !(sigma > ZERO);      /* also where big = 0 */
             *tau = identity ? ZERO : 2 * v0 * v0 / (sigma + v0 * v0);
-            r[p * KB + p] = identity ? alpha : h * big;
-            if (!identity)                         /* column p := v's tail, x(:, p) / v_0 */
-                for (int i = 0; i < m; i++)
-                    x[i * KB + p] /= v0 * big;
+            r[p * KB + p] = identity ? alpha : ldexp(h, e);
+            if (!identity) {                           /* column p := v's tail, x(:, p) / v_0 */
+                const real scale = down / v0;
+                for (int i = 0; i < rows; i++)
+                    x[i * KB + p] *= scale;
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (q > p) {              /* (r_pq, x(:, q)) := H (r_pq, x(:, q)), H = I - tau v v^T */
             real s = r[p * KB + q];
-            for (int i = 0; i < m; i++)
+            for (int i = 0; i < rows; i++)
                 s += x[i * KB + p] * x[i * KB + q];
             s *= *tau;
             r[p * KB + q] -= s;
-            for (int i = 0; i < m; i++)
+            for (int i = 0; i < rows; i++)
                 x[i * KB + q] -= s * x[i * KB + p];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -137,7 +149,7 @@ void chunk_factor(const int n, __global const real *w, __global real *r_out)
     for (int l = 0; l < rows; l++)
         x[l * KB + q] = w[((size_t)c * CH + l) * KB + q];
     barrier(CLK_LOCAL_MEM_FENCE);
-    merge_group(r, x, rows, tau, q);
+    merge_group(r, x, rows, 0, tau, q);
     for (int p = 0; p < KB; p++)
         r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
 }
@@ -156,7 +168,7 @@ void chunk_scan(const int nc, const int d, __global const real *r_in,
                                             : ZERO;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    merge_group(r, x, c >= d ? KB : 0, tau, q);
+    merge_group(r, x, c >= d ? KB : 0, 1, tau, q);
     for (int p = 0; p < KB; p++)
         r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
 }
@@ -420,14 +432,14 @@ __kernel void suffix_sums(const int n, const int chunks, __global real *t)
 __kernel void apply_product(const int n, __global real *a, const long off,
                             const int ld, const int lower, __global const real *w,
                             __global const real *b, __global const real *d,
-                            __global const real *t)
+                            __global const real *t, __global const int *large)
 {
     __local real ws[CW * KB], bs[CW * KB];
     const int i = get_global_id(0), c = get_group_id(1), chunks = get_num_groups(1);
     STAGE_CHUNK(ws, w, c, n)
     STAGE_CHUNK(bs, b, c, n)
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (i >= n || c * CW > i)
+    if (i >= n || c * CW > i || *large)            /* *large: the factor stays as it is */
         return;
     real g[KB];
     for (int q = 0; q < KB; q++)

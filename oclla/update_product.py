@@ -53,10 +53,10 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from . import trace
+from . import _scratch as scratch, trace
 from ._knobs import pow2_at_least
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, int_zeros, real_arg, round_up
+from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
 from .blas import View, copy_block, trsm_kernel
 
 #: Most columns of V per pass.  A pass of k columns runs the kernels built for the
@@ -102,27 +102,28 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     triangle ``lower`` names) by the dense (n, k) device array ``v`` (not written) in
     product form, KB columns per pass; a zero diagonal entry sets ``info`` to its
     order.  With ``guard``, a pass whose W has an entry larger than it in magnitude
-    stops before it touches the factor (one wait for the device per pass).  Returns
-    the columns of ``v`` applied: all of them, or those before the stopped pass."""
+    leaves the factor as it was and ends the update (``apply_product`` reads the flag
+    on the device, so the pass is enqueued whole and the host waits once, at its end).
+    Returns the columns of ``v`` applied: all of them, or those before the stopped
+    pass."""
     dtype = v.dtype
     item = dtype.itemsize
     k_all = v.shape[1]
     wg = params(queue, "wg1d", dtype)["WG"]
     blocks = -(-n // TB)
     nc, ncw = -(-n // CH), -(-n // CW)
-    mf = cl.mem_flags.READ_WRITE
-    w = cl.Buffer(queue.context, mf, n * KB * item)
-    b = cl.Buffer(queue.context, mf, n * KB * item)
-    d = cl.Buffer(queue.context, mf, n * item)
-    prefix = [cl.Buffer(queue.context, mf, nc * KB * KB * item) for _ in range(2)]
-    sums = cl.Buffer(queue.context, mf, n * ncw * KB * item)
-    inverses = cl.Buffer(queue.context, mf, blocks * TB * TB * item)
+    w = scratch.buffer(queue, n * KB * item)
+    b = scratch.buffer(queue, n * KB * item)
+    d = scratch.buffer(queue, n * item)
+    prefix = [scratch.buffer(queue, nc * KB * KB * item) for _ in range(2)]
+    sums = scratch.buffer(queue, n * ncw * KB * item)
+    inverses = scratch.buffer(queue, blocks * TB * TB * item)
     small = min(64, wg)
     chain = params(queue, "update", dtype)["SOLVE"] == "chain"
     solve = "solve_chain" if chain else "solve_step"
-    state = cl.Buffer(queue.context, mf, (1 + blocks) * 4) if chain else None
+    state = scratch.buffer(queue, (1 + blocks) * 4) if chain else None
     common = (int_arg(n),)
-    large = int_zeros(queue)
+    large = scratch.int_zeros(queue)
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
     for c0 in range(0, k_all, KB):
         k = min(KB, k_all - c0)
@@ -165,8 +166,6 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                     *common, w, prefix[src], buf, np.int64(off), int_arg(ld),
                     int_arg(lower), b, d, info.data, real_arg(guard or np.inf, dtype),
                     large.data)
-        if guard is not None and large.get()[0]:
-            return c0
         with trace.step("apply", reg, flops=4.0 * k * n * n,
                         nbytes=(1.5 * n * n + 2 * n * ncw * k) * item, **extra):
             grid = (round_up(n, wg), ncw)
@@ -176,5 +175,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
             enqueue(queue, kernels["suffix_sums"], (kb, round_up(n, rows)), (kb, rows),
                     *common, int_arg(ncw), sums)
             enqueue(queue, kernels["apply_product"], grid, (wg, 1), *common, buf,
-                    np.int64(off), int_arg(ld), int_arg(lower), w, b, d, sums)
+                    np.int64(off), int_arg(ld), int_arg(lower), w, b, d, sums, large.data)
+        if guard is not None and large.get()[0]:
+            return c0                  # apply_product left the factor as it was
     return k_all

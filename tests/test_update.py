@@ -620,8 +620,9 @@ def test_blocked_method_routes_updates_up_to_product_rank(queue):
 
 
 def test_product_route_leaves_large_w_to_the_rotations(queue):
-    """An update whose W = L⁻¹V passes update_product.GUARD is found before the factor
-    is touched and done by rotations (the product form would lose accuracy there)."""
+    """An update whose W = L⁻¹V passes update_product.GUARD leaves the factor as it was
+    (apply_product reads the flag on the device) and is done by rotations (the product
+    form would lose accuracy there): applied twice, the update would fail the bound."""
     n, k = 30, 2
     base = spd(n, np.float64, 1) * 1e-6
     v = np.random.default_rng(3).standard_normal((n, k)) * 1e2
@@ -631,5 +632,5 @@ def test_product_route_leaves_large_w_to_the_rotations(queue):
         with oclla.record() as rec:
             r = oclla.cholesky_update(c, v, queue=queue)
     phases = [s.phase for s in rec.steps]
-    assert phases[:2] == ["solve", "prefix"] and "apply" in phases[2:] and "panel" in phases
+    assert phases[:3] == ["solve", "prefix", "apply"] and "panel" in phases[3:]
     assert accuracy.passes(accuracy.cholesky_backward_error(at, r, False))

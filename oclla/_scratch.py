@@ -1,0 +1,78 @@
+"""Scratch device memory that outlives a call: one pyopencl memory pool per queue.
+
+A routine's work buffers (the product-form update's W, B, prefixes and row sums; the
+status flags every routine reads back) are taken from the queue's pool and handed
+back to it when the routine drops them, so a second call of the same shapes makes no
+allocation.  On NVIDIA's OpenCL driver a buffer's allocation and release cost tens of
+microseconds each (the product-form update at n = 8192, k = 16 made eight and spent
+0.2-0.3 ms of its 1.8-2.4 ms on them; benchmarks/results/nvidia-h200-2026-11-28-scratch.txt).
+
+Reuse is safe because a pool serves one in-order queue: a buffer handed back while
+kernels that use it are still queued is next written by commands enqueued after
+them on that same queue.  Every scratch buffer must therefore be used on the queue
+it was taken for only (a twin queue of :func:`oclla._programs.launch_queue` has its
+own pool), and out-of-order queues get plain allocations.  The pool holds at most
+:data:`HELD_BYTES` of memory nobody uses; beyond that it frees what it holds.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
+
+#: Most bytes a queue's pool keeps between calls (a larger scratch buffer is freed
+#: when it is handed back): the update's scratch at n = 16384, k = 16 in float64
+#: is 0.27 GiB.
+HELD_BYTES = 512 * 2 ** 20
+
+_lock = threading.Lock()
+_pools: dict = {}          # cl.CommandQueue -> its MemoryPool, or None (out of order)
+
+
+def _pool(queue: cl.CommandQueue):
+    """The queue's memory pool (None for an out-of-order queue)."""
+    pool = _pools.get(queue, False)
+    if pool is False:
+        with _lock:
+            pool = _pools.get(queue, False)
+            if pool is False:
+                in_order = not (queue.properties
+                                & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+                pool = _pools[queue] = (cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+                                        if in_order else None)
+    return pool
+
+
+def buffer(queue: cl.CommandQueue, nbytes: int):
+    """A device buffer of at least ``nbytes`` bytes (contents undefined) for commands on
+    ``queue`` only, returned to the queue's pool when it is no longer referenced."""
+    pool = _pool(queue)
+    if pool is None:
+        return cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(1, nbytes))
+    if pool.managed_bytes - pool.active_bytes > HELD_BYTES:
+        pool.free_held()
+    return pool.allocate(max(1, nbytes))
+
+
+_ZEROS = np.zeros(1, np.int32)
+
+
+def int_zeros(queue: cl.CommandQueue, size: int = 1) -> cl_array.Array:
+    """A device int32 array of ``size`` zeros (flags, counters) from the queue's pool,
+    zeroed by a fill command on ``queue``; like every scratch buffer, for commands on
+    ``queue`` and reads through it only."""
+    data = buffer(queue, 4 * size)
+    cl.enqueue_fill_buffer(queue, data, _ZEROS, 0, 4 * size)
+    return cl_array.Array(queue, size, np.int32, data=data)
+
+
+def free_held() -> None:
+    """Release the memory every pool holds and nobody uses."""
+    with _lock:
+        for pool in _pools.values():
+            if pool is not None:
+                pool.free_held()
