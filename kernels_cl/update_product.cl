@@ -18,7 +18,7 @@
  *   solve_chain      all blocks in one launch, each work-group waiting for the
  *                    blocks before its own
  *   chunk_factor     work-group c: the R of the rows of W in chunk c (CH rows;
- *                    chunk 0 also holds I), R_c, into r (KB x KB each; merge_group)
+ *                    chunk 0 also holds I), R_c, into r (KB x KB each; merge_columns)
  *   chunk_scan       work-group c: one level (distance d) of an inclusive prefix
  *                    over the chunks, Q_c = R of [R_0; ...; R_c] (Hillis-Steele: the R
  *                    of two stacked R's is associative)
@@ -83,57 +83,61 @@ inline void add_row(real *r, real *x)
     }
 }
 
-/* r (k x k upper, row stride KB, diagonal >= 0) := the R of [r; x] (diagonal >= 0), x
- * the m x KB rows at x (row stride KB; overwritten), upper triangular where ``upper``
- * (x(i, p) = 0 for i > p: then column p's reflection has p + 1 rows, and the columns
- * stay upper triangular), by a work-group of KB items, item q owning column q: per
- * column p one Householder reflection of [r_pp; x(:, p)] to [h; 0],
- * h = sqrt(r_pp^2 + |x(:, p)|^2), formed by item p and applied by the items right of
- * it.  Item p scales the column by a power of two near its largest entry (exact: no
- * rounding, no square overflows) and divides twice, not once an entry (a float64 division is a long sequence on GPUs; dlarfg too scales x by one
- * reciprocal).  Two barriers a column whatever m (adding the rows one at a time by
- * Givens rotations takes two a column per row).  tau: one local real of scratch.
- * Every item meets every barrier. */
-inline void merge_group(__local real *r, __local real *x, const int m, const int upper,
-                        __local real *tau, const int q)
+/* Rows of x a merge takes: a chunk's CH rows of W, or the KB rows of an R. */
+#define XR (CH > KB ? CH : KB)
+
+/* The R (k x k upper, diagonal >= 0) of [r; x] by a work-group of KB items, item q
+ * holding column q of r in rq and column q of x (XR rows, zero past its rows: zeros
+ * change nothing below) in xq, both in registers; x is overwritten.  Per column p
+ * one Householder reflection of [r_pp; x(:, p)] to [h; 0],
+ * h = sqrt(r_pp^2 + |x(:, p)|^2): item p forms it, scaling the column by a power of
+ * two near its largest entry (exact: no rounding, no square overflows) and dividing
+ * twice, not once an entry (a float64 division is a long sequence on GPUs; dlarfg too
+ * scales by one reciprocal), and publishes v = x(:, p) / v_0 and tau in v (two
+ * buffers of XR + 1 reals, alternating by column, so one barrier a column keeps a
+ * column's readers and the next column's writer apart); the items right of it apply
+ * H = I - tau [1; v] [1; v]^T to (r_pq, x(:, q)).  Every item meets every barrier. */
+inline void merge_columns(real *rq, real *xq, __local real *v, const int q)
 {
+    #pragma unroll
     for (int p = 0; p < KB; p++) {
-        const int rows = upper ? min(m, p + 1) : m;    /* x(:, p)'s rows that may be nonzero */
+        __local real *vp = v + (p & 1) * (XR + 1);
         if (q == p) {
-            const real alpha = r[p * KB + p];
-            real big = alpha;
-            for (int i = 0; i < rows; i++)
-                big = fmax(big, fabs(x[i * KB + p]));
+            real big = rq[p];
+            #pragma unroll
+            for (int i = 0; i < XR; i++)
+                big = fmax(big, fabs(xq[i]));
             const int e = (big > ZERO && isfinite(big))   /* 2^e <= big, within the normals */
                 ? clamp(ilogb(big), REAL_MIN_EXP - 1, 1 - REAL_MIN_EXP) : 0;
             const real down = ldexp(ONE, -e);          /* |x(:, p)| * down < 4 */
             real sigma = ZERO;                         /* |x(:, p)|^2 * down^2 */
-            for (int i = 0; i < rows; i++) {
-                const real t = x[i * KB + p] * down;
+            #pragma unroll
+            for (int i = 0; i < XR; i++) {
+                const real t = xq[i] * down;
                 sigma += t * t;
             }
-            const real a = alpha * down, h = sqrt(a * a + sigma);
-            const real v0 = -sigma / (a + h);          /* (alpha - h) down, no cancellation */
+            const real a = rq[p] * down, h = sqrt(a * a + sigma);
+            const real v0 = -sigma / (a + h);          /* (r_pp - h) down, no cancellation */
             const int identity = !(sigma > ZERO);      /* also where big = 0 */
-            *tau = identity ? ZERO : 2 * v0 * v0 / (sigma + v0 * v0);
-            r[p * KB + p] = identity ? alpha : ldexp(h, e);
-            if (!identity) {                           /* column p := v's tail, x(:, p) / v_0 */
-                const real scale = down / v0;
-                for (int i = 0; i < rows; i++)
-                    x[i * KB + p] *= scale;
-            }
+            const real scale = identity ? ZERO : down / v0;
+            rq[p] = identity ? rq[p] : ldexp(h, e);
+            #pragma unroll
+            for (int i = 0; i < XR; i++)
+                vp[i] = xq[i] * scale;
+            vp[XR] = identity ? ZERO : 2 * v0 * v0 / (sigma + v0 * v0);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (q > p) {              /* (r_pq, x(:, q)) := H (r_pq, x(:, q)), H = I - tau v v^T */
-            real s = r[p * KB + q];
-            for (int i = 0; i < rows; i++)
-                s += x[i * KB + p] * x[i * KB + q];
-            s *= *tau;
-            r[p * KB + q] -= s;
-            for (int i = 0; i < rows; i++)
-                x[i * KB + q] -= s * x[i * KB + p];
+        if (q > p) {
+            real s = rq[p];
+            #pragma unroll
+            for (int i = 0; i < XR; i++)
+                s += vp[i] * xq[i];
+            s *= vp[XR];
+            rq[p] -= s;
+            #pragma unroll
+            for (int i = 0; i < XR; i++)
+                xq[i] -= s * vp[i];
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
 
@@ -141,17 +145,20 @@ inline void merge_group(__local real *r, __local real *x, const int m, const int
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
 void chunk_factor(const int n, __global const real *w, __global real *r_out)
 {
-    __local real r[KB * KB], x[CH * KB], tau[1];
+    __local real v[2 * (XR + 1)];
     const int c = get_group_id(0), q = get_local_id(0);
     const int rows = min(CH, n - c * CH);
+    real rq[KB], xq[XR];
+    #pragma unroll
     for (int p = 0; p < KB; p++)
-        r[p * KB + q] = (c == 0 && p == q) ? ONE : ZERO;
-    for (int l = 0; l < rows; l++)
-        x[l * KB + q] = w[((size_t)c * CH + l) * KB + q];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    merge_group(r, x, rows, 0, tau, q);
+        rq[p] = (c == 0 && p == q) ? ONE : ZERO;
+    #pragma unroll
+    for (int i = 0; i < XR; i++)
+        xq[i] = (i < rows) ? w[((size_t)c * CH + i) * KB + q] : ZERO;
+    merge_columns(rq, xq, v, q);
+    #pragma unroll
     for (int p = 0; p < KB; p++)
-        r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
+        r_out[(size_t)c * KB * KB + p * KB + q] = rq[p];
 }
 
 /* Work-group c (KB items): r_out[c] = the R of [r_in[c]; r_in[c - d]] (c >= d), else
@@ -160,17 +167,20 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
 void chunk_scan(const int nc, const int d, __global const real *r_in,
                 __global real *r_out)
 {
-    __local real r[KB * KB], x[KB * KB], tau[1];
+    __local real v[2 * (XR + 1)];
     const int c = get_group_id(0), q = get_local_id(0);
-    for (int p = 0; p < KB; p++) {
-        r[p * KB + q] = r_in[(size_t)c * KB * KB + p * KB + q];
-        x[p * KB + q] = (c >= d && q >= p) ? r_in[(size_t)(c - d) * KB * KB + p * KB + q]
-                                            : ZERO;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    merge_group(r, x, c >= d ? KB : 0, 1, tau, q);
+    real rq[KB], xq[XR];
+    #pragma unroll
     for (int p = 0; p < KB; p++)
-        r_out[(size_t)c * KB * KB + p * KB + q] = r[p * KB + q];
+        rq[p] = r_in[(size_t)c * KB * KB + p * KB + q];
+    #pragma unroll
+    for (int i = 0; i < XR; i++)                   /* c < d: x = 0, r stays as it is */
+        xq[i] = (c >= d && i < KB && q >= i) ? r_in[(size_t)(c - d) * KB * KB + i * KB + q]
+                                              : ZERO;
+    merge_columns(rq, xq, v, q);
+    #pragma unroll
+    for (int p = 0; p < KB; p++)
+        r_out[(size_t)c * KB * KB + p * KB + q] = rq[p];
 }
 
 __kernel void row_coefficients(const int n, __global const real *w,
