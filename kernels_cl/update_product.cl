@@ -46,7 +46,7 @@
 #define KB 16              /* columns of W and B: k's next power of two, <= 16 */
 #endif
 #ifndef CH
-#define CH 16              /* rows of W per chunk of the k x k prefix */
+#define CH 8               /* rows of W per chunk of the k x k prefix */
 #endif
 #ifndef CW
 #define CW 128             /* columns of L per chunk of the row sweep */
@@ -55,7 +55,16 @@
 #define TB 64              /* rows per block of the solve for W (a row loads its TB at once) */
 #endif
 
-#define L_AT(i, j) a[off + (lower ? AT(i, j, ld) : AT(j, i, ld))]
+/* L(i, j) through the strides of the factor's layout, which L_STRIDES declares in
+ * each kernel that reads it: (ld, 1) for a lower factor, (1, ld) for an upper one (a
+ * multiply-add an address, strength-reduced in loops; choosing between the two index
+ * forms at every load made the solve and the sweep 3-10 % slower on an H200). */
+#define L_STRIDES const int si = lower ? ld : 1, sj = lower ? 1 : ld;
+#if INDEX64
+#define L_AT(i, j) a[off + (size_t)(i) * si + (size_t)(j) * sj]
+#else
+#define L_AT(i, j) a[off + (i) * si + (j) * sj]
+#endif
 
 /* The Givens rotation (c, s) that zeroes b against a0, and the new a0, h >= 0 for
  * a0 >= 0: the identity where b = 0. */
@@ -190,6 +199,7 @@ __kernel void row_coefficients(const int n, __global const real *w,
                                __global real *d_out, __global int *info, const real guard,
                                __global int *large)
 {
+    L_STRIDES
     const int j = get_global_id(0);
     if (j >= n)
         return;
@@ -281,6 +291,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
                 const int ld, const int lower, __global const real *inv,
                 __global real *w)
 {
+    L_STRIDES
     __local real prev[TB * KB], invs[TB * TB];    /* prev: then block b's rows */
     const int lid = get_local_id(0), t = lid / RPI, h = lid % RPI;
     const int r0 = b * TB, i = r0 + get_group_id(0) * TB + t;
@@ -344,6 +355,7 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
                  const int lower, __global const real *inv, volatile __global real *w,
                  volatile __global int *state)
 {
+    L_STRIDES
     __local real wj[TB * KB], invs[TB * TB];
     __local int ticket;
     const int lid = get_local_id(0), t = lid / RPI, h = lid % RPI;
@@ -407,6 +419,7 @@ __kernel void chunk_sums(const int n, __global const real *a, const long off,
                          const int ld, const int lower, __global const real *w,
                          __global real *t)
 {
+    L_STRIDES
     __local real ws[CW * KB];
     const int i = get_global_id(0), c = get_group_id(1), chunks = get_num_groups(1);
     STAGE_CHUNK(ws, w, c, n)
@@ -444,6 +457,7 @@ __kernel void apply_product(const int n, __global real *a, const long off,
                             __global const real *b, __global const real *d,
                             __global const real *t, __global const int *large)
 {
+    L_STRIDES
     __local real ws[CW * KB], bs[CW * KB];
     const int i = get_global_id(0), c = get_group_id(1), chunks = get_num_groups(1);
     STAGE_CHUNK(ws, w, c, n)

@@ -64,11 +64,12 @@ from .blas import View, copy_block, trsm_kernel
 #: padding columns zero), one program per class.
 KB = 16
 #: Rows of W per chunk of the k x k prefix: row_coefficients updates its chunk's
-#: prefix by at most CH − 1 rows; the prefix takes ⌈log₂(n/CH)⌉ launches (16 rather
-#: than 32: H200, n = 8192, k = 16, the update 3.45 → 2.95 ms in float32, 4.33 → 4.75
-#: in float64 and faster at the three other (n, k) of 4096/8192 x 16/64;
-#: benchmarks/results/nvidia-h200-2026-11-28-update.txt).
-CH = 16
+#: prefix by at most CH − 1 rows (serially, in one work-item); the prefix takes
+#: ⌈log₂(n/CH)⌉ launches.  8 rather than 16 or 32 since its merges run in registers
+#: (H200, n = 8192, k = 16: row_coefficients 0.10 → 0.05 ms for one more launch of
+#: 0.01 ms; the update 1.61-1.64 → 1.49-1.50 ms in float32, 2.28-2.31 → 2.05-2.22 ms in
+#: float64; 32: slower; benchmarks/results/nvidia-h200-2026-11-28-prefix.txt).
+CH = 8
 #: Columns of L per chunk of the row sweep: an apply_product work-item sweeps at
 #: most CW entries of its row; its work-group keeps CW rows of W and of B in local
 #: memory (2·CW·KB reals: 32 KiB in float64).
