@@ -64,6 +64,12 @@ typedef float16 real16;
 #define VLOAD(w) VLOAD_(w)
 #define VSTORE(w) VSTORE_(w)
 
+/* A W-wide vector and its lanes as an array: a vector built from scalars (.s[u] = ...,
+ * then .v) or taken apart (.v = ..., then .s[u]).  Not vloadn/vstoren on a private
+ * array: PoCL 3.0 compiles each of those to a call into its library, which in a
+ * CPU's inner loop costs as much as the arithmetic around it. */
+#define LANES(w) union { REALV(w) v; real s[w]; }
+
 /* Row-major element index, in size_t: r * ld may exceed 2^31 (above).
  * Never negative where it is used.  INDEX64 = 0, which the host passes only
  * where every operand has fewer than 2^31 elements (oclla/_programs.py

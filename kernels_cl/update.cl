@@ -75,20 +75,20 @@ typedef REALV(VW) realv;
 inline realv v_entry(__global const real *v, const int k, const int j0, const int m,
                      const int p)
 {
-    real e[VW];
+    LANES(VW) e;
     for (int u = 0; u < VW; u++)
-        e[u] = (p < k && u < m) ? VAT(j0 + u, p) : ZERO;
-    return VLOAD(VW)(0, e);
+        e.s[u] = (p < k && u < m) ? VAT(j0 + u, p) : ZERO;
+    return e.v;
 }
 
 inline void v_store(__global real *v, const int k, const int j0, const int m, const int p,
                     const realv y)
 {
-    real e[VW];
-    VSTORE(VW)(y, 0, e);
+    LANES(VW) e;
+    e.v = y;
     if (p < k)
         for (int u = 0; u < m; u++)
-            VAT(j0 + u, p) = e[u];
+            VAT(j0 + u, p) = e.s[u];
 }
 
 #define ROT(i, p) rot[AT((i), (p), kp)]
@@ -390,11 +390,11 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
         return;
     const int m = min(VW, n - j0);                   /* live columns */
     realv x[PANEL], y[KB];
-    real e[VW];
+    LANES(VW) e;
     for (int r = 0; r < PANEL; r++) {
         for (int u = 0; u < VW; u++)
-            e[u] = (r < nb && u < m) ? R(i0 + r, j0 + u) : ZERO;
-        x[r] = VLOAD(VW)(0, e);
+            e.s[u] = (r < nb && u < m) ? R(i0 + r, j0 + u) : ZERO;
+        x[r] = e.v;
     }
     for (int q = 0; q < k; q += KB) {
         for (int p = 0; p < KB; p++)
@@ -413,9 +413,9 @@ __kernel void apply_panel(__global real *a, const long off, const int ld, const 
             v_store(v, k, j0, m, q + p, y[p]);
     }
     for (int r = 0; r < nb; r++) {
-        VSTORE(VW)(x[r], 0, e);
+        e.v = x[r];
         for (int u = 0; u < m; u++)
-            R(i0 + r, j0 + u) = e[u];
+            R(i0 + r, j0 + u) = e.s[u];
     }
 }
 
@@ -598,12 +598,12 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
         return;
     const int m = min(VW, n - j0);
     realv z[PANEL], y[PW];
-    real e[VW];
+    LANES(VW) e;
     #pragma unroll
     for (int r = 0; r < PANEL; r++) {
         for (int u = 0; u < VW; u++)
-            e[u] = (r < nb && u < m) ? R(i0 + r, j0 + u) : ZERO;
-        z[r] = VLOAD(VW)(0, e);
+            e.s[u] = (r < nb && u < m) ? R(i0 + r, j0 + u) : ZERO;
+        z[r] = e.v;
     }
     for (int q = 0; q < k; q += PW) {
         #pragma unroll
@@ -642,9 +642,9 @@ __kernel void apply_panel_reflect(__global real *a, const long off, const int ld
     for (int r = 0; r < PANEL; r++) {                /* literal r: z stays in registers */
         if (r < nb) {
             const real f = HROW(i0 + r)[kp + 1];
-            VSTORE(VW)(z[r], 0, e);
+            e.v = z[r];
             for (int u = 0; u < m; u++)
-                R(i0 + r, j0 + u) = f * (R(i0 + r, j0 + u) - e[u]);
+                R(i0 + r, j0 + u) = f * (R(i0 + r, j0 + u) - e.s[u]);
         }
     }
     for (int q = 0; q < k; q += PW) {

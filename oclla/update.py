@@ -199,14 +199,6 @@ from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_dev
                         read_status, status_flags, to_device)
 from .cholesky import _full_region
 
-#: Rows of R per panel on CPUs (the PANEL knob's CPU default; :func:`panel_rows`
-#: gives the device's).  apply_panel keeps PANEL entries of R per trailing
-#: column in registers (PANEL·VW per work-item) and reads the panel's
-#: PANEL x KB rotations from global memory (every item reads the same ones);
-#: launches number 2·⌈n/PANEL⌉.  On PoCL (2 cores, n = 2000) 16, 32 and 64 ran
-#: within 10 % of each other for k = 1, 16, 64.
-PANEL = 32
-
 #: Columns of V that apply_panel holds in registers at once (the paper's
 #: ElementsPerThread, 16 there too); fewer when k is smaller (the next power
 #: of two above k), so that a rank-1 update does no work on padding.

@@ -22,7 +22,7 @@ from linalg_helpers import spd
 from test_views import assert_same, device_view, layouts
 
 METHODS = ["blocked", "pivot"]
-P = update.PANEL
+P = update.panel_rows(oclla.get_queue(), np.dtype(np.float32))   # the device's rows per panel
 SIZES = (1, 2, P - 1, P, P + 1, 2 * P + 3)       # straddle the panel width; odd and even
 
 
