@@ -53,10 +53,10 @@ REALV(VW) load_row(__global const real *x, const int whole, const int cols)
 {
     if (whole)
         return VLOAD(VW)(0, x);
-    real v[VW];
+    LANES(VW) v;
     for (int k = 0; k < VW; k++)
-        v[k] = k < cols ? x[k] : ZERO;
-    return VLOAD(VW)(0, v);
+        v.s[k] = k < cols ? x[k] : ZERO;
+    return v.v;
 }
 
 void store_row(const REALV(VW) value, __global real *x, const int whole, const int cols)
@@ -65,10 +65,10 @@ void store_row(const REALV(VW) value, __global real *x, const int whole, const i
         VSTORE(VW)(value, 0, x);
         return;
     }
-    real v[VW];
-    VSTORE(VW)(value, 0, v);
+    LANES(VW) v;
+    v.v = value;
     for (int k = 0; k < cols; k++)
-        x[k] = v[k];
+        x[k] = v.s[k];
 }
 
 __kernel void laswp(__global real *a, const long a_off, const int lda,
