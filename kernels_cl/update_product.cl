@@ -17,11 +17,11 @@
  *   solve_step       W = L^-1 V, one launch per block of TB rows (below), or
  *   solve_chain      all blocks in one launch, each work-group waiting for the
  *                    blocks before its own
- *   chunk_factor     work-group c: the R of the rows of W in chunk c (CH rows;
- *                    chunk 0 also holds I), R_c, into r (KB x KB each; merge_columns)
- *   chunk_scan       work-group c: one level (distance d) of an inclusive prefix
- *                    over the chunks, Q_c = R of [R_0; ...; R_c] (Hillis-Steele: the R
- *                    of two stacked R's is associative)
+ *   chunk_merge      work-group c: the R of the rows of W in chunk c (CH rows;
+ *                    chunk 0 also holds I), R_c, into r (KB x KB each; merge_columns),
+ *                    then per level (distance d) of an inclusive prefix over the
+ *                    chunks, Q_c = R of [R_0; ...; R_c] (Hillis-Steele: the R of two
+ *                    stacked R's is associative)
  *   row_coefficients item j: R_j from Q_{c-1} and the rows of its chunk before
  *                    j, then d_j and b_j; a zero diagonal entry L(j, j) sets
  *                    *info to the smallest such j + 1 (LAPACK's order), an
@@ -150,42 +150,26 @@ inline void merge_columns(real *rq, real *xq, __local real *v, const int q)
     }
 }
 
-/* Work-group c (KB items): the R of chunk c's rows of W (with I first for c = 0). */
+/* Work-group c (KB items).  d = 0: the R of chunk c's CH rows of W (r_in = W; with I
+ * first for c = 0) into r_out[c].  d > 0: one level of the inclusive prefix over the
+ * chunks' R's (distance d), r_out[c] = the R of [r_in[c]; r_in[c - d]] (c >= d), else
+ * r_in[c].  One kernel for both, so that merge_columns is compiled once. */
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
-void chunk_factor(const int n, __global const real *w, __global real *r_out)
+void chunk_merge(const int n, const int d, __global const real *r_in,
+                 __global real *r_out)
 {
     __local real v[2 * (XR + 1)];
     const int c = get_group_id(0), q = get_local_id(0);
-    const int rows = min(CH, n - c * CH);
+    const int rows = min(CH, n - c * CH);          /* d = 0: chunk c's rows of W */
     real rq[KB], xq[XR];
     #pragma unroll
     for (int p = 0; p < KB; p++)
-        rq[p] = (c == 0 && p == q) ? ONE : ZERO;
-    #pragma unroll
-    for (int i = 0; i < XR; i++)
-        xq[i] = (i < rows) ? w[((size_t)c * CH + i) * KB + q] : ZERO;
-    merge_columns(rq, xq, v, q);
-    #pragma unroll
-    for (int p = 0; p < KB; p++)
-        r_out[(size_t)c * KB * KB + p * KB + q] = rq[p];
-}
-
-/* Work-group c (KB items): r_out[c] = the R of [r_in[c]; r_in[c - d]] (c >= d), else
- * r_in[c]. */
-__kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
-void chunk_scan(const int nc, const int d, __global const real *r_in,
-                __global real *r_out)
-{
-    __local real v[2 * (XR + 1)];
-    const int c = get_group_id(0), q = get_local_id(0);
-    real rq[KB], xq[XR];
-    #pragma unroll
-    for (int p = 0; p < KB; p++)
-        rq[p] = r_in[(size_t)c * KB * KB + p * KB + q];
+        rq[p] = d ? r_in[(size_t)c * KB * KB + p * KB + q] : (c == 0 && p == q) ? ONE : ZERO;
     #pragma unroll
     for (int i = 0; i < XR; i++)                   /* c < d: x = 0, r stays as it is */
-        xq[i] = (c >= d && i < KB && q >= i) ? r_in[(size_t)(c - d) * KB * KB + i * KB + q]
-                                              : ZERO;
+        xq[i] = d ? ((c >= d && i < KB && q >= i) ? r_in[(size_t)(c - d) * KB * KB + i * KB + q]
+                                                  : ZERO)
+                  : (i < rows ? r_in[((size_t)c * CH + i) * KB + q] : ZERO);
     merge_columns(rq, xq, v, q);
     #pragma unroll
     for (int p = 0; p < KB; p++)

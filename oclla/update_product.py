@@ -21,7 +21,7 @@ Nothing here is a chain over the rows (the rotation sweep of
 2. the R_j by orthogonal updates: per chunk of CH rows the R of its rows, an
    inclusive prefix over the chunks in ⌈log₂⌉ launches (the R of two stacked R's
    is associative; each a QR by Householder reflections, one per column, in a
-   work-group of k items: ``chunk_factor``, ``chunk_scan``), then per row its
+   work-group of k items: ``chunk_merge``), then per row its
    chunk's prefix updated by the rows before it (Givens rotations), and d_j, b_j
    (``row_coefficients``);
 3. the suffix sums along each row of L in column chunks of CW: one launch for
@@ -131,7 +131,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         kb = pow2_at_least(k)
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
                                     CW=CW, TB=TB)
-                   for name in (solve, "chunk_factor", "chunk_scan", "row_coefficients",
+                   for name in (solve, "chunk_merge", "row_coefficients",
                                 "chunk_sums", "suffix_sums", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
                         nbytes=(n * n / 2 + 2 * n * k) * item, v_rows=(0, n), **extra):
@@ -155,11 +155,12 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                             inverses, w)
         with trace.step("prefix", reg, flops=6.0 * k * k * (n + CH * n),
                         nbytes=(2 * n * k + 2 * nc * KB * KB) * item, **extra):
-            enqueue(queue, kernels["chunk_factor"], (nc * kb,), (kb,), *common, w, prefix[0])
+            enqueue(queue, kernels["chunk_merge"], (nc * kb,), (kb,), *common, int_arg(0), w,
+                    prefix[0])
             src = 0
             step = 1
             while step < nc:
-                enqueue(queue, kernels["chunk_scan"], (nc * kb,), (kb,), int_arg(nc),
+                enqueue(queue, kernels["chunk_merge"], (nc * kb,), (kb,), *common,
                         int_arg(step), prefix[src], prefix[1 - src])
                 src = 1 - src
                 step *= 2
