@@ -30,13 +30,18 @@ def _run(**kwargs):
     return out, runs[-1]
 
 
+#: The blocked downdate's order: more than two panels of rows on every device (64 rows
+#: a panel on CPUs, the update knob PANEL).
+DOWNDATE_N = 150
+
+
 @pytest.fixture(scope="module")
 def made():
     """name -> (outcome, run) of the runs the tests look at."""
     return {
         "update": _run(algorithm="cholesky_update", variant="pivot", n=6, rank=2),
-        "downdate": _run(algorithm="cholesky_downdate", variant="blocked", n=40, rank=3,
-                         dtype="float32"),
+        "downdate": _run(algorithm="cholesky_downdate", variant="blocked", n=DOWNDATE_N,
+                         rank=3, dtype="float32"),
         "fails": _run(algorithm="cholesky_downdate", variant="pivot", n=6, rank=2, fail=True),
         "fails_blocked": _run(algorithm="cholesky_downdate", variant="blocked", n=40, rank=2,
                               fail=True),
@@ -85,13 +90,13 @@ def test_update_run_rotates_row_by_row_and_consumes_v(made):
 def test_blocked_downdate_in_panels(made):
     out, run = made["downdate"]
     assert out.error is None and registry.run_title(run) == "Cholesky downdate, panels of rows"
-    w = run.steps[0].region[1]                     # the device's panel width (< 40 here)
+    n, w = DOWNDATE_N, run.steps[0].region[1]      # the device's panel width (< n / 2)
+    assert 2 * w < n
     assert [(s.phase, s.region) for s in run.steps[:3]] == [
-        ("panel", (0, w, 0, w)), ("apply", (w, 40, 0, w)),
-        ("panel", (w, min(2 * w, 40), w, min(2 * w, 40)))]
-    assert analysis.input_overlays(run, 1, "V", (40, 3)).active == (0, w, 0, 3)
-    assert analysis.input_overlays(run, 2, "V", (40, 3)).active == (w, 40, 0, 3)
-    assert analysis.input_overlays(run, 2, "V", (40, 3)).consumed == w
+        ("panel", (0, w, 0, w)), ("apply", (w, n, 0, w)), ("panel", (w, 2 * w, w, 2 * w))]
+    assert analysis.input_overlays(run, 1, "V", (n, 3)).active == (0, w, 0, 3)
+    assert analysis.input_overlays(run, 2, "V", (n, 3)).active == (w, n, 0, 3)
+    assert analysis.input_overlays(run, 2, "V", (n, 3)).consumed == w
     assert analysis.backward_error(run) < 30               # float32, A − V·Vᵀ
 
 
