@@ -42,10 +42,12 @@ rotations; ``method="product"`` does not.  Updates only: a downdate's M_j
 would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
-H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-28-scratch.txt): float32
-1.50 ms a call (cuSOLVER's refactorization 14.0 ms), of which the solve for W 0.57 ms (one
-launch with SOLVE = "chain"; 1.7 ms as 128 launches), the prefix 0.22 ms, the row sweep
-0.53 ms; float64 2.07 ms (solve 0.80, prefix 0.39, sweep 0.68 ms).
+H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-28-prefix.txt): float32
+1.45-1.69 ms a call on two machines (cuSOLVER's refactorization 14.0-14.3 ms), of which
+the solve for W 0.51 ms (one launch with SOLVE = "chain"; 1.7 ms as 128 launches), the
+prefix 0.20 ms, the row sweep 0.51 ms; float64 2.06-2.23 ms (solve 0.80, prefix 0.35,
+sweep 0.64 ms).  A lower factor's sweep and solve read rows across the work-items:
+float32 2.1-2.2 ms.
 """
 
 from __future__ import annotations
