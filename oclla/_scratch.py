@@ -1,8 +1,7 @@
 """Scratch device memory that outlives a call: one pyopencl memory pool per queue.
 
-A routine's work buffers (the product-form update's W, B, prefixes and row sums; the
-status flags every routine reads back) are taken from the queue's pool and handed
-back to it when the routine drops them, so a second call of the same shapes makes no
+A routine's work buffers (the product-form update's W, B, prefixes, row sums and its
+flag) are taken from the queue's pool and handed back to it when the routine drops them, so a second call of the same shapes makes no
 allocation.  On NVIDIA's OpenCL driver a buffer's allocation and release cost tens of
 microseconds each (the product-form update at n = 8192, k = 16 made eight and spent
 0.2-0.3 ms of its 1.8-2.4 ms on them; benchmarks/results/nvidia-h200-2026-11-28-scratch.txt).
@@ -24,9 +23,9 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
-#: Most bytes a queue's pool keeps between calls (a larger scratch buffer is freed
-#: when it is handed back): the update's scratch at n = 16384, k = 16 in float64
-#: is 0.27 GiB.
+#: Most bytes a queue's pool keeps unused between calls: past it, the pool frees what
+#: it holds before its next allocation (the update's scratch at n = 16384, k = 16 in
+#: float64 is 0.27 GiB).
 HELD_BYTES = 512 * 2 ** 20
 
 _lock = threading.Lock()
@@ -61,7 +60,7 @@ def buffer(queue: cl.CommandQueue, nbytes: int):
 _ZEROS = np.zeros(1, np.int32)
 
 
-def int_zeros(queue: cl.CommandQueue, size: int = 1) -> cl_array.Array:
+def zeroed_ints(queue: cl.CommandQueue, size: int = 1) -> cl_array.Array:
     """A device int32 array of ``size`` zeros (flags, counters) from the queue's pool,
     zeroed by a fill command on ``queue``; like every scratch buffer, for commands on
     ``queue`` and reads through it only."""

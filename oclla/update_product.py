@@ -126,7 +126,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     solve = "solve_chain" if chain else "solve_step"
     state = scratch.buffer(queue, (1 + blocks) * 4) if chain else None
     common = (int_arg(n),)
-    large = scratch.int_zeros(queue)
+    large = scratch.zeroed_ints(queue)
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
     for c0 in range(0, k_all, KB):
         k = min(KB, k_all - c0)

@@ -33,11 +33,11 @@ def test_a_buffer_handed_back_is_reused(own_queue):
     assert again.size >= 1000
 
 
-def test_int_zeros_are_zero_in_reused_memory(own_queue):
+def test_zeroed_ints_are_zero_in_reused_memory(own_queue):
     data = _scratch.buffer(own_queue, 64)
     cl.enqueue_copy(own_queue, data, np.full(16, -7, np.int32))
     del data
-    flags = _scratch.int_zeros(own_queue, 16)
+    flags = _scratch.zeroed_ints(own_queue, 16)
     assert flags.shape == (16,) and flags.dtype == np.int32
     assert not flags.get().any()
 
@@ -63,7 +63,7 @@ def test_out_of_order_queues_get_plain_buffers(queue):
     try:
         assert _scratch._pool(q) is None
         assert isinstance(_scratch.buffer(q, 100), cl.Buffer)
-        assert not _scratch.int_zeros(q, 3).get().any()
+        assert not _scratch.zeroed_ints(q, 3).get().any()
     finally:
         _scratch._pools.pop(q, None)
 
