@@ -370,7 +370,8 @@ void factor_panel_local(__global real *a, const long off, const int ld, const in
     store_triangle(tri, a, ld, n, i0, nb, lid);
 }
 
-/* Columns j0 .. j0+VW-1 of the trailing part, j0 = i0 + nb + VW * global id,
+/* Columns j0 .. j0+VW-1 of the trailing part, j0 = j1 + VW * global id, up to column j2
+ * (j1 = i0 + nb, j2 = n: all of it; a look-ahead takes the next panel's columns apart),
  * as VW-wide vectors (CPUs: explicit SIMD, VW independent chains; GPUs: VW = 1,
  * one column per item): R(i0 .. i0+PANEL-1, j) in registers for the whole
  * launch (rows past n and columns past n: zeros, never stored), and per
@@ -381,14 +382,14 @@ void factor_panel_local(__global real *a, const long off, const int ld, const in
 __kernel void apply_panel(__global real *a, const long off, const int ld, const int n,
                           const int i0, const int nb, __global real *v, const long voff,
                           const int k, __global const real4 *rot, const int kp,
-                          __global const int *info)
+                          __global const int *info, const int j1, const int j2)
 {
     a += off;
     v += voff;
-    const int j0 = i0 + nb + VW * get_global_id(0);
-    if (j0 >= n || *info)
+    const int j0 = j1 + VW * get_global_id(0);
+    if (j0 >= j2 || *info)
         return;
-    const int m = min(VW, n - j0);                   /* live columns */
+    const int m = min(VW, j2 - j0);                  /* live columns */
     realv x[PANEL], y[KB];
     LANES(VW) e;
     for (int r = 0; r < PANEL; r++) {
@@ -580,7 +581,7 @@ void factor_panel_reflect(__global real *a, const long off, const int ld, const 
 #endif
 
 /* The panel's reflectors applied to columns j0 .. j0+VW-1 of the trailing
- * part (VW as apply_panel): z_r = R(i0+r, j) + u_r . V(j,:) for the PANEL rows
+ * part (VW, j1 and j2 as apply_panel): z_r = R(i0+r, j) + u_r . V(j,:) for the PANEL rows
  * (V in passes of PW columns), d by forward substitution with M, then
  * R(i0+r, j) = flip_r (R(i0+r, j) - tau_r d_r) and V(j,:) -= sum_r tau_r d_r u_r.
  * Rows past nb take no part (their tau d is zero; h's rows there may be
@@ -589,14 +590,15 @@ void factor_panel_reflect(__global real *a, const long off, const int ld, const 
 __kernel void apply_panel_reflect(__global real *a, const long off, const int ld,
                                   const int n, const int i0, const int nb, __global real *v,
                                   const long voff, const int k, __global const real *h,
-                                  const int kp, __global const int *info)
+                                  const int kp, __global const int *info, const int j1,
+                                  const int j2)
 {
     a += off;
     v += voff;
-    const int j0 = i0 + nb + VW * get_global_id(0);
-    if (j0 >= n || *info)
+    const int j0 = j1 + VW * get_global_id(0);
+    if (j0 >= j2 || *info)
         return;
-    const int m = min(VW, n - j0);
+    const int m = min(VW, j2 - j0);
     realv z[PANEL], y[PW];
     LANES(VW) e;
     #pragma unroll

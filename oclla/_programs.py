@@ -290,6 +290,23 @@ def launch_queue(queue: cl.CommandQueue):
         cl.enqueue_barrier(queue, wait_for=[done])
 
 
+_side_queues: dict = {}
+
+
+def side_queue(queue: cl.CommandQueue):
+    """A second queue on ``queue``'s device for a look-ahead (work that overlaps the
+    main queue's, ordered by events), profiling where ``queue`` does, or None if the
+    device refuses another queue."""
+    if queue not in _side_queues:
+        profiling = queue.properties & cl.command_queue_properties.PROFILING_ENABLE
+        try:
+            _side_queues[queue] = cl.CommandQueue(queue.context, queue.device,
+                                                  properties=profiling)
+        except cl.Error:
+            _side_queues[queue] = None
+    return _side_queues[queue]
+
+
 def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, src_offset=0, dest_offset=0,
          label="copy") -> cl.Event:
     """Device-to-device copy, reported to an active recorder like a kernel."""

@@ -18,7 +18,8 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import device_info
 from ._params import params
-from ._programs import copy, enqueue, get_kernel, int_arg, int_zeros, launch, round_up, set_args
+from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, round_up, set_args,
+                        side_queue)
 from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
 from .lu_pivot import PivotKernels, annotate_swaps
 
@@ -338,22 +339,6 @@ def flat_tile(queue, dtype, k: int) -> dict:
     if shape["KERNEL"] == "tiled":
         return {key: shape[key] for key in ("TILE_M", "TILE_N", "WPT_M", "WPT_N")}
     return dict(TILE_M=16, TILE_N=16, WPT_M=2, WPT_N=2)
-
-
-_side_queues: dict = {}
-
-
-def side_queue(queue):
-    """A second queue on the same device (look-ahead), profiling where ``queue`` does,
-    or None if unavailable."""
-    if queue not in _side_queues:
-        profiling = queue.properties & cl.command_queue_properties.PROFILING_ENABLE
-        try:
-            _side_queues[queue] = cl.CommandQueue(queue.context, queue.device,
-                                                  properties=profiling)
-        except cl.Error:
-            _side_queues[queue] = None
-    return _side_queues[queue]
 
 
 def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,

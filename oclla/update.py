@@ -194,7 +194,7 @@ from . import trace
 from ._device import resolve_queue, vector_width
 from ._knobs import pow2_at_least
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up, side_queue
 from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_device_array,
                         read_status, status_flags, to_device)
 from .cholesky import _full_region
@@ -333,37 +333,89 @@ def _panel_pass(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int
     columns after the panel; a ``panel`` and an ``apply`` trace step.  V's row 0 is
     element ``voff`` of ``v``; ``shift`` moves the recorded regions (a streamed panel
     is a matrix of its own, ``shift`` rows down the factor)."""
-    k = v.shape[1]
-    item = v.dtype.itemsize
+    args = (kernels, buf, off, ld, n, i0, v, voff, rot, kp)
+    _panel_factor(queue, *args, sign=sign, info=info, region=region, shift=shift)
+    _panel_apply(queue, *args, i0 + min(kernels.rows, n - i0), n, info=info, region=region,
+                 shift=shift)
+
+
+def _panel_args(kernels: _Panels, buf, off: int, ld: int, n: int, i0: int, v, voff: int, rot,
+                kp: int) -> tuple:
+    """The arguments factor_panel and apply_panel start with."""
+    return (buf, np.int64(off), int_arg(ld), int_arg(n), int_arg(i0),
+            int_arg(min(kernels.rows, n - i0)), v.data, np.int64(voff), int_arg(v.shape[1]),
+            rot.data, int_arg(kp))
+
+
+def _panel_factor(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int, v,
+                  voff: int, rot, kp: int, *, sign: int, info, region, shift: int = 0) -> None:
+    """factor_panel of the panel at row i0 (a ``panel`` trace step; see _panel_pass)."""
+    k, item = v.shape[1], v.dtype.itemsize
     nb = min(kernels.rows, n - i0)
-    t = n - i0 - nb
     g = i0 + shift
-    recording = trace.recording()
-    none = ((0, 0, 0, 0), {})
-    common = (buf, np.int64(off), int_arg(ld), int_arg(n), int_arg(i0), int_arg(nb), v.data,
-              np.int64(voff), int_arg(k), rot.data, int_arg(kp))
     tri = nb * (nb - 1) // 2
-    reg, extra = region(g, g + nb, g, g + nb) if recording else none
+    reg, extra = region(g, g + nb, g, g + nb) if trace.recording() else ((0, 0, 0, 0), {})
     with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=6.0 * k * (tri + nb),
                     nbytes=(2 * (tri + nb) + 4 * k * nb) * item, v_rows=(g, g + nb), **extra):
-        enqueue(queue, kernels.panel, (kernels.pwg,), (kernels.pwg,), *common, int_arg(sign),
+        enqueue(queue, kernels.panel, (kernels.pwg,), (kernels.pwg,),
+                *_panel_args(kernels, buf, off, ld, n, i0, v, voff, rot, kp), int_arg(sign),
                 info.data)
-    if t == 0:
+
+
+def _panel_apply(queue, kernels: _Panels, buf, off: int, ld: int, n: int, i0: int, v,
+                 voff: int, rot, kp: int, j1: int, j2: int, *, info, region,
+                 shift: int = 0) -> None:
+    """apply_panel of the panel at row i0 to columns j1 .. j2-1 (an ``apply`` trace step;
+    nothing where j1 >= j2)."""
+    t = j2 - j1
+    if t <= 0:
         return
-    reg, extra = region(g + nb, g + nb + t, g, g + nb) if recording else none
+    k, item = v.shape[1], v.dtype.itemsize
+    nb = min(kernels.rows, n - i0)
+    g, gj = i0 + shift, j1 + shift
+    reg, extra = region(gj, gj + t, g, g + nb) if trace.recording() else ((0, 0, 0, 0), {})
     with trace.step("apply", reg, flops=6.0 * k * nb * t,
                     nbytes=(2 * nb * t + 2 * k * t + 2 * k * nb) * item, **extra):
         enqueue(queue, kernels.apply, (round_up(-(-t // kernels.vw), kernels.wg),),
-                (kernels.wg,), *common, info.data)
+                (kernels.wg,), *_panel_args(kernels, buf, off, ld, n, i0, v, voff, rot, kp),
+                info.data, int_arg(j1), int_arg(j2))
 
 
 def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lower: bool,
                    packed: bool, sign: int, info, region) -> None:
-    """Per panel of :func:`panel_rows` rows: ``panel`` then ``apply`` (two launches)."""
+    """Per panel of :func:`panel_rows` rows: ``panel`` then ``apply`` (two launches).
+
+    With the ``update`` knob LOOKAHEAD, a second queue, and no recording (a recording
+    shows the panels one after the other), a panel's apply is split: the next panel's
+    columns on ``queue``, which then factors that panel, while the later columns are
+    rotated on the second queue; the next panel's apply waits for them (it rotates the
+    same rows of V, after this panel).  A factor_panel is one work-group: the rest of
+    the device works meanwhile."""
     kernels = _panel_kernels(queue, v.dtype, v.shape[1], lower, packed, sign)
-    for i0 in range(0, n, kernels.rows):
-        _panel_pass(queue, kernels, buf, off, ld, n, i0, v, 0, rot, kp, sign=sign, info=info,
-                    region=region)
+    rows = kernels.rows
+    side = (side_queue(queue) if params(queue, "update", v.dtype)["LOOKAHEAD"]
+            and n > 2 * rows and not trace.recording() else None)
+    if side is None:
+        for i0 in range(0, n, rows):
+            _panel_pass(queue, kernels, buf, off, ld, n, i0, v, 0, rot, kp, sign=sign,
+                        info=info, region=region)
+        return
+    later = None                     # the second queue's rotations of the last panel
+    for i0 in range(0, n, rows):
+        args = (kernels, buf, off, ld, n, i0, v, 0, rot, kp)
+        _panel_factor(queue, *args, sign=sign, info=info, region=region)
+        if later is not None:
+            cl.enqueue_barrier(queue, wait_for=[later])
+            later = None
+        j1 = i0 + min(rows, n - i0)
+        j2 = j1 + min(rows, n - j1)
+        if j2 < n:
+            cl.enqueue_barrier(side, wait_for=[cl.enqueue_marker(queue)])
+            _panel_apply(side, *args, j2, n, info=info, region=region)
+            later = cl.enqueue_marker(side)
+        _panel_apply(queue, *args, j1, j2, info=info, region=region)
+    if later is not None:
+        cl.enqueue_barrier(queue, wait_for=[later])
 
 
 def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, lower: bool,

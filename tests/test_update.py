@@ -191,6 +191,25 @@ def gpu_kernels(queue, dtype, **knobs):
                  {**params(queue, "update", dtype), **GPU_KERNELS, **knobs})
 
 
+@pytest.mark.parametrize("lower", [False, True])
+def test_lookahead_gives_the_panel_by_panel_factor(queue, dtype, lower):
+    """The blocked method with LOOKAHEAD (a panel's later columns rotated on a second
+    queue while the next panel is factored) computes every entry as the plain panel
+    after panel does: the same factor, bit for bit, for updates and downdates, on
+    orders of two to four panels (a last panel full or not)."""
+    rows = update.panel_rows(queue, np.dtype(dtype))
+    base = params(queue, "update", dtype)
+    for n, k, sign in ((2 * rows + 1, 3, 1), (3 * rows, 5, -1), (4 * rows - 7, 17, 1)):
+        at, c, v = problem(n, k, sign, dtype, seed=5)
+        c = np.ascontiguousarray(c.T) if lower else c
+        out = []
+        for ahead in (0, 1):
+            with trial(queue, "update", dtype, {**base, "LOOKAHEAD": ahead}):
+                out.append(oclla.cholesky_update(c, v, sign=sign, lower=lower, queue=queue))
+        np.testing.assert_array_equal(out[0], out[1])
+        assert accuracy.passes(accuracy.cholesky_backward_error(at, out[1], lower)), (n, sign)
+
+
 def test_gpu_kernels_accuracy_both_signs_and_layouts(queue, dtype):
     """factor_panel_local (rotations from prefix sums, the panel in local memory):
     orders straddling the panel, ranks straddling its KF = 16 columns of V per pass
