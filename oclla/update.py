@@ -390,7 +390,8 @@ def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lo
     columns on ``queue``, which then factors that panel, while the later columns are
     rotated on the second queue; the next panel's apply waits for them (it rotates the
     same rows of V, after this panel).  A factor_panel is one work-group: the rest of
-    the device works meanwhile."""
+    the device works meanwhile.  Each queue is flushed before the other waits on one of
+    its events (clFlush: OpenCL promises progress across queues only then)."""
     kernels = _panel_kernels(queue, v.dtype, v.shape[1], lower, packed, sign)
     rows = kernels.rows
     side = (side_queue(queue) if params(queue, "update", v.dtype)["LOOKAHEAD"]
@@ -409,10 +410,13 @@ def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lo
             later = None
         j1 = i0 + min(rows, n - i0)
         j2 = j1 + min(rows, n - j1)
-        if j2 < n:
-            cl.enqueue_barrier(side, wait_for=[cl.enqueue_marker(queue)])
+        if j2 < n:                   # each queue flushed before the other waits on it
+            factored = cl.enqueue_marker(queue)
+            queue.flush()
+            cl.enqueue_barrier(side, wait_for=[factored])
             _panel_apply(side, *args, j2, n, info=info, region=region)
             later = cl.enqueue_marker(side)
+            side.flush()
         _panel_apply(queue, *args, j1, j2, info=info, region=region)
     if later is not None:
         cl.enqueue_barrier(queue, wait_for=[later])
