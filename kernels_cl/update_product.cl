@@ -16,7 +16,8 @@
  * Kernels, in order:
  *   solve_step       W = L^-1 V, one launch per block of TB rows (below), or
  *   solve_chain      all blocks in one launch, each work-group waiting for the
- *                    blocks before its own
+ *                    blocks before its own; both store, on the way, each row's
+ *                    sums over its later column chunks (below)
  *   chunk_merge      work-group c: the R of the rows of W in chunk c (CH rows;
  *                    chunk 0 also holds I), R_c, into r (KB x KB each; merge_columns),
  *                    then per level (distance d) of an inclusive prefix over the
@@ -26,14 +27,14 @@
  *                    j, then d_j and b_j; a zero diagonal entry L(j, j) sets
  *                    *info to the smallest such j + 1 (LAPACK's order), an
  *                    entry of w_j larger than guard in magnitude *large to 1
- *   chunk_sums       item (i, c): t(i, c) = sum over l in column chunk c (CW
- *                    columns), l <= i, of L(i, l) w_l
- *   suffix_sums      item (i, q): t(i, c) := the sum of t(i, c') over the later
- *                    chunks c' > c of row i (column q of the KB sums), from the
- *                    row's last chunk down: each row's sums once, not once per chunk
  *   apply_product    item (i, c): g = t(i, c), then L~(i, j) for j in chunk c
  *                    from right to left, g gaining L(i, j) w_j after each; nothing
  *                    where *large is set (the caller then takes another route)
+ * t(i, c), the sum of L(i, l) w_l over l <= i in the column chunks after c (CW
+ * columns each), is what the solve's row i holds once it has subtracted the
+ * blocks of chunks 0 .. c from v_i: v_i = sum_{l <= i} L(i, l) w_l.  The solve
+ * stores it there (t(i, c) at t[(c*n + i)*KB ..], for c below i's own chunk,
+ * whose t is zero), so the sweep reads L once.
  * L(i, j) is a[off + i*ld + j] (lower = 1) or, for an upper factor
  * (A = R^T R, L = R^T), a[off + j*ld + i]; only that triangle is touched.
  * The kernels work on KB columns (W and B are n x KB, row-major): the host pads
@@ -54,6 +55,17 @@
 #ifndef TB
 #define TB 64              /* rows per block of the solve for W (a row loads its TB at once) */
 #endif
+#if CW % TB
+#error "a column chunk of the sweep is whole blocks of the solve"
+#endif
+
+/* After subtracting the blocks before block b from row i (i >= b*TB), where b
+ * starts a column chunk, store the item's QC running sums x as t(i, b*TB/CW - 1)
+ * in later. */
+#define STORE_LATER_SUMS(later, x, b, i, h)                                     \
+    if ((b) % (CW / TB) == 0 && (i) < n)                                        \
+        for (int q_ = 0; q_ < QC; q_++)                                         \
+            (later)[(((size_t)(b) / (CW / TB) - 1) * n + (i)) * KB + (h) * QC + q_] = (x)[q_];
 
 /* L(i, j) through the strides of the factor's layout, which L_STRIDES declares in
  * each kernel that reads it: (ld, 1) for a lower factor, (1, ld) for an upper one (a
@@ -273,7 +285,7 @@ inline void subtract_block(real *x, const real *lv, __local const real *rows, co
 __kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
 void solve_step(const int n, const int b, __global const real *a, const long off,
                 const int ld, const int lower, __global const real *inv,
-                __global real *w)
+                __global real *w, __global real *later)
 {
     L_STRIDES
     __local real prev[TB * KB], invs[TB * TB];    /* prev: then block b's rows */
@@ -307,6 +319,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
         for (int u = 0; u < TB; u++)
             lv[u] = L_AT(i, p0 + u);
         subtract_block(x, lv, prev, h);
+        STORE_LATER_SUMS(later, x, b, i, h)
     }
     /* the first work-group finishes block b: W_b = inv_b V_b through local memory
      * (every group meets the barriers: no return ahead of them, which PoCL 3.0
@@ -337,7 +350,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
 __kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
 void solve_chain(const int n, __global const real *a, const long off, const int ld,
                  const int lower, __global const real *inv, volatile __global real *w,
-                 volatile __global int *state)
+                 __global real *later, volatile __global int *state)
 {
     L_STRIDES
     __local real wj[TB * KB], invs[TB * TB];
@@ -372,6 +385,7 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
             wj[s * NI + lid] = w[(size_t)j * TB * KB + s * NI + lid];
         barrier(CLK_LOCAL_MEM_FENCE);
         subtract_block(x, lv, wj, h);
+        STORE_LATER_SUMS(later, x, j + 1, i, h)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     #pragma unroll
@@ -399,59 +413,22 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
         dst[e] = (l < (n)) ? src[(size_t)(c) * CW * KB + e] : ZERO;           \
     }
 
-__kernel void chunk_sums(const int n, __global const real *a, const long off,
-                         const int ld, const int lower, __global const real *w,
-                         __global real *t)
-{
-    L_STRIDES
-    __local real ws[CW * KB];
-    const int i = get_global_id(0), c = get_group_id(1), chunks = get_num_groups(1);
-    STAGE_CHUNK(ws, w, c, n)
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (i >= n || c * CW > i)                      /* past the row's diagonal */
-        return;
-    real g[KB] = {ZERO};
-    const int last = min(i, c * CW + CW - 1);
-    #pragma unroll 4                               /* loads of L in flight together */
-    for (int l = c * CW; l <= last; l++) {
-        const real lil = L_AT(i, l);
-        for (int q = 0; q < KB; q++)
-            g[q] += lil * ws[(l - c * CW) * KB + q];
-    }
-    for (int q = 0; q < KB; q++)
-        t[((size_t)i * chunks + c) * KB + q] = g[q];
-}
-
-__kernel void suffix_sums(const int n, const int chunks, __global real *t)
-{
-    const int q = get_global_id(0), i = get_global_id(1);    /* q < KB: the launch's width */
-    if (i >= n)
-        return;
-    __global real *row = t + (size_t)i * chunks * KB + q;
-    real later = ZERO;
-    for (int c = i / CW; c >= 0; c--) {
-        const real own = row[c * KB];
-        row[c * KB] = later;
-        later += own;
-    }
-}
-
 __kernel void apply_product(const int n, __global real *a, const long off,
                             const int ld, const int lower, __global const real *w,
                             __global const real *b, __global const real *d,
-                            __global const real *t, __global const int *large)
+                            __global const real *later, __global const int *large)
 {
     L_STRIDES
     __local real ws[CW * KB], bs[CW * KB];
-    const int i = get_global_id(0), c = get_group_id(1), chunks = get_num_groups(1);
+    const int i = get_global_id(0), c = get_group_id(1);
     STAGE_CHUNK(ws, w, c, n)
     STAGE_CHUNK(bs, b, c, n)
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i >= n || c * CW > i || *large)            /* *large: the factor stays as it is */
         return;
     real g[KB];
-    for (int q = 0; q < KB; q++)
-        g[q] = t[((size_t)i * chunks + c) * KB + q];
+    for (int q = 0; q < KB; q++)                   /* i's own chunk: nothing after it */
+        g[q] = (c == i / CW) ? ZERO : later[((size_t)c * n + i) * KB + q];
     #pragma unroll 4
     for (int j = min(i, c * CW + CW - 1); j >= c * CW; j--) {
         const int e = (j - c * CW) * KB;

@@ -24,10 +24,13 @@ Nothing here is a chain over the rows (the rotation sweep of
    work-group of k items: ``chunk_merge``), then per row its
    chunk's prefix updated by the rows before it (Givens rotations), and d_j, b_j
    (``row_coefficients``);
-3. the suffix sums along each row of L in column chunks of CW: one launch for
-   the chunks' sums, one that turns each row's chunk sums into the sums of its
-   later chunks, one that sweeps each chunk from right to left starting from
-   them, writing L̃ in place (``chunk_sums``, ``suffix_sums``, ``apply_product``).
+3. the row sweep in column chunks of CW (``apply_product``): each chunk from
+   right to left, writing L̃ in place, starting from the sum of L(i, l)·w_l over
+   the row's later chunks.  That sum is v_i less the blocks of L·W the solve has
+   subtracted from row i by the chunk's end (v_i = Σ_{l≤i} L(i, l)·w_l), so the
+   solve stores it on its way (CW a multiple of TB) and L is read once more, not
+   twice (H200, n = 8192, k = 16: no chunk_sums and suffix_sums launches, 0.24 ms
+   in float32 and 0.31 ms in float64).
 
 Forming M_j itself (prefix sums of w·wᵀ) and solving with it is unstable:
 where V is large against A the early M_j are I plus a large matrix of low
@@ -74,7 +77,8 @@ KB = 16
 CH = 8
 #: Columns of L per chunk of the row sweep: an apply_product work-item sweeps at
 #: most CW entries of its row; its work-group keeps CW rows of W and of B in local
-#: memory (2·CW·KB reals: 32 KiB in float64).
+#: memory (2·CW·KB reals: 32 KiB in float64).  A multiple of TB: the solve stores
+#: the rows' sums over the later chunks where a chunk's blocks end.
 CW = 128
 #: Rows per block of the solve for W: n/TB launches of ``solve_step``, each
 #: subtracting the last block's part from every later row and solving the next
@@ -133,10 +137,10 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         kb = pow2_at_least(k)
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
                                     CW=CW, TB=TB)
-                   for name in (solve, "chunk_merge", "row_coefficients",
-                                "chunk_sums", "suffix_sums", "apply_product")}
+                   for name in (solve, "chunk_merge", "row_coefficients", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
-                        nbytes=(n * n / 2 + 2 * n * k) * item, v_rows=(0, n), **extra):
+                        nbytes=(n * n / 2 + 2 * n * k + n * ncw * k / 2) * item,
+                        v_rows=(0, n), **extra):
             if k < kb:
                 cl.enqueue_fill_buffer(queue, w, np.zeros(1, dtype), 0, n * kb * item)
             copy_block(queue, n, k, View(v.data, c0, k_all), View(w, 0, kb), dtype)
@@ -148,13 +152,14 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                 cl.enqueue_fill_buffer(queue, state, np.zeros(1, np.int32), 0,
                                        (1 + blocks) * 4)
                 enqueue(queue, kernels[solve], (blocks * items,), (items,), *common, buf,
-                        np.int64(off), int_arg(ld), int_arg(lower), inverses, w, state)
+                        np.int64(off), int_arg(ld), int_arg(lower), inverses, w, sums,
+                        state)
             else:
                 for block in range(blocks):
                     enqueue(queue, kernels[solve],
                             (round_up(n - block * TB, TB) // TB * items,), (items,), *common,
                             int_arg(block), buf, np.int64(off), int_arg(ld), int_arg(lower),
-                            inverses, w)
+                            inverses, w, sums)
         with trace.step("prefix", reg, flops=6.0 * k * k * (n + CH * n),
                         nbytes=(2 * n * k + 2 * nc * KB * KB) * item, **extra):
             enqueue(queue, kernels["chunk_merge"], (nc * kb,), (kb,), *common, int_arg(0), w,
@@ -170,14 +175,9 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                     *common, w, prefix[src], buf, np.int64(off), int_arg(ld),
                     int_arg(lower), b, d, info.data, real_arg(guard or np.inf, dtype),
                     large.data)
-        with trace.step("apply", reg, flops=4.0 * k * n * n,
-                        nbytes=(1.5 * n * n + 2 * n * ncw * k) * item, **extra):
+        with trace.step("apply", reg, flops=2.0 * k * n * n,
+                        nbytes=(n * n + n * ncw * k / 2) * item, **extra):
             grid = (round_up(n, wg), ncw)
-            enqueue(queue, kernels["chunk_sums"], grid, (wg, 1), *common, buf,
-                    np.int64(off), int_arg(ld), int_arg(lower), w, sums)
-            rows = max(1, wg // kb)              # suffix_sums: kb items per row
-            enqueue(queue, kernels["suffix_sums"], (kb, round_up(n, rows)), (kb, rows),
-                    *common, int_arg(ncw), sums)
             enqueue(queue, kernels["apply_product"], grid, (wg, 1), *common, buf,
                     np.int64(off), int_arg(ld), int_arg(lower), w, b, d, sums, large.data)
         if guard is not None and large.get()[0]:
