@@ -250,14 +250,22 @@ __kernel void row_coefficients(const int n, __global const real *w,
  * W(block b-1) (b > 0), then the first work-group, whose rows are block b,
  * finishes it: W_b = inv_b V_b.  So the launches number n/TB and each reads its
  * slice of L once. */
-#define QC (KB < 4 ? KB : 4)       /* columns of W per item of solve_step */
+#if KB < 4                 /* columns of W per item of solve_step: a literal */
+#define QC KB
+#else
+#define QC 4
+#endif
 #define RPI (KB / QC)              /* its items per row */
 #define NI (TB * RPI)              /* its work-group */
+/* QC reals of a row of W (or B) in local memory, read as one vector (a row of KB
+ * reals starts QC-aligned): a local read per QC multiply-adds, not one per
+ * multiply-add, and their lanes through LANES. */
+typedef REALV(QC) realqc;
 
 /* x := inv_b times the block's rows for the item's QC columns of W (row t of the
  * block, columns h*QC ..): rows: the block's kb rows of V, row stride KB; invs: inv_b
  * (of L where lower, else of R = L^T, read transposed). */
-inline void diagonal_solve(real *x, __local const real *rows, __local const real *invs,
+inline void diagonal_solve(real *x, __local const realqc *rows, __local const real *invs,
                            const int t, const int h, const int kb, const int lower)
 {
     #pragma unroll
@@ -265,21 +273,26 @@ inline void diagonal_solve(real *x, __local const real *rows, __local const real
         x[q] = ZERO;
     for (int p = 0; p < kb; p++) {
         const real m = invs[lower ? t * TB + p : p * TB + t];
+        LANES(QC) r;
+        r.v = rows[p * RPI + h];
         #pragma unroll
         for (int q = 0; q < QC; q++)
-            x[q] += m * rows[p * KB + h * QC + q];
+            x[q] += m * r.s[q];
     }
 }
 
 /* x -= L(row, block) times the block's rows of W for the item's QC columns: lv the
  * row's TB entries of L, rows the block's TB rows of W (row stride KB). */
-inline void subtract_block(real *x, const real *lv, __local const real *rows, const int h)
+inline void subtract_block(real *x, const real *lv, __local const realqc *rows, const int h)
 {
     #pragma unroll
-    for (int u = 0; u < TB; u++)
+    for (int u = 0; u < TB; u++) {
+        LANES(QC) r;
+        r.v = rows[u * RPI + h];
         #pragma unroll
         for (int q = 0; q < QC; q++)
-            x[q] -= lv[u] * rows[u * KB + h * QC + q];
+            x[q] -= lv[u] * r.s[q];
+    }
 }
 
 __kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
@@ -288,7 +301,9 @@ void solve_step(const int n, const int b, __global const real *a, const long off
                 __global real *w, __global real *later)
 {
     L_STRIDES
-    __local real prev[TB * KB], invs[TB * TB];    /* prev: then block b's rows */
+    __local realqc prev_rows[TB * RPI];            /* then block b's rows */
+    __local real invs[TB * TB];
+    __local real *prev = (__local real *)prev_rows;
     const int lid = get_local_id(0), t = lid / RPI, h = lid % RPI;
     const int r0 = b * TB, i = r0 + get_group_id(0) * TB + t;
     const int p0 = r0 - TB;                       /* the block solved last launch */
@@ -318,7 +333,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
         #pragma unroll
         for (int u = 0; u < TB; u++)
             lv[u] = L_AT(i, p0 + u);
-        subtract_block(x, lv, prev, h);
+        subtract_block(x, lv, prev_rows, h);
         STORE_LATER_SUMS(later, x, b, i, h)
     }
     /* the first work-group finishes block b: W_b = inv_b V_b through local memory
@@ -330,7 +345,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
             prev[t * KB + h * QC + q] = x[q];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (first && i < n)
-        diagonal_solve(x, prev, invs, t, h, kb, lower);
+        diagonal_solve(x, prev_rows, invs, t, h, kb, lower);
     if (i < n)
         for (int q = 0; q < QC; q++)
             row[q] = x[q];
@@ -353,7 +368,9 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
                  __global real *later, volatile __global int *state)
 {
     L_STRIDES
-    __local real wj[TB * KB], invs[TB * TB];
+    __local realqc wj_rows[TB * RPI];
+    __local real invs[TB * TB];
+    __local real *wj = (__local real *)wj_rows;
     __local int ticket;
     const int lid = get_local_id(0), t = lid / RPI, h = lid % RPI;
     if (lid == 0)
@@ -384,7 +401,7 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
         for (int s = 0; s < TB * KB / NI; s++)
             wj[s * NI + lid] = w[(size_t)j * TB * KB + s * NI + lid];
         barrier(CLK_LOCAL_MEM_FENCE);
-        subtract_block(x, lv, wj, h);
+        subtract_block(x, lv, wj_rows, h);
         STORE_LATER_SUMS(later, x, j + 1, i, h)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -393,7 +410,7 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
         wj[t * KB + h * QC + q] = x[q];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n) {
-        diagonal_solve(x, wj, invs, t, h, kb, lower);
+        diagonal_solve(x, wj_rows, invs, t, h, kb, lower);
         #pragma unroll
         for (int q = 0; q < QC; q++)
             row[q] = x[q];
@@ -419,7 +436,8 @@ __kernel void apply_product(const int n, __global real *a, const long off,
                             __global const real *later, __global const int *large)
 {
     L_STRIDES
-    __local real ws[CW * KB], bs[CW * KB];
+    __local realqc w_rows[CW * RPI], b_rows[CW * RPI];
+    __local real *ws = (__local real *)w_rows, *bs = (__local real *)b_rows;
     const int i = get_global_id(0), c = get_group_id(1);
     STAGE_CHUNK(ws, w, c, n)
     STAGE_CHUNK(bs, b, c, n)
@@ -431,12 +449,17 @@ __kernel void apply_product(const int n, __global real *a, const long off,
         g[q] = (c == i / CW) ? ZERO : later[((size_t)c * n + i) * KB + q];
     #pragma unroll 4
     for (int j = min(i, c * CW + CW - 1); j >= c * CW; j--) {
-        const int e = (j - c * CW) * KB;
+        const int e = (j - c * CW) * RPI;
         const real lij = L_AT(i, j);
         real s = d[j] * lij;
-        for (int q = 0; q < KB; q++) {
-            s += g[q] * bs[e + q];
-            g[q] += lij * ws[e + q];
+        for (int h = 0; h < RPI; h++) {
+            LANES(QC) wq, bq;
+            wq.v = w_rows[e + h];
+            bq.v = b_rows[e + h];
+            for (int q = 0; q < QC; q++) {
+                s += g[h * QC + q] * bq.s[q];
+                g[h * QC + q] += lij * wq.s[q];
+            }
         }
         L_AT(i, j) = s;
     }

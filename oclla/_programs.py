@@ -281,7 +281,9 @@ def launch_queue(queue: cl.CommandQueue):
     twin = _twins.get(queue)
     if twin is None:
         twin = _twins[queue] = cl.CommandQueue(queue.context, queue.device)
-    cl.enqueue_barrier(twin, wait_for=[cl.enqueue_marker(queue)])
+    started = cl.enqueue_marker(queue)
+    queue.flush()                 # OpenCL promises a queue's progress only once flushed
+    cl.enqueue_barrier(twin, wait_for=[started])
     try:
         yield twin
     finally:

@@ -397,8 +397,9 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
             # columns [j1, j1+near) are updated on `queue`, the rest on `far`
             far = side if side is not None and rest > next_jb else queue
             near = next_jb if far is not queue else rest
-            if far is not queue:
+            if far is not queue:          # each queue flushed before the other waits on it
                 panel_done = cl.enqueue_marker(queue)
+                queue.flush()
                 cl.enqueue_barrier(far, wait_for=[panel_done])
             if side_done is not None:
                 cl.enqueue_barrier(queue, wait_for=[side_done])
@@ -427,6 +428,7 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                     gemm(far, rest, rest - near, jb, -1.0, A.at(j1, j), A.at(j, j1 + near),
                          1.0, A.at(j1, j1 + near), dtype=dtype)
                     side_done = cl.enqueue_marker(far)
+                    far.flush()
             rows_done = factor_panel(j1, next_jb)
             j, jb = j1, next_jb
         if side_done is not None:

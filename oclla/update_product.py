@@ -45,12 +45,12 @@ rotations; ``method="product"`` does not.  Updates only: a downdate's M_j
 would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
-H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-28-prefix.txt): float32
-1.45-1.69 ms a call on two machines (cuSOLVER's refactorization 14.0-14.3 ms), of which
-the solve for W 0.51 ms (one launch with SOLVE = "chain"; 1.7 ms as 128 launches), the
-prefix 0.20 ms, the row sweep 0.51 ms; float64 2.06-2.23 ms (solve 0.80, prefix 0.35,
-sweep 0.64 ms).  A lower factor's sweep and solve read rows across the work-items:
-float32 2.1-2.2 ms.
+H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-28-sums.txt): float32
+1.11-1.17 ms a call (cuSOLVER's refactorization 14.0-14.3 ms), of which the solve for W
+0.52 ms (one launch with SOLVE = "chain"; 1.7 ms as 128 launches), the prefix 0.20 ms,
+the row sweep 0.20 ms; float64 1.70-1.77 ms (solve 0.82, prefix 0.35, sweep 0.32 ms).
+A lower factor's sweep and solve read rows across the work-items: float32 1.68 ms,
+float64 2.15 ms.
 """
 
 from __future__ import annotations
@@ -77,9 +77,10 @@ KB = 16
 CH = 8
 #: Columns of L per chunk of the row sweep: an apply_product work-item sweeps at
 #: most CW entries of its row; its work-group keeps CW rows of W and of B in local
-#: memory (2·CW·KB reals: 32 KiB in float64).  A multiple of TB: the solve stores
-#: the rows' sums over the later chunks where a chunk's blocks end.
-CW = 128
+#: memory (2·CW·KB reals: 16 KiB in float64).  A multiple of TB: the solve stores
+#: the rows' sums over the later chunks where a chunk's blocks end.  64 rather than
+#: 128 (H200, n = 8192, k = 16, float32: the sweep 0.26-0.28 → 0.21-0.22 ms).
+CW = 64
 #: Rows per block of the solve for W: n/TB launches of ``solve_step``, each
 #: subtracting the last block's part from every later row and solving the next
 #: block with its inverted diagonal block (trtri_blocks, one launch for all); four
