@@ -150,7 +150,9 @@ Methods
     2.7-3.4 against 7.8 ms in float64), and at k = 16 3.5-3.6 against 9.0 ms
     (float32; 4.1-4.3x cuSOLVER's refactorization) and 4.6-4.7 against 15.4
     ms (float64; nvidia-h100-2026-11-26-update-loads.txt); at k = 64 (four
-    passes) it was slower, so PRODUCT stays 16.
+    passes) it was slower, so PRODUCT stays 16.  Now, on an H200 (n = 8192,
+    k = 16; nvidia-h200-2026-11-28-sums.txt): 1.11-1.17 ms in float32 (12-12.7x
+    cuSOLVER's refactorization), 1.70-1.77 ms in float64 (8.5-8.9x).
 
 ``method="product"``
     The product form for any rank (passes of 16 columns), without the guard.
