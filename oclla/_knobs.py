@@ -813,6 +813,13 @@ FAMILIES = {f.name: f for f in (
         Knob("KF", "most columns of V per pass of factor_panel_local (its items hold a "
              "row of them in registers; a row's rotations are formed by KF items)",
              _by_kind(64, 16), pow2(), ("oclla/update.py",), _both((16, 64))),
+        Knob("KB", "most columns of V per pass of apply_panel over a panel's rows (their "
+             "entries stay in registers across the rows, VW lanes each on CPUs: the paper's "
+             "ElementsPerThread, 16 there; fewer for a smaller rank, its next power of two; "
+             "PoCL, 2 cores, float32, interleaved: n = 4000, k = 16 30.9-34.0 -> 27.0-27.9 "
+             "ms with 8, k = 64 102-135 -> 92-105 ms; float64 level)", _by_kind(16, 8),
+             WIDTHS, ("oclla/update.py", "kernels_cl/update.cl"),
+             {"GPU": (16,), "CPU": (8, 16)}),
         Knob("APPLY_WG", "work-items per work-group of apply_panel (one to VW trailing "
              "columns each: small groups spread a panel's few thousand columns over all "
              "of a GPU's compute units)", lambda d, p: d.group(32, 64), pow2(),

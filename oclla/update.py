@@ -30,8 +30,8 @@ Methods
     forms the panel's rotations and applies them inside the panel's diagonal
     triangle (``panel`` step), then each work-item of the next launch applies
     all the panel's rotations to its trailing columns: their PANEL entries of
-    R and their rows of V held in registers, V :data:`KB` columns at a time
-    (``apply`` step, CholeskyModifyA's order).  A work-item takes as many
+    R and their rows of V held in registers, V KB columns at a time (the
+    ``update`` knob; ``apply`` step, CholeskyModifyA's order).  A work-item takes as many
     columns as the device's native vector width (one on GPUs, whose
     neighbouring items then read neighbouring entries of R; a vector of 4-8
     on CPUs, which run a work-item's loops as written: 3-4× faster there than
@@ -201,11 +201,6 @@ from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_dev
                         read_status, status_flags, to_device)
 from .cholesky import _full_region
 
-#: Columns of V that apply_panel holds in registers at once (the paper's
-#: ElementsPerThread, 16 there too); fewer when k is smaller (the next power
-#: of two above k), so that a rank-1 update does no work on padding.
-KB = 16
-
 #: The methods of :func:`cholesky_update`: "product" is
 #: :func:`oclla.update_product.update_product` (updates of a full factor only).
 METHODS = ("blocked", "pivot", "product")
@@ -225,12 +220,10 @@ def _failure(info: int, sign: int) -> LinAlgError:
                        f"the Cholesky factor of a positive definite matrix")
 
 
-def _group_width(k: int) -> int:
-    """apply_panel's KB for k columns: the next power of two >= k, at most :data:`KB`."""
-    width = 1
-    while width < min(k, KB):
-        width *= 2
-    return width
+def _group_width(queue, dtype, k: int) -> int:
+    """apply_panel's KB for k columns: the next power of two >= k, at most the
+    ``update`` knob KB (so that a rank-1 update does no work on padding)."""
+    return min(pow2_at_least(k), params(queue, "update", dtype)["KB"])
 
 
 def panel_rows(queue, dtype) -> int:
@@ -252,7 +245,8 @@ def _options(queue, dtype, k: int, lower: bool, packed: bool, reflect: bool = Fa
     rows = knobs["PANEL"]
     kf = min(pow2_at_least(k), knobs["KF"])
     return dict(LOWER=int(lower), PACKED=int(packed), WG=params(queue, "wg1d", dtype)["WG"],
-                PANEL=rows, KB=_group_width(k), VW=vector_width(queue, dtype.itemsize),
+                PANEL=rows, KB=_group_width(queue, dtype, k),
+                VW=vector_width(queue, dtype.itemsize),
                 KF=kf, FWG=pow2_at_least(max(rows, kf)), HOUSEHOLDER=int(reflect))
 
 
@@ -453,7 +447,8 @@ def rotations(queue, n: int, k: int, dtype, rows: int, *, reflect: bool = False)
     identities (1, 0, 1, 0) by the device (``clEnqueueFillBuffer``); ``rows``: the
     panel's rows.  With ``reflect``, the reflectors' array h instead: (n + rows) rows
     of kp + 2 + rows reals (u, tau, flip, the panel's coupling M; update.cl), zeros."""
-    kp = -(-k // _group_width(k)) * _group_width(k)
+    width = _group_width(queue, dtype, k)
+    kp = -(-k // width) * width
     fill = np.zeros(1, dtype) if reflect else np.array([1, 0, 1, 0], dtype)
     count = (n + rows) * ((kp + 2 + rows) if reflect else 4 * kp)
     size = count * fill.itemsize

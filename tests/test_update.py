@@ -210,6 +210,24 @@ def test_lookahead_gives_the_panel_by_panel_factor(queue, dtype, lower):
         assert accuracy.passes(accuracy.cholesky_backward_error(at, out[1], lower)), (n, sign)
 
 
+def test_group_width_gives_the_same_factor(queue, dtype):
+    """The knob KB (columns of V per apply_panel pass: 16, 8 or 4, passes of a rank 17
+    update 2, 3 or 5 with padded rotations) changes the grouping, not any entry's
+    arithmetic: the same factor, bit for bit, for an update and a downdate."""
+    rows = update.panel_rows(queue, np.dtype(dtype))
+    base = params(queue, "update", dtype)
+    for n, sign in ((2 * rows + 5, 1), (rows + 3, -1)):
+        at, c, v = problem(n, 17, sign, dtype, seed=9)
+        out = []
+        for width in (16, 8, 4):
+            with trial(queue, "update", dtype, {**base, "KB": width, "REFLECT": 0,
+                                                "PRODUCT": 0}):
+                out.append(oclla.cholesky_update(c, v, sign=sign, queue=queue))
+        np.testing.assert_array_equal(out[0], out[1])
+        np.testing.assert_array_equal(out[0], out[2])
+        assert accuracy.passes(accuracy.cholesky_backward_error(at, out[0], False)), (n, sign)
+
+
 def test_gpu_kernels_accuracy_both_signs_and_layouts(queue, dtype):
     """factor_panel_local (rotations from prefix sums, the panel in local memory):
     orders straddling the panel, ranks straddling its KF = 16 columns of V per pass
