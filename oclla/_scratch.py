@@ -1,8 +1,9 @@
 """Scratch device memory that outlives a call: one pyopencl memory pool per queue.
 
 A routine's work buffers (the product-form update's W, B, prefixes, row sums and its
-flag) are taken from the queue's pool and handed back to it when the routine drops them, so a second call of the same shapes makes no
-allocation.  On NVIDIA's OpenCL driver a buffer's allocation and release cost tens of
+flag; the device copy of a host operand, :func:`private_copy`) are taken from the
+queue's pool and handed back to it when the routine drops them, so a second call of
+the same shapes makes no allocation.  On NVIDIA's OpenCL driver a buffer's allocation and release cost tens of
 microseconds each (the product-form update at n = 8192, k = 16 made eight and spent
 0.2-0.3 ms of its 1.8-2.4 ms on them; benchmarks/results/nvidia-h200-2026-11-28-scratch.txt).
 
@@ -27,6 +28,10 @@ import pyopencl.tools as cl_tools
 #: it holds before its next allocation (the update's scratch at n = 16384, k = 16 in
 #: float64 is 0.27 GiB).
 HELD_BYTES = 512 * 2 ** 20
+
+#: Largest device copy of a host operand (:func:`private_copy`) taken from the pool;
+#: larger ones are plain allocations, freed when the call ends.
+PRIVATE_BYTES = 128 * 2 ** 20
 
 _lock = threading.Lock()
 _pools: dict = {}          # cl.CommandQueue -> its MemoryPool, or None (out of order)
@@ -55,6 +60,18 @@ def buffer(queue: cl.CommandQueue, nbytes: int):
     if pool.managed_bytes - pool.active_bytes > HELD_BYTES:
         pool.free_held()
     return pool.allocate(max(1, nbytes))
+
+
+def private_copy(queue: cl.CommandQueue, host: np.ndarray) -> cl_array.Array:
+    """A device copy of the numpy array ``host`` (written by a blocking copy) that the
+    caller computes in on ``queue`` and never hands out: from the queue's pool up to
+    :data:`PRIVATE_BYTES`.  A new buffer's pages cost their first touch on a CPU
+    device (PoCL: a 64 MB copy into a new buffer 39 ms, into a reused one 8-9 ms;
+    benchmarks/results/pocl-2core-epyc-2026-11-28-update-kb.txt) and an allocation
+    and a release on a GPU's driver."""
+    if host.nbytes > PRIVATE_BYTES:
+        return cl_array.to_device(queue, host)
+    return cl_array.to_device(queue, host, allocator=lambda nbytes: buffer(queue, nbytes))
 
 
 _ZEROS = np.zeros(1, np.int32)

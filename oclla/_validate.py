@@ -23,6 +23,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import _scratch as scratch
 from ._device import DeviceError, device_info
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, round_up
@@ -291,7 +292,7 @@ def work_array(queue, validated, overwrite: bool, *, original=None) -> cl_array.
     if is_device_array(validated):
         private = original is not None and validated is not original
         return validated if (overwrite or private) else validated.copy()
-    return cl_array.to_device(queue, validated)
+    return scratch.private_copy(queue, validated)
 
 
 def _into_view(queue, work: cl_array.Array, original, overwrite: bool):
@@ -372,7 +373,7 @@ def rhs_work(queue, b_, n: int, overwrite_b: bool, *, original=None):
         x2 = x.reshape(n, -1) if x.ndim == 1 else x
         return x2, (lambda: _into_view(queue, x, original, overwrite_b))
     shape = b_.shape
-    x2 = cl_array.to_device(queue, np.ascontiguousarray(b_.reshape(n, -1)))
+    x2 = scratch.private_copy(queue, np.ascontiguousarray(b_.reshape(n, -1)))
     return x2, (lambda: x2.get().reshape(shape))
 
 
@@ -426,8 +427,10 @@ def factor_in_place(a, queue, factor, *, overwrite_a: bool, check_finite: bool,
 
 
 def to_device(queue, a):
-    """A validated operand on the device: itself if it is there, else a copy."""
-    return a if is_device_array(a) else cl_array.to_device(queue, a)
+    """A validated operand on the device: itself if it is there, else a copy private
+    to the call (:func:`oclla._scratch.private_copy`: for commands on ``queue``, never
+    handed out)."""
+    return a if is_device_array(a) else scratch.private_copy(queue, a)
 
 
 def solve_in_place(queue, b, n: int, dtype, solve, *, overwrite_b: bool, check_finite: bool):

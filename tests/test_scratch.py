@@ -1,9 +1,11 @@
 """Scratch memory kept between calls (oclla/_scratch.py): reuse, zeroed flags, the bound
-on held memory, out-of-order queues, and a routine that takes its buffers from it."""
+on held memory, out-of-order queues, a routine that takes its buffers from it, and the
+private device copies of host operands (pooled; device results never)."""
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
 import pytest
 
 import oclla
@@ -88,3 +90,47 @@ def test_product_update_allocates_nothing_the_second_time(own_queue, dtype):
     np.testing.assert_array_equal(first, second)
     assert accuracy.passes(accuracy.cholesky_backward_error(at, second, False))
     _scratch._pools.pop(_programs._twins.get(own_queue), None)
+
+
+def test_host_operands_are_copied_into_pooled_memory(own_queue, dtype):
+    """A host operand's device copy (the factor's work array, a solve's factor and
+    right-hand side) comes from the queue's pool and goes back to it: a second host
+    call of the same shapes allocates nothing there and returns the same numpy result;
+    nothing is left in use."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 40))
+    a = (x @ x.T + 40 * np.eye(40)).astype(dtype)
+    b = rng.standard_normal((40, 3)).astype(dtype)
+    pool = _scratch._pool(own_queue)
+    first = oclla.cholesky(a, queue=own_queue)
+    assert isinstance(first, np.ndarray)
+    assert pool.managed_bytes >= a.nbytes and pool.active_bytes == 0
+    managed = pool.managed_bytes
+    second = oclla.cholesky(a, queue=own_queue)
+    np.testing.assert_array_equal(first, second)
+    x1 = oclla.cho_solve((first, False), b, queue=own_queue)
+    x2 = oclla.cho_solve((first, False), b, queue=own_queue)
+    np.testing.assert_array_equal(x1, x2)
+    assert pool.active_bytes == 0
+    assert pool.managed_bytes <= managed + a.nbytes + b.nbytes       # one factor, one b
+    assert accuracy.passes(accuracy.solve_backward_error(a, x2, b))
+
+
+def test_large_host_operands_get_their_own_buffers(own_queue, monkeypatch):
+    """A host operand larger than PRIVATE_BYTES is copied into a buffer of its own,
+    freed with the call: the pool keeps none of it."""
+    monkeypatch.setattr(_scratch, "PRIVATE_BYTES", 1024)
+    a = 50 * np.eye(30) + np.ones((30, 30))
+    pool = _scratch._pool(own_queue)
+    r = oclla.cholesky(a, queue=own_queue)
+    assert pool.managed_bytes < a.nbytes
+    assert accuracy.passes(accuracy.cholesky_backward_error(a, r, False))
+
+
+def test_device_results_are_never_pooled(own_queue):
+    """A device operand's result is the caller's: not a pooled block (a pooled block
+    dropped while another queue still reads it could be handed out again)."""
+    a = cl_array.to_device(own_queue, 50 * np.eye(30) + np.ones((30, 30)))
+    r = oclla.cholesky(a, queue=own_queue)
+    assert isinstance(r, cl_array.Array)
+    assert not isinstance(r.base_data, cl_tools.PooledBuffer)
