@@ -1,11 +1,12 @@
 """Scratch device memory that outlives a call: one pyopencl memory pool per queue.
 
 A routine's work buffers (the product-form update's W, B, prefixes, row sums and its
-flag; the device copy of a host operand, :func:`private_copy`) are taken from the
-queue's pool and handed back to it when the routine drops them, so a second call of
-the same shapes makes no allocation.  On NVIDIA's OpenCL driver a buffer's allocation and release cost tens of
-microseconds each (the product-form update at n = 8192, k = 16 made eight and spent
-0.2-0.3 ms of its 1.8-2.4 ms on them; benchmarks/results/nvidia-h200-2026-11-28-scratch.txt).
+flag; on CPU devices the device copy of a host operand, :func:`private_copy`) are
+taken from the queue's pool and handed back to it when the routine drops them, so a
+second call of the same shapes makes no allocation.  On NVIDIA's OpenCL driver a
+buffer's allocation and release cost tens of microseconds each (the product-form
+update at n = 8192, k = 16 made eight and spent 0.2-0.3 ms of its 1.8-2.4 ms on them;
+benchmarks/results/nvidia-h200-2026-11-28-scratch.txt).
 
 Reuse is safe because a pool serves one in-order queue: a buffer handed back while
 kernels that use it are still queued is next written by commands enqueued after
@@ -64,12 +65,13 @@ def buffer(queue: cl.CommandQueue, nbytes: int):
 
 def private_copy(queue: cl.CommandQueue, host: np.ndarray) -> cl_array.Array:
     """A device copy of the numpy array ``host`` (written by a blocking copy) that the
-    caller computes in on ``queue`` and never hands out: from the queue's pool up to
-    :data:`PRIVATE_BYTES`.  A new buffer's pages cost their first touch on a CPU
-    device (PoCL: a 64 MB copy into a new buffer 39 ms, into a reused one 8-9 ms;
-    benchmarks/results/pocl-2core-epyc-2026-11-28-update-kb.txt) and an allocation
-    and a release on a GPU's driver."""
-    if host.nbytes > PRIVATE_BYTES:
+    caller computes in on ``queue`` and never hands out: on a CPU device from the
+    queue's pool, up to :data:`PRIVATE_BYTES`, since a new buffer's pages cost their
+    first touch there (PoCL: a 64 MB copy into a new buffer 39 ms, into a reused one
+    8-9 ms; benchmarks/results/pocl-2core-epyc-2026-11-28-update-kb.txt).  Elsewhere a
+    new buffer: on an H200 the pool gave nothing measurable beside the host copies
+    (benchmarks/results/nvidia-h200-2026-11-28-host-copies.txt)."""
+    if host.nbytes > PRIVATE_BYTES or not queue.device.type & cl.device_type.CPU:
         return cl_array.to_device(queue, host)
     return cl_array.to_device(queue, host, allocator=lambda nbytes: buffer(queue, nbytes))
 

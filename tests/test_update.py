@@ -212,8 +212,10 @@ def test_lookahead_gives_the_panel_by_panel_factor(queue, dtype, lower):
 
 def test_group_width_gives_the_same_factor(queue, dtype):
     """The knob KB (columns of V per apply_panel pass: 16, 8 or 4, passes of a rank 17
-    update 2, 3 or 5 with padded rotations) changes the grouping, not any entry's
-    arithmetic: the same factor, bit for bit, for an update and a downdate."""
+    update 2, 3 or 5 with padded rotations) changes the grouping, not the arithmetic:
+    the same factor within rounding (a compiler may contract a multiply-add into an
+    FMA in one program and not in another: NVIDIA's differ in the last bit), for an
+    update and a downdate, each backward stable."""
     rows = update.panel_rows(queue, np.dtype(dtype))
     base = params(queue, "update", dtype)
     for n, sign in ((2 * rows + 5, 1), (rows + 3, -1)):
@@ -223,9 +225,10 @@ def test_group_width_gives_the_same_factor(queue, dtype):
             with trial(queue, "update", dtype, {**base, "KB": width, "REFLECT": 0,
                                                 "PRODUCT": 0}):
                 out.append(oclla.cholesky_update(c, v, sign=sign, queue=queue))
-        np.testing.assert_array_equal(out[0], out[1])
-        np.testing.assert_array_equal(out[0], out[2])
-        assert accuracy.passes(accuracy.cholesky_backward_error(at, out[0], False)), (n, sign)
+        tol = 64 * np.finfo(dtype).eps * np.abs(out[0]).max()
+        for r in out:
+            np.testing.assert_allclose(r, out[0], rtol=0, atol=tol, err_msg=f"n={n}")
+            assert accuracy.passes(accuracy.cholesky_backward_error(at, r, False)), (n, sign)
 
 
 def test_gpu_kernels_accuracy_both_signs_and_layouts(queue, dtype):
