@@ -33,7 +33,7 @@
  * t(i, c), the sum of L(i, l) w_l over l <= i in the column chunks after c (CW
  * columns each), is what the solve's row i holds once it has subtracted the
  * blocks of chunks 0 .. c from v_i: v_i = sum_{l <= i} L(i, l) w_l.  The solve
- * stores it there (t(i, c) at t[(c*n + i)*KB ..], for c below i's own chunk,
+ * stores it then (t(i, c) at later[(c*n + i)*KB ..], for c below i's own chunk,
  * whose t is zero), so the sweep reads L once.
  * L(i, j) is a[off + i*ld + j] (lower = 1) or, for an upper factor
  * (A = R^T R, L = R^T), a[off + j*ld + i]; only that triangle is touched.
