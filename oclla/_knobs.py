@@ -816,8 +816,9 @@ FAMILIES = {f.name: f for f in (
         Knob("KB", "most columns of V per pass of apply_panel over a panel's rows (their "
              "entries stay in registers across the rows, VW lanes each on CPUs: the paper's "
              "ElementsPerThread, 16 there; fewer for a smaller rank, its next power of two; "
-             "PoCL, 2 cores, float32, interleaved: n = 4000, k = 16 30.9-34.0 -> 27.0-27.9 "
-             "ms with 8, k = 64 102-135 -> 92-105 ms; float64 level)", _by_kind(16, 8),
+             "PoCL, 2 cores, float32, n = 4000, k = 16, best of 5 in nine interleaved "
+             "rounds: 30.9-38.2 -> 26.0-38.6 ms with 8, better in seven; k = 64 102-135 -> "
+             "92-105 ms; float64 level)", _by_kind(16, 8),
              WIDTHS, ("oclla/update.py", "kernels_cl/update.cl"),
              {"GPU": (16,), "CPU": (8, 16)}),
         Knob("APPLY_WG", "work-items per work-group of apply_panel (one to VW trailing "
