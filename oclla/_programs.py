@@ -264,6 +264,15 @@ def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *
 _twins: dict = {}
 
 
+def flushed_marker(queue: cl.CommandQueue) -> cl.Event:
+    """A marker event after everything enqueued on ``queue`` so far, with ``queue``
+    flushed: another queue may wait on it (OpenCL promises a queue's progress only once
+    it is flushed, so a wait on an unflushed queue's event may never end)."""
+    marker = cl.enqueue_marker(queue)
+    queue.flush()
+    return marker
+
+
 @contextlib.contextmanager
 def launch_queue(queue: cl.CommandQueue):
     """The queue a host loop of many launches should use.
@@ -281,15 +290,11 @@ def launch_queue(queue: cl.CommandQueue):
     twin = _twins.get(queue)
     if twin is None:
         twin = _twins[queue] = cl.CommandQueue(queue.context, queue.device)
-    started = cl.enqueue_marker(queue)
-    queue.flush()                 # OpenCL promises a queue's progress only once flushed
-    cl.enqueue_barrier(twin, wait_for=[started])
+    cl.enqueue_barrier(twin, wait_for=[flushed_marker(queue)])
     try:
         yield twin
     finally:
-        done = cl.enqueue_marker(twin)
-        twin.flush()
-        cl.enqueue_barrier(queue, wait_for=[done])
+        cl.enqueue_barrier(queue, wait_for=[flushed_marker(twin)])
 
 
 _side_queues: dict = {}

@@ -18,8 +18,8 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import device_info
 from ._params import params
-from ._programs import (copy, enqueue, get_kernel, int_arg, int_zeros, launch, round_up, set_args,
-                        side_queue)
+from ._programs import (copy, enqueue, flushed_marker, get_kernel, int_arg, int_zeros, launch,
+                        round_up, set_args, side_queue)
 from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
 from .lu_pivot import PivotKernels, annotate_swaps
 
@@ -397,10 +397,8 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
             # columns [j1, j1+near) are updated on `queue`, the rest on `far`
             far = side if side is not None and rest > next_jb else queue
             near = next_jb if far is not queue else rest
-            if far is not queue:          # each queue flushed before the other waits on it
-                panel_done = cl.enqueue_marker(queue)
-                queue.flush()
-                cl.enqueue_barrier(far, wait_for=[panel_done])
+            if far is not queue:
+                cl.enqueue_barrier(far, wait_for=[flushed_marker(queue)])
             if side_done is not None:
                 cl.enqueue_barrier(queue, wait_for=[side_done])
                 side_done = None
@@ -427,8 +425,7 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                 if far is not queue:
                     gemm(far, rest, rest - near, jb, -1.0, A.at(j1, j), A.at(j, j1 + near),
                          1.0, A.at(j1, j1 + near), dtype=dtype)
-                    side_done = cl.enqueue_marker(far)
-                    far.flush()
+                    side_done = flushed_marker(far)
             rows_done = factor_panel(j1, next_jb)
             j, jb = j1, next_jb
         if side_done is not None:

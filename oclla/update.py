@@ -150,9 +150,10 @@ Methods
     2.7-3.4 against 7.8 ms in float64), and at k = 16 3.5-3.6 against 9.0 ms
     (float32; 4.1-4.3x cuSOLVER's refactorization) and 4.6-4.7 against 15.4
     ms (float64; nvidia-h100-2026-11-26-update-loads.txt); at k = 64 (four
-    passes) it was slower, so PRODUCT stays 16.  Now, on an H200 (n = 8192,
-    k = 16; nvidia-h200-2026-11-28-sums.txt): 1.11-1.17 ms in float32 (12-12.7x
-    cuSOLVER's refactorization), 1.70-1.77 ms in float64 (8.5-8.9x).
+    passes) it was slower, so PRODUCT stays 16.  With the row sums taken from the
+    solve, on an H200 (n = 8192, k = 16; nvidia-h200-2026-11-28-sums.txt): 1.11-1.17
+    ms in float32 (12-12.7x cuSOLVER's refactorization), 1.70-1.77 ms in float64
+    (8.5-8.9x).
 
 ``method="product"``
     The product form for any rank (passes of 16 columns), without the guard.
@@ -196,7 +197,8 @@ from . import trace
 from ._device import resolve_queue, vector_width
 from ._knobs import pow2_at_least
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up, side_queue
+from ._programs import (enqueue, flushed_marker, get_kernel, int_arg, launch_queue, round_up,
+                        side_queue)
 from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_device_array,
                         read_status, status_flags, to_device)
 from .cholesky import _full_region
@@ -387,7 +389,7 @@ def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lo
     rotated on the second queue; the next panel's apply waits for them (it rotates the
     same rows of V, after this panel).  A factor_panel is one work-group: the rest of
     the device works meanwhile.  Each queue is flushed before the other waits on one of
-    its events (clFlush: OpenCL promises progress across queues only then)."""
+    its events (:func:`oclla._programs.flushed_marker`)."""
     kernels = _panel_kernels(queue, v.dtype, v.shape[1], lower, packed, sign)
     rows = kernels.rows
     side = (side_queue(queue) if params(queue, "update", v.dtype)["LOOKAHEAD"]
@@ -406,13 +408,10 @@ def update_blocked(queue, buf, off: int, ld: int, n: int, v, rot, kp: int, *, lo
             later = None
         j1 = i0 + min(rows, n - i0)
         j2 = j1 + min(rows, n - j1)
-        if j2 < n:                   # each queue flushed before the other waits on it
-            factored = cl.enqueue_marker(queue)
-            queue.flush()
-            cl.enqueue_barrier(side, wait_for=[factored])
+        if j2 < n:
+            cl.enqueue_barrier(side, wait_for=[flushed_marker(queue)])
             _panel_apply(side, *args, j2, n, info=info, region=region)
-            later = cl.enqueue_marker(side)
-            side.flush()
+            later = flushed_marker(side)
         _panel_apply(queue, *args, j1, j2, info=info, region=region)
     if later is not None:
         cl.enqueue_barrier(queue, wait_for=[later])

@@ -30,7 +30,7 @@ import pyopencl as cl
 
 from . import trace
 from ._device import device_info
-from ._programs import int_zeros
+from ._programs import flushed_marker, int_zeros
 from ._validate import NONFINITE, SUPPORTED_DTYPES, check_dtype, check_fp64, is_device_array
 from .cholesky import _full_region
 from .update import _failure, _panel_kernels, _panel_pass, rotations, rotations_input
@@ -141,11 +141,9 @@ def stream_update(c, v, *, sign: int, lower: bool, check_finite: bool, queue,
                             i0 * k, rot, kp, sign=sign, info=info,
                             region=_full_region(lower), shift=i0)
                 cl.enqueue_copy(queue, codes[p:p + 1], info.data, is_blocking=False)
-                finished = cl.enqueue_marker(queue)
-                queue.flush()
                 in_flight.append((i0, nb, s, cl.enqueue_copy(
                     download, staging[s][:nb * m], panels[s], is_blocking=False,
-                    wait_for=[finished])))
+                    wait_for=[flushed_marker(queue)])))
                 download.flush()
             while in_flight:
                 land(*in_flight.pop(0))
