@@ -2,8 +2,9 @@
  * one-work-group diagonal-block kernel.
  *
  * Every kernel is written for the lower factor L and reaches its entries
- * through EL(i, j) = TRI(a, i, j), i >= j (triangle.h), so one source serves
- * row-major lower and upper (U = L^T) storage and both RFP layouts.  Only
+ * through EL(i, j), i >= j, so one source serves row-major lower and upper
+ * (U = L^T) storage and both RFP layouts (triangle.h's four storages, chosen
+ * here by the kernels' arguments `lower` and `packed`).  Only
  * the entries with i >= j are ever read or written: the other triangle of
  * the input is ignored, as LAPACK's ?potrf does.
  *
@@ -25,14 +26,15 @@
  * it instead of potf2_block) -- and, given a buffer for it (ldw > 0), also
  * invert it, so that apply_inverse solves the panel beside it by one
  * multiplication (blocked potrf: larger diagonal blocks are split
- * recursively, the rest is TRSM and SYRK).  They exist for PACKED = 0 only
+ * recursively, the rest is TRSM and SYRK).  They serve full storage only
  * (blocked RFP works on the packed array's sub-blocks, which are ordinary
  * strided matrices).
  *
  * Two programs, by whether LEAF is defined, so that each build compiles only
  * what its caller launches (a leaf of order 64 is most of this file's
  * compile time):
- *   LEAF undefined: the per-pivot kernels;
+ *   LEAF undefined: the per-pivot kernels, one program for all four
+ *                   storages (the arguments lower and packed);
  *   LEAF defined:   the leaf (inverting or not, chosen by ldw at run time)
  *                   and apply_inverse -- one program for every order and
  *                   both triangles: they take the triangle as an argument
@@ -51,11 +53,14 @@
 #define WG 64              /* work-group size of potf2_block */
 #endif
 
-#define EL(i, j) TRI(a, i, j)
-
 #ifndef LEAF
+/* the stored entry (i, j), i >= j: lower (1: row-major lower or RFP 'L'; 0: the
+ * transpose, row-major upper or RFP 'U') and packed (RFP of order n) as in triangle.h */
+#define EL(i, j) a[packed ? (lower ? rfp_lower((i), (j), n) : rfp_upper((j), (i), n)) \
+                          : (lower ? AT((i), (j), ld) : AT((j), (i), ld))]
+
 __kernel void sqrt_pivot(__global real *a, const long off, const int ld, const int n,
-                         const int k, __global int *info)
+                         const int k, __global int *info, const int lower, const int packed)
 {
     a += off;
     if (*info)
@@ -69,7 +74,8 @@ __kernel void sqrt_pivot(__global real *a, const long off, const int ld, const i
 }
 
 __kernel void normalize_column(__global real *a, const long off, const int ld,
-                               const int n, const int k, __global const int *info)
+                               const int n, const int k, __global const int *info,
+                               const int lower, const int packed)
 {
     a += off;
     const int i = k + 1 + get_global_id(0);
@@ -79,7 +85,8 @@ __kernel void normalize_column(__global real *a, const long off, const int ld,
 }
 
 __kernel void outer_product(__global real *a, const long off, const int ld, const int n,
-                            const int k, __global const int *info)
+                            const int k, __global const int *info, const int lower,
+                            const int packed)
 {
     a += off;
     const long t = n - k - 1;
@@ -91,8 +98,8 @@ __kernel void outer_product(__global real *a, const long off, const int ld, cons
     EL(i, j) -= EL(i, k) * EL(j, k);
 }
 
-#elif !PACKED              /* LEAF defined: the leaves' largest block order */
-#undef EL                  /* the stored triangle by the kernels' argument `lower` */
+#else                      /* LEAF defined: the leaves' largest block order */
+/* the stored triangle by the kernels' argument `lower` */
 #define EL(i, j) a[lower ? AT((i), (j), ld) : AT((j), (i), ld)]
 #include "unroll.h"
 #ifndef ROW_LEAF

@@ -20,12 +20,22 @@
  *
  * No pass over a leaf's rows' other columns, and no interchange launch.
  * Storage as in common.h (row-major).  flat_update's tiles: flat_update.h.
+ *
+ * UPDATE = 1 builds flat_update alone (with its tile's macros), UPDATE = 0
+ * flat_solve and gather_rows (LW alone): where FLAT_AHEAD puts every update
+ * into the next leaf's launch, the update's program is never built.
  */
 #include "common.h"
 
 #ifndef LW
 #define LW 16              /* widest leaf */
 #endif
+#include "flat_tail.h"
+#ifndef UPDATE
+#define UPDATE 0           /* 1: the program holds flat_update, 0: flat_solve, gather_rows */
+#endif
+
+#if UPDATE
 #ifndef TILE_M
 #define TILE_M 32
 #endif
@@ -52,6 +62,8 @@ void flat_update(__global real *a, const int lda, const int n, const int c, cons
                      get_group_id(1), get_local_id(0), get_local_id(1), l21, a12, u12, li,
                      home, top);
 }
+
+#else
 
 /* Leaf b (columns [j0 + b LW, + LW); every leaf but the last is LW wide) turns
  * its A12 into U12 for column j0 + b LW + LW + get_global_id(0): one item per
@@ -86,3 +98,4 @@ __kernel void gather_rows(__global const real *a, const int lda, const int j0, c
     if (col < cols && r < n)
         dst[AT(r - j0, col, cols)] = a[AT(FINAL_ROW(maps, n, j0, r), col, lda)];
 }
+#endif

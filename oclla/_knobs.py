@@ -592,7 +592,9 @@ FAMILIES = {f.name: f for f in (
            _gemm_knobs(False), _gemm_settle, _gemm_constraint, _gemm_keep),
     Family("gemm_thin", "The gemm shape for products of inner dimension k <= MAX_K (the "
            "rank-k updates of the blocked LU's leaves: a whole C streamed for little "
-           "arithmetic, so more, smaller tiles): MAX_K and, where MAX_K > 0, a gemm set.",
+           "arithmetic, so more, smaller tiles; not a TRSM's products, whose last block "
+           "would build these programs at some orders only): MAX_K and, where MAX_K > 0, "
+           "a gemm set.",
            (Knob("MAX_K", "largest inner dimension that uses this shape (0: never)",
                  _by_kind(16, 0), ints(0), ("oclla/blas.py",), _both((0, 8, 16, 32))),)
            + _gemm_knobs(True), _thin_settle, _thin_constraint),

@@ -133,13 +133,15 @@ def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_
 
 def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: float,
          c: View, *, dtype, trans_a: bool = False, trans_b: bool = False,
-         triangle: str | None = None, tile: dict | None = None) -> cl.Event | None:
+         triangle: str | None = None, tile: dict | None = None,
+         thin: bool = True) -> cl.Event | None:
     """C[m x n] = alpha·op(A)·op(B) + beta·C; ``triangle`` "lower"/"upper" writes only that part.
 
     op(A) is m x k (A itself k x m when ``trans_a``), op(B) is k x n.  With
-    ``beta == 0`` C is not read.  The device's ``gemm`` parameters, or its
-    ``gemm_thin`` ones where 0 < k <= their MAX_K; ``tile`` overrides both (a
-    dict as :func:`oclla._params.params` returns: the tuner and the tests use it).
+    ``beta == 0`` C is not read.  The device's ``gemm`` parameters, or (with
+    ``thin``) its ``gemm_thin`` ones where 0 < k <= their MAX_K; ``tile``
+    overrides both (a dict as :func:`oclla._params.params` returns: the tuner and
+    the tests use it).
     """
     if m <= 0 or n <= 0:
         return None
@@ -149,7 +151,7 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
         problem = check("gemm", tile, device_info(queue), np.dtype(dtype).itemsize)
         if problem is not None:
             raise ValueError(f"gemm parameters {tile}: {problem}")
-    p = tile or gemm_shape(queue, k, dtype)
+    p = tile or (gemm_shape(queue, k, dtype) if thin else params(queue, "gemm", dtype))
     tri = {None: 0, "lower": 1, "upper": 2}[triangle]
     run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
     with indices_for(dtype, a, b, c):
@@ -222,12 +224,12 @@ def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, 
         if left:
             work = View(tmp, 0, nrhs)
             gemm(queue, kb, nrhs, kb, 1.0, w, b.at(k0, 0), 0.0, work, dtype=dtype,
-                 trans_a=trans)
+                 trans_a=trans, thin=False)
             copy_block(queue, kb, nrhs, work, b.at(k0, 0), dtype)
         else:
             work = View(tmp, 0, kb)
             gemm(queue, nrhs, kb, kb, 1.0, b.at(0, k0), w, 0.0, work, dtype=dtype,
-                 trans_b=trans)
+                 trans_b=trans, thin=False)
             copy_block(queue, nrhs, kb, work, b.at(0, k0), dtype)
         _trsm_update(queue, m, nrhs, t, b, k0, kb, dtype=dtype, left=left, trans=trans,
                      forward=forward)
@@ -247,12 +249,12 @@ def _trsm_update(queue, m, nrhs, t, b, k0, kb, *, dtype, left, trans, forward):
         r0 = rest.start
         opt, tr = tsub(r0, k0)
         gemm(queue, len(rest), nrhs, kb, -1.0, opt, b.at(k0, 0), 1.0, b.at(r0, 0),
-             dtype=dtype, trans_a=tr)
+             dtype=dtype, trans_a=tr, thin=False)
     else:
         c0 = rest.start
         opt, tr = tsub(k0, c0)
         gemm(queue, nrhs, len(rest), kb, -1.0, b.at(0, k0), opt, 1.0, b.at(0, c0),
-             dtype=dtype, trans_b=tr)
+             dtype=dtype, trans_b=tr, thin=False)
 
 
 RECURSE_BLOCKS = 4      # trsm: triangles of more diagonal blocks than this are halved
@@ -270,7 +272,10 @@ def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True
     blocks of ``block`` (default and maximum: the device's TRSM_NB); with
     ``inverse`` (default: the device's INVERSE parameter), the blocks are
     inverted by one kernel and applied by GEMM, else each is solved by a
-    substitution kernel; the rest of B is updated by GEMM between blocks.
+    substitution kernel; the rest of B is updated by GEMM between blocks.  Every GEMM
+    takes the device's ``gemm`` shape, the last block's too where it is at most
+    ``gemm_thin``'s MAX_K wide: the programs a solve builds do not depend on m modulo
+    the block.
     """
     if m <= 0 or nrhs <= 0:
         return

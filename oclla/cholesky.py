@@ -100,10 +100,10 @@ def factor_pivot(queue, buf, off: int, ld: int, n: int, *, lower: bool, dtype, i
     recording.  Each step's pivot is where L(k, k) is stored.
     """
     wg = params(queue, "wg1d", dtype)["WG"]
-    opts = dict(LOWER=int(lower), PACKED=int(packed))
-    sqrt_k = get_kernel(queue, "cholesky.cl", "sqrt_pivot", dtype, **opts)
-    norm_k = get_kernel(queue, "cholesky.cl", "normalize_column", dtype, **opts)
-    outer_k = get_kernel(queue, "cholesky.cl", "outer_product", dtype, **opts)
+    sqrt_k = get_kernel(queue, "cholesky.cl", "sqrt_pivot", dtype)
+    norm_k = get_kernel(queue, "cholesky.cl", "normalize_column", dtype)
+    outer_k = get_kernel(queue, "cholesky.cl", "outer_product", dtype)
+    storage = (int_arg(lower), int_arg(packed))
     region = region or _full_region(lower)
     recording = trace.recording()
     no_region = ((0, 0, 0, 0), {})
@@ -113,20 +113,21 @@ def factor_pivot(queue, buf, off: int, ld: int, n: int, *, lower: bool, dtype, i
         reg, extra = region(k, k + 1, k, k + 1) if recording else no_region
         pivot = (reg[0], reg[2])          # where L(k, k) is stored
         with trace.step("sqrt", reg, pivot=pivot, flops=1.0, nbytes=2 * itemsize, **extra):
-            enqueue(queue, sqrt_k, (1,), None, *common, int_arg(k), info.data)
+            enqueue(queue, sqrt_k, (1,), None, *common, int_arg(k), info.data, *storage)
         t = n - k - 1
         if t == 0:
             break
         reg, extra = region(k + 1, n, k, k + 1) if recording else no_region
         with trace.step("normalize", reg, pivot=pivot, flops=float(t),
                         nbytes=(2 * t + 1) * itemsize, **extra):
-            enqueue(queue, norm_k, (round_up(t, wg),), (wg,), *common, int_arg(k), info.data)
+            enqueue(queue, norm_k, (round_up(t, wg),), (wg,), *common, int_arg(k), info.data,
+                    *storage)
         entries = t * (t + 1) // 2
         reg, extra = region(k + 1, n, k + 1, n) if recording else no_region
         with trace.step("outer_product", reg, pivot=pivot, flops=2.0 * entries,
                         nbytes=4.0 * entries * itemsize, triangle_entries=entries, **extra):
             enqueue(queue, outer_k, (round_up(entries, wg),), (wg,), *common, int_arg(k),
-                    info.data)
+                    info.data, *storage)
 
 
 def _solve_panel(queue, a: View, n1: int, rest: int, *, lower: bool, dtype) -> View:

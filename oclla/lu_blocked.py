@@ -198,8 +198,7 @@ class Panels:
         linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
         tile = flat_tile(queue, dtype, lw)
         nx, ny = tile["TILE_N"] // tile["WPT_N"], tile["TILE_M"] // tile["WPT_M"]
-        flat = dict(LW=lw, **tile)
-        update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, **flat)
+        update = None                     # flat_update, built where a leaf cannot fuse it
         buf, ld, mbuf, lbuf = A.buf, A.ld, maps.data, linv.data
         leaf_kernels: dict = {}           # work-group size -> _flat_leaf
 
@@ -225,19 +224,22 @@ class Panels:
                      self.info.data)
             launch(queue, leaf, (groups * wg,), (wg,))
             if c + jb < n and leaf_for(c + jb)[2] is None:
+                if update is None:
+                    update = get_kernel(queue, "lu_flat.cl", "flat_update", dtype, UPDATE=1,
+                                        LW=lw, **tile)
                 set_args(update, buf, ld, n, c, jb, c + jb, n, mbuf, lbuf)
                 launch(queue, update, (-(-(n - c - jb) // tile["TILE_N"]) * nx,
                                        -(-(n - c - jb) // tile["TILE_M"]) * ny), (nx, ny))
         leaves = -(-(n - c0) // lw)
         local = self.columns_wg
         if leaves > 1:
-            solve = get_kernel(queue, "lu_flat.cl", "flat_solve", dtype, **flat)
+            solve = get_kernel(queue, "lu_flat.cl", "flat_solve", dtype, LW=lw)
             enqueue(queue, solve, (round_up(n - c0 - lw, local), leaves - 1), (local, 1),
                     A.buf, int_arg(A.ld), int_arg(n), int_arg(c0), maps.data)
         if not self.no_pivot:
             rows_below = n - c0
             moved = cl_array.empty(queue, rows_below * A.ld, dtype)
-            gather = get_kernel(queue, "lu_flat.cl", "gather_rows", dtype, **flat)
+            gather = get_kernel(queue, "lu_flat.cl", "gather_rows", dtype, LW=lw)
             enqueue(queue, gather, (round_up(A.ld, local), rows_below), (local, 1), A.buf,
                     int_arg(A.ld), int_arg(c0), int_arg(n), int_arg(A.ld), maps.data,
                     moved.data)
@@ -283,12 +285,14 @@ class Panels:
                 int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
                 bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]), int_arg(rpi))
 
-    def factor(self, c0: int, w: int, last: bool = False) -> bool:
+    def factor(self, c0: int, w: int, last: bool = False, part: bool = False) -> bool:
         """Factor the panel; True where its interchanges were also applied to every
         other column of A (the ``last`` panel of the matrix in register leaves:
-        ``_flat_tail``)."""
+        ``_flat_tail``).  A ``part`` of a split panel keeps the panel's strategy: register
+        leaves only for a whole panel whose rows fit them (else the few orders whose
+        second part just fits would build a register leaf program for it alone)."""
         n, p = self.n, self.p
-        if self.fits(n - c0):
+        if self.fits(n - c0) and not part:
             if last:
                 self._flat_tail(c0)
                 return True
@@ -320,14 +324,14 @@ class Panels:
     def _split(self, c0: int, w: int, w1: int) -> None:
         queue, A, n, dtype = self.queue, self.A, self.n, self.dtype
         w2 = w - w1
-        self.factor(c0, w1)
+        self.factor(c0, w1, part=True)
         if not self.no_pivot:
             laswp(queue, A, c0 + w1, w2, self.piv.data, c0, c0 + w1, dtype=dtype)
         trsm(queue, w1, w2, A.at(c0, c0), A.at(c0, c0 + w1), dtype=dtype, left=True,
              lower=True, unit=True, inverse=False)    # small triangle: one substitution launch
         gemm(queue, n - c0 - w1, w2, w1, -1.0, A.at(c0 + w1, c0), A.at(c0, c0 + w1), 1.0,
              A.at(c0 + w1, c0 + w1), dtype=dtype)
-        self.factor(c0 + w1, w2)
+        self.factor(c0 + w1, w2, part=True)
         if not self.no_pivot:
             laswp(queue, A, c0, w1, self.piv.data, c0 + w1, c0 + w, dtype=dtype)
 

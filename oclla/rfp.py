@@ -53,7 +53,8 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import resolve_queue
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
+from ._programs import (enqueue, get_kernel, index_width, int_arg, int_zeros, launch_queue,
+                        round_up)
 from ._validate import (as_matrix, check_method, checked_values, factor_in_place,
                         is_device_array, solve_in_place, to_device, unpack_pair)
 from .blas import View, gemm, syrk, trsm, view_of
@@ -253,7 +254,8 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     da = to_device(queue, a_)
     arf = cl_array.empty(queue, packed_length(n), dtype)
     wg = params(queue, "wg1d", dtype)["WG"]
-    kernel = get_kernel(queue, "rfp.cl", "pack", dtype)
+    with index_width(max(da.base_data.size, arf.base_data.size) // dtype.itemsize):
+        kernel = get_kernel(queue, "rfp.cl", "pack", dtype)
     with trace.run("rfp_pack", "lower" if lower else "upper", queue, (n, n), dtype):
         with trace.step("pack", (0, n, 0, n), nbytes=2.0 * arf.nbytes):
             enqueue(queue, kernel, (round_up(arf.size, wg),), (wg,), da.data,
@@ -304,7 +306,8 @@ def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=
     darf = to_device(queue, arf_)
     a = cl_array.empty(queue, (n, n), dtype)
     loc = params(queue, "local2d", dtype)
-    kernel = get_kernel(queue, "rfp.cl", "unpack", dtype)
+    with index_width(max(darf.base_data.size, a.base_data.size) // dtype.itemsize):
+        kernel = get_kernel(queue, "rfp.cl", "unpack", dtype)
     with trace.run("rfp_unpack", "lower" if lower else "upper", queue, (n, n), dtype):
         with trace.step("unpack", (0, n, 0, n), nbytes=2.0 * a.nbytes):
             enqueue(queue, kernel, (round_up(n, loc["X"]), round_up(n, loc["Y"])),

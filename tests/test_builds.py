@@ -222,12 +222,22 @@ def test_cholesky_programs_hold_what_their_route_launches(queue):
     """cholesky.cl builds as two programs: the per-pivot kernels (no LEAF), and the leaf
     with apply_inverse (LEAF): neither compiles the other's kernels, and the leaf serves
     the inverting and the plain use."""
-    pivot = _names(queue, "cholesky.cl", np.float32, LOWER=1, PACKED=0)
+    pivot = _names(queue, "cholesky.cl", np.float32)
     assert pivot == {"sqrt_pivot", "normalize_column", "outer_product"}
     for rows, leaf in ((0, "potf2_block"), (1, "potf2_rows")):
         names = _names(queue, "cholesky.cl", np.float32, WG=32, LEAF=16, LOWER=1,
                        ROW_LEAF=rows, APPLY_ROWS=4)
         assert names == {leaf, "apply_inverse"}
+
+
+def test_flat_tail_programs_hold_what_their_route_launches(queue):
+    """lu_flat.cl builds as two programs: flat_update (with its tile's macros), which a
+    tail whose leaves apply every update (FLAT_AHEAD) never launches, and the solve and
+    gather every tail launches (LW alone)."""
+    assert _names(queue, "lu_flat.cl", np.float32, LW=4, UPDATE=0) == {"flat_solve",
+                                                                        "gather_rows"}
+    assert _names(queue, "lu_flat.cl", np.float32, LW=4, UPDATE=1, TILE_M=8, TILE_N=8,
+                  WPT_M=2, WPT_N=2) == {"flat_update"}
 
 
 def test_blocked_cholesky_builds_one_leaf_program(queue):
@@ -280,6 +290,53 @@ def test_grid_panels_build_one_program_for_every_order(queue, dtype):
         assert len(grids) <= 1, grids     # none where an earlier test built the same one
     finally:
         _params.override("lu", None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_split_panels_take_no_register_leaves(queue, dtype):
+    """Panels split by PANEL_SPLIT keep their strategy in both parts: at n = 12 the
+    first panel's 8 rows below its first part fit the register leaves (2 rows of 4
+    items), but only the flat tail, a whole panel, runs them (lu_rows.cl MAP = 1); no
+    program of the register leaves for panels (MAP = 0) is built for that one order."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("no fp64")
+    _params.override("lu", dict(GRID, NB=8, PANEL_SPLIT=4, LEAF_W=4, PANEL_WG=4, LEAF_WG=4,
+                                REG_SLOTS=8, FLAT_N=8, FLAT_AHEAD=0))
+    start = _programs.build_count()
+    try:
+        a = np.random.default_rng(8).standard_normal((12, 12)).astype(dtype)
+        lu, piv = oclla.lu_factor(a, method="blocked", queue=queue)
+        assert accuracy.lu_backward_error(a, lu, piv) < 30
+        leaves = [b for b in _programs.builds()[start:] if b.source == "lu_rows.cl"]
+        assert all("-DMAP=1" in b.options for b in leaves), leaves
+    finally:
+        _params.override("lu", None)
+
+
+def test_a_solve_builds_nothing_for_a_narrow_last_block(queue, profile):
+    """The GEMMs of a TRSM take the device's gemm shape, the last block's too where it is
+    within gemm_thin's MAX_K: solving at order 2·TRSM_NB + 1 (a last block one wide)
+    after 2·TRSM_NB builds nothing, by substitution and by inverted blocks."""
+    nb = _params.params(queue, "trsm", np.float32)["TRSM_NB"]
+    rng = np.random.default_rng(9)
+    for n in (2 * nb, 2 * nb + 1):
+        x = rng.standard_normal((n, n))
+        a = (x @ x.T / n + np.eye(n)).astype(np.float32)
+        b = rng.standard_normal((n, 3)).astype(np.float32)
+        factors = oclla.lu_factor(a, queue=queue), oclla.cho_factor(a, queue=queue)
+        for inverse in (0, 1):
+            _params.override("trsm", dict(_params.params(queue, "trsm", np.float32),
+                                          INVERSE=inverse))
+            try:
+                built = _programs.build_count()
+                x_lu = oclla.lu_solve(factors[0], b, queue=queue)
+                x_cho = oclla.cho_solve(factors[1], b, queue=queue)
+            finally:
+                _params.override("trsm", None)
+            assert accuracy.solve_backward_error(a, x_lu, b) < 30
+            assert accuracy.solve_backward_error(a, x_cho, b) < 30
+            if n == 2 * nb + 1:
+                assert _programs.build_count() == built, _programs.builds()[built:]
 
 
 #: the flat tail in register leaves of LEAF_WG = 4 up to PANEL_WG = 8 items, up to 4 rows
