@@ -27,6 +27,20 @@
  * above).  W is m x nb, block i in rows i*nb ..; entries outside the
  * triangle of each block are set to zero.
  *
+ * trsm_rows: op(T) X = B (left side) for a few right-hand sides, nrhs <=
+ * FEW_RHS (W from trtri_blocks, unless `substitute`): one launch per diagonal block in the
+ * order of the solve (from the first where op(T) is lower, `forward`, else
+ * from the last).  Launch `step` (the global offset along dimension 1: the
+ * host loop only launches) takes the blocks still to solve, work-group
+ * g the g-th of them (g = 0: the block this launch solves), item (t, c)
+ * (TRSM_NB x cw items, cw >= nrhs) entry (t, c) of it: each first subtracts
+ * op(T)'s entries in the block the launch before solved times its X (read
+ * from B, where that launch stored it), then work-group 0 applies the
+ * block's inverse (op(W_k): W_k^T where trans) or, with `substitute`, solves
+ * with the block by substitution (no W: backward stable for any conditioning
+ * of the block, as LAPACK's xTRSM), and every entry goes back to B.  One launch per block instead of a GEMM update and an inverse's GEMM and
+ * copy: a solve with one right-hand side is bound by its launches.
+ *
  * copy_block: D (rows x cols) = S, both row-major views.
  */
 #include "common.h"
@@ -37,6 +51,9 @@
 #endif
 #ifndef TRSM_REG
 #define TRSM_REG 0         /* trsm_block: 1 = right-hand side in registers (TRSM_NB <= 64) */
+#endif
+#ifndef FEW_RHS
+#define FEW_RHS 16         /* trsm_rows: most right-hand sides (its work-group's columns) */
 #endif
 
 /* index i of the staged lower triangle of order n in the block's own order:
@@ -127,6 +144,65 @@ __kernel void trtri_blocks(const int m, const int nb,
         X(i) = -s / Ts[i][i];
     }
 #undef X
+}
+
+__kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
+                        const long t_off, const int ldt, __global const real *W,
+                        __global real *B, const long b_off, const int ldb, const int trans,
+                        const int forward, const int unit, const int substitute)
+{
+    __local real xs[TRSM_NB][FEW_RHS];  /* the last block's X, then this block's rows */
+    __local real Ts[TRSM_NB][TRSM_NB + 1];         /* substitute: op(T)'s diagonal block */
+    const int step = get_global_offset(1);         /* the launch's place in the solve */
+    const int blocks = (m + TRSM_NB - 1) / TRSM_NB;
+    const int t = get_local_id(0), c = get_local_id(1), g = get_group_id(0);
+    const int k = forward ? step + g : blocks - 1 - step - g;      /* this group's block */
+    const int kp = forward ? step - 1 : blocks - step;            /* solved last launch */
+    const int rows = min(TRSM_NB, m - k * TRSM_NB);
+    const int prows = step > 0 ? min(TRSM_NB, m - kp * TRSM_NB) : 0;
+    const int r = k * TRSM_NB + t, live = t < rows && c < nrhs;
+    T += t_off;
+    B += b_off;
+    real x = live ? B[AT(r, c, ldb)] : ZERO;
+    if (t < prows && c < nrhs)
+        xs[t][c] = B[AT(kp * TRSM_NB + t, c, ldb)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (live)
+        for (int u = 0; u < prows; u++) {
+            const int col = kp * TRSM_NB + u;
+            x -= (trans ? T[AT(col, r, ldt)] : T[AT(r, col, ldt)]) * xs[u][c];
+        }
+    barrier(CLK_LOCAL_MEM_FENCE);                   /* xs read by all */
+    xs[t][c] = x;
+    const int k0 = k * TRSM_NB, items = TRSM_NB * get_local_size(1);
+    if (substitute && g == 0)
+        for (int idx = t * get_local_size(1) + c; idx < rows * rows; idx += items) {
+            const int i = idx / rows, p = idx % rows;
+            Ts[i][p] = trans ? T[AT(k0 + p, k0 + i, ldt)] : T[AT(k0 + i, k0 + p, ldt)];
+        }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* substitute: work-group 0 solves op(T_kk) X_k = xs row by row in the order of the
+     * solve (every group meets the barriers) */
+    for (int j = 0; j < (substitute ? rows : 0); j++) {
+        const int q = forward ? j : rows - 1 - j;  /* the row this step finishes */
+        if (g == 0 && t == q && c < nrhs && !unit)
+            xs[q][c] /= Ts[q][q];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (g == 0 && live && (forward ? t > q : t < q))
+            xs[t][c] -= Ts[t][q] * xs[q][c];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (g == 0 && live && substitute)
+        x = xs[t][c];
+    else if (g == 0 && live) {                      /* X_k = op(W_k) (B_k - ...) */
+        __global const real *wk = W + AT(k0, 0, TRSM_NB);
+        real y = ZERO;
+        for (int u = 0; u < rows; u++)
+            y += (trans ? wk[AT(u, t, TRSM_NB)] : wk[AT(t, u, TRSM_NB)]) * xs[u][c];
+        x = y;
+    }
+    if (live)
+        B[AT(r, c, ldb)] = x;
 }
 
 __kernel void copy_block(const int rows, const int cols,

@@ -374,12 +374,25 @@ def _trsm_nb(d: Device, p: dict) -> int:
     return nb
 
 
+def _few_rhs(d: Device, p: dict) -> int:
+    """GPUs: 16, halved until TRSM_NB x FEW_RHS work-items fit a work-group.  CPUs: 0."""
+    if not d.gpu:
+        return 0
+    few = 16
+    while few > 1 and not d.fits(p["TRSM_NB"], few):
+        few //= 2
+    return few
+
+
 def _trsm_constraint(p: dict, d: Device) -> str | None:
     """REGISTER = 1 needs TRSM_NB <= 64; a TRSM_NB x (TRSM_NB + 1) block of reals in
-    local memory and TRSM_NB work-items in a work-group."""
+    local memory and TRSM_NB work-items in a work-group; trsm_rows' work-group,
+    TRSM_NB x FEW_RHS items."""
     nb = p["TRSM_NB"]
     if p["REGISTER"] and nb > 64:
         return "REGISTER = 1 needs TRSM_NB <= 64"
+    if p["FEW_RHS"] and not d.fits(nb, pow2_at_least(p["FEW_RHS"])):
+        return "TRSM_NB x FEW_RHS work-items do not fit a work-group"
     return None if nb * (nb + 1) * d.itemsize <= d.info.local_mem_size and d.fits(nb) \
         else "TRSM_NB block does not fit the device"
 
@@ -625,7 +638,18 @@ FAMILIES = {f.name: f for f in (
              "each by substitution", _fixed(1), BOOL, ("oclla/blas.py",), _both((0, 1))),
         Knob("REGISTER", "1: keep the substitution's right-hand side in registers "
              "(TRSM_NB <= 64); 0: in a private array", _fixed(0), BOOL, ("oclla/blas.py",),
-             _both((0, 1)))), None, _trsm_constraint),
+             _both((0, 1))),
+        Knob("FEW_RHS", "left-side solves with at most this many right-hand sides take "
+             "trsm_rows (one launch per diagonal block, which solves it and updates the "
+             "blocks still to solve) instead of GEMMs; 0: never.  A solve with one "
+             "right-hand side is bound by its launches (cho_solve at n = 1024: 108 "
+             "launches the GEMM way, 34 this way; on an H200, float32, one right-hand "
+             "side, cho_solve / lu_solve at n = 1024 3.5 / 3.6 -> 0.6 / 1.1 ms, at 8192 "
+             "27 / 39 -> 4.6 / 8.9 ms).  CPUs: 0 (PoCL, 2 cores, cho_solve at n = 1024 / "
+             "4000 with one right-hand side 3.7 / 32 ms the GEMM way, 4.9 / 37 ms this "
+             "way; 16 of them 3.3 / 29 ms against 25 / 202 ms)",
+             _few_rhs, ints(0, 64),
+             ("oclla/blas.py", "kernels_cl/trsm.cl"))), None, _trsm_constraint),
     Family("laswp", "Row interchanges (kernels_cl/laswp.cl).", (
         Knob("VW", "adjacent columns per work-item", lambda d, p: 1 if d.gpu else d.native(),
              WIDTHS,

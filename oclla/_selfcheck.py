@@ -16,6 +16,7 @@ if it fails), and ``oclla devices --check`` runs all of them.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -137,21 +138,23 @@ def _check_small_kernels(queue, dtype) -> None:
 
 def _check_trsm(queue, dtype) -> None:
     from .blas import trsm, view_of
-    nb = params(queue, "trsm", dtype)["TRSM_NB"]
+    p = params(queue, "trsm", dtype)
+    nb = p["TRSM_NB"]
     rng = np.random.default_rng(19)
-    for m in _straddling(order_limit(queue, dtype), nb, 2 * nb):
+    for m, nrhs in itertools.product(_straddling(order_limit(queue, dtype), nb, 2 * nb),
+                                     sorted({5, p["FEW_RHS"] + 1})):   # both left routes
         t = np.tril(_matrix(rng, m, m, dtype)) + 4 * np.eye(m, dtype=dtype)
         for left in (True, False):
             for lower in (True, False):
                 tri = t if lower else t.T.copy()
-                b = _matrix(rng, m, 5, dtype) if left else _matrix(rng, 5, m, dtype)
+                b = _matrix(rng, m, nrhs, dtype) if left else _matrix(rng, nrhs, m, dtype)
                 dt, db = cl_array.to_device(queue, tri), cl_array.to_device(queue, b)
-                trsm(queue, m, 5, view_of(dt), view_of(db), dtype=dtype, left=left,
+                trsm(queue, m, nrhs, view_of(dt), view_of(db), dtype=dtype, left=left,
                      lower=lower)
                 x = db.get()
                 error = (accuracy.solve_backward_error(tri, x, b) if left     # T X = B
                          else accuracy.solve_backward_error(tri.T, x.T, b.T))  # X T = B
-                _expect(error, f"TRSM m={m} left={left} lower={lower}")
+                _expect(error, f"TRSM m={m} nrhs={nrhs} left={left} lower={lower}")
 
 
 def _check_laswp(queue, dtype) -> None:

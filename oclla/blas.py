@@ -23,7 +23,10 @@ import pyopencl.array as cl_array
 from ._device import device_info, resolve_queue
 from ._knobs import complete_gemm
 from ._params import check, params, thin_gemm
-from ._programs import enqueue, get_kernel, index_width, int_arg, real_arg, round_up
+from ._knobs import pow2_at_least
+from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
+                        set_args)
+from ._scratch import buffer as scratch_buffer
 from ._validate import as_matrix
 
 
@@ -181,7 +184,7 @@ def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     diagonal (the kernels' arguments)."""
     p = params(queue, "trsm", dtype)
     return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
-                      TRSM_REG=p["REGISTER"])
+                      TRSM_REG=p["REGISTER"], FEW_RHS=max(p["FEW_RHS"], 1))
 
 
 def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):
@@ -235,6 +238,28 @@ def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, 
                      forward=forward)
 
 
+def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse):
+    """op(T)·X = B, B m x nrhs (nrhs <= FEW_RHS), by trsm_rows: with ``inverse`` the
+    diagonal blocks of TRSM_NB inverted by one launch first; then one launch per block
+    in the order of the solve, which solves it (by its inverse, or by substitution) and
+    updates every block still to solve by it."""
+    nb = params(queue, "trsm", dtype)["TRSM_NB"]
+    blocks = -(-m // nb)
+    inv = t.buf                                    # unread where the blocks are substituted
+    if inverse:
+        inv = scratch_buffer(queue, blocks * nb * nb * np.dtype(dtype).itemsize)
+        enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype), (blocks * nb,), (nb,),
+                int_arg(m), int_arg(nb), t.buf, np.int64(t.off), int_arg(t.ld), inv,
+                int_arg(nb), int_arg(lower), int_arg(unit))
+    kernel = trsm_kernel(queue, "trsm_rows", dtype)
+    set_args(kernel, int_arg(m), int_arg(nrhs), t.buf, np.int64(t.off), int_arg(t.ld), inv,
+             b.buf, np.int64(b.off), int_arg(b.ld), int_arg(trans), int_arg(lower != trans),
+             int_arg(unit), int_arg(not inverse))
+    cw = pow2_at_least(nrhs)
+    for step in range(blocks):                     # the step is the launch's offset
+        launch(queue, kernel, ((blocks - step) * nb, cw), (nb, cw), offset=(0, step))
+
+
 def _trsm_update(queue, m, nrhs, t, b, k0, kb, *, dtype, left, trans, forward):
     """Subtract the solved block k0..k0+kb of X from the part of B still to solve."""
     rest = range(k0 + kb, m) if forward else range(0, k0)
@@ -275,11 +300,19 @@ def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True
     substitution kernel; the rest of B is updated by GEMM between blocks.  Every GEMM
     takes the device's ``gemm`` shape, the last block's too where it is at most
     ``gemm_thin``'s MAX_K wide: the programs a solve builds do not depend on m modulo
-    the block.
+    the block.  A left-side solve of more than one block with at most the device's
+    FEW_RHS right-hand sides (``block`` left to the device) takes ``trsm_rows``
+    instead: one launch per block, its diagonal blocks inverted or substituted as
+    ``inverse`` says.
     """
     if m <= 0 or nrhs <= 0:
         return
     with indices_for(dtype, t, b):
+        p = params(queue, "trsm", dtype)
+        if left and block is None and nrhs <= p["FEW_RHS"] and m > p["TRSM_NB"]:
+            _trsm_rows(queue, m, nrhs, t, b, dtype=dtype, lower=lower, trans=trans,
+                       unit=unit, inverse=p["INVERSE"] if inverse is None else inverse)
+            return
         _trsm(queue, m, nrhs, t, b, dtype=dtype, left=left, lower=lower, trans=trans,
               unit=unit, block=block, inverse=inverse)
 

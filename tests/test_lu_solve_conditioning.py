@@ -39,9 +39,20 @@ def factors(n, nb, theta, dtype):
     return lu, np.arange(n, dtype=np.int32), low.astype(np.float64) @ up.astype(np.float64)
 
 
+@pytest.fixture(params=[None, 16], ids=["device", "few16"])
+def few_rhs(request, queue, dtype):
+    """The device's trsm parameters, or FEW_RHS = 16: the two right-hand sides below go
+    to trsm_rows, whose blocks the LU's solve substitutes too."""
+    if request.param is not None:
+        _params.override("trsm", dict(_params.params(queue, "trsm", dtype),
+                                      FEW_RHS=request.param))
+    yield request.param
+    _params.override("trsm", None)
+
+
 @pytest.mark.parametrize("theta", [1.2, 1.35])
 @pytest.mark.parametrize("extra", [-1, 1, 67])
-def test_ill_conditioned_u_backward_error(queue, dtype, extra, theta):
+def test_ill_conditioned_u_backward_error(queue, dtype, extra, theta, few_rhs):
     nb = _params.params(queue, "trsm", dtype)["TRSM_NB"]
     n = nb + extra
     lu, piv, a = factors(n, nb, theta, dtype)
