@@ -386,14 +386,15 @@ def _few_rhs(d: Device, p: dict) -> int:
 
 def _trsm_constraint(p: dict, d: Device) -> str | None:
     """REGISTER = 1 needs TRSM_NB <= 64; a TRSM_NB x (TRSM_NB + 1) block of reals in
-    local memory and TRSM_NB work-items in a work-group; trsm_rows' work-group,
-    TRSM_NB x FEW_RHS items."""
+    local memory (trsm_rows: and TRSM_NB x FEW_RHS more) and TRSM_NB work-items in a
+    work-group (trsm_rows: TRSM_NB x FEW_RHS)."""
     nb = p["TRSM_NB"]
     if p["REGISTER"] and nb > 64:
         return "REGISTER = 1 needs TRSM_NB <= 64"
     if p["FEW_RHS"] and not d.fits(nb, pow2_at_least(p["FEW_RHS"])):
         return "TRSM_NB x FEW_RHS work-items do not fit a work-group"
-    return None if nb * (nb + 1) * d.itemsize <= d.info.local_mem_size and d.fits(nb) \
+    local = nb * (nb + 1 + max(p["FEW_RHS"], 1)) * d.itemsize
+    return None if local <= d.info.local_mem_size and d.fits(nb) \
         else "TRSM_NB block does not fit the device"
 
 
@@ -629,7 +630,7 @@ FAMILIES = {f.name: f for f in (
              _LOCAL2D_READERS),
         Knob("Y", "work-items along the second dimension", lambda d, p: p["X"], ints(1),
              _LOCAL2D_READERS)), None, _fits_group("X", "Y")),
-    Family("trsm", "Triangular solves with many right-hand sides (kernels_cl/trsm.cl).", (
+    Family("trsm", "Triangular solves (kernels_cl/trsm.cl).", (
         Knob("TRSM_NB", "largest triangular diagonal block handled by one kernel (its "
              "block takes TRSM_NB·(TRSM_NB + 1) reals of local memory, at most half)",
              _trsm_nb, ints(1), ("oclla/blas.py", "kernels_cl/trsm.cl"),

@@ -21,9 +21,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._device import device_info, resolve_queue
-from ._knobs import complete_gemm
+from ._knobs import complete_gemm, pow2_at_least
 from ._params import check, params, thin_gemm
-from ._knobs import pow2_at_least
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
 from ._scratch import buffer as scratch_buffer
