@@ -28,18 +28,19 @@
  * triangle of each block are set to zero.
  *
  * trsm_rows: op(T) X = B (left side) for a few right-hand sides, nrhs <=
- * FEW_RHS (W from trtri_blocks, unless `substitute`): one launch per diagonal block in the
- * order of the solve (from the first where op(T) is lower, `forward`, else
- * from the last).  Launch `step` (the global offset along dimension 1: the
- * host loop only launches) takes the blocks still to solve, work-group
- * g the g-th of them (g = 0: the block this launch solves), item (t, c)
- * (TRSM_NB x cw items, cw >= nrhs) entry (t, c) of it: each first subtracts
- * op(T)'s entries in the block the launch before solved times its X (read
- * from B, where that launch stored it), then work-group 0 applies the
+ * FEW_RHS (W from trtri_blocks, unless `substitute`): one launch per diagonal
+ * block in the order of the solve (from the first where op(T) is lower,
+ * `forward`, else from the last).  Launch `step` (the global offset along
+ * dimension 1: the host loop only launches) takes the blocks still to solve,
+ * work-group g the g-th of them (g = 0: the block this launch solves), item
+ * (t, c) (TRSM_NB x cw items, cw >= nrhs) entry (t, c) of it: each first
+ * subtracts op(T)'s entries in the block the launch before solved times its X
+ * (read from B, where that launch stored it), then work-group 0 applies the
  * block's inverse (op(W_k): W_k^T where trans) or, with `substitute`, solves
  * with the block by substitution (no W: backward stable for any conditioning
- * of the block, as LAPACK's xTRSM), and every entry goes back to B.  One launch per block instead of a GEMM update and an inverse's GEMM and
- * copy: a solve with one right-hand side is bound by its launches.
+ * of the block, as LAPACK's xTRSM), and every entry goes back to B.  One
+ * launch per block instead of a GEMM update and an inverse's GEMM and copy: a
+ * solve with one right-hand side is bound by its launches.
  *
  * copy_block: D (rows x cols) = S, both row-major views.
  */
