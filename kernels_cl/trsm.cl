@@ -42,6 +42,12 @@
  * launch per block instead of a GEMM update and an inverse's GEMM and copy: a
  * solve with one right-hand side is bound by its launches.
  *
+ * trsm_columns: the same system in one launch, one work-item (work-group) per
+ * column of B solving it through the whole triangle by substitution, T read
+ * by rows: as dot products of T's rows where op(T) = T, as updates of the
+ * entries still to solve by T's rows where op(T) = T^T (a CPU's route: one
+ * core streams the triangle once per column).
+ *
  * copy_block: D (rows x cols) = S, both row-major views.
  */
 #include "common.h"
@@ -204,6 +210,46 @@ __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
     }
     if (live)
         B[AT(r, c, ldb)] = x;
+}
+
+__kernel void trsm_columns(const int m, const int nrhs, __global const real *T,
+                           const long t_off, const int ldt, __global real *B,
+                           const long b_off, const int ldb, const int trans,
+                           const int forward, const int unit)
+{
+    const int c = get_global_id(0);
+    if (c >= nrhs)
+        return;
+    T += t_off;
+    B += b_off + c;
+    for (int step = 0; step < m; step++) {
+        const int i = forward ? step : m - 1 - step;
+        __global const real *row = T + AT(i, 0, ldt);
+        /* the entries of row i on the solved side: before i (forward) or after it */
+        const int p0 = forward ? 0 : i + 1, p1 = forward ? i : m;
+        real x = B[AT(i, 0, ldb)];
+        if (!trans) {               /* x_i = (b_i - row_i . x) / T_ii, four partial sums */
+            real s0 = ZERO, s1 = ZERO, s2 = ZERO, s3 = ZERO;
+            int p = p0;
+            for (; p + 4 <= p1; p += 4) {
+                s0 += row[p] * B[AT(p, 0, ldb)];
+                s1 += row[p + 1] * B[AT(p + 1, 0, ldb)];
+                s2 += row[p + 2] * B[AT(p + 2, 0, ldb)];
+                s3 += row[p + 3] * B[AT(p + 3, 0, ldb)];
+            }
+            for (; p < p1; p++)
+                s0 += row[p] * B[AT(p, 0, ldb)];
+            x -= (s0 + s1) + (s2 + s3);
+        }
+        if (!unit)
+            x /= row[i];
+        B[AT(i, 0, ldb)] = x;
+        if (trans) {                /* b_p -= T(i, p) x_i for the entries still to solve */
+            const int q0 = forward ? i + 1 : 0, q1 = forward ? m : i;
+            for (int p = q0; p < q1; p++)
+                B[AT(p, 0, ldb)] -= row[p] * x;
+        }
+    }
 }
 
 __kernel void copy_block(const int rows, const int cols,

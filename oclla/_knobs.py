@@ -375,9 +375,9 @@ def _trsm_nb(d: Device, p: dict) -> int:
 
 
 def _few_rhs(d: Device, p: dict) -> int:
-    """GPUs: 16, halved until TRSM_NB x FEW_RHS work-items fit a work-group.  CPUs: 0."""
+    """GPUs: 16, halved until TRSM_NB x FEW_RHS work-items fit a work-group.  CPUs: 1."""
     if not d.gpu:
-        return 0
+        return 1
     few = 16
     while few > 1 and not d.fits(p["TRSM_NB"], few):
         few //= 2
@@ -387,11 +387,12 @@ def _few_rhs(d: Device, p: dict) -> int:
 def _trsm_constraint(p: dict, d: Device) -> str | None:
     """REGISTER = 1 needs TRSM_NB <= 64; a TRSM_NB x (TRSM_NB + 1) block of reals in
     local memory (trsm_rows: and TRSM_NB x FEW_RHS more) and TRSM_NB work-items in a
-    work-group (trsm_rows: TRSM_NB x FEW_RHS)."""
+    work-group (FEW_ROUTE "rows": TRSM_NB x FEW_RHS)."""
     nb = p["TRSM_NB"]
     if p["REGISTER"] and nb > 64:
         return "REGISTER = 1 needs TRSM_NB <= 64"
-    if p["FEW_RHS"] and not d.fits(nb, pow2_at_least(p["FEW_RHS"])):
+    if (p["FEW_RHS"] and p["FEW_ROUTE"] == "rows"
+            and not d.fits(nb, pow2_at_least(p["FEW_RHS"]))):
         return "TRSM_NB x FEW_RHS work-items do not fit a work-group"
     local = nb * (nb + 1 + max(p["FEW_RHS"], 1)) * d.itemsize
     return None if local <= d.info.local_mem_size and d.fits(nb) \
@@ -640,17 +641,22 @@ FAMILIES = {f.name: f for f in (
         Knob("REGISTER", "1: keep the substitution's right-hand side in registers "
              "(TRSM_NB <= 64); 0: in a private array", _fixed(0), BOOL, ("oclla/blas.py",),
              _both((0, 1))),
-        Knob("FEW_RHS", "left-side solves with at most this many right-hand sides take "
-             "trsm_rows (one launch per diagonal block, which solves it and updates the "
-             "blocks still to solve) instead of GEMMs; 0: never.  A solve with one "
-             "right-hand side is bound by its launches (cho_solve at n = 1024: 108 "
-             "launches the GEMM way, 34 this way; on an H200, float32, one right-hand "
-             "side, cho_solve / lu_solve at n = 1024 3.5 / 3.6 -> 0.6 / 1.1 ms, at 8192 "
-             "27 / 39 -> 4.6 / 8.9 ms).  CPUs: 0 (PoCL, 2 cores, cho_solve at n = 1024 / "
-             "4000 with one right-hand side 3.7 / 32 ms the GEMM way, 4.9 / 37 ms this "
-             "way; 16 of them 3.3 / 29 ms against 25 / 202 ms)",
-             _few_rhs, ints(0, 64),
-             ("oclla/blas.py", "kernels_cl/trsm.cl"))), None, _trsm_constraint),
+        Knob("FEW_RHS", "left-side solves of more than TRSM_NB rows with at most this "
+             "many right-hand sides take FEW_ROUTE instead of GEMMs; 0: never.  A solve "
+             "with one right-hand side is bound by its launches (cho_solve at n = 1024: "
+             "108 launches the GEMM way); on an H200, float32, one right-hand side, "
+             "cho_solve / lu_solve at n = 1024 3.5 / 3.6 -> 0.6 / 1.1 ms, at 8192 27 / 39 "
+             "-> 4.6 / 8.9 ms by rows.  CPUs: 1 (PoCL, 2 cores, float32, one right-hand "
+             "side, cho_solve / lu_solve at n = 1024 6.3 / 3.7 -> 0.5 / 0.9 ms, at 4000 "
+             "51 / 31 -> 7.7 / 10.5 ms by columns; the columns' kernels alone with two or "
+             "four right-hand sides 24 and 50 ms, the GEMMs about 30)",
+             _few_rhs, ints(0, 64), ("oclla/blas.py", "kernels_cl/trsm.cl")),
+        Knob("FEW_ROUTE", '"rows": trsm_rows, one launch per diagonal block, which solves '
+             "it and updates the blocks still to solve in many work-groups (GPUs: PoCL, "
+             "2 cores, n = 4000, one right-hand side: 37 ms); \"columns\": trsm_columns, "
+             "one launch, one work-item per right-hand side through the whole triangle "
+             "(CPUs: one core streams the triangle)", _by_kind("rows", "columns"),
+             choice("rows", "columns"), ("oclla/blas.py",))), None, _trsm_constraint),
     Family("laswp", "Row interchanges (kernels_cl/laswp.cl).", (
         Knob("VW", "adjacent columns per work-item", lambda d, p: 1 if d.gpu else d.native(),
              WIDTHS,

@@ -259,6 +259,13 @@ def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse):
         launch(queue, kernel, ((blocks - step) * nb, cw), (nb, cw), offset=(0, step))
 
 
+def _trsm_columns(queue, m, nrhs, t, b, *, dtype, lower, trans, unit):
+    """op(T)·X = B, B m x nrhs, by trsm_columns: one launch, a work-item per column."""
+    enqueue(queue, trsm_kernel(queue, "trsm_columns", dtype), (nrhs,), (1,), int_arg(m),
+            int_arg(nrhs), t.buf, np.int64(t.off), int_arg(t.ld), b.buf, np.int64(b.off),
+            int_arg(b.ld), int_arg(trans), int_arg(lower != trans), int_arg(unit))
+
+
 def _trsm_update(queue, m, nrhs, t, b, k0, kb, *, dtype, left, trans, forward):
     """Subtract the solved block k0..k0+kb of X from the part of B still to solve."""
     rest = range(k0 + kb, m) if forward else range(0, k0)
@@ -300,17 +307,21 @@ def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True
     takes the device's ``gemm`` shape, the last block's too where it is at most
     ``gemm_thin``'s MAX_K wide: the programs a solve builds do not depend on m modulo
     the block.  A left-side solve of more than one block with at most the device's
-    FEW_RHS right-hand sides (``block`` left to the device) takes ``trsm_rows``
-    instead: one launch per block, its diagonal blocks inverted or substituted as
-    ``inverse`` says.
+    FEW_RHS right-hand sides (``block`` left to the device) takes its FEW_ROUTE
+    instead: ``trsm_rows``, one launch per block, its diagonal blocks inverted or
+    substituted as ``inverse`` says, or ``trsm_columns``, one launch, substitution.
     """
     if m <= 0 or nrhs <= 0:
         return
     with indices_for(dtype, t, b):
         p = params(queue, "trsm", dtype)
         if left and block is None and nrhs <= p["FEW_RHS"] and m > p["TRSM_NB"]:
-            _trsm_rows(queue, m, nrhs, t, b, dtype=dtype, lower=lower, trans=trans,
-                       unit=unit, inverse=p["INVERSE"] if inverse is None else inverse)
+            if p["FEW_ROUTE"] == "columns":
+                _trsm_columns(queue, m, nrhs, t, b, dtype=dtype, lower=lower, trans=trans,
+                              unit=unit)
+            else:
+                _trsm_rows(queue, m, nrhs, t, b, dtype=dtype, lower=lower, trans=trans,
+                           unit=unit, inverse=p["INVERSE"] if inverse is None else inverse)
             return
         _trsm(queue, m, nrhs, t, b, dtype=dtype, left=left, lower=lower, trans=trans,
               unit=unit, block=block, inverse=inverse)

@@ -206,18 +206,20 @@ def _triangle(rng, m, lower, unit, dtype):
 
 
 #: FEW_RHS 0 sends every solve through the GEMMs; 16 sends the left-side solves of up to
-#: 16 right-hand sides to trsm_rows; 4 splits the cases below between the two
-TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1, REGISTER=0, FEW_RHS=0),
-             dict(TRSM_NB=16, INVERSE=1, REGISTER=0, FEW_RHS=16),
-             dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=0),
-             dict(TRSM_NB=16, INVERSE=0, REGISTER=1, FEW_RHS=4),
-             dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16)]
+#: 16 right-hand sides to FEW_ROUTE; 4 splits the cases below between the two
+TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),
+             dict(TRSM_NB=16, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="rows"),
+             dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),
+             dict(TRSM_NB=16, INVERSE=0, REGISTER=1, FEW_RHS=4, FEW_ROUTE="columns"),
+             dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="rows"),
+             dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="columns")]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("tp", TRSM_SETS, ids=lambda p: f"nb{p['TRSM_NB']}-inv{p['INVERSE']}"
                                                          f"-reg{p['REGISTER']}"
-                                                         f"-few{p['FEW_RHS']}")
+                                                         f"-few{p['FEW_RHS']}"
+                                                         f"-{p['FEW_ROUTE']}")
 def test_trsm_all_cases(queue, tp, dtype):
     _skip_fp64(queue, dtype)
     if dtype == np.float64 and tp["INVERSE"] == 0:
@@ -244,15 +246,18 @@ def test_trsm_all_cases(queue, tp, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("inverse", [1, 0], ids=["inverted", "substituted"])
-def test_few_right_hand_sides_take_one_launch_per_block(queue, dtype, inverse):
+@pytest.mark.parametrize("route, inverse", [("rows", 1), ("rows", 0), ("columns", 1)],
+                         ids=["rows-inverted", "rows-substituted", "columns"])
+def test_few_right_hand_sides_take_few_launches(queue, dtype, route, inverse):
     """A left-side solve of m = 3·TRSM_NB + 5 with at most FEW_RHS right-hand sides is
     one trsm_rows launch per block (4), after the inversion of the diagonal blocks
-    (INVERSE) or with each block solved by substitution, every triangle, transpose
-    and diagonal; with FEW_RHS + 1 columns it takes the GEMMs."""
+    (INVERSE) or with each block solved by substitution; or one trsm_columns launch;
+    every triangle, transpose and diagonal; with FEW_RHS + 1 columns it takes the
+    GEMMs."""
     _skip_fp64(queue, dtype)
     nb = 16
-    _params.override("trsm", dict(TRSM_NB=nb, INVERSE=inverse, REGISTER=0, FEW_RHS=2))
+    _params.override("trsm", dict(TRSM_NB=nb, INVERSE=inverse, REGISTER=0, FEW_RHS=2,
+                                  FEW_ROUTE=route))
     rng = np.random.default_rng(23)
     m = 3 * nb + 5
     try:
@@ -265,8 +270,12 @@ def test_few_right_hand_sides_take_one_launch_per_block(queue, dtype, inverse):
                      lower=lower, trans=trans, unit=unit)
             names = [k.name for k in rec.kernels]
             few = nrhs <= 2
-            assert names.count("trsm_rows") == (4 if few else 0), names
-            assert names.count("trtri_blocks") == (1 if few and inverse else 0) or not few
+            rows, columns = route == "rows", route == "columns"
+            assert names.count("trsm_rows") == (4 if few and rows else 0), names
+            assert names.count("trsm_columns") == (1 if few and columns else 0), names
+            assert not few or names.count("trtri_blocks") == (1 if rows and inverse else 0)
+            assert not few or len(names) == names.count("trsm_rows") + \
+                names.count("trsm_columns") + names.count("trtri_blocks"), names
             op = tri.T if trans else tri
             err = solve_backward_error(op, db.get(), b)
             assert passes(err), (nrhs, lower, trans, unit, err)
@@ -276,7 +285,8 @@ def test_few_right_hand_sides_take_one_launch_per_block(queue, dtype, inverse):
 
 def test_register_substitution_needs_a_small_block(queue):
     info = oclla.device_info(queue)
-    problem = _params.check("trsm", dict(TRSM_NB=65, INVERSE=0, REGISTER=1, FEW_RHS=0), info, 4)
+    problem = _params.check("trsm", dict(TRSM_NB=65, INVERSE=0, REGISTER=1, FEW_RHS=0,
+                                         FEW_ROUTE="rows"), info, 4)
     assert "REGISTER" in problem
 
 

@@ -39,13 +39,14 @@ def factors(n, nb, theta, dtype):
     return lu, np.arange(n, dtype=np.int32), low.astype(np.float64) @ up.astype(np.float64)
 
 
-@pytest.fixture(params=[None, 16], ids=["device", "few16"])
+@pytest.fixture(params=[None, "rows", "columns"], ids=["device", "rows", "columns"])
 def few_rhs(request, queue, dtype):
-    """The device's trsm parameters, or FEW_RHS = 16: the two right-hand sides below go
-    to trsm_rows, whose blocks the LU's solve substitutes too."""
+    """The device's trsm parameters, or FEW_RHS = 16 with either FEW_ROUTE: the two
+    right-hand sides below go to trsm_rows, whose blocks the LU's solve substitutes
+    too, or to trsm_columns."""
     if request.param is not None:
-        _params.override("trsm", dict(_params.params(queue, "trsm", dtype),
-                                      FEW_RHS=request.param))
+        _params.override("trsm", dict(_params.params(queue, "trsm", dtype), FEW_RHS=16,
+                                      FEW_ROUTE=request.param))
     yield request.param
     _params.override("trsm", None)
 
