@@ -141,8 +141,9 @@ def _check_trsm(queue, dtype) -> None:
     p = params(queue, "trsm", dtype)
     nb = p["TRSM_NB"]
     rng = np.random.default_rng(19)
+    few = p["FEW_RHS"]                     # both left routes: FEW_ROUTE and the GEMMs
     for m, nrhs in itertools.product(_straddling(order_limit(queue, dtype), nb, 2 * nb),
-                                     sorted({5, p["FEW_RHS"] + 1})):   # both left routes
+                                     sorted({max(few, 1), few + 1, 5})):
         t = np.tril(_matrix(rng, m, m, dtype)) + 4 * np.eye(m, dtype=dtype)
         for left in (True, False):
             for lower in (True, False):
