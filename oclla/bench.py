@@ -48,10 +48,14 @@ import time
 
 import numpy as np
 
-ROUTINES = ("lu", "gemm", "syrk", "getrf", "potrf")
+ROUTINES = ("lu", "gemm", "syrk", "getrf", "potrf", "getrs", "potrs")
+#: the solves' routines: one right-hand side, the factor made once, untimed
+SOLVES = {"getrs": "getrf", "potrs": "potrf"}
 PLOT_TYPES = (".png", ".svg", ".pdf")
 ROUTINE_HELP = ("lu: every LU variant, per-pivot and blocked; getrf: the blocked LU; gemm: "
-                "C = A·B; syrk: one triangle of A·Aᵀ; potrf: Cholesky (default lu). "
+                "C = A·B; syrk: one triangle of A·Aᵀ; potrf: Cholesky; getrs, potrs: "
+                "lu_solve and cho_solve of one right-hand side with the factor already made "
+                "(default lu). "
                 "oclla bench wls reproduces Jung & O'Leary's tables (oclla bench wls --help); "
                 "oclla bench update, potri and logdet measure the Cholesky update, inverse "
                 "and log-determinant (their own --help)")
@@ -73,7 +77,14 @@ def flops(routine: str, n: int) -> float:
         return float(n) * n * (n + 1)
     if routine == "potrf":
         return n ** 3 / 3.0 + n ** 2 / 2.0 + n / 6.0
+    if routine in SOLVES:
+        return 2.0 * n * n
     raise ValueError(routine)
+
+
+def _right_hand_side(n: int, dtype) -> np.ndarray:
+    """The solves' right-hand side: one seeded vector."""
+    return np.random.default_rng(1).standard_normal(n).astype(dtype)
 
 
 def peak(device_name: str, dtype: str) -> float | None:
@@ -96,12 +107,23 @@ def _cuda_available() -> bool:
 class _CpuReference:
     name = "numpy/scipy (CPU)"
 
+    def __init__(self):
+        self.solving = {}                     # id of a matrix -> (its factor, b)
+
     def prepare(self, host):
         return host
 
     def run(self, routine, a):
         import scipy.linalg as sl
         from scipy.linalg import blas
+        if routine in SOLVES:
+            if id(a) not in self.solving:     # the first (warm-up) call factors
+                factor = (sl.lu_factor(a, check_finite=False) if routine == "getrs"
+                          else (sl.cholesky(a, lower=True, check_finite=False), True))
+                self.solving[id(a)] = factor, _right_hand_side(a.shape[0], a.dtype)
+            factor, b = self.solving[id(a)]
+            solve = sl.lu_solve if routine == "getrs" else sl.cho_solve
+            return solve(factor, b, check_finite=False)
         if routine in ("lu", "getrf"):
             return sl.lu_factor(a, check_finite=False)
         if routine == "gemm":
@@ -125,12 +147,25 @@ class _CudaReference:
         self.cupy = cupy
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
         self.name = f"CuPy (cuBLAS/cuSOLVER) on {props['name'].decode()}"
+        self.solving = {}                     # id of a matrix -> (its factor, b)
 
     def prepare(self, host):
         return self.cupy.asarray(host)
 
     def run(self, routine, a):
         cp = self.cupy
+        if routine in SOLVES:
+            import cupyx.scipy.linalg as csl
+            if id(a) not in self.solving:     # the first (warm-up) call factors
+                factor = (csl.lu_factor(a, check_finite=False) if routine == "getrs"
+                          else cp.linalg.cholesky(a))
+                b = cp.asarray(_right_hand_side(a.shape[0], a.dtype))
+                self.solving[id(a)] = factor, b
+            factor, b = self.solving[id(a)]
+            if routine == "getrs":
+                return csl.lu_solve(factor, b, check_finite=False)
+            y = csl.solve_triangular(factor, b, lower=True, check_finite=False)
+            return csl.solve_triangular(factor, y, lower=True, trans="T", check_finite=False)
         if routine in ("lu", "getrf"):
             import cupyx.scipy.linalg as csl
             return csl.lu_factor(a, check_finite=False)
@@ -188,13 +223,26 @@ def _oclla_runs(routine: str, n: int, dtype, queue, max_pivot_n: int):
         runs["syrk"] = run_syrk
     if routine == "potrf":
         runs["cholesky"] = lambda a: oclla.cholesky(a, lower=True, queue=queue)
+    if routine in SOLVES:
+        b = cl_array.to_device(queue, _right_hand_side(n, dtype))
+        factor = {}
+
+        def solve(a):
+            if "made" not in factor:          # the first (warm-up) call factors
+                factor["made"] = (oclla.lu_factor(a, check_finite=False, queue=queue)
+                                  if routine == "getrs"
+                                  else oclla.cho_factor(a, check_finite=False, queue=queue))
+            if routine == "getrs":
+                return oclla.lu_solve(factor["made"], b, check_finite=False, queue=queue)
+            return oclla.cho_solve(factor["made"], b, check_finite=False, queue=queue)
+        runs["cho_solve" if routine == "potrs" else "lu_solve"] = solve
     return runs
 
 
 def _matrix(routine: str, n: int, dtype, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((n, n)).astype(dtype)
-    if routine == "potrf":            # symmetric, diagonally dominant: SPD, built in O(n²)
+    if routine in ("potrf", "potrs"):   # symmetric, diagonally dominant: SPD, built in O(n²)
         a = (a + a.T) + np.asarray(2.0 * n, dtype) * np.eye(n, dtype=dtype)
     return a
 

@@ -174,6 +174,17 @@ def test_bench_progress_table_and_json(capsys, tmp_path):
     assert json.loads(capsys.readouterr().out)["records"][0]["n"] == 8
 
 
+@pytest.mark.parametrize("routine, label", [("potrs", "cho_solve"), ("getrs", "lu_solve")])
+def test_bench_times_the_solves_with_their_factor_made_once(capsys, routine, label):
+    """getrs and potrs time lu_solve and cho_solve of one right-hand side (2n² flops)
+    beside the reference's, the factorization made by the untimed first call."""
+    assert main(["bench", routine, "--sizes", "70", "--repeat", "2", "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)["records"]
+    mine = [r for r in records if r["impl"] == f"oclla {label}"]
+    assert len(mine) == 1 and len(records) == 2
+    assert mine[0]["gflops"] == pytest.approx(2.0 * 70 * 70 / mine[0]["seconds"] / 1e9)
+
+
 def bench_peak():
     from oclla import bench
     return bench.peak(oclla.device_info(oclla.get_queue()).name, "float32")
