@@ -50,7 +50,7 @@ import numpy as np
 
 ROUTINES = ("lu", "gemm", "syrk", "getrf", "potrf", "getrs", "potrs")
 #: the solves' routines: one right-hand side, the factor made once, untimed
-SOLVES = {"getrs": "getrf", "potrs": "potrf"}
+SOLVES = ("getrs", "potrs")
 PLOT_TYPES = (".png", ".svg", ".pdf")
 ROUTINE_HELP = ("lu: every LU variant, per-pivot and blocked; getrf: the blocked LU; gemm: "
                 "C = A·B; syrk: one triangle of A·Aᵀ; potrf: Cholesky; getrs, potrs: "
