@@ -212,6 +212,36 @@ __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
         B[AT(r, c, ldb)] = x;
 }
 
+/* trsm_columns' solve of the column X(p) (X(p): entry p of it in B), T's row i at `row` */
+#define COLUMN_SOLVE(X)                                                               \
+    for (int step = 0; step < m; step++) {                                            \
+        const int i = forward ? step : m - 1 - step;                                  \
+        __global const real *row = T + AT(i, 0, ldt);                                 \
+        /* the entries of row i on the solved side: before i (forward) or after it */ \
+        const int p0 = forward ? 0 : i + 1, p1 = forward ? i : m;                     \
+        real x = X(i);                                                                \
+        if (!trans) {           /* x_i = (b_i - row_i . x) / T_ii, eight partial sums */ \
+            real s[8] = {ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO};              \
+            int p = p0;                                                               \
+            for (; p + 8 <= p1; p += 8) {                                             \
+                _Pragma("unroll")                                                     \
+                for (int u = 0; u < 8; u++)                                           \
+                    s[u] += row[p + u] * X(p + u);                                    \
+            }                                                                         \
+            for (; p < p1; p++)                                                       \
+                s[0] += row[p] * X(p);                                                \
+            x -= ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));   \
+        }                                                                             \
+        if (!unit)                                                                    \
+            x /= row[i];                                                              \
+        X(i) = x;                                                                     \
+        if (trans) {            /* b_p -= T(i, p) x_i for the entries still to solve */ \
+            const int q0 = forward ? i + 1 : 0, q1 = forward ? m : i;                 \
+            for (int p = q0; p < q1; p++)                                             \
+                X(p) -= row[p] * x;                                                   \
+        }                                                                             \
+    }
+
 __kernel void trsm_columns(const int m, const int nrhs, __global const real *T,
                            const long t_off, const int ldt, __global real *B,
                            const long b_off, const int ldb, const int trans,
@@ -222,33 +252,14 @@ __kernel void trsm_columns(const int m, const int nrhs, __global const real *T,
         return;
     T += t_off;
     B += b_off + c;
-    for (int step = 0; step < m; step++) {
-        const int i = forward ? step : m - 1 - step;
-        __global const real *row = T + AT(i, 0, ldt);
-        /* the entries of row i on the solved side: before i (forward) or after it */
-        const int p0 = forward ? 0 : i + 1, p1 = forward ? i : m;
-        real x = B[AT(i, 0, ldb)];
-        if (!trans) {               /* x_i = (b_i - row_i . x) / T_ii, four partial sums */
-            real s0 = ZERO, s1 = ZERO, s2 = ZERO, s3 = ZERO;
-            int p = p0;
-            for (; p + 4 <= p1; p += 4) {
-                s0 += row[p] * B[AT(p, 0, ldb)];
-                s1 += row[p + 1] * B[AT(p + 1, 0, ldb)];
-                s2 += row[p + 2] * B[AT(p + 2, 0, ldb)];
-                s3 += row[p + 3] * B[AT(p + 3, 0, ldb)];
-            }
-            for (; p < p1; p++)
-                s0 += row[p] * B[AT(p, 0, ldb)];
-            x -= (s0 + s1) + (s2 + s3);
-        }
-        if (!unit)
-            x /= row[i];
-        B[AT(i, 0, ldb)] = x;
-        if (trans) {                /* b_p -= T(i, p) x_i for the entries still to solve */
-            const int q0 = forward ? i + 1 : 0, q1 = forward ? m : i;
-            for (int p = q0; p < q1; p++)
-                B[AT(p, 0, ldb)] -= row[p] * x;
-        }
+    /* one right-hand side is a contiguous vector: its own loop, which a CPU compiler
+     * vectorizes (the eight sums are independent) */
+#define X_NEXT(p) B[p]
+#define X_APART(p) B[AT(p, 0, ldb)]
+    if (ldb == 1) {
+        COLUMN_SOLVE(X_NEXT)
+    } else {
+        COLUMN_SOLVE(X_APART)
     }
 }
 
