@@ -62,6 +62,9 @@
 #ifndef FEW_RHS
 #define FEW_RHS 16         /* trsm_rows: most right-hand sides (its work-group's columns) */
 #endif
+#ifndef FEW_COLUMNS
+#define FEW_COLUMNS 0      /* 1: the program holds trsm_columns (the trsm FEW_ROUTE "columns") */
+#endif
 
 /* index i of the staged lower triangle of order n in the block's own order:
  * reversed (flip) where the block's S is upper */
@@ -212,6 +215,7 @@ __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
         B[AT(r, c, ldb)] = x;
 }
 
+#if FEW_COLUMNS
 /* trsm_columns' solve of the column X(p) (X(p): entry p of it in B), T's row i at `row` */
 #define COLUMN_SOLVE(X)                                                               \
     for (int step = 0; step < m; step++) {                                            \
@@ -262,6 +266,7 @@ __kernel void trsm_columns(const int m, const int nrhs, __global const real *T,
         COLUMN_SOLVE(X_APART)
     }
 }
+#endif
 
 __kernel void copy_block(const int rows, const int cols,
                          __global const real *S, const long s_off, const int lds,

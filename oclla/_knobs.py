@@ -657,7 +657,8 @@ FAMILIES = {f.name: f for f in (
              "through the whole triangle (CPUs: one core streams the triangle; PoCL, 2 "
              "cores, cho_solve at n = 4000 with one right-hand side 7.7 ms this way, 37 ms "
              "by rows)", _by_kind("rows", "columns"),
-             choice("rows", "columns"), ("oclla/blas.py",))), None, _trsm_constraint),
+             choice("rows", "columns"), ("oclla/blas.py", "kernels_cl/trsm.cl"))), None,
+        _trsm_constraint),
     Family("laswp", "Row interchanges (kernels_cl/laswp.cl).", (
         Knob("VW", "adjacent columns per work-item", lambda d, p: 1 if d.gpu else d.native(),
              WIDTHS,

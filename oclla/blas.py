@@ -179,11 +179,13 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
 
 def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     """A kernel of trsm.cl: one program per block order ``nb`` (default: the device's
-    TRSM_NB) and the device's REGISTER, for every side, triangle, transpose and
-    diagonal (the kernels' arguments)."""
+    TRSM_NB) and the device's REGISTER, FEW_RHS and FEW_ROUTE (trsm_columns is in the
+    program only where it is the device's route), for every side, triangle, transpose
+    and diagonal (the kernels' arguments)."""
     p = params(queue, "trsm", dtype)
     return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
-                      TRSM_REG=p["REGISTER"], FEW_RHS=max(p["FEW_RHS"], 1))
+                      TRSM_REG=p["REGISTER"], FEW_RHS=max(p["FEW_RHS"], 1),
+                      FEW_COLUMNS=int(p["FEW_ROUTE"] == "columns"))
 
 
 def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):

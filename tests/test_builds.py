@@ -240,6 +240,15 @@ def test_flat_tail_programs_hold_what_their_route_launches(queue):
                   WPT_M=2, WPT_N=2) == {"flat_update"}
 
 
+def test_trsm_programs_hold_the_few_column_route_of_their_device(queue):
+    """trsm.cl holds trsm_columns only where FEW_ROUTE is "columns" (FEW_COLUMNS = 1)."""
+    common = dict(TRSM_NB=16, TRSM_REG=0, FEW_RHS=4)
+    rows = {"trsm_block", "trtri_blocks", "trsm_rows", "copy_block"}
+    assert _names(queue, "trsm.cl", np.float32, FEW_COLUMNS=0, **common) == rows
+    assert _names(queue, "trsm.cl", np.float32, FEW_COLUMNS=1, **common) == \
+        rows | {"trsm_columns"}
+
+
 def test_blocked_cholesky_builds_one_leaf_program(queue):
     """Blocked factorizations whose leaves invert (below SMALL_N) and ones whose leaves
     do not (recursive diagonal blocks, TRSM beside them), of either triangle, share one
