@@ -104,11 +104,22 @@ def _cuda_available() -> bool:
         return False
 
 
-class _CpuReference:
-    name = "numpy/scipy (CPU)"
+class _Reference:
+    """What both references share: the solves' operands, made once per matrix."""
 
     def __init__(self):
-        self.solving = {}                     # id of a matrix -> (its factor, b)
+        self._held = None                     # (matrix, its factor, b) of the last solve
+
+    def solve_operands(self, a, make) -> tuple:
+        """(factor, b) for the matrix ``a``: ``make(a)`` at the first call with it (the
+        untimed warm-up), kept for the timed calls after it (only the last matrix's)."""
+        if self._held is None or self._held[0] is not a:
+            self._held = (a, *make(a))
+        return self._held[1:]
+
+
+class _CpuReference(_Reference):
+    name = "numpy/scipy (CPU)"
 
     def prepare(self, host):
         return host
@@ -117,11 +128,10 @@ class _CpuReference:
         import scipy.linalg as sl
         from scipy.linalg import blas
         if routine in SOLVES:
-            if id(a) not in self.solving:     # the first (warm-up) call factors
-                factor = (sl.lu_factor(a, check_finite=False) if routine == "getrs"
-                          else (sl.cholesky(a, lower=True, check_finite=False), True))
-                self.solving[id(a)] = factor, _right_hand_side(a.shape[0], a.dtype)
-            factor, b = self.solving[id(a)]
+            factor, b = self.solve_operands(a, lambda a: (
+                sl.lu_factor(a, check_finite=False) if routine == "getrs"
+                else (sl.cholesky(a, lower=True, check_finite=False), True),
+                _right_hand_side(a.shape[0], a.dtype)))
             solve = sl.lu_solve if routine == "getrs" else sl.cho_solve
             return solve(factor, b, check_finite=False)
         if routine in ("lu", "getrf"):
@@ -139,15 +149,15 @@ class _CpuReference:
         pass
 
 
-class _CudaReference:
+class _CudaReference(_Reference):
     name = "CuPy (cuBLAS/cuSOLVER)"
 
     def __init__(self):
         import cupy
+        super().__init__()
         self.cupy = cupy
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
         self.name = f"CuPy (cuBLAS/cuSOLVER) on {props['name'].decode()}"
-        self.solving = {}                     # id of a matrix -> (its factor, b)
 
     def prepare(self, host):
         return self.cupy.asarray(host)
@@ -156,12 +166,9 @@ class _CudaReference:
         cp = self.cupy
         if routine in SOLVES:
             import cupyx.scipy.linalg as csl
-            if id(a) not in self.solving:     # the first (warm-up) call factors
-                factor = (csl.lu_factor(a, check_finite=False) if routine == "getrs"
-                          else cp.linalg.cholesky(a))
-                b = cp.asarray(_right_hand_side(a.shape[0], a.dtype))
-                self.solving[id(a)] = factor, b
-            factor, b = self.solving[id(a)]
+            factor, b = self.solve_operands(a, lambda a: (
+                csl.lu_factor(a, check_finite=False) if routine == "getrs"
+                else cp.linalg.cholesky(a), cp.asarray(_right_hand_side(a.shape[0], a.dtype))))
             if routine == "getrs":
                 return csl.lu_solve(factor, b, check_finite=False)
             y = csl.solve_triangular(factor, b, lower=True, check_finite=False)
