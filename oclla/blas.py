@@ -209,16 +209,25 @@ def copy_block(queue, rows, cols, src: View, dst: View, dtype):
                   dst.buf, np.int64(dst.off), int_arg(dst.ld))
 
 
+def invert_blocks(queue, m: int, nb: int, t: View, inv, *, dtype, lower: bool,
+                  unit: bool) -> None:
+    """The inverse of each nb x nb diagonal block of the m x m triangle at ``t`` (lower
+    or upper, unit diagonal or not; the last block may be smaller) into ``inv``, a
+    buffer of at least m·nb reals: block i in its rows i·nb.., leading dimension nb,
+    zeros outside the block's triangle (``trtri_blocks``, one work-group per block).
+    ``t`` is only read."""
+    enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype, nb), (-(-m // nb) * nb,), (nb,),
+            int_arg(m), int_arg(nb), t.buf, np.int64(t.off), int_arg(t.ld), inv, int_arg(nb),
+            int_arg(lower), int_arg(unit))
+
+
 def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, forward):
     """Invert the diagonal blocks (one launch), then per block: B_k = op(inv)·B_k by GEMM
     into a workspace and back, and the GEMM update of the rest of B."""
     itemsize = np.dtype(dtype).itemsize
-    blocks = -(-m // nb)
-    inv = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, blocks * nb * nb * itemsize)
+    inv = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, -(-m // nb) * nb * nb * itemsize)
     tmp = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nb * nrhs * itemsize)
-    kernel = trsm_kernel(queue, "trtri_blocks", dtype, nb)
-    enqueue(queue, kernel, (blocks * nb,), (nb,), int_arg(m), int_arg(nb), t.buf,
-           np.int64(t.off), int_arg(t.ld), inv, int_arg(nb), int_arg(lower), int_arg(unit))
+    invert_blocks(queue, m, nb, t, inv, dtype=dtype, lower=lower, unit=unit)
     starts = list(range(0, m, nb))
     if not forward:
         starts.reverse()
@@ -249,9 +258,7 @@ def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse):
     inv = t.buf                                    # unread where the blocks are substituted
     if inverse:
         inv = scratch_buffer(queue, blocks * nb * nb * np.dtype(dtype).itemsize)
-        enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype), (blocks * nb,), (nb,),
-                int_arg(m), int_arg(nb), t.buf, np.int64(t.off), int_arg(t.ld), inv,
-                int_arg(nb), int_arg(lower), int_arg(unit))
+        invert_blocks(queue, m, nb, t, inv, dtype=dtype, lower=lower, unit=unit)
     kernel = trsm_kernel(queue, "trsm_rows", dtype)
     set_args(kernel, int_arg(m), int_arg(nrhs), t.buf, np.int64(t.off), int_arg(t.ld), inv,
              b.buf, np.int64(b.off), int_arg(b.ld), int_arg(trans), int_arg(lower != trans),

@@ -57,7 +57,7 @@ from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, check_method, factor_in_place, read_status, status_flags,
                         unpack_pair)
-from .blas import View, copy_block, gemm, syrk, trsm, trsm_kernel, view_of
+from .blas import View, copy_block, gemm, invert_blocks, syrk, trsm, view_of
 from .cholesky import factor_device, zero_other_triangle
 
 #: ``method`` values: the recursive BLAS-3 variant and LAPACK's block loops, step by step.
@@ -181,10 +181,7 @@ def invert_diagonal_blocks(queue, a: View, n: int, nb: int, *, lower: bool, unit
     work-group per block) into a workspace, then ``put_diagonal_blocks`` back."""
     itemsize = np.dtype(dtype).itemsize
     w = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, n * nb * itemsize)
-    blocks = -(-n // nb)
-    kernel = trsm_kernel(queue, "trtri_blocks", dtype, nb)
-    enqueue(queue, kernel, (blocks * nb,), (nb,), int_arg(n), int_arg(nb), a.buf,
-            np.int64(a.off), int_arg(a.ld), w, int_arg(nb), int_arg(lower), int_arg(unit))
+    invert_blocks(queue, n, nb, a, w, dtype=dtype, lower=lower, unit=unit)
     loc = params(queue, "local2d", dtype)
     put = get_kernel(queue, "inverse.cl", "put_diagonal_blocks", dtype)
     enqueue(queue, put, (round_up(nb, loc["X"]), round_up(n, loc["Y"])), (loc["X"], loc["Y"]),

@@ -62,7 +62,7 @@ from . import _scratch as scratch, trace
 from ._knobs import pow2_at_least
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
-from .blas import View, copy_block, trsm_kernel
+from .blas import View, copy_block, invert_blocks
 
 #: Most columns of V per pass.  A pass of k columns runs the kernels built for the
 #: next power of two >= k (their KB: private KB x KB arrays held in registers, the
@@ -145,9 +145,8 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
             if k < kb:
                 cl.enqueue_fill_buffer(queue, w, np.zeros(1, dtype), 0, n * kb * item)
             copy_block(queue, n, k, View(v.data, c0, k_all), View(w, 0, kb), dtype)
-            enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype, TB), (blocks * TB,),
-                    (TB,), *common, int_arg(TB), buf, np.int64(off), int_arg(ld), inverses,
-                    int_arg(TB), int_arg(lower), int_arg(0))
+            invert_blocks(queue, n, TB, View(buf, off, ld), inverses, dtype=dtype, lower=lower,
+                          unit=False)
             items = TB * (kb // min(kb, 4))          # 4 columns of W an item
             if chain:
                 cl.enqueue_fill_buffer(queue, state, np.zeros(1, np.int32), 0,
