@@ -27,20 +27,24 @@
  * above).  W is m x nb, block i in rows i*nb ..; entries outside the
  * triangle of each block are set to zero.
  *
- * trsm_rows: op(T) X = B (left side) for a few right-hand sides, nrhs <=
- * FEW_RHS (W from trtri_blocks, unless `substitute`): one launch per diagonal
- * block in the order of the solve (from the first where op(T) is lower,
- * `forward`, else from the last).  Launch `step` (the global offset along
- * dimension 1: the host loop only launches) takes the blocks still to solve,
- * work-group g the g-th of them (g = 0: the block this launch solves), item
- * (t, c) (TRSM_NB x cw items, cw >= nrhs) entry (t, c) of it: each first
- * subtracts op(T)'s entries in the block the launch before solved times its X
- * (read from B, where that launch stored it), then work-group 0 applies the
- * block's inverse (op(W_k): W_k^T where trans) or, with `substitute`, solves
- * with the block by substitution (no W: backward stable for any conditioning
- * of the block, as LAPACK's xTRSM), and every entry goes back to B.  One
- * launch per block instead of a GEMM update and an inverse's GEMM and copy: a
- * solve with one right-hand side is bound by its launches.
+ * trsm_rows: op(T) X = B (left side) for a few right-hand sides (W from
+ * trtri_blocks, unless `substitute`): one launch per diagonal block in the
+ * order of the solve (from the first where op(T) is lower, `forward`, else
+ * from the last).  Launch `step` (the global offset along dimension 1: the
+ * host loop only launches) takes the blocks still to solve, work-group (g, h)
+ * the g-th of them (g = 0: the block this launch solves) in the h-th chunk of
+ * ROWS_WIDTH columns, item (t, c) (TRSM_NB x ROWS_WIDTH items: all of them
+ * stage the blocks of T, those of the columns in B solve) entry (t, c) of that
+ * chunk of the block: each first subtracts op(T)'s entries in the block the
+ * launch before solved times its X (read from B, where that launch stored it),
+ * then work-group 0 applies the block's inverse (op(W_k): W_k^T where trans) or,
+ * with `substitute`, solves with the block by substitution (no W: backward
+ * stable for any conditioning of the block, as LAPACK's xTRSM), and every entry
+ * goes back to B.  The blocks of T and W are staged in local memory by coalesced
+ * loads first (read from memory in the products, each item's loads formed a
+ * chain of TRSM_NB latencies).  One launch per block instead of a GEMM update
+ * and an inverse's GEMM and copy: a solve with few right-hand sides is bound by
+ * its launches.
  *
  * trsm_columns: the same system in one launch, one work-item (work-group) per
  * column of B solving it through the whole triangle by substitution, T read
@@ -59,8 +63,8 @@
 #ifndef TRSM_REG
 #define TRSM_REG 0         /* trsm_block: 1 = right-hand side in registers (TRSM_NB <= 64) */
 #endif
-#ifndef FEW_RHS
-#define FEW_RHS 16         /* trsm_rows: most right-hand sides (its work-group's columns) */
+#ifndef ROWS_WIDTH
+#define ROWS_WIDTH 16      /* trsm_rows: most columns of B per work-group */
 #endif
 #ifndef FEW_COLUMNS
 #define FEW_COLUMNS 0      /* 1: the program holds trsm_columns (the trsm FEW_ROUTE "columns") */
@@ -156,59 +160,96 @@ __kernel void trtri_blocks(const int m, const int nb,
 #undef X
 }
 
+/* Ts[i][p] = op(S)(i, p) for i < rows, p < cols: S(i, p), or S(p, i) where `trans`
+ * (S row-major at S, leading dimension lds); work-item `first` of `step` takes
+ * every step-th entry, consecutive items consecutive entries of S (coalesced),
+ * STAGE_LOADS loads in flight before their stores. */
+#define STAGE_LOADS 4
+void stage_op(__local real (*Ts)[TRSM_NB + 1], __global const real *S, const int lds,
+              const int rows, const int cols, const int trans, const int first,
+              const int step)
+{
+#define STAGE_INDEX(idx) const int i = trans ? (idx) % rows : (idx) / cols,            \
+                               p = trans ? (idx) / rows : (idx) % cols;
+    const int count = rows * cols;
+    for (int base = first; base < count; base += STAGE_LOADS * step) {
+        real v[STAGE_LOADS];
+        #pragma unroll
+        for (int e = 0; e < STAGE_LOADS; e++) {
+            STAGE_INDEX(base + e * step)
+            v[e] = base + e * step < count ? S[trans ? AT(p, i, lds) : AT(i, p, lds)] : ZERO;
+        }
+        #pragma unroll
+        for (int e = 0; e < STAGE_LOADS; e++) {
+            STAGE_INDEX(base + e * step)
+            if (base + e * step < count)
+                Ts[i][p] = v[e];
+        }
+    }
+#undef STAGE_INDEX
+}
+
 __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
                         const long t_off, const int ldt, __global const real *W,
                         __global real *B, const long b_off, const int ldb, const int trans,
                         const int forward, const int unit, const int substitute)
 {
-    __local real xs[TRSM_NB][FEW_RHS];  /* the last block's X, then this block's rows */
-    __local real Ts[TRSM_NB][TRSM_NB + 1];         /* substitute: op(T)'s diagonal block */
+    __local real xs[TRSM_NB][ROWS_WIDTH];  /* the last block's X, then this block's rows */
+    __local real Ts[TRSM_NB][TRSM_NB + 1];  /* op(T)'s block right of ours, then ours or op(W_k) */
     const int step = get_global_offset(1);         /* the launch's place in the solve */
     const int blocks = (m + TRSM_NB - 1) / TRSM_NB;
-    const int t = get_local_id(0), c = get_local_id(1), g = get_group_id(0);
+    const int t = get_local_id(0), g = get_group_id(0);
+    const int cs = get_local_id(1);                /* the item's column in its chunk */
+    const int c = get_group_id(1) * get_local_size(1) + cs;      /* ... and in B */
+    const int me = cs * TRSM_NB + t, items = TRSM_NB * get_local_size(1);
     const int k = forward ? step + g : blocks - 1 - step - g;      /* this group's block */
     const int kp = forward ? step - 1 : blocks - step;            /* solved last launch */
-    const int rows = min(TRSM_NB, m - k * TRSM_NB);
-    const int prows = step > 0 ? min(TRSM_NB, m - kp * TRSM_NB) : 0;
-    const int r = k * TRSM_NB + t, live = t < rows && c < nrhs;
+    const int k0 = k * TRSM_NB, kp0 = kp * TRSM_NB;
+    const int rows = min(TRSM_NB, m - k0);
+    const int prows = step > 0 ? min(TRSM_NB, m - kp0) : 0;
+    const int r = k0 + t, live = t < rows && c < nrhs;
     T += t_off;
     B += b_off;
     real x = live ? B[AT(r, c, ldb)] : ZERO;
     if (t < prows && c < nrhs)
-        xs[t][c] = B[AT(kp * TRSM_NB + t, c, ldb)];
+        xs[t][cs] = B[AT(kp0 + t, c, ldb)];
+    /* op(T)(block k, block kp): T(k, kp), or T(kp, k) where trans (none at step 0) */
+    if (prows > 0)
+        stage_op(Ts, T + (trans ? AT(kp0, k0, ldt) : AT(k0, kp0, ldt)), ldt, rows, prows,
+                 trans, me, items);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (live)
-        for (int u = 0; u < prows; u++) {
-            const int col = kp * TRSM_NB + u;
-            x -= (trans ? T[AT(col, r, ldt)] : T[AT(r, col, ldt)]) * xs[u][c];
-        }
-    barrier(CLK_LOCAL_MEM_FENCE);                   /* xs read by all */
-    xs[t][c] = x;
-    const int k0 = k * TRSM_NB, items = TRSM_NB * get_local_size(1);
-    if (substitute && g == 0)
-        for (int idx = t * get_local_size(1) + c; idx < rows * rows; idx += items) {
-            const int i = idx / rows, p = idx % rows;
-            Ts[i][p] = trans ? T[AT(k0 + p, k0 + i, ldt)] : T[AT(k0 + i, k0 + p, ldt)];
-        }
+    if (live) {
+        #pragma unroll 8
+        for (int u = 0; u < prows; u++)
+            x -= Ts[t][u] * xs[u][cs];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);                   /* xs and Ts read by all */
+    xs[t][cs] = x;
+    if (g == 0) {         /* op(T_kk) to substitute with, or op(W_k), W_k = T_kk^-1 */
+        if (substitute)
+            stage_op(Ts, T + AT(k0, k0, ldt), ldt, rows, rows, trans, me, items);
+        else
+            stage_op(Ts, W + AT(k0, 0, TRSM_NB), TRSM_NB, rows, rows, trans, me, items);
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     /* substitute: work-group 0 solves op(T_kk) X_k = xs row by row in the order of the
      * solve (every group meets the barriers) */
     for (int j = 0; j < (substitute ? rows : 0); j++) {
         const int q = forward ? j : rows - 1 - j;  /* the row this step finishes */
         if (g == 0 && t == q && c < nrhs && !unit)
-            xs[q][c] /= Ts[q][q];
+            xs[q][cs] /= Ts[q][q];
         barrier(CLK_LOCAL_MEM_FENCE);
         if (g == 0 && live && (forward ? t > q : t < q))
-            xs[t][c] -= Ts[t][q] * xs[q][c];
+            xs[t][cs] -= Ts[t][q] * xs[q][cs];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (g == 0 && live && substitute)
-        x = xs[t][c];
+        x = xs[t][cs];
     else if (g == 0 && live) {                      /* X_k = op(W_k) (B_k - ...) */
-        __global const real *wk = W + AT(k0, 0, TRSM_NB);
         real y = ZERO;
+        #pragma unroll 8
         for (int u = 0; u < rows; u++)
-            y += (trans ? wk[AT(u, t, TRSM_NB)] : wk[AT(t, u, TRSM_NB)]) * xs[u][c];
+            y += Ts[t][u] * xs[u][cs];
         x = y;
     }
     if (live)

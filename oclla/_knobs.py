@@ -374,27 +374,29 @@ def _trsm_nb(d: Device, p: dict) -> int:
     return nb
 
 
-def _few_rhs(d: Device, p: dict) -> int:
-    """GPUs: 16, halved until TRSM_NB x FEW_RHS work-items fit a work-group.  CPUs: 1."""
-    if not d.gpu:
-        return 1
-    few = 16
-    while few > 1 and not d.fits(p["TRSM_NB"], few):
-        few //= 2
-    return few
+#: trsm_rows: at most this many columns of B per work-group (TRSM_NB x 16 items, 1024
+#: for a GPU's TRSM_NB of 64); more right-hand sides take more work-groups.
+ROWS_WIDTH_CAP = 16
+
+
+def rows_width(p: dict, info) -> int:
+    """Columns of B per work-group of trsm_rows for the trsm parameters ``p`` on a device
+    (``info``): FEW_RHS's next power of two, at most :data:`ROWS_WIDTH_CAP`, halved until
+    TRSM_NB x that many work-items fit a work-group."""
+    width = min(pow2_at_least(max(p["FEW_RHS"], 1)), ROWS_WIDTH_CAP)
+    while width > 1 and not fits_wg(info, p["TRSM_NB"], width):
+        width //= 2
+    return width
 
 
 def _trsm_constraint(p: dict, d: Device) -> str | None:
     """REGISTER = 1 needs TRSM_NB <= 64; a TRSM_NB x (TRSM_NB + 1) block of reals in
-    local memory (trsm_rows: and TRSM_NB x FEW_RHS more) and TRSM_NB work-items in a
-    work-group (FEW_ROUTE "rows": TRSM_NB x FEW_RHS)."""
+    local memory (and trsm_rows's TRSM_NB x :func:`rows_width` more) and TRSM_NB
+    work-items in a work-group."""
     nb = p["TRSM_NB"]
     if p["REGISTER"] and nb > 64:
         return "REGISTER = 1 needs TRSM_NB <= 64"
-    if (p["FEW_RHS"] and p["FEW_ROUTE"] == "rows"
-            and not d.fits(nb, pow2_at_least(p["FEW_RHS"]))):
-        return "TRSM_NB x FEW_RHS work-items do not fit a work-group"
-    local = nb * (nb + 1 + max(p["FEW_RHS"], 1)) * d.itemsize
+    local = nb * (nb + 1 + rows_width(p, d.info)) * d.itemsize
     return None if local <= d.info.local_mem_size and d.fits(nb) \
         else "TRSM_NB block does not fit the device"
 
@@ -643,19 +645,22 @@ FAMILIES = {f.name: f for f in (
              _both((0, 1))),
         Knob("FEW_RHS", "left-side solves of more than TRSM_NB rows with at most this "
              "many right-hand sides take FEW_ROUTE instead of GEMMs; 0: never.  A solve "
-             "with one right-hand side is bound by its launches (cho_solve at n = 1024: "
-             "108 launches the GEMM way); on an H200, float32, one right-hand side, "
-             "cho_solve / lu_solve at n = 1024 3.5 / 3.6 -> 0.6 / 1.1 ms, at 8192 27 / 39 "
-             "-> 4.6 / 8.9 ms by rows.  CPUs: 1 (PoCL, 2 cores, float32, one right-hand "
-             "side, cho_solve / lu_solve at n = 1024 6.3 / 3.7 -> 0.5 / 0.9 ms, at 4000 "
-             "51 / 31 -> 7.7 / 10.5 ms by columns; the columns' kernels alone with two or "
-             "four right-hand sides 24 and 50 ms, the GEMMs about 30)",
-             _few_rhs, ints(0, 64), ("oclla/blas.py", "kernels_cl/trsm.cl")),
+             "with few right-hand sides is bound by its launches (cho_solve at n = 1024: "
+             "108 launches the GEMM way).  GPUs: 128 (H200, n = 8192, cho_solve / "
+             "lu_solve by GEMMs against by rows: float32 one right-hand side 29-43 / "
+             "39-41 -> 3.5-4.8 / 7.4-7.6 ms, 64 of them 26-43 / 23-26 -> 6.2-6.6 / 14.9-15.6 "
+             "ms, 128 27-40 / 23-24 -> 8.5-9.6 / 19-21 ms, 256 26-43 / 24-25 -> 14-15 / "
+             "28-31 ms: lu_solve's GEMMs win there).  CPUs: 1 (PoCL, 2 cores, float32, one "
+             "right-hand side, cho_solve / lu_solve at n = 1024 6.3 / 3.7 -> 0.5 / 0.9 ms, at "
+             "4000 51 / 31 -> 7.7 / 10.5 ms by columns; the columns' kernels alone with two "
+             "or four right-hand sides 24 and 50 ms, the GEMMs about 30)",
+             _by_kind(128, 1), ints(0, 1024), ("oclla/blas.py",)),
         Knob("FEW_ROUTE", '"rows": trsm_rows, one launch per diagonal block, which solves '
-             "it and updates the blocks still to solve in many work-groups (GPUs); "
+             "it and updates the blocks still to solve in many work-groups of up to 16 "
+             "columns (ROWS_WIDTH_CAP; GPUs); "
              '"columns": trsm_columns, one launch, one work-item per right-hand side '
              "through the whole triangle (CPUs: one core streams the triangle; PoCL, 2 "
-             "cores, cho_solve at n = 4000 with one right-hand side 7.7 ms this way, 37 ms "
+             "cores, cho_solve at n = 4000 with one right-hand side 7-8 ms this way, 101 ms "
              "by rows)", _by_kind("rows", "columns"),
              choice("rows", "columns"), ("oclla/blas.py", "kernels_cl/trsm.cl"))), None,
         _trsm_constraint),

@@ -49,13 +49,13 @@ import time
 import numpy as np
 
 ROUTINES = ("lu", "gemm", "syrk", "getrf", "potrf", "getrs", "potrs")
-#: the solves' routines: one right-hand side, the factor made once, untimed
+#: the solves' routines: --nrhs right-hand sides (default one), the factor made once, untimed
 SOLVES = ("getrs", "potrs")
 PLOT_TYPES = (".png", ".svg", ".pdf")
 ROUTINE_HELP = ("lu: every LU variant, per-pivot and blocked; getrf: the blocked LU; gemm: "
                 "C = A·B; syrk: one triangle of A·Aᵀ; potrf: Cholesky; getrs, potrs: "
-                "lu_solve and cho_solve of one right-hand side with the factor already made "
-                "(default lu). "
+                "lu_solve and cho_solve of --nrhs right-hand sides with the factor already "
+                "made (default lu). "
                 "oclla bench wls reproduces Jung & O'Leary's tables (oclla bench wls --help); "
                 "oclla bench update, potri and logdet measure the Cholesky update, inverse "
                 "and log-determinant (their own --help)")
@@ -67,8 +67,9 @@ PEAKS = {
 }
 
 
-def flops(routine: str, n: int) -> float:
-    """LAPACK's operation count of ``routine`` on order n."""
+def flops(routine: str, n: int, nrhs: int = 1) -> float:
+    """LAPACK's operation count of ``routine`` on order n (the solves: of ``nrhs``
+    right-hand sides)."""
     if routine in ("lu", "getrf"):
         return 2.0 * n ** 3 / 3.0 - n ** 2 / 2.0 - n / 6.0
     if routine == "gemm":
@@ -78,13 +79,14 @@ def flops(routine: str, n: int) -> float:
     if routine == "potrf":
         return n ** 3 / 3.0 + n ** 2 / 2.0 + n / 6.0
     if routine in SOLVES:
-        return 2.0 * n * n
+        return 2.0 * n * n * nrhs
     raise ValueError(routine)
 
 
-def _right_hand_side(n: int, dtype) -> np.ndarray:
-    """The solves' right-hand side: one seeded vector."""
-    return np.random.default_rng(1).standard_normal(n).astype(dtype)
+def _right_hand_side(n: int, dtype, nrhs: int) -> np.ndarray:
+    """The solves' right-hand side, seeded: a vector (``nrhs`` 1) or n x nrhs."""
+    shape = (n,) if nrhs == 1 else (n, nrhs)
+    return np.random.default_rng(1).standard_normal(shape).astype(dtype)
 
 
 def peak(device_name: str, dtype: str) -> float | None:
@@ -124,14 +126,14 @@ class _CpuReference(_Reference):
     def prepare(self, host):
         return host
 
-    def run(self, routine, a):
+    def run(self, routine, a, nrhs=1):
         import scipy.linalg as sl
         from scipy.linalg import blas
         if routine in SOLVES:
             factor, b = self.solve_operands(a, lambda a: (
                 sl.lu_factor(a, check_finite=False) if routine == "getrs"
                 else (sl.cholesky(a, lower=True, check_finite=False), True),
-                _right_hand_side(a.shape[0], a.dtype)))
+                _right_hand_side(a.shape[0], a.dtype, nrhs)))
             solve = sl.lu_solve if routine == "getrs" else sl.cho_solve
             return solve(factor, b, check_finite=False)
         if routine in ("lu", "getrf"):
@@ -162,13 +164,13 @@ class _CudaReference(_Reference):
     def prepare(self, host):
         return self.cupy.asarray(host)
 
-    def run(self, routine, a):
+    def run(self, routine, a, nrhs=1):
         cp = self.cupy
         if routine in SOLVES:
             import cupyx.scipy.linalg as csl
             factor, b = self.solve_operands(a, lambda a: (
                 csl.lu_factor(a, check_finite=False) if routine == "getrs"
-                else cp.linalg.cholesky(a), cp.asarray(_right_hand_side(a.shape[0], a.dtype))))
+                else cp.linalg.cholesky(a), cp.asarray(_right_hand_side(a.shape[0], a.dtype, nrhs))))
             if routine == "getrs":
                 return csl.lu_solve(factor, b, check_finite=False)
             y = csl.solve_triangular(factor, b, lower=True, check_finite=False)
@@ -198,7 +200,7 @@ def reference(kind: str):
 
 # ---- oclla side -----------------------------------------------------------------------
 
-def _oclla_runs(routine: str, n: int, dtype, queue, max_pivot_n: int):
+def _oclla_runs(routine: str, n: int, dtype, queue, max_pivot_n: int, nrhs: int):
     """{label: callable(device array) -> anything} for the oclla implementations."""
     import oclla
     from oclla.blas import gemm, syrk, view_of
@@ -231,7 +233,7 @@ def _oclla_runs(routine: str, n: int, dtype, queue, max_pivot_n: int):
     if routine == "potrf":
         runs["cholesky"] = lambda a: oclla.cholesky(a, lower=True, queue=queue)
     if routine in SOLVES:
-        b = cl_array.to_device(queue, _right_hand_side(n, dtype))
+        b = cl_array.to_device(queue, _right_hand_side(n, dtype, nrhs))
         factor = {}
 
         def solve(a):
@@ -255,7 +257,7 @@ def _matrix(routine: str, n: int, dtype, seed: int = 0) -> np.ndarray:
 
 
 def measure(routine: str, n: int, dtype, *, queue, ref, repeat: int = 3,
-            max_pivot_n: int = 4096) -> list[dict]:
+            max_pivot_n: int = 4096, nrhs: int = 1) -> list[dict]:
     """Best time of each implementation on order n; one record per implementation."""
     import pyopencl.array as cl_array
     from oclla import device_info
@@ -263,7 +265,7 @@ def measure(routine: str, n: int, dtype, *, queue, ref, repeat: int = 3,
     host = _matrix(routine, n, dtype)
     d_a = cl_array.to_device(queue, host)
     r_a = ref.prepare(host)
-    runs = _oclla_runs(routine, n, dtype, queue, max_pivot_n)
+    runs = _oclla_runs(routine, n, dtype, queue, max_pivot_n, nrhs)
     best = {label: float("inf") for label in runs}
     best["reference"] = float("inf")
 
@@ -275,23 +277,24 @@ def measure(routine: str, n: int, dtype, *, queue, ref, repeat: int = 3,
 
     for label, fn in runs.items():                      # warm-up: builds, caches
         timed(fn, d_a, queue.finish)
-    timed(lambda a: ref.run(routine, a), r_a, ref.sync)
+    timed(lambda a: ref.run(routine, a, nrhs), r_a, ref.sync)
     for _ in range(repeat):
         best["reference"] = min(best["reference"],
-                                timed(lambda a: ref.run(routine, a), r_a, ref.sync))
+                                timed(lambda a: ref.run(routine, a, nrhs), r_a, ref.sync))
         for label, fn in runs.items():
             best[label] = min(best[label], timed(fn, d_a, queue.finish))
 
     info = device_info(queue)
     dtype_name = np.dtype(dtype).name
     pk = peak(info.name, dtype_name)
-    work = flops(routine, n)
+    work = flops(routine, n, nrhs)
     ref_gflops = work / best["reference"] / 1e9
     records = []
     for label, seconds in best.items():
         gflops = work / seconds / 1e9
+        solves = {"nrhs": nrhs} if routine in SOLVES else {}
         records.append(dict(
-            routine=routine, n=n, dtype=dtype_name,
+            routine=routine, n=n, dtype=dtype_name, **solves,
             impl=ref.name if label == "reference" else f"oclla {label}",
             seconds=seconds, gflops=gflops,
             percent_of_peak=None if pk is None or label == "reference" else 100 * gflops / pk,
@@ -302,11 +305,12 @@ def measure(routine: str, n: int, dtype, *, queue, ref, repeat: int = 3,
 def _table(records: list[dict]) -> str:
     """The records as a text table; the %peak column only where a peak is known."""
     with_peak = any(r["percent_of_peak"] is not None for r in records)
-    lines = [f"{'routine':8s} {'dtype':8s} {'n':>6s}  {'implementation':44s} {'ms':>10s} "
+    lines = [f"{'routine':11s} {'dtype':8s} {'n':>6s}  {'implementation':44s} {'ms':>10s} "
              f"{'GFLOP/s':>10s}" + (f" {'%peak':>6s}" if with_peak else "") + f" {'vs ref':>7s}"]
     for r in records:
         pk = "" if r["percent_of_peak"] is None else f"{r['percent_of_peak']:.1f}"
-        lines.append(f"{r['routine']:8s} {r['dtype']:8s} {r['n']:6d}  {r['impl'][:44]:44s} "
+        name = r["routine"] + (f" x{r['nrhs']}" if r.get("nrhs", 1) > 1 else "")
+        lines.append(f"{name:11s} {r['dtype']:8s} {r['n']:6d}  {r['impl'][:44]:44s} "
                      f"{1e3 * r['seconds']:10.2f} {r['gflops']:10.1f}"
                      + (f" {pk:>6s}" if with_peak else "")
                      + f" {r['ratio_to_reference']:7.2f}")
@@ -347,6 +351,8 @@ def parser() -> argparse.ArgumentParser:
                     help="comma-separated orders n (default 256,512,1024)")
     ap.add_argument("--dtype", default="float32",
                     help="float32, float64 or both comma-separated (default float32)")
+    ap.add_argument("--nrhs", type=int, default=1, metavar="K",
+                    help="getrs, potrs: right-hand sides per solve (default 1)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="timed runs per implementation, best kept (default 3)")
     add_device_option(ap)
@@ -386,6 +392,10 @@ def parse_args(argv):
             ap.error(f"--dtype must be float32 and/or float64, got {d!r}")
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if args.nrhs < 1:
+        ap.error("--nrhs must be at least 1")
+    if args.nrhs > 1 and args.routine not in SOLVES:
+        ap.error(f"--nrhs is for the solves ({', '.join(SOLVES)}), not {args.routine}")
     if args.max_pivot_n < 0:
         ap.error("--max-pivot-n must not be negative")
     if args.json not in (None, "-") and not args.json.endswith(".json"):
@@ -455,7 +465,8 @@ def _run(args, argv) -> int:
     for dtype in dtypes:
         for n in args.sizes:
             records.extend(measure(args.routine, n, np.dtype(dtype), queue=queue, ref=ref,
-                                   repeat=args.repeat, max_pivot_n=args.max_pivot_n))
+                                   repeat=args.repeat, max_pivot_n=args.max_pivot_n,
+                                   nrhs=args.nrhs))
             done += 1
             print(f"oclla bench: {args.routine} {dtype} n={n} done ({done} of {total}, "
                   f"{time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)

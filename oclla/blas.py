@@ -21,7 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._device import device_info, resolve_queue
-from ._knobs import complete_gemm, pow2_at_least
+from ._knobs import complete_gemm, pow2_at_least, rows_width
 from ._params import check, params, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
@@ -184,8 +184,9 @@ def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     and diagonal (the kernels' arguments)."""
     p = params(queue, "trsm", dtype)
     return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
-                      TRSM_REG=p["REGISTER"], FEW_RHS=max(p["FEW_RHS"], 1),
+                      TRSM_REG=p["REGISTER"], ROWS_WIDTH=rows_width(p, device_info(queue)),
                       FEW_COLUMNS=int(p["FEW_ROUTE"] == "columns"))
+
 
 
 def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):
@@ -252,8 +253,10 @@ def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse):
     """op(T)·X = B, B m x nrhs (nrhs <= FEW_RHS), by trsm_rows: with ``inverse`` the
     diagonal blocks of TRSM_NB inverted by one launch first; then one launch per block
     in the order of the solve, which solves it (by its inverse, or by substitution) and
-    updates every block still to solve by it."""
-    nb = params(queue, "trsm", dtype)["TRSM_NB"]
+    updates every block still to solve by it, in chunks of :func:`rows_width` columns
+    (a work-group each)."""
+    p = params(queue, "trsm", dtype)
+    nb = p["TRSM_NB"]
     blocks = -(-m // nb)
     inv = t.buf                                    # unread where the blocks are substituted
     if inverse:
@@ -263,9 +266,10 @@ def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse):
     set_args(kernel, int_arg(m), int_arg(nrhs), t.buf, np.int64(t.off), int_arg(t.ld), inv,
              b.buf, np.int64(b.off), int_arg(b.ld), int_arg(trans), int_arg(lower != trans),
              int_arg(unit), int_arg(not inverse))
-    cw = pow2_at_least(nrhs)
+    cw = rows_width(p, device_info(queue))        # a chunk's items past B stage T too
+    columns = round_up(nrhs, cw)
     for step in range(blocks):                     # the step is the launch's offset
-        launch(queue, kernel, ((blocks - step) * nb, cw), (nb, cw), offset=(0, step))
+        launch(queue, kernel, ((blocks - step) * nb, columns), (nb, cw), offset=(0, step))
 
 
 def _trsm_columns(queue, m, nrhs, t, b, *, dtype, lower, trans, unit):

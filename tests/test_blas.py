@@ -16,6 +16,7 @@ import pytest
 import oclla
 from oclla import _params, _programs
 from oclla.accuracy import THRESHOLD, passes, product_error, solve_backward_error
+from oclla._knobs import rows_width
 from oclla.blas import View, gemm, laswp, matmul, syrk, trsm, view_of
 
 from linalg_helpers import buildable, buildable_width
@@ -205,10 +206,11 @@ def _triangle(rng, m, lower, unit, dtype):
     return stored.astype(dtype), tri
 
 
-#: FEW_RHS 0 sends every solve through the GEMMs; 16 sends the left-side solves of up to
-#: 16 right-hand sides to FEW_ROUTE; 4 splits the cases below between the two
+#: FEW_RHS 0 sends every solve through the GEMMs; 16 and 64 send the left-side solves of
+#: up to that many right-hand sides to FEW_ROUTE (64 by rows: 19 columns in two chunks of
+#: up to 16); 4 splits the cases below between the two
 TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),
-             dict(TRSM_NB=16, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="rows"),
+             dict(TRSM_NB=16, INVERSE=1, REGISTER=0, FEW_RHS=64, FEW_ROUTE="rows"),
              dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),
              dict(TRSM_NB=16, INVERSE=0, REGISTER=1, FEW_RHS=4, FEW_ROUTE="columns"),
              dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="rows"),
@@ -279,6 +281,40 @@ def test_few_right_hand_sides_take_few_launches(queue, dtype, route, inverse):
             op = tri.T if trans else tri
             err = solve_backward_error(op, db.get(), b)
             assert passes(err), (nrhs, lower, trans, unit, err)
+    finally:
+        _params.override("trsm", None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("inverse", (1, 0), ids=("inverted", "substituted"))
+def test_right_hand_sides_past_a_work_group_take_rows_in_column_chunks(queue, dtype,
+                                                                        inverse):
+    """trsm_rows with more right-hand sides than its work-group's width (FEW_RHS 40 with
+    TRSM_NB 16: 16 columns a work-group) takes them in chunks (37 columns: 16 + 16 + 5)
+    in the same one launch per block; each column is solved as if alone."""
+    _skip_fp64(queue, dtype)
+    nb, nrhs = 16, 37
+    _params.override("trsm", dict(TRSM_NB=nb, INVERSE=inverse, REGISTER=0, FEW_RHS=40,
+                                  FEW_ROUTE="rows"))
+    rng = np.random.default_rng(29)
+    m = 4 * nb + 3
+    try:
+        assert rows_width(_params.params(queue, "trsm", dtype), oclla.device_info(queue)) \
+            == min(16, oclla.device_info(queue).max_work_group_size // nb)
+        for lower, trans in itertools.product((True, False), repeat=2):
+            stored, tri = _triangle(rng, m, lower, False, dtype)
+            b = rng.standard_normal((m, nrhs)).astype(dtype)
+            dt, db = cl_array.to_device(queue, stored), cl_array.to_device(queue, b)
+            with oclla.record() as rec:
+                trsm(queue, m, nrhs, view_of(dt), view_of(db), dtype=dtype, left=True,
+                     lower=lower, trans=trans)
+            names = [k.name for k in rec.kernels]
+            assert names.count("trsm_rows") == 5 and "gemm_tiled" not in names, names
+            op = tri.T if trans else tri
+            x = db.get()
+            assert passes(solve_backward_error(op, x, b)), (lower, trans)
+            for col in (0, 16, 36):               # each chunk's first column, the last
+                assert passes(solve_backward_error(op, x[:, col], b[:, col])), col
     finally:
         _params.override("trsm", None)
 

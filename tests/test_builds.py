@@ -242,7 +242,7 @@ def test_flat_tail_programs_hold_what_their_route_launches(queue):
 
 def test_trsm_programs_hold_the_few_column_route_of_their_device(queue):
     """trsm.cl holds trsm_columns only where FEW_ROUTE is "columns" (FEW_COLUMNS = 1)."""
-    common = dict(TRSM_NB=16, TRSM_REG=0, FEW_RHS=4)
+    common = dict(TRSM_NB=16, TRSM_REG=0, ROWS_WIDTH=4)
     rows = {"trsm_block", "trtri_blocks", "trsm_rows", "copy_block"}
     assert _names(queue, "trsm.cl", np.float32, FEW_COLUMNS=0, **common) == rows
     assert _names(queue, "trsm.cl", np.float32, FEW_COLUMNS=1, **common) == \

@@ -183,6 +183,23 @@ def test_bench_times_the_solves_with_their_factor_made_once(capsys, routine, lab
     mine = [r for r in records if r["impl"] == f"oclla {label}"]
     assert len(mine) == 1 and len(records) == 2
     assert mine[0]["gflops"] == pytest.approx(2.0 * 70 * 70 / mine[0]["seconds"] / 1e9)
+    assert main(["bench", routine, "--sizes", "70", "--nrhs", "3", "--repeat", "1"]) == 0
+    table = capsys.readouterr().out
+    assert f"{routine} x3" in table and f"oclla {label}" in table
+
+
+def test_bench_nrhs_is_for_the_solves(capsys):
+    """--nrhs below 1, or given to a factorization, is a usage error (one line, status 2);
+    the JSON records of a solve carry it, and its 2n²k flops."""
+    assert "--nrhs" in _usage_error(capsys, lambda: main(["bench", "potrs", "--nrhs", "0"]),
+                                    "oclla bench")
+    assert "--nrhs" in _usage_error(capsys, lambda: main(["bench", "getrf", "--nrhs", "2"]),
+                                    "oclla bench")
+    assert main(["bench", "potrs", "--sizes", "40", "--nrhs", "5", "--repeat", "1",
+                 "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)["records"]
+    assert {r["nrhs"] for r in records} == {5}
+    assert records[0]["gflops"] == pytest.approx(2.0 * 40 * 40 * 5 / records[0]["seconds"] / 1e9)
 
 
 def bench_peak():
