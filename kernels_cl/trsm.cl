@@ -56,6 +56,7 @@
  */
 #include "common.h"
 #include "unroll.h"
+#include "publish.h"
 
 #ifndef TRSM_NB
 #define TRSM_NB 32         /* largest diagonal block a work-group stages */
@@ -189,25 +190,81 @@ void stage_op(__local real (*Ts)[TRSM_NB + 1], __global const real *S, const int
 #undef STAGE_INDEX
 }
 
+/* x (this item's entry of B's block k, rows k0 .., columns c) less op(T)(k, j)
+ * X_j (the block j solved before, j0 .. j0 + jrows), X_j's entries of the
+ * item's column in xs[.][cs] and op(T)'s block in Ts. */
+real subtract_staged(__local real (*Ts)[TRSM_NB + 1], __local real (*xs)[ROWS_WIDTH],
+                     const int jrows, const int t, const int cs, real x)
+{
+    #pragma unroll 8
+    for (int u = 0; u < jrows; u++)
+        x -= Ts[t][u] * xs[u][cs];
+    return x;
+}
+
+/* The diagonal block's solve: after every item of the work-group has read xs and Ts
+ * (a barrier), with x the item's entry of B_k less the blocks before it, op(T_kk) X_k
+ * = that by substitution with op(T_kk) (`substitute`; backward stable for any
+ * conditioning of the block, as LAPACK's xTRSM), else X_k = op(W_k) times it, W_k =
+ * T_kk^-1 from trtri_blocks (op(W_k) = W_k^T where trans).  Every item calls it (it
+ * holds barriers); in a work-group that does not solve (solver = 0) nothing changes.
+ * Returns the item's entry of X_k (x where it does not solve). */
+real solve_diagonal(__local real (*Ts)[TRSM_NB + 1], __local real (*xs)[ROWS_WIDTH],
+                    __global const real *T, const int ldt, __global const real *W,
+                    const int k0, const int rows, const int t, const int cs,
+                    const int live, const int me, const int items, const int trans,
+                    const int forward, const int unit, const int substitute,
+                    const int solver, real x)
+{
+    xs[t][cs] = x;
+    if (solver)
+        stage_op(Ts, substitute ? T + AT(k0, k0, ldt) : W + AT(k0, 0, TRSM_NB),
+                 substitute ? ldt : TRSM_NB, rows, rows, trans, me, items);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* substitution row by row in the order of the solve */
+    for (int j = 0; j < (substitute ? rows : 0); j++) {
+        const int q = forward ? j : rows - 1 - j;  /* the row this step finishes */
+        if (solver && t == q && live && !unit)
+            xs[q][cs] /= Ts[q][q];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (solver && live && (forward ? t > q : t < q))
+            xs[t][cs] -= Ts[t][q] * xs[q][cs];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (!solver || !live)
+        return x;
+    if (substitute)
+        return xs[t][cs];
+    real y = ZERO;
+    #pragma unroll 8
+    for (int u = 0; u < rows; u++)
+        y += Ts[t][u] * xs[u][cs];
+    return y;
+}
+
+/* The item's place: the blocks of TRSM_NB rows in m, the rows of block k (k0 ..,
+ * `rows` of them; k may name `blocks`), its column cs in the work-group's chunk of
+ * columns (c, declared before, in B), its index me of `items` (consecutive over t). */
+#define FEW_PLACE(k)                                                           \
+    const int blocks = (m + TRSM_NB - 1) / TRSM_NB;                             \
+    const int t = get_local_id(0), cs = get_local_id(1);                        \
+    const int me = cs * TRSM_NB + t, items = TRSM_NB * get_local_size(1);       \
+    const int k0 = (k) * TRSM_NB, rows = min(TRSM_NB, m - k0);                 \
+    const int r = k0 + t, live = t < rows && c < nrhs;
+
 __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
                         const long t_off, const int ldt, __global const real *W,
                         __global real *B, const long b_off, const int ldb, const int trans,
                         const int forward, const int unit, const int substitute)
 {
     __local real xs[TRSM_NB][ROWS_WIDTH];  /* the last block's X, then this block's rows */
-    __local real Ts[TRSM_NB][TRSM_NB + 1];  /* op(T)'s block right of ours, then ours or op(W_k) */
+    __local real Ts[TRSM_NB][TRSM_NB + 1];  /* op(T)'s block left of ours, then ours or op(W_k) */
     const int step = get_global_offset(1);         /* the launch's place in the solve */
-    const int blocks = (m + TRSM_NB - 1) / TRSM_NB;
-    const int t = get_local_id(0), g = get_group_id(0);
-    const int cs = get_local_id(1);                /* the item's column in its chunk */
-    const int c = get_group_id(1) * get_local_size(1) + cs;      /* ... and in B */
-    const int me = cs * TRSM_NB + t, items = TRSM_NB * get_local_size(1);
-    const int k = forward ? step + g : blocks - 1 - step - g;      /* this group's block */
+    const int g = get_group_id(0);
+    const int c = get_group_id(1) * get_local_size(1) + get_local_id(1);
+    FEW_PLACE(forward ? step + g : blocks - 1 - step - g)
     const int kp = forward ? step - 1 : blocks - step;            /* solved last launch */
-    const int k0 = k * TRSM_NB, kp0 = kp * TRSM_NB;
-    const int rows = min(TRSM_NB, m - k0);
-    const int prows = step > 0 ? min(TRSM_NB, m - kp0) : 0;
-    const int r = k0 + t, live = t < rows && c < nrhs;
+    const int kp0 = kp * TRSM_NB, prows = step > 0 ? min(TRSM_NB, m - kp0) : 0;
     T += t_off;
     B += b_off;
     real x = live ? B[AT(r, c, ldb)] : ZERO;
@@ -218,42 +275,72 @@ __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
         stage_op(Ts, T + (trans ? AT(kp0, k0, ldt) : AT(k0, kp0, ldt)), ldt, rows, prows,
                  trans, me, items);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (live) {
-        #pragma unroll 8
-        for (int u = 0; u < prows; u++)
-            x -= Ts[t][u] * xs[u][cs];
-    }
+    if (live)
+        x = subtract_staged(Ts, xs, prows, t, cs, x);
     barrier(CLK_LOCAL_MEM_FENCE);                   /* xs and Ts read by all */
-    xs[t][cs] = x;
-    if (g == 0) {         /* op(T_kk) to substitute with, or op(W_k), W_k = T_kk^-1 */
-        if (substitute)
-            stage_op(Ts, T + AT(k0, k0, ldt), ldt, rows, rows, trans, me, items);
-        else
-            stage_op(Ts, W + AT(k0, 0, TRSM_NB), TRSM_NB, rows, rows, trans, me, items);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* substitute: work-group 0 solves op(T_kk) X_k = xs row by row in the order of the
-     * solve (every group meets the barriers) */
-    for (int j = 0; j < (substitute ? rows : 0); j++) {
-        const int q = forward ? j : rows - 1 - j;  /* the row this step finishes */
-        if (g == 0 && t == q && c < nrhs && !unit)
-            xs[q][cs] /= Ts[q][q];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (g == 0 && live && (forward ? t > q : t < q))
-            xs[t][cs] -= Ts[t][q] * xs[q][cs];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (g == 0 && live && substitute)
-        x = xs[t][cs];
-    else if (g == 0 && live) {                      /* X_k = op(W_k) (B_k - ...) */
-        real y = ZERO;
-        #pragma unroll 8
-        for (int u = 0; u < rows; u++)
-            y += Ts[t][u] * xs[u][cs];
-        x = y;
-    }
+    x = solve_diagonal(Ts, xs, T, ldt, W, k0, rows, t, cs, live, me, items, trans, forward,
+                       unit, substitute, g == 0, x);
     if (live)
         B[AT(r, c, ldb)] = x;
+}
+
+/* The same solve in one launch (FEW_ROUTE "chain"): work-group g takes the next
+ * ticket from state[0]; ticket s is block k = s / chunks of the solve's order (the
+ * s / chunks-th from the first where forward, else from the last) in column chunk
+ * h = s % chunks.  For each block j before it in that order it stages op(T)(k, j),
+ * waits until state[1 + j * chunks + h] says X_j of its chunk is stored, subtracts
+ * op(T)(k, j) X_j; then solves its diagonal block, stores X_k (publish.h) and
+ * sets its own flag.  A work-group waits only for blocks of earlier tickets, whose work-groups
+ * were running when they took them; so it relies, as kernels_cl/grid.h and
+ * update_product.cl's solve_chain do, on a running work-group making progress and
+ * on volatile global accesses reaching the memory all compute units share, which
+ * OpenCL does not promise: only a tuned entry measured on the device chooses it.
+ * state: 1 + blocks * chunks ints, 0 before the launch. */
+__kernel void trsm_chain(const int m, const int nrhs, __global const real *T,
+                         const long t_off, const int ldt, __global const real *W,
+                         volatile __global real *B, const long b_off, const int ldb,
+                         const int trans, const int forward, const int unit,
+                         const int substitute, volatile __global int *state)
+{
+    __local real xs[TRSM_NB][ROWS_WIDTH];
+    __local real Ts[TRSM_NB][TRSM_NB + 1];
+    __local int ticket;
+    if (get_local_id(0) == 0 && get_local_id(1) == 0)
+        ticket = atomic_inc(state);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int chunks = get_num_groups(1), s = ticket / chunks, h = ticket % chunks;
+    const int c = h * get_local_size(1) + get_local_id(1);
+    FEW_PLACE(forward ? s : blocks - 1 - s)
+    T += t_off;
+    B += b_off;
+    real x = live ? B[AT(r, c, ldb)] : ZERO;
+    for (int i = 0; i < s; i++) {
+        const int j0 = (forward ? i : blocks - 1 - i) * TRSM_NB;
+        const int jrows = min(TRSM_NB, m - j0);
+        stage_op(Ts, T + (trans ? AT(j0, k0, ldt) : AT(k0, j0, ldt)), ldt, rows, jrows,
+                 trans, me, items);
+        if (me == 0) {
+            while (state[1 + i * chunks + h] == 0)
+                ;
+            mem_fence(CLK_GLOBAL_MEM_FENCE);
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        if (t < jrows && c < nrhs)
+            xs[t][cs] = B[AT(j0 + t, c, ldb)];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (live)
+            x = subtract_staged(Ts, xs, jrows, t, cs, x);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    x = solve_diagonal(Ts, xs, T, ldt, W, k0, rows, t, cs, live, me, items, trans, forward,
+                       unit, substitute, 1, x);
+    if (live && PUBLISHED(publish(B + AT(r, c, ldb), x)))     /* publish.h */
+        B[AT(r, c, ldb)] = x;
+    barrier(CLK_GLOBAL_MEM_FENCE);                 /* the work-group's entries, then */
+    if (me == 0) {
+        mem_fence(CLK_GLOBAL_MEM_FENCE);           /* the signal */
+        state[1 + s * chunks + h] = 1;
+    }
 }
 
 #if FEW_COLUMNS

@@ -42,6 +42,7 @@
  * prefix Q_c and R_j the identity and of B zero.
  */
 #include "common.h"
+#include "publish.h"
 
 #ifndef KB
 #define KB 16              /* columns of W and B: k's next power of two, <= 16 */
@@ -355,7 +356,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
  * the next ticket t from state[0] and solves block t (rows t*TB ..): for each
  * block j < t, as soon as state[1 + j] says W_j is stored, its rows subtract
  * L(block t, block j) W_j (its loads of L issued before the wait), then
- * W_t = inv_t V_t and state[1 + t] := 1.  A work-group waits only for blocks
+ * W_t = inv_t V_t (stored through publish.h) and state[1 + t] := 1.  A work-group waits only for blocks
  * of earlier tickets, whose work-groups were running when they took them; so
  * it relies, as kernels_cl/grid.h does, on a running work-group making
  * progress and on volatile global accesses reaching the memory all compute
@@ -411,9 +412,12 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n) {
         diagonal_solve(x, wj_rows, invs, t, h, kb, lower);
+        int seen = 0;
         #pragma unroll
         for (int q = 0; q < QC; q++)
-            row[q] = x[q];
+            seen ^= publish(row + q, x[q]);
+        if (PUBLISHED(seen))                       /* publish.h */
+            row[0] = x[0];
     }
     barrier(CLK_GLOBAL_MEM_FENCE);                 /* the work-group's rows, then */
     if (lid == 0) {

@@ -661,8 +661,12 @@ FAMILIES = {f.name: f for f in (
              '"columns": trsm_columns, one launch, one work-item per right-hand side '
              "through the whole triangle (CPUs: one core streams the triangle; PoCL, 2 "
              "cores, cho_solve at n = 4000 with one right-hand side 7-8 ms this way, 101 ms "
-             "by rows)", _by_kind("rows", "columns"),
-             choice("rows", "columns"), ("oclla/blas.py", "kernels_cl/trsm.cl"))), None,
+             'by rows); "chain": trsm_chain, the rows\' blocks in one launch, each '
+             "work-group solving its block once the blocks before it are stored (it "
+             "relies on every running work-group making progress, which OpenCL does not "
+             "promise, so only a tuned entry measured on the device chooses it)",
+             _by_kind("rows", "columns"), choice("rows", "columns", "chain"),
+             ("oclla/blas.py", "kernels_cl/trsm.cl"))), None,
         _trsm_constraint),
     Family("laswp", "Row interchanges (kernels_cl/laswp.cl).", (
         Knob("VW", "adjacent columns per work-item", lambda d, p: 1 if d.gpu else d.native(),

@@ -25,7 +25,7 @@ from ._knobs import complete_gemm, pow2_at_least, rows_width
 from ._params import check, params, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
-from ._scratch import buffer as scratch_buffer
+from ._scratch import buffer as scratch_buffer, zeroed_ints
 from ._validate import as_matrix
 
 
@@ -249,12 +249,13 @@ def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, 
                      forward=forward)
 
 
-def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse):
+def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse, chain):
     """op(T)·X = B, B m x nrhs (nrhs <= FEW_RHS), by trsm_rows: with ``inverse`` the
     diagonal blocks of TRSM_NB inverted by one launch first; then one launch per block
     in the order of the solve, which solves it (by its inverse, or by substitution) and
     updates every block still to solve by it, in chunks of :func:`rows_width` columns
-    (a work-group each)."""
+    (a work-group each).  With ``chain`` instead one launch of trsm_chain, whose
+    work-groups each solve a block once the blocks before it are stored."""
     p = params(queue, "trsm", dtype)
     nb = p["TRSM_NB"]
     blocks = -(-m // nb)
@@ -262,12 +263,18 @@ def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse):
     if inverse:
         inv = scratch_buffer(queue, blocks * nb * nb * np.dtype(dtype).itemsize)
         invert_blocks(queue, m, nb, t, inv, dtype=dtype, lower=lower, unit=unit)
-    kernel = trsm_kernel(queue, "trsm_rows", dtype)
-    set_args(kernel, int_arg(m), int_arg(nrhs), t.buf, np.int64(t.off), int_arg(t.ld), inv,
-             b.buf, np.int64(b.off), int_arg(b.ld), int_arg(trans), int_arg(lower != trans),
-             int_arg(unit), int_arg(not inverse))
+    args = (int_arg(m), int_arg(nrhs), t.buf, np.int64(t.off), int_arg(t.ld), inv, b.buf,
+            np.int64(b.off), int_arg(b.ld), int_arg(trans), int_arg(lower != trans),
+            int_arg(unit), int_arg(not inverse))
     cw = rows_width(p, device_info(queue))        # a chunk's items past B stage T too
     columns = round_up(nrhs, cw)
+    if chain:
+        state = zeroed_ints(queue, 1 + blocks * (columns // cw))
+        enqueue(queue, trsm_kernel(queue, "trsm_chain", dtype), (blocks * nb, columns),
+                (nb, cw), *args, state.data)
+        return
+    kernel = trsm_kernel(queue, "trsm_rows", dtype)
+    set_args(kernel, *args)
     for step in range(blocks):                     # the step is the launch's offset
         launch(queue, kernel, ((blocks - step) * nb, columns), (nb, cw), offset=(0, step))
 
@@ -322,7 +329,8 @@ def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True
     the block.  A left-side solve of more than one block with at most the device's
     FEW_RHS right-hand sides (``block`` left to the device) takes its FEW_ROUTE
     instead: ``trsm_rows``, one launch per block, its diagonal blocks inverted or
-    substituted as ``inverse`` says, or ``trsm_columns``, one launch, substitution.
+    substituted as ``inverse`` says (``trsm_chain``: all blocks in one launch), or
+    ``trsm_columns``, one launch, substitution.
     """
     if m <= 0 or nrhs <= 0:
         return
@@ -334,7 +342,8 @@ def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True
                               unit=unit)
             else:
                 _trsm_rows(queue, m, nrhs, t, b, dtype=dtype, lower=lower, trans=trans,
-                           unit=unit, inverse=p["INVERSE"] if inverse is None else inverse)
+                           unit=unit, inverse=p["INVERSE"] if inverse is None else inverse,
+                           chain=p["FEW_ROUTE"] == "chain")
             return
         _trsm(queue, m, nrhs, t, b, dtype=dtype, left=left, lower=lower, trans=trans,
               unit=unit, block=block, inverse=inverse)

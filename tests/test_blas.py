@@ -214,7 +214,9 @@ TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"
              dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),
              dict(TRSM_NB=16, INVERSE=0, REGISTER=1, FEW_RHS=4, FEW_ROUTE="columns"),
              dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="rows"),
-             dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="columns")]
+             dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="columns"),
+             dict(TRSM_NB=16, INVERSE=1, REGISTER=0, FEW_RHS=64, FEW_ROUTE="chain"),
+             dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=16, FEW_ROUTE="chain")]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -248,14 +250,16 @@ def test_trsm_all_cases(queue, tp, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("route, inverse", [("rows", 1), ("rows", 0), ("columns", 1)],
-                         ids=["rows-inverted", "rows-substituted", "columns"])
+@pytest.mark.parametrize("route, inverse", [("rows", 1), ("rows", 0), ("columns", 1),
+                                            ("chain", 1), ("chain", 0)],
+                         ids=["rows-inverted", "rows-substituted", "columns",
+                              "chain-inverted", "chain-substituted"])
 def test_few_right_hand_sides_take_few_launches(queue, dtype, route, inverse):
     """A left-side solve of m = 3·TRSM_NB + 5 with at most FEW_RHS right-hand sides is
     one trsm_rows launch per block (4), after the inversion of the diagonal blocks
-    (INVERSE) or with each block solved by substitution; or one trsm_columns launch;
-    every triangle, transpose and diagonal; with FEW_RHS + 1 columns it takes the
-    GEMMs."""
+    (INVERSE) or with each block solved by substitution; or one trsm_columns launch; or
+    one trsm_chain launch (after the inversion where it inverts); every triangle,
+    transpose and diagonal; with FEW_RHS + 1 columns it takes the GEMMs."""
     _skip_fp64(queue, dtype)
     nb = 16
     _params.override("trsm", dict(TRSM_NB=nb, INVERSE=inverse, REGISTER=0, FEW_RHS=2,
@@ -272,12 +276,13 @@ def test_few_right_hand_sides_take_few_launches(queue, dtype, route, inverse):
                      lower=lower, trans=trans, unit=unit)
             names = [k.name for k in rec.kernels]
             few = nrhs <= 2
-            rows, columns = route == "rows", route == "columns"
-            assert names.count("trsm_rows") == (4 if few and rows else 0), names
-            assert names.count("trsm_columns") == (1 if few and columns else 0), names
-            assert not few or names.count("trtri_blocks") == (1 if rows and inverse else 0)
-            assert not few or len(names) == names.count("trsm_rows") + \
-                names.count("trsm_columns") + names.count("trtri_blocks"), names
+            assert names.count("trsm_rows") == (4 if few and route == "rows" else 0), names
+            assert names.count("trsm_columns") == (1 if few and route == "columns" else 0)
+            assert names.count("trsm_chain") == (1 if few and route == "chain" else 0)
+            assert not few or names.count("trtri_blocks") == (
+                1 if route != "columns" and inverse else 0)
+            assert not few or len(names) == names.count(f"trsm_{route}") + \
+                names.count("trtri_blocks"), names
             op = tri.T if trans else tri
             err = solve_backward_error(op, db.get(), b)
             assert passes(err), (nrhs, lower, trans, unit, err)
@@ -287,15 +292,17 @@ def test_few_right_hand_sides_take_few_launches(queue, dtype, route, inverse):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("inverse", (1, 0), ids=("inverted", "substituted"))
+@pytest.mark.parametrize("route", ("rows", "chain"))
 def test_right_hand_sides_past_a_work_group_take_rows_in_column_chunks(queue, dtype,
-                                                                        inverse):
+                                                                        inverse, route):
     """trsm_rows with more right-hand sides than its work-group's width (FEW_RHS 40 with
     TRSM_NB 16: 16 columns a work-group) takes them in chunks (37 columns: 16 + 16 + 5)
-    in the same one launch per block; each column is solved as if alone."""
+    in the same one launch per block (trsm_chain: in its one launch); each column is
+    solved as if alone."""
     _skip_fp64(queue, dtype)
     nb, nrhs = 16, 37
     _params.override("trsm", dict(TRSM_NB=nb, INVERSE=inverse, REGISTER=0, FEW_RHS=40,
-                                  FEW_ROUTE="rows"))
+                                  FEW_ROUTE=route))
     rng = np.random.default_rng(29)
     m = 4 * nb + 3
     try:
@@ -309,7 +316,8 @@ def test_right_hand_sides_past_a_work_group_take_rows_in_column_chunks(queue, dt
                 trsm(queue, m, nrhs, view_of(dt), view_of(db), dtype=dtype, left=True,
                      lower=lower, trans=trans)
             names = [k.name for k in rec.kernels]
-            assert names.count("trsm_rows") == 5 and "gemm_tiled" not in names, names
+            assert names.count(f"trsm_{route}") == (5 if route == "rows" else 1), names
+            assert "gemm_tiled" not in names, names
             op = tri.T if trans else tri
             x = db.get()
             assert passes(solve_backward_error(op, x, b)), (lower, trans)

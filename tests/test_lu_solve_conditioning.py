@@ -39,11 +39,12 @@ def factors(n, nb, theta, dtype):
     return lu, np.arange(n, dtype=np.int32), low.astype(np.float64) @ up.astype(np.float64)
 
 
-@pytest.fixture(params=[None, "rows", "columns"], ids=["device", "rows", "columns"])
+@pytest.fixture(params=[None, "rows", "columns", "chain"],
+                ids=["device", "rows", "columns", "chain"])
 def few_rhs(request, queue, dtype):
-    """The device's trsm parameters, or FEW_RHS = 16 with either FEW_ROUTE: the two
-    right-hand sides below go to trsm_rows, whose blocks the LU's solve substitutes
-    too, or to trsm_columns."""
+    """The device's trsm parameters, or FEW_RHS = 16 with each FEW_ROUTE: the two
+    right-hand sides below go to trsm_rows or trsm_chain, whose blocks the LU's solve
+    substitutes too, or to trsm_columns."""
     if request.param is not None:
         _params.override("trsm", dict(_params.params(queue, "trsm", dtype), FEW_RHS=16,
                                       FEW_ROUTE=request.param))
