@@ -1,6 +1,7 @@
 /* trsm.cl -- the triangular-solve kernels: diagonal blocks solved in place
- * (trsm_block) or inverted (trtri_blocks) for a GEMM to apply; and the
- * copy the BLAS-3 routines need (copy_block).
+ * (trsm_block) or inverted (trtri_blocks) for a GEMM to apply; solves with few
+ * right-hand sides (trsm_rows, trsm_chain, trsm_columns); and the copy the
+ * BLAS-3 routines need (copy_block).
  *
  * trsm_block: solve with one triangular diagonal block (at most TRSM_NB x TRSM_NB).
  *   left = 1:  op(T) X = B,   B is nb x nrhs, one work-item per column of B
@@ -45,6 +46,9 @@
  * chain of TRSM_NB latencies).  One launch per block instead of a GEMM update
  * and an inverse's GEMM and copy: a solve with few right-hand sides is bound by
  * its launches.
+ *
+ * trsm_chain: trsm_rows' blocks in one launch, each work-group solving its
+ * block once the blocks before it are stored (at the kernel).
  *
  * trsm_columns: the same system in one launch, one work-item (work-group) per
  * column of B solving it through the whole triangle by substitution, T read
@@ -258,7 +262,7 @@ __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
                         const int forward, const int unit, const int substitute)
 {
     __local real xs[TRSM_NB][ROWS_WIDTH];  /* the last block's X, then this block's rows */
-    __local real Ts[TRSM_NB][TRSM_NB + 1];  /* op(T)'s block left of ours, then ours or op(W_k) */
+    __local real Ts[TRSM_NB][TRSM_NB + 1];  /* op(T)(k, kp), then op(T_kk) or op(W_k) */
     const int step = get_global_offset(1);         /* the launch's place in the solve */
     const int g = get_group_id(0);
     const int c = get_group_id(1) * get_local_size(1) + get_local_id(1);
@@ -290,12 +294,13 @@ __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
  * h = s % chunks.  For each block j before it in that order it stages op(T)(k, j),
  * waits until state[1 + j * chunks + h] says X_j of its chunk is stored, subtracts
  * op(T)(k, j) X_j; then solves its diagonal block, stores X_k (publish.h) and
- * sets its own flag.  A work-group waits only for blocks of earlier tickets, whose work-groups
- * were running when they took them; so it relies, as kernels_cl/grid.h and
- * update_product.cl's solve_chain do, on a running work-group making progress and
- * on volatile global accesses reaching the memory all compute units share, which
- * OpenCL does not promise: only a tuned entry measured on the device chooses it.
- * state: 1 + blocks * chunks ints, 0 before the launch. */
+ * sets its own flag.  A work-group waits only for blocks of earlier tickets,
+ * whose work-groups were running when they took them; so it relies, as
+ * kernels_cl/grid.h and update_product.cl's solve_chain do, on a running
+ * work-group making progress and on volatile and atomic global accesses
+ * reaching the memory all compute units share, which OpenCL does not promise:
+ * only a tuned entry measured on the device chooses it.  state: 1 + blocks *
+ * chunks ints, 0 before the launch. */
 __kernel void trsm_chain(const int m, const int nrhs, __global const real *T,
                          const long t_off, const int ldt, __global const real *W,
                          volatile __global real *B, const long b_off, const int ldb,

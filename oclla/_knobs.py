@@ -662,9 +662,11 @@ FAMILIES = {f.name: f for f in (
              "through the whole triangle (CPUs: one core streams the triangle; PoCL, 2 "
              "cores, cho_solve at n = 4000 with one right-hand side 7-8 ms this way, 101 ms "
              'by rows); "chain": trsm_chain, the rows\' blocks in one launch, each '
-             "work-group solving its block once the blocks before it are stored (it "
-             "relies on every running work-group making progress, which OpenCL does not "
-             "promise, so only a tuned entry measured on the device chooses it)",
+             "work-group solving its block once the blocks before it are stored (H200, "
+             "n = 8192, one right-hand side: cho_solve / lu_solve 3.3 / 7.1 -> 1.3 / 5.4 "
+             "ms in float32, 6.9 / 8.7 -> 1.6 / 5.6 ms in float64; it relies on every "
+             "running work-group making progress, which OpenCL does not promise, so only "
+             "a tuned entry measured on the device chooses it)",
              _by_kind("rows", "columns"), choice("rows", "columns", "chain"),
              ("oclla/blas.py", "kernels_cl/trsm.cl"))), None,
         _trsm_constraint),

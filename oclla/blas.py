@@ -21,7 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._device import device_info, resolve_queue
-from ._knobs import complete_gemm, pow2_at_least, rows_width
+from ._knobs import complete_gemm, rows_width
 from ._params import check, params, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
@@ -186,7 +186,6 @@ def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
                       TRSM_REG=p["REGISTER"], ROWS_WIDTH=rows_width(p, device_info(queue)),
                       FEW_COLUMNS=int(p["FEW_ROUTE"] == "columns"))
-
 
 
 def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):
