@@ -1,6 +1,7 @@
 /* gemm.cl -- C = alpha * op(A) * op(B) + beta * C in two shapes of kernel.
  *
- * Shapes, storage, TRIANGLE and beta as in gemm_tile.h.
+ * Shapes, storage, the triangle (an argument: 0 all of C, 1 lower, 2 upper) and
+ * beta as in gemm_tile.h.
  *
  * gemm_tiled (GPUs): one work-group per TILE_M x TILE_N block of C, each
  * computed by gemm_tile (gemm_tile.h: local-memory slabs, register blocks,
@@ -39,12 +40,12 @@ void gemm_tiled(const int M, const int N, const int K, const real alpha,
                 __global const real *A, const long a_off, const int lda,
                 __global const real *B, const long b_off, const int ldb,
                 const real beta,
-                __global real *C, const long c_off, const int ldc)
+                __global real *C, const long c_off, const int ldc, const int triangle)
 {
     __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
     __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
     gemm_tile(M, N, K, alpha, A + a_off, lda, B + b_off, ldb, beta, C + c_off, ldc,
-              get_group_id(1) * TILE_M, get_group_id(0) * TILE_N,
+              get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, triangle,
               (__local real *)As_v, (__local real *)Bs_v);
 }
 #endif
@@ -78,7 +79,8 @@ __kernel void gemm_direct(const int M, const int N, const int K, const real alph
                           __global const real *A, const long a_off, const int lda,
                           __global const real *B, const long b_off, const int ldb,
                           const long strip, const real beta,
-                          __global real *C, const long c_off, const int ldc)
+                          __global real *C, const long c_off, const int ldc,
+                          const int triangle)
 {
     const int row0 = get_global_id(0) * RM;
     const int col0 = get_global_id(1) * RN;
@@ -89,9 +91,9 @@ __kernel void gemm_direct(const int M, const int N, const int K, const real alph
     const int full = row0 + RM <= M && col0 + RN <= N && BLOCK_INSIDE(row0, col0, RM, RN);
     if (full)
         direct_block(1, M, N, K, alpha, A + a_off, lda, panel, ldb, beta, C + c_off, ldc,
-                     row0, col0);
+                     row0, col0, triangle);
     else
         direct_block(0, M, N, K, alpha, A + a_off, lda, panel, ldb, beta, C + c_off, ldc,
-                     row0, col0);
+                     row0, col0, triangle);
 }
 #endif

@@ -2,8 +2,8 @@
  * in VW-wide vector registers, no local memory and no barriers (gemm.cl's gemm_direct,
  * the CPUs' gemm; also the batched RLB GEMMs of sparse.cl on CPUs).
  *
- * Shapes, storage, TRANS_A, TRIANGLE and beta as in gemm_tile.h (whose triangle macros
- * it uses); B is K x N row-major (TRANS_B = 0): per k the block streams a row of B and
+ * Shapes, storage, TRANS_A, the triangle and beta as in gemm_tile.h (whose triangle
+ * macros it uses); B is K x N row-major (TRANS_B = 0): per k the block streams a row of B and
  * broadcasts RM entries of op(A) (the shape of a BLAS micro-kernel).  The includer
  * defines the tunables RM, VW and NV (gemm.cl holds their defaults).
  */
@@ -44,7 +44,7 @@ void direct_block(const int full, const int M, const int N, const int K, const r
                   __global const real *A, const int lda,
                   __global const real *B, const int ldb,
                   const real beta, __global real *C, const int ldc,
-                  const int row0, const int col0)
+                  const int row0, const int col0, const int triangle)
 {
     REALV(VW) acc[RM][NV];
     #pragma unroll

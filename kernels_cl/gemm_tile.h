@@ -4,8 +4,10 @@
  *
  *   op(A): M x K    (TRANS_A = 0: A is M x K row-major; 1: A is K x M)
  *   op(B): K x N    (TRANS_B = 0: B is K x N row-major; 1: B is N x K)
- *   C:     M x N    row-major; TRIANGLE = 1 writes only r >= c (lower),
- *                   2 only r <= c (upper), 0 everything (SYRK uses 1 or 2).
+ *   C:     M x N    row-major; triangle = 1 writes only r >= c (lower),
+ *                   2 only r <= c (upper), 0 everything (SYRK uses 1 or 2):
+ *                   an argument (the macros below read `triangle`), so one
+ *                   program serves every triangle.
  *   beta == 0 never reads C (it may hold anything, NaN included).
  *
  * gemm_tile computes the block whose top-left entry is C(row0, col0),
@@ -53,9 +55,6 @@
 #ifndef TRANS_B
 #define TRANS_B 0
 #endif
-#ifndef TRIANGLE
-#define TRIANGLE 0
-#endif
 
 /* ---- tunables ---- */
 #ifndef TILE_M
@@ -96,27 +95,15 @@
 #define UNPACK4(v, a, o) UNPACK2((v).lo, a, o) UNPACK2((v).hi, a, (o) + 2)
 #define UNPACK(w) CAT(UNPACK, w)
 
-/* Is element (r, c) of C written? */
-#if TRIANGLE == 1
-#define IN_TRIANGLE(r, c) ((c) <= (r))
-#elif TRIANGLE == 2
-#define IN_TRIANGLE(r, c) ((c) >= (r))
-#else
-#define IN_TRIANGLE(r, c) 1
-#endif
+/* Is element (r, c) of C written?  (`triangle` in scope: 0, 1 lower, 2 upper) */
+#define IN_TRIANGLE(r, c) (triangle == 0 || (triangle == 1 ? (c) <= (r) : (c) >= (r)))
 
 /* Does the block of rows [r0, r0+h) x cols [c0, c0+w) hold no written element,
  * or only written ones? */
-#if TRIANGLE == 1
-#define BLOCK_EMPTY(r0, c0, h, w) ((c0) > (r0) + (h) - 1)
-#define BLOCK_INSIDE(r0, c0, h, w) ((c0) + (w) - 1 <= (r0))
-#elif TRIANGLE == 2
-#define BLOCK_EMPTY(r0, c0, h, w) ((r0) > (c0) + (w) - 1)
-#define BLOCK_INSIDE(r0, c0, h, w) ((r0) + (h) - 1 <= (c0))
-#else
-#define BLOCK_EMPTY(r0, c0, h, w) 0
-#define BLOCK_INSIDE(r0, c0, h, w) 1
-#endif
+#define BLOCK_EMPTY(r0, c0, h, w)                                              \
+    (triangle == 1 ? (c0) > (r0) + (h) - 1 : triangle == 2 && (r0) > (c0) + (w) - 1)
+#define BLOCK_INSIDE(r0, c0, h, w)                                             \
+    (triangle == 0 || (triangle == 1 ? (c0) + (w) - 1 <= (r0) : (r0) + (h) - 1 <= (c0)))
 
 /* C[r, c] = alpha * acc + beta * C[r, c], C already offset. */
 #define STORE_C(r, c, value)                                                  \
@@ -207,13 +194,11 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
                       __global const real *A, const int lda,
                       __global const real *B, const int ldb,
                       const real beta, __global real *C, const int ldc,
-                      const int row0, const int col0,
+                      const int row0, const int col0, const int triangle,
                       __local real *As, __local real *Bs)
 {
     const int tx = get_local_id(0), ty = get_local_id(1);
     const int tid = ty * WG_X + tx;
-    if (BLOCK_EMPTY(row0, col0, TILE_M, TILE_N))
-        return;                                    /* uniform over the work-group */
 
     real acc[WPT_M][WPT_N];
     #pragma unroll
@@ -223,7 +208,10 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
             acc[i][j] = ZERO;
 
     real ra[A_PER], rb[B_PER];
-    const int slabs = (K + TILE_K - 1) / TILE_K;
+    /* a block outside the triangle takes no slab and stores nothing, but meets the
+     * barriers: PoCL 3.0 miscompiles a return ahead of them whose condition it knows
+     * only at run time (here the triangle, an argument) */
+    const int slabs = BLOCK_EMPTY(row0, col0, TILE_M, TILE_N) ? 0 : (K + TILE_K - 1) / TILE_K;
     /* full tiles of an aligned operand take its vector loads */
     const int full_m = row0 + TILE_M <= M && VEC_ALIGNED(A, lda, VEC_A);
     const int full_n = col0 + TILE_N <= N && VEC_ALIGNED(B, ldb, VEC_B);

@@ -350,6 +350,10 @@ void assemble(__global const int *targets, __global const int *pair_ptr,
 #if BATCH_GEMM                /* gemm_tile.h: the tiles (1), the triangle macros (both) */
 #include "gemm_tile.h"
 #endif
+#ifndef TRIANGLE
+#define TRIANGLE 0         /* the triangle of C the batched GEMMs write (gemm_tile.h's
+                              `triangle`, which each kernel below sets from it) */
+#endif
 #if BATCH_GEMM == 2
 #include "gemm_direct.h"
 #endif
@@ -378,12 +382,12 @@ void rlb_gemm(const int count, __global const int *tile_ptr, __global const int 
 {
     __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
     __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
-    const int g = get_group_id(0), d = gemm_of(count, tile_ptr, g);
+    const int g = get_group_id(0), d = gemm_of(count, tile_ptr, g), triangle = TRIANGLE;
     __global const int *e = desc + 5 * d;
     const int rj = e[0], ri = e[1], ldt = e[4];
     const int tiles_n = (ri + TILE_N - 1) / TILE_N, t = g - tile_ptr[d];
     gemm_tile(rj, ri, nc, -ONE, l + base + e[2], nr, l + base + e[3], nr, ONE,
-              l + tgt[d], ldt, (t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N,
+              l + tgt[d], ldt, (t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N, triangle,
               (__local real *)As_v, (__local real *)Bs_v);
 }
 #elif BATCH_GEMM == 2
@@ -391,7 +395,7 @@ __kernel void rlb_gemm(const int count, __global const int *tile_ptr,
                        __global const int *desc, __global const long *tgt, __global real *l,
                        const long base, const int nr, const int nc)
 {
-    const int g = get_global_id(0);
+    const int g = get_global_id(0), triangle = TRIANGLE;
     if (g >= tile_ptr[count])
         return;
     const int d = gemm_of(count, tile_ptr, g);
@@ -405,9 +409,9 @@ __kernel void rlb_gemm(const int count, __global const int *tile_ptr,
     __global const real *B = l + base + e[3];
     __global real *C = l + tgt[d];
     if (row0 + RM <= rj && col0 + RN <= ri && BLOCK_INSIDE(row0, col0, RM, RN))
-        direct_block(1, rj, ri, nc, -ONE, A, nr, B, nr, ONE, C, ldt, row0, col0);
+        direct_block(1, rj, ri, nc, -ONE, A, nr, B, nr, ONE, C, ldt, row0, col0, triangle);
     else
-        direct_block(0, rj, ri, nc, -ONE, A, nr, B, nr, ONE, C, ldt, row0, col0);
+        direct_block(0, rj, ri, nc, -ONE, A, nr, B, nr, ONE, C, ldt, row0, col0, triangle);
 }
 
 /* RL's update matrices of the batched supernodes on CPUs (what syrk_batch computes, in
@@ -423,7 +427,7 @@ __kernel void syrk_direct_batch(const int count, __global const int *unit_ptr,
                                 __global const real *l, __global const long *wp,
                                 __global real *w)
 {
-    const int g = get_global_id(0);
+    const int g = get_global_id(0), triangle = TRIANGLE;
     if (g >= unit_ptr[count])
         return;
     const int d = gemm_of(count, unit_ptr, g), s = list[d];
@@ -437,9 +441,9 @@ __kernel void syrk_direct_batch(const int count, __global const int *unit_ptr,
     __global const real *A = l + lp[s] + nc;
     __global real *C = w + wp[d];
     if (row0 + RM <= m && col0 + RN <= m && BLOCK_INSIDE(row0, col0, RM, RN))
-        direct_block(1, m, m, nc, ONE, A, nr, A, nr, ZERO, C, m, row0, col0);
+        direct_block(1, m, m, nc, ONE, A, nr, A, nr, ZERO, C, m, row0, col0, triangle);
     else
-        direct_block(0, m, m, nc, ONE, A, nr, A, nr, ZERO, C, m, row0, col0);
+        direct_block(0, m, m, nc, ONE, A, nr, A, nr, ZERO, C, m, row0, col0, triangle);
 }
 
 /* ---- the large supernodes on CPUs: packed products, the inner dimension in blocks --------
@@ -468,16 +472,18 @@ __kernel void gemm_packed(const int M, const int N, const int K, const int k0,
                           __global const real *PB, const long b_off,
                           __global real *C, const long c_off, const int ldc)
 {
-    const int ra = get_global_id(0), cb = get_global_id(1);
+    const int ra = get_global_id(0), cb = get_global_id(1), triangle = TRIANGLE;
     const int row0 = ra * RM, col0 = cb * RN;
     if (row0 >= M || col0 >= N || BLOCK_EMPTY(row0, col0, RM, RN))
         return;
     __global const real *A = PA + a_off + ((long)ra * K + k0) * RM - row0;
     __global const real *B = PB + b_off + ((long)cb * K + k0) * RN - col0;
     if (row0 + RM <= M && col0 + RN <= N && BLOCK_INSIDE(row0, col0, RM, RN))
-        direct_block(1, M, N, kc, alpha, A, RM, B, RN, beta, C + c_off, ldc, row0, col0);
+        direct_block(1, M, N, kc, alpha, A, RM, B, RN, beta, C + c_off, ldc, row0, col0,
+                     triangle);
     else
-        direct_block(0, M, N, kc, alpha, A, RM, B, RN, beta, C + c_off, ldc, row0, col0);
+        direct_block(0, M, N, kc, alpha, A, RM, B, RN, beta, C + c_off, ldc, row0, col0,
+                     triangle);
 }
 #endif
 

@@ -3,15 +3,14 @@
  *
  * syrk_leaf updates the stored triangle of the trailing matrix C by the k-wide
  * panel P beside it,
- *     LOWER = 1:  C := C - P P^T,   P = L21, m x k   (TRANS_A 0, TRANS_B 1, TRIANGLE 1)
- *     LOWER = 0:  C := C - P^T P,   P = U12, k x n   (TRANS_A 1, TRANS_B 0, TRIANGLE 2)
+ *     LOWER = 1:  C := C - P P^T,   P = L21, m x k   (TRANS_A 0, TRANS_B 1, lower)
+ *     LOWER = 0:  C := C - P^T P,   P = U12, k x n   (TRANS_A 1, TRANS_B 0, upper)
  * C m x n: the triangle of order m = n, or a trapezoid of the stored triangle's
  * first n columns (LOWER = 1, m > n) or m rows (LOWER = 0, n > m) where the
  * panel is longer than the order still to factor (cholesky.py factor_blocked's
  * width),
  * one TILE_M x TILE_N tile per work-group as gemm_tiled (gemm_tile.h; the
- * host passes the tile options and the TRANS_A / TRANS_B / TRIANGLE that
- * match LOWER).  Then the work-group of tile (0, 0), the first one started,
+ * host passes the tile options and the TRANS_A / TRANS_B that match LOWER).  Then the work-group of tile (0, 0), the first one started,
  * factors the next diagonal block C(0:nb, 0:nb) -- nb <= LEAF <= TILE_M,
  * TILE_N, so the block lies inside its own tile and needs no other
  * work-group's result -- with factor_rows (chol_leaf.h), and with ldw > 0
@@ -54,7 +53,8 @@ void syrk_leaf(const int m, const int n, const int k, __global const real *p, co
     __local real4 pool[(POOL_SIZE + 3) / 4];
     __local real *shared = (__local real *)pool;
     gemm_tile(m, n, k, -ONE, p + p_off, ldp, p + p_off, ldp, ONE, c + c_off, ldc,
-              get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, shared, shared + BS_AT);
+              get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, LOWER ? 1 : 2, shared,
+              shared + BS_AT);
     barrier(CLK_GLOBAL_MEM_FENCE);       /* the tile's stores, seen by the whole group;
                                             here, ahead of the branch: PoCL 3.0 miscomputes
                                             the tile when the first barrier after it sits

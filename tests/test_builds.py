@@ -243,7 +243,7 @@ def test_flat_tail_programs_hold_what_their_route_launches(queue):
 def test_trsm_programs_hold_the_few_column_route_of_their_device(queue):
     """trsm.cl holds trsm_columns only where FEW_ROUTE is "columns" (FEW_COLUMNS = 1)."""
     common = dict(TRSM_NB=16, TRSM_REG=0, ROWS_WIDTH=4)
-    rows = {"trsm_block", "trtri_blocks", "trsm_rows", "copy_block"}
+    rows = {"trsm_block", "trtri_blocks", "trsm_rows", "trsm_chain", "copy_block"}
     assert _names(queue, "trsm.cl", np.float32, FEW_COLUMNS=0, **common) == rows
     assert _names(queue, "trsm.cl", np.float32, FEW_COLUMNS=1, **common) == \
         rows | {"trsm_columns"}
@@ -266,8 +266,10 @@ def test_blocked_cholesky_builds_one_leaf_program(queue):
             a = a.astype(np.float32)
             c = oclla.cholesky(a, lower=lower, method="blocked", queue=queue)
             assert accuracy.cholesky_backward_error(a, c, lower) < 30
+        # (a fused device's cholesky.cl, LEAF_KERNEL=0, is another family: test_syrk_leaf)
         leaves = [b for b in _programs.builds() if b.source == "cholesky.cl"
-                  and {"-DLEAF=8", "-DWG=16", "-DPRECISION=32"} <= set(b.options)]
+                  and {"-DLEAF=8", "-DWG=16", "-DPRECISION=32"} <= set(b.options)
+                  and "-DLEAF_KERNEL=0" not in b.options]
         assert len(leaves) == 1, leaves
     finally:
         _params.override("chol", None)

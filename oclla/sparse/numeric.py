@@ -354,7 +354,8 @@ def rlb_launches(queue, sym, plan: Plan, s: int, dtype) -> list:
             continue
         d = desc[sel]
         if tiled:
-            defines, _, local = tile_launch(p, 1, 1, True, False, tri)
+            defines, _, local = tile_launch(p, 1, 1, True, False)
+            defines["TRIANGLE"] = tri
             bm, bn = p["TILE_M"], p["TILE_N"]
         else:
             defines = dict(TRANS_A=1, TRANS_B=0, TRIANGLE=tri, RM=p["RM"], VW=p["VW"],
