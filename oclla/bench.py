@@ -170,7 +170,8 @@ class _CudaReference(_Reference):
             import cupyx.scipy.linalg as csl
             factor, b = self.solve_operands(a, lambda a: (
                 csl.lu_factor(a, check_finite=False) if routine == "getrs"
-                else cp.linalg.cholesky(a), cp.asarray(_right_hand_side(a.shape[0], a.dtype, nrhs))))
+                else cp.linalg.cholesky(a),
+                cp.asarray(_right_hand_side(a.shape[0], a.dtype, nrhs))))
             if routine == "getrs":
                 return csl.lu_solve(factor, b, check_finite=False)
             y = csl.solve_triangular(factor, b, lower=True, check_finite=False)

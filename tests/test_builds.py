@@ -524,3 +524,35 @@ def test_both_triangles_share_the_packing_and_zeroing_programs(queue, dtype):
         np.testing.assert_array_equal(work.get(), keep)
         if not lower:
             assert _programs.build_count() == before
+
+
+@pytest.mark.parametrize("kernel", ("tiled", "direct"))
+def test_one_gemm_program_serves_every_triangle(queue, kernel):
+    """The triangle of C a GEMM writes is a kernel argument: after SYRK's lower triangle,
+    its upper one and the plain product of the same shape (A·Bᵀ) build no gemm.cl
+    program, and each writes its own part of C only."""
+    from oclla.blas import gemm, syrk, view_of
+    tile = (dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=1)
+            if kernel == "tiled" else dict(KERNEL="direct", RM=3, VW=4, NV=1, LX=4))
+    rng = np.random.default_rng(11)
+    n, k = 37, 9
+    a = rng.standard_normal((n, k)).astype(np.float32)
+    da = cl_array.to_device(queue, a)
+    start = None
+    for triangle in ("lower", "upper", None):
+        c0 = rng.standard_normal((n, n)).astype(np.float32)
+        dc = cl_array.to_device(queue, c0)
+        if triangle is None:
+            gemm(queue, n, n, k, 1.0, view_of(da), view_of(da), 0.0, view_of(dc),
+                 dtype=np.float32, trans_b=True, tile=tile)
+        else:
+            syrk(queue, n, k, 1.0, view_of(da), 0.0, view_of(dc), dtype=np.float32,
+                 lower=triangle == "lower", tile=tile)
+        written = {"lower": np.tril(np.ones((n, n), bool)),
+                   "upper": np.triu(np.ones((n, n), bool)), None: np.ones((n, n), bool)}
+        c = dc.get()
+        np.testing.assert_array_equal(c[~written[triangle]], c0[~written[triangle]])
+        np.testing.assert_allclose(c[written[triangle]], (a @ a.T)[written[triangle]],
+                                   rtol=1e-5, atol=1e-5)
+        start = _programs.build_count() if start is None else start
+    assert not [b for b in _programs.builds()[start:] if b.source == "gemm.cl"]
