@@ -69,7 +69,7 @@
 #define TRSM_REG 0         /* trsm_block: 1 = right-hand side in registers (TRSM_NB <= 64) */
 #endif
 #ifndef ROWS_WIDTH
-#define ROWS_WIDTH 16      /* trsm_rows: most columns of B per work-group */
+#define ROWS_WIDTH 16      /* trsm_rows, trsm_chain: most columns of B per work-group */
 #endif
 #ifndef FEW_COLUMNS
 #define FEW_COLUMNS 0      /* 1: the program holds trsm_columns (the trsm FEW_ROUTE "columns") */

@@ -374,15 +374,15 @@ def _trsm_nb(d: Device, p: dict) -> int:
     return nb
 
 
-#: trsm_rows: at most this many columns of B per work-group (TRSM_NB x 16 items, 1024
+#: trsm_rows, trsm_chain: at most this many columns of B per work-group (TRSM_NB x 16 items, 1024
 #: for a GPU's TRSM_NB of 64); more right-hand sides take more work-groups.
 ROWS_WIDTH_CAP = 16
 
 
 def rows_width(p: dict, info) -> int:
-    """Columns of B per work-group of trsm_rows for the trsm parameters ``p`` on a device
-    (``info``): FEW_RHS's next power of two, at most :data:`ROWS_WIDTH_CAP`, halved until
-    TRSM_NB x that many work-items fit a work-group."""
+    """Columns of B per work-group of trsm_rows and trsm_chain for the trsm parameters
+    ``p`` on a device (``info``): FEW_RHS's next power of two, at most
+    :data:`ROWS_WIDTH_CAP`, halved until TRSM_NB x that many work-items fit a work-group."""
     width = min(pow2_at_least(max(p["FEW_RHS"], 1)), ROWS_WIDTH_CAP)
     while width > 1 and not fits_wg(info, p["TRSM_NB"], width):
         width //= 2

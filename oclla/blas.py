@@ -179,9 +179,10 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
 
 def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     """A kernel of trsm.cl: one program per block order ``nb`` (default: the device's
-    TRSM_NB) and the device's REGISTER, FEW_RHS and FEW_ROUTE (trsm_columns is in the
-    program only where it is the device's route), for every side, triangle, transpose
-    and diagonal (the kernels' arguments)."""
+    TRSM_NB) and the device's REGISTER, FEW_RHS (its :func:`rows_width`, the few-column
+    kernels' work-group width) and FEW_ROUTE (trsm_columns is in the program only where
+    it is the device's route), for every side, triangle, transpose and diagonal (the
+    kernels' arguments)."""
     p = params(queue, "trsm", dtype)
     return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
                       TRSM_REG=p["REGISTER"], ROWS_WIDTH=rows_width(p, device_info(queue)),
