@@ -56,6 +56,9 @@
  * entries still to solve by T's rows where op(T) = T^T (a CPU's route: one
  * core streams the triangle once per column).
  *
+ * A program holds one of the three few-column kernels, the device's (FEW):
+ * each is compiled only where it is used.
+ *
  * copy_block: D (rows x cols) = S, both row-major views.
  */
 #include "common.h"
@@ -71,8 +74,13 @@
 #ifndef ROWS_WIDTH
 #define ROWS_WIDTH 16      /* trsm_rows, trsm_chain: most columns of B per work-group */
 #endif
-#ifndef FEW_COLUMNS
-#define FEW_COLUMNS 0      /* 1: the program holds trsm_columns (the trsm FEW_ROUTE "columns") */
+/* the one few-column kernel the program holds: the device's trsm FEW_ROUTE (the order
+ * of oclla/_knobs.py FEW_ROUTES) */
+#define FEW_ROWS 0         /* trsm_rows */
+#define FEW_COLUMNS 1      /* trsm_columns */
+#define FEW_CHAIN 2        /* trsm_chain */
+#ifndef FEW
+#define FEW FEW_ROWS
 #endif
 
 /* index i of the staged lower triangle of order n in the block's own order:
@@ -165,6 +173,7 @@ __kernel void trtri_blocks(const int m, const int nb,
 #undef X
 }
 
+#if FEW != FEW_COLUMNS
 /* Ts[i][p] = op(S)(i, p) for i < rows, p < cols: S(i, p), or S(p, i) where `trans`
  * (S row-major at S, leading dimension lds); work-item `first` of `step` takes
  * every step-th entry, consecutive items consecutive entries of S (coalesced),
@@ -256,6 +265,7 @@ real solve_diagonal(__local real (*Ts)[TRSM_NB + 1], __local real (*xs)[ROWS_WID
     const int k0 = (k) * TRSM_NB, rows = min(TRSM_NB, m - k0);                 \
     const int r = k0 + t, live = t < rows && c < nrhs;
 
+#if FEW == FEW_ROWS
 __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
                         const long t_off, const int ldt, __global const real *W,
                         __global real *B, const long b_off, const int ldb, const int trans,
@@ -288,6 +298,9 @@ __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
         B[AT(r, c, ldb)] = x;
 }
 
+#endif
+
+#if FEW == FEW_CHAIN
 /* The same solve in one launch (FEW_ROUTE "chain"): work-group g takes the next
  * ticket from state[0]; ticket s is block k = s / chunks of the solve's order (the
  * s / chunks-th from the first where forward, else from the last) in column chunk
@@ -348,7 +361,10 @@ __kernel void trsm_chain(const int m, const int nrhs, __global const real *T,
     }
 }
 
-#if FEW_COLUMNS
+#endif
+#endif
+
+#if FEW == FEW_COLUMNS
 /* trsm_columns' solve of the column X(p) (X(p): entry p of it in B), T's row i at `row` */
 #define COLUMN_SOLVE(X)                                                               \
     for (int step = 0; step < m; step++) {                                            \

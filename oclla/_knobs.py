@@ -374,6 +374,10 @@ def _trsm_nb(d: Device, p: dict) -> int:
     return nb
 
 
+#: The trsm FEW_ROUTE's values, in the order of trsm.cl's FEW (the one few-column
+#: kernel a program holds: FEW_ROWS, FEW_COLUMNS, FEW_CHAIN)
+FEW_ROUTES = ("rows", "columns", "chain")
+
 #: trsm_rows, trsm_chain: at most this many columns of B per work-group (TRSM_NB x 16 items, 1024
 #: for a GPU's TRSM_NB of 64); more right-hand sides take more work-groups.
 ROWS_WIDTH_CAP = 16
@@ -667,7 +671,7 @@ FAMILIES = {f.name: f for f in (
              "ms in float32, 6.9 / 8.7 -> 1.6 / 5.6 ms in float64; it relies on every "
              "running work-group making progress, which OpenCL does not promise, so only "
              "a tuned entry measured on the device chooses it)",
-             _by_kind("rows", "columns"), choice("rows", "columns", "chain"),
+             _by_kind("rows", "columns"), choice(*FEW_ROUTES),
              ("oclla/blas.py", "kernels_cl/trsm.cl"))), None,
         _trsm_constraint),
     Family("laswp", "Row interchanges (kernels_cl/laswp.cl).", (

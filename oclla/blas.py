@@ -21,7 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._device import device_info, resolve_queue
-from ._knobs import complete_gemm, rows_width
+from ._knobs import FEW_ROUTES, complete_gemm, rows_width
 from ._params import check, chol_fused_leaf, params, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
@@ -196,13 +196,13 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
 def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     """A kernel of trsm.cl: one program per block order ``nb`` (default: the device's
     TRSM_NB) and the device's REGISTER, FEW_RHS (its :func:`rows_width`, the few-column
-    kernels' work-group width) and FEW_ROUTE (trsm_columns is in the program only where
-    it is the device's route), for every side, triangle, transpose and diagonal (the
-    kernels' arguments)."""
+    kernels' work-group width) and FEW_ROUTE (the program holds that route's kernel
+    alone: trsm_rows, trsm_chain or trsm_columns), for every side, triangle, transpose
+    and diagonal (the kernels' arguments)."""
     p = params(queue, "trsm", dtype)
     return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
                       TRSM_REG=p["REGISTER"], ROWS_WIDTH=rows_width(p, device_info(queue)),
-                      FEW_COLUMNS=int(p["FEW_ROUTE"] == "columns"))
+                      FEW=FEW_ROUTES.index(p["FEW_ROUTE"]))
 
 
 def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):

@@ -241,12 +241,19 @@ def test_flat_tail_programs_hold_what_their_route_launches(queue):
 
 
 def test_trsm_programs_hold_the_few_column_route_of_their_device(queue):
-    """trsm.cl holds trsm_columns only where FEW_ROUTE is "columns" (FEW_COLUMNS = 1)."""
+    """trsm.cl holds the few-column kernel of one FEW_ROUTE (FEW, in the order of
+    FEW_ROUTES), and the device's program that of its route."""
+    from oclla._knobs import FEW_ROUTES
+    from oclla.blas import trsm_kernel
     common = dict(TRSM_NB=16, TRSM_REG=0, ROWS_WIDTH=4)
-    rows = {"trsm_block", "trtri_blocks", "trsm_rows", "trsm_chain", "copy_block"}
-    assert _names(queue, "trsm.cl", np.float32, FEW_COLUMNS=0, **common) == rows
-    assert _names(queue, "trsm.cl", np.float32, FEW_COLUMNS=1, **common) == \
-        rows | {"trsm_columns"}
+    always = {"trsm_block", "trtri_blocks", "copy_block"}
+    for few, route in enumerate(FEW_ROUTES):
+        assert _names(queue, "trsm.cl", np.float32, FEW=few, **common) == \
+            always | {f"trsm_{route}"}
+    route = _params.params(queue, "trsm", np.float32)["FEW_ROUTE"]
+    program = trsm_kernel(queue, "copy_block", np.float32).program
+    assert set(program.get_info(cl.program_info.KERNEL_NAMES).split(";")) == \
+        always | {f"trsm_{route}"}
 
 
 def test_blocked_cholesky_builds_one_leaf_program(queue):
