@@ -25,7 +25,7 @@
  * step of code, LEAF statements.  On an H100 that builds in about half the
  * time of the leaf before it, a switch over the step's block of eight with a
  * test per entry of that block (float32: the leaf's program 0.78 s against
- * 1.47 s, the fused update and leaf 0.94-1.30 s against 1.53-1.58 s; a fully unrolled
+ * 1.47 s, syrk_leaf 0.94-1.30 s against 1.53-1.58 s; a fully unrolled
  * LEAF = 64 leaf took 19 s), and the blocked potrf runs 15-45 % faster at
  * n = 1024 to 8192 (benchmarks/results/nvidia-h100-2026-11-26-cold-start-6.txt).  For a
  * block of order 64 that is 64 short steps of two warps' worth of items,

@@ -40,7 +40,7 @@
  *                   both triangles: they take the triangle as an argument
  *                   (lower: 1 row-major lower, 0 upper; LOWER is not used);
  *                   with LEAF_KERNEL = 0 apply_inverse alone, where
- *                   gemm.cl's gemm_tiled (built with LEAF) factors the leaves.
+ *                   syrk_leaf.cl's kernel factors the leaves.
  *
  * info (one int, 0 on entry): the first kernel that meets a pivot that is
  * not > 0 (or NaN) stores base + k + 1, LAPACK's info, and every later
@@ -106,8 +106,8 @@ __kernel void outer_product(__global real *a, const long off, const int ld, cons
 #define ROW_LEAF 0         /* the leaf kernel: 0 potf2_block, 1 potf2_rows */
 #endif
 #ifndef LEAF_KERNEL
-#define LEAF_KERNEL 1      /* 0: no leaf kernel, apply_inverse alone (gemm.cl's
-                              gemm_tiled factors the leaves: cholesky.py, FUSE_LEAF) */
+#define LEAF_KERNEL 1      /* 0: no leaf kernel, apply_inverse alone (syrk_leaf.cl
+                              factors the leaves: cholesky.py, FUSE_LEAF) */
 #endif
 #include "chol_leaf.h"
 

@@ -5,11 +5,7 @@
  *
  * gemm_tiled (GPUs): one work-group per TILE_M x TILE_N block of C, each
  * computed by gemm_tile (gemm_tile.h: local-memory slabs, register blocks,
- * vector loads where aligned).  Built with LEAF > 0 (the host does so for the
- * A^T B and A B^T programs where the blocked Cholesky fuses its leaves,
- * oclla/blas.py leaf_of) it is also that Cholesky's trailing update fused with
- * its next diagonal leaf, below: one kernel, so that the tile's code is
- * compiled once for the product and the Cholesky, not in two programs.
+ * vector loads where aligned).
  *
  * gemm_direct (CPUs): no local memory and no barriers: each work-item
  * computes an RM x (VW*NV) block of C in VW-wide vector registers, streaming
@@ -39,82 +35,18 @@
 
 /* ================================ gemm_tiled ================================ */
 #if DIRECT == 0
-#ifndef LEAF
-#define LEAF 0             /* > 0: the largest order of the fused Cholesky leaf (below) */
-#endif
-
-/* With LEAF > 0 (TRANS_A != TRANS_B), the blocked Cholesky's trailing update and
- * next leaf, one launch per block column (oclla/cholesky.py):
- *     TRANS_B = 1:  C := C - P P^T,  P = L21, m x k   (lower; A = B = P)
- *     TRANS_B = 0:  C := C - P^T P,  P = U12, k x n   (upper; TRANS_A = 1)
- * C m x n: the stored triangle of order m = n, or a trapezoid of its first n
- * columns (lower, m > n) or m rows (upper, n > m) where the panel is longer than
- * the order still to factor (factor_blocked's width).  After its tile, the
- * work-group of tile (0, 0), the first one started, factors the next diagonal
- * block C(0:nb, 0:nb) -- nb <= LEAF <= TILE_M, TILE_N, so the block lies inside
- * its own tile and needs no other work-group's result -- with factor_rows
- * (chol_leaf.h), and with ldw > 0 writes W^T = L^-T of it to w (leading
- * dimension ldw) for the next panel solve.  The other work-groups' updates
- * overlap the leaf.
- *
- *        k    rest
- *     +-----+------------+
- *     |  P  |##    .     |   ## tile (0, 0): updated, then the nb x nb
- *     |     |##    .     |      block at its corner factored by the same
- *     |     |  \   C     |      work-group (its stores made visible to the
- *     |     |    \       |      group by a global barrier)
- *     +-----+------------+
- *
- * A failed pivot at order k of the leaf sets *info to base + k if it is still 0
- * (LAPACK's info); with *info already set the leaf is skipped (the update still
- * runs: its result is discarded with the factor).  nb = 0 is a plain product (info
- * and w never touched); without LEAF the last five arguments are ignored.  The
- * leaf's local memory shares the slabs' buffers (used one after the other). */
-#if LEAF
-#define LOWER TRANS_B
-#include "triangle.h"
-#define EL(i, j) TRI(a, i, j)
-#include "chol_leaf.h"
-#define MAX_(x, y) ((x) > (y) ? (x) : (y))
-#define BS_AT ((GEMM_AS_SIZE + 3) / 4 * 4)     /* Bs after As, aligned for 4-wide reads */
-#define POOL_SIZE MAX_(BS_AT + GEMM_BS_SIZE, ROW_LEAF_LOCAL)
-#endif
-
 __kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
 void gemm_tiled(const int M, const int N, const int K, const real alpha,
                 __global const real *A, const long a_off, const int lda,
                 __global const real *B, const long b_off, const int ldb,
                 const real beta,
-                __global real *C, const long c_off, const int ldc, const int triangle,
-                const int nb, const int base, __global int *info, __global real *w,
-                const int ldw)
+                __global real *C, const long c_off, const int ldc, const int triangle)
 {
-#if LEAF
-    __local real4 pool[(POOL_SIZE + 3) / 4];
-    __local real *As = (__local real *)pool, *Bs = As + BS_AT;
-#else
     __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
     __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
-    __local real *As = (__local real *)As_v, *Bs = (__local real *)Bs_v;
-#endif
     gemm_tile(M, N, K, alpha, A + a_off, lda, B + b_off, ldb, beta, C + c_off, ldc,
-              get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, triangle, As, Bs);
-#if LEAF
-    barrier(CLK_GLOBAL_MEM_FENCE);       /* the tile's stores, seen by the whole group;
-                                            here, ahead of the branch: PoCL 3.0 miscomputes
-                                            the tile when the first barrier after it sits
-                                            behind the return below */
-    if (nb == 0 || get_group_id(0) != 0 || get_group_id(1) != 0)
-        return;                                    /* uniform over the work-group */
-    const int failed = *info;
-    barrier(CLK_GLOBAL_MEM_FENCE);       /* all have read info before it may change */
-    if (failed)
-        return;
-    const int lid = get_local_id(1) * WG_X + get_local_id(0);
-    const int bad = factor_rows(C + c_off, ldc, nb, lid, NTHREADS, As, w, ldw, LOWER);
-    if (bad && lid == 0)
-        *info = base + bad;
-#endif
+              get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, triangle,
+              (__local real *)As_v, (__local real *)Bs_v);
 }
 #endif
 

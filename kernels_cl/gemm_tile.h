@@ -1,6 +1,6 @@
 /* gemm_tile.h -- one work-group's TILE_M x TILE_N block of
- * C = alpha * op(A) * op(B) + beta * C (gemm.cl's gemm_tiled, which with LEAF
- * is also the blocked Cholesky's trailing update fused with its next leaf).
+ * C = alpha * op(A) * op(B) + beta * C (gemm.cl's gemm_tiled; also the
+ * blocked Cholesky's fused trailing update, syrk_leaf.cl).
  *
  *   op(A): M x K    (TRANS_A = 0: A is M x K row-major; 1: A is K x M)
  *   op(B): K x N    (TRANS_B = 0: B is K x N row-major; 1: B is N x K)

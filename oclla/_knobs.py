@@ -781,8 +781,7 @@ FAMILIES = {f.name: f for f in (
              "64); 0: with WG items (potf2_block)", lambda d, p: int(d.gpu), BOOL,
              ("kernels_cl/cholesky.cl",), _both((0, 1))),
         Knob("FUSE_LEAF", "1: factor each next leaf inside the trailing update's launch "
-             "(gemm.cl's gemm_tiled built with LEAF, the program the device's AᵀB and ABᵀ "
-             "products share: the work-group of the update's first tile, one launch per "
+             "(syrk_leaf.cl: the work-group of the update's first tile, one launch per "
              "block column fewer) where row leaves are used and the gemm tiles cover a "
              "leaf, and every other leaf in the same kernel (an update of rank 0: the row "
              "leaf compiled once per triangle); only tuned entries turn it on (a large "

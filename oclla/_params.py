@@ -106,9 +106,9 @@ def _defaults(queue, info, family: str, itemsize: int) -> dict:
 
 def chol_fused_leaf(p: dict, gemm: dict) -> bool:
     """Whether the blocked Cholesky with ``chol`` parameters ``p`` factors each next leaf
-    in the trailing update's launch (gemm.cl's gemm_tiled with LEAF): FUSE_LEAF set, row
-    leaves, and ``gemm`` parameters of the tiled kernel whose tiles hold a LEAF x LEAF
-    block and whose work-groups have at least LEAF items."""
+    in the trailing update's launch (syrk_leaf.cl): FUSE_LEAF set, row leaves, and
+    ``gemm`` parameters of the tiled kernel whose tiles hold a LEAF x LEAF block and
+    whose work-groups have at least LEAF items."""
     return (bool(p["FUSE_LEAF"]) and chol_row_leaf(p) and gemm.get("KERNEL") == "tiled"
             and min(gemm["TILE_M"], gemm["TILE_N"]) >= p["LEAF"]
             and (gemm["TILE_M"] // gemm["WPT_M"]) * (gemm["TILE_N"] // gemm["WPT_N"])

@@ -22,7 +22,7 @@ import pyopencl.array as cl_array
 
 from ._device import device_info, resolve_queue
 from ._knobs import FEW_ROUTES, complete_gemm, rows_width
-from ._params import check, chol_fused_leaf, params, thin_gemm
+from ._params import check, params, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
 from ._scratch import buffer as scratch_buffer, zeroed_ints
@@ -88,29 +88,13 @@ def tile_grid(p: dict, m: int, n: int) -> tuple:
     return (round_up(n, p["TILE_N"]) // p["WPT_N"], round_up(m, p["TILE_M"]) // p["WPT_M"])
 
 
-def leaf_of(queue, dtype, p: dict, trans_a: bool, trans_b: bool) -> dict:
-    """``{"LEAF": order}`` where gemm_tiled's program of the tiled parameters ``p`` and
-    these transposes also holds the blocked Cholesky's fused leaf (gemm.cl, LEAF): an
-    AᵀB or ABᵀ product on a device whose Cholesky factors each next leaf in its
-    trailing update (``chol`` FUSE_LEAF, :func:`oclla._params.chol_fused_leaf`) with
-    these tiles; else ``{}``.  Such products and that Cholesky then share one program
-    instead of compiling the tile's code twice."""
-    if trans_a == trans_b:
-        return {}
-    chol = params(queue, "chol", dtype)
-    return {"LEAF": chol["LEAF"]} if chol_fused_leaf(chol, p) else {}
-
-
 def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
     defines, gsize, lsize = tile_launch(p, m, n, trans_a, trans_b)
-    kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0,
-                        **leaf_of(queue, dtype, p, trans_a, trans_b), **defines)
-    # no leaf: nb = 0, and info and w (never touched) any buffer
+    kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
     return enqueue(queue, kernel, gsize, lsize, int_arg(m), int_arg(n),
                   int_arg(k), real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
                   b.buf, np.int64(b.off), int_arg(b.ld), real_arg(beta, dtype),
-                  c.buf, np.int64(c.off), int_arg(c.ld), int_arg(tri), int_arg(0),
-                  int_arg(0), c.buf, c.buf, int_arg(0))
+                  c.buf, np.int64(c.off), int_arg(c.ld), int_arg(tri))
 
 
 #: Inner dimension from which gemm_direct packs op(B) (pack_b) even when it is not

@@ -24,10 +24,10 @@ Methods
     leaf, which also inverts its block, and the panel solve is one in-place
     multiplication (fewest launches, all rows in parallel).  Where the device's
     ``FUSE_LEAF`` says so, the trailing update's launch factors the next leaf
-    (gemm.cl's ``gemm_tiled`` built with LEAF), and that kernel factors the other
-    leaves too.  Block and leaf sizes: the device's ``chol`` parameters.  A
-    device-side ``info`` flag records the first non-positive pivot; every later
-    kernel sees it and returns, so the host reads it once, at the end.
+    (``syrk_leaf``), and that kernel factors the other leaves too.  Block and leaf
+    sizes: the device's ``chol`` parameters.  A device-side
+    ``info`` flag records the first non-positive pivot; every later kernel
+    sees it and returns, so the host reads it once, at the end.
 ``method="pivot"``
     Jung & O'Leary's Algorithm 4/5: per pivot k a square-root kernel on
     L(k,k), a normalization kernel on the column below it and an
@@ -58,12 +58,10 @@ from numpy.linalg import LinAlgError
 from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
-from ._programs import (enqueue, get_kernel, index_width, int_arg, launch_queue, real_arg,
-                        round_up)
+from ._programs import enqueue, get_kernel, index_width, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, check_method, factor_in_place, read_status, solve_in_place,
                         status_flags, to_device, unpack_pair)
-from .blas import (View, gemm, indices_for, leaf_of, syrk, tile_grid, tile_launch, trsm,
-                   view_of)
+from .blas import View, gemm, syrk, tile_grid, tile_launch, trsm, view_of
 
 
 def cholesky_flops(n: int) -> float:
@@ -160,9 +158,8 @@ class _Leaf(NamedTuple):
     """The diagonal-leaf kernels of the blocked potrf, looked up once per factorization."""
     kernel: object             # potf2_block or potf2_rows; None where tile_leaf factors
                                # the leaves
-    tile_leaf: object          # gemm_tiled with LEAF (the device's FUSE_LEAF allows it):
-                               # every leaf launched as an update of rank 0 and its leaf,
-                               # or None
+    tile_leaf: object          # syrk_leaf (the device's FUSE_LEAF allows it): every leaf
+                               # launched as an update of rank 0 and its leaf, or None
     inverting: bool            # the leaves also write W^T = L11^-T (apply_inverse's V)
     apply: object              # apply_inverse (with ``inverting``), or None
     order: int                 # LEAF: largest block they factor
@@ -171,7 +168,6 @@ class _Leaf(NamedTuple):
     apply_rows: int            # rows of the panel per apply_inverse work-group
     tile_local: tuple          # tile_leaf's work-group shape
     gemm: dict                 # the device's gemm parameters (tile_leaf's tiles)
-    dtype: np.dtype            # tile_leaf's alpha and beta
 
     @property
     def fused(self) -> bool:
@@ -185,23 +181,20 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
 
     ``ROW_LEAF`` picks potf2_rows (one work-item per row of the block) over
     potf2_block (the block's entries spread over WG items) where LEAF allows it.
-    Where ``FUSE_LEAF`` and the gemm tiles allow it, gemm.cl's gemm_tiled built with
-    LEAF (the program of the device's AᵀB or ABᵀ product, :func:`oclla.blas.leaf_of`)
-    factors every leaf instead (an update of rank 0 before its leaf: the row leaf's
-    code is compiled once per triangle, not also in cholesky.cl), and with ``invert``
-    the trailing updates factor the leaves after the first
-    (:func:`_update_and_factor_next`)."""
+    Where ``FUSE_LEAF`` and the gemm tiles allow it, syrk_leaf.cl's kernel factors
+    every leaf instead (an update of rank 0 before its leaf: the row leaf's code is
+    compiled once per triangle, not also in cholesky.cl), and with ``invert`` the
+    trailing updates factor the leaves after the first (:func:`_update_and_factor_next`)."""
     p = params(queue, "chol", dtype)
     rows = chol_row_leaf(p)
     gemm = params(queue, "gemm", dtype)
     tile_leaf, tile_local = None, ()
     if chol_fused_leaf(p, gemm):
         # one program for every order: the tiles' vector loads test the panel's
-        # alignment at run time (gemm_tile.h); the same program as the device's
-        # gemm of this shape (gemm.cl with LEAF, blas.leaf_of)
+        # alignment at run time (gemm_tile.h)
         defines, _, tile_local = tile_launch(gemm, 0, 0, not lower, lower)
-        tile_leaf = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0,
-                               **leaf_of(queue, dtype, gemm, not lower, lower), **defines)
+        tile_leaf = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
+                               LOWER=int(lower), **defines)
     # apply_inverse: about four entries of the panel per work-item
     apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
     # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse,
@@ -215,7 +208,7 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
                                                            **opts)
     apply = get_kernel(queue, "cholesky.cl", "apply_inverse", dtype, **opts) if invert else None
     return _Leaf(kernel, tile_leaf, invert, apply, p["LEAF"], wg, p["WG"], apply_rows,
-                 tile_local, gemm, np.dtype(dtype))
+                 tile_local, gemm)
 
 
 def _factor_leaf(queue, a: View, nb: int, leaf: _Leaf, *, lower: bool, info, base: int,
@@ -225,8 +218,11 @@ def _factor_leaf(queue, a: View, nb: int, leaf: _Leaf, *, lower: bool, info, bas
     there.  A failing pivot at order k of it sets ``info`` to ``base + k`` if it is
     still 0."""
     w, ldw = (inverse.data, leaf.order) if inverse is not None else (a.buf, 0)
-    if leaf.kernel is None:            # gemm_tiled's leaf: an empty update, then the leaf
-        _tile_leaf(queue, leaf, nb, nb, 0, a, a, nb, base, info, w, ldw, lower=lower)
+    if leaf.kernel is None:            # syrk_leaf: an empty update, then the leaf
+        enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, nb, nb), leaf.tile_local,
+                int_arg(nb), int_arg(nb), int_arg(0), a.buf, np.int64(a.off), int_arg(a.ld),
+                a.buf, np.int64(a.off), int_arg(a.ld), int_arg(nb), int_arg(base), info.data,
+                w, int_arg(ldw))
         return
     enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, np.int64(a.off), int_arg(a.ld),
             int_arg(nb), int_arg(base), info.data, w, int_arg(ldw), int_arg(lower))
@@ -241,8 +237,7 @@ def _inverting(queue, dtype, n: int, nb: int) -> bool:
 
 def fuses_leaves(queue, dtype, n: int, block: int | None = None) -> bool:
     """Whether :func:`factor_blocked` of order n factors each next leaf in the launch of
-    the trailing update before it (gemm.cl's gemm_tiled with LEAF), so that the leaf
-    overlaps the update."""
+    the trailing update before it (syrk_leaf.cl), so that the leaf overlaps the update."""
     nb = block or block_size(queue, dtype, n)
     return _inverting(queue, dtype, n, nb) and chol_fused_leaf(
         params(queue, "chol", dtype), params(queue, "gemm", dtype))
@@ -254,25 +249,16 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, beyond: int, pan
     """A22 -= L21·L21ᵀ (or U12ᵀ·U12) on the stored triangle of order ``rest`` below and
     right of the factored jb x jb block at ``a`` (on the trapezoid of ``rest`` by
     ``beyond`` > rest where the panel is that long), and in the same launch
-    (gemm_tiled with LEAF) factor the next diagonal block, A22's leading min(jb, rest)
-    block, writing its L⁻ᵀ to ``inverse``; a failing pivot at order k of it sets
-    ``info`` to ``base + k``."""
+    (syrk_leaf.cl) factor the next diagonal block, A22's leading min(jb, rest) block,
+    writing its L⁻ᵀ to ``inverse``; a failing pivot at order k of it sets ``info`` to
+    ``base + k``."""
+    nb = min(jb, rest)
+    c = a.at(jb, jb)
     m, n = (beyond, rest) if lower else (rest, beyond)
-    _tile_leaf(queue, leaf, m, n, jb, panel, a.at(jb, jb), min(jb, rest), base, info,
-               inverse.data, leaf.order, lower=lower)
-
-
-def _tile_leaf(queue, leaf: _Leaf, m: int, n: int, k: int, panel: View, c: View, nb: int,
-               base: int, info, w, ldw: int, *, lower: bool) -> None:
-    """One launch of ``leaf.tile_leaf`` (gemm.cl's gemm_tiled with LEAF): C -= P·Pᵀ
-    (``lower``; P k columns wide) or Pᵀ·P on the stored triangle (trapezoid) of the
-    m x n C, then the nb x nb leaf at C's corner, its L⁻ᵀ to ``w`` where ldw > 0."""
     enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, m, n), leaf.tile_local,
-            int_arg(m), int_arg(n), int_arg(k), real_arg(-1.0, leaf.dtype), panel.buf,
-            np.int64(panel.off), int_arg(panel.ld), panel.buf, np.int64(panel.off),
-            int_arg(panel.ld), real_arg(1.0, leaf.dtype), c.buf, np.int64(c.off),
-            int_arg(c.ld), int_arg(1 if lower else 2), int_arg(nb), int_arg(base), info.data,
-            w, int_arg(ldw))
+            int_arg(m), int_arg(n), int_arg(jb), panel.buf, np.int64(panel.off),
+            int_arg(panel.ld), c.buf, np.int64(c.off), int_arg(c.ld), int_arg(nb),
+            int_arg(base), info.data, inverse.data, int_arg(leaf.order))
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -322,8 +308,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     block's region).
     """
     nb = block or block_size(queue, dtype, n)
-    with indices_for(dtype, a):
-        leaf = _leaf(queue, dtype, lower, invert=_inverting(queue, dtype, n, nb))
+    leaf = _leaf(queue, dtype, lower, invert=_inverting(queue, dtype, n, nb))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     inverse = None
     if leaf.inverting:

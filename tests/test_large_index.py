@@ -162,7 +162,7 @@ GEMM_TILED = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N
 CHOLESKY = dict(NB=32, LEAF=16, WG=64, SMALL_N=0, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1,
                 ROW_LEAF=0, FUSE_LEAF=0)                # leaves by recursion, TRSM beside
 INVERTING = dict(CHOLESKY, NB=16)                       # inverted leaves, apply_inverse
-FUSED = dict(INVERTING, ROW_LEAF=1, FUSE_LEAF=1)        # with GEMM_TILED: gemm_tiled, LEAF
+FUSED = dict(INVERTING, ROW_LEAF=1, FUSE_LEAF=1)        # with GEMM_TILED: syrk_leaf.cl
 
 
 def _gemm(queue, tile):
@@ -223,7 +223,7 @@ ROUTINES = {
     "cholesky blocked, inverted leaves": (lambda q: _cholesky(q, False, True, INVERTING),
                                           {"potf2_block", "apply_inverse"}),
     "cholesky blocked, fused": (lambda q: _cholesky(q, False, True, FUSED),
-                                {"apply_inverse", "gemm_tiled"}),
+                                {"apply_inverse", "syrk_leaf"}),
     "rfp per pivot": (lambda q: _cholesky(q, True, False),
                       {"sqrt_pivot", "normalize_column", "outer_product"}),
     "rfp blocked and solve": (lambda q: _cholesky(q, True, True, INVERTING),

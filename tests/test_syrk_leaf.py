@@ -1,5 +1,4 @@
-"""The blocked Cholesky's trailing update that also factors the next leaf (gemm.cl's
-gemm_tiled built with LEAF, the program the device's AᵀB and ABᵀ products share)."""
+"""The blocked Cholesky's trailing update that also factors the next leaf (syrk_leaf.cl)."""
 
 import numpy as np
 import pyopencl as cl
@@ -11,7 +10,7 @@ from oclla import _params, accuracy, rfp
 
 from linalg_helpers import assert_fails_at_order, forward_units, spd
 
-# the trailing update factors the next leaf in its own launch (gemm_tiled): tiled
+# the trailing update factors the next leaf in its own launch (syrk_leaf.cl): tiled
 # gemm tiles of 16 x 32 with 64 items; leaves equal to the block and larger than it
 # (identity padding), 64 items for leaves of 8 and 16 rows.  One program per triangle
 # serves every order: the panels of odd orders take the tiles' scalar loads, those of
@@ -60,8 +59,8 @@ def test_fused_leaf_trace(queue):
         oclla.cholesky(spd(21, np.float32), lower=True, queue=queue)
     steps = rec.runs[0].steps
     assert [s.phase for s in steps] == ["panel", "trsm", "syrk", "trsm", "syrk", "zero"]
-    assert [k.name for k in steps[0].kernels] == ["gemm_tiled"]    # the first leaf too
-    assert [k.name for k in steps[2].kernels] == ["gemm_tiled"]
+    assert [k.name for k in steps[0].kernels] == ["syrk_leaf"]     # the first leaf too
+    assert [k.name for k in steps[2].kernels] == ["syrk_leaf"]
     assert steps[2].region == (8, 21, 8, 21) and steps[4].region == (16, 21, 16, 21)
     assert steps[2].info["leaf"] == (8, 16, 8, 16) and steps[2].pivot == (8, 8)
     assert steps[4].info["leaf"] == (16, 21, 16, 21)
@@ -112,7 +111,7 @@ def test_trapezoid_is_a_full_factor_s_first_rows(queue, fuse, lower):
 
 
 def test_every_leaf_in_the_fused_kernel(queue):
-    """Where leaves are fused, gemm_tiled factors every one (an update of rank 0 before
+    """Where leaves are fused, syrk_leaf.cl factors every one (an update of rank 0 before
     the first leaf; the whole matrix below LEAF; the leaves of the recursive split that
     write no inverse): cholesky.cl is built without its leaf kernel, so the row leaf's
     code is compiled once per triangle."""
@@ -123,46 +122,10 @@ def test_every_leaf_in_the_fused_kernel(queue):
             c = oclla.cholesky(a, lower=lower, queue=queue)
         assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower)), (n, lower)
         names = {k.name for s in rec.runs[0].steps for k in s.kernels}
-        assert "gemm_tiled" in names and not names & {"potf2_rows", "potf2_block"}, names
+        assert "syrk_leaf" in names and not names & {"potf2_rows", "potf2_block"}, names
     without_leaf = [prg for (_, source, options), prg in oclla._programs._programs.items()
                     if source == "cholesky.cl" and "-DLEAF_KERNEL=0" in options]
     assert without_leaf          # apply_inverse's, for the inverted leaves at n <= 16
     for prg in without_leaf:
         kernels = prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
         assert "apply_inverse" in kernels and not any(k.startswith("potf2") for k in kernels)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_products_of_the_cholesky_shape_share_its_program(queue, dtype):
-    """AᵀB and ABᵀ on a device whose Cholesky fuses its leaves run in the Cholesky's own
-    program (gemm_tiled built with LEAF, nb = 0: a plain product): after both triangles'
-    factorizations, such products (full C and one triangle) build no gemm.cl program, and
-    they compute what numpy does and write nothing outside their triangle."""
-    from oclla import _programs
-    from oclla.blas import gemm, view_of
-    import pyopencl.array as cl_array
-    fused(FUSED_SETS[0])
-    for lower in (True, False):
-        oclla.cholesky(spd(41, dtype, seed=2), lower=lower, queue=queue)
-    start = _programs.build_count()
-    rng = np.random.default_rng(5)
-    tol = 1e-4 if dtype == np.float32 else 1e-12
-    for m, n, k in ((37, 41, 9), (16, 32, 8), (5, 70, 33)):
-        for trans_a, trans_b in ((True, False), (False, True)):
-            a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
-            b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
-            product = (a.T if trans_a else a) @ (b.T if trans_b else b)
-            for triangle, keep in ((None, np.ones((m, n), bool)),
-                                   ("lower", np.tri(m, n, dtype=bool)),
-                                   ("upper", ~np.tri(m, n, -1, dtype=bool))):
-                c0 = rng.standard_normal((m, n)).astype(dtype)
-                da, db, dc = (cl_array.to_device(queue, x) for x in (a, b, c0))
-                gemm(queue, m, n, k, -1.0, view_of(da), view_of(db), 2.0, view_of(dc),
-                     dtype=dtype, trans_a=trans_a, trans_b=trans_b, triangle=triangle,
-                     thin=False)
-                want = np.where(keep, 2.0 * c0 - product, c0)
-                np.testing.assert_allclose(dc.get(), want, rtol=tol, atol=tol * k,
-                                           err_msg=f"{m}x{n}x{k} {trans_a} {trans_b} "
-                                                   f"{triangle}")
-    assert _programs.build_count() == start, [b.options for b in
-                                              _programs.builds()[start:]]
