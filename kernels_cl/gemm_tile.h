@@ -19,7 +19,8 @@
  * widest of VEC_LOCAL, 2 and 1 that divides WPT_M (WPT_N).  The multiply over
  * a slab is unrolled eight deep, not TILE_K: on an H200 (NVIDIA OpenCL) that
  * and the single fetch build the 64 x 128 float32 tiles in 0.7 s instead of
- * 0.9 s at the same speed, and the 128 x 64 float64 ones run 10 % faster
+ * 0.9 s; float32 GEMM runs 2-5 % faster and the 128 x 64 float64 tiles' 10 %,
+ * at the price of 1-5 % on the blocked potrf
  * (benchmarks/results/nvidia-h200-2026-11-29-gemm-loop.txt).
  *
  *              TILE_N                 work-group: WG_X x WG_Y items,
