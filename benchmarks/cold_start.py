@@ -151,7 +151,8 @@ def row_text(r: dict, listing: bool) -> str:
         return (f"warmup: {r['warmup']:.2f} s, {r['built']} programs built in "
                 f"{r['build_s']:.2f} s")
     if "setup_built" in r:
-        return (f"{r['n']:>6} (operands)      {r['setup_built']:>28} {r['setup_s']:>8.2f}"
+        return (f"{r['n']:>6} {'(operands)':<15} {r['setup_ms']:>10.1f} {'':>10} "
+                f"{r['setup_built']:>6} {r['setup_s']:>8.2f}"
                 "   (building the operands: pack, a device's first parameter self-checks)")
     if "routine" in r:
         return (f"{r['n']:>6} {r['routine']:<15} {r['first_ms']:>10.1f} "
