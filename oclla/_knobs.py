@@ -778,11 +778,12 @@ FAMILIES = {f.name: f for f in (
              "crossover", _by_kind(4096, 0), ints(0), _CHOL),
         Knob("ROW_LEAF", "1: factor the leaves with LEAF work-items, one per row and one "
              "short barrier per column (potf2_rows, where LEAF is a multiple of 8 up to "
-             "64); 0: with WG items (potf2_block).  1 on CPUs too: PoCL 3.0 (2 cores) "
-             "compiles potf2_block for its first launch in 13-14 s (its 64 slots per item "
-             "kept across every barrier), and the first cholesky of a fresh process took "
-             "18.5 s against 5.0 s with row leaves; cholesky at n = 300-4000 is as fast or "
-             "faster", _fixed(1), BOOL,
+             "64); 0: with WG items (potf2_block).  1 on GPUs, and on CPUs whose "
+             "work-groups hold LEAF items: PoCL 3.0 (2 cores) compiles potf2_block for its "
+             "first launch in 13-14 s (its 64 slots per item kept across every barrier), "
+             "and the first cholesky of a fresh process took 18.5 s against 5.0 s with row "
+             "leaves; cholesky at n = 300-4000 is as fast or faster",
+             lambda d, p: int(d.gpu or d.fits(p["LEAF"])), BOOL,
              ("kernels_cl/cholesky.cl",), _both((0, 1))),
         Knob("FUSE_LEAF", "1: factor each next leaf inside the trailing update's launch "
              "(syrk_leaf.cl: the work-group of the update's first tile, one launch per "
