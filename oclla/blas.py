@@ -224,10 +224,12 @@ def invert_blocks(queue, m: int, nb: int, t: View, inv, *, dtype, lower: bool,
 
 def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, forward):
     """Invert the diagonal blocks (one launch), then per block: B_k = op(inv)·B_k by GEMM
-    into a workspace and back, and the GEMM update of the rest of B."""
+    into a workspace and back, and the GEMM update of the rest of B.  The inverses and
+    the workspace are the queue's scratch (:mod:`oclla._scratch`: on NVIDIA a buffer's
+    allocation and release cost tens of microseconds each)."""
     itemsize = np.dtype(dtype).itemsize
-    inv = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, -(-m // nb) * nb * nb * itemsize)
-    tmp = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nb * nrhs * itemsize)
+    inv = scratch_buffer(queue, -(-m // nb) * nb * nb * itemsize)
+    tmp = scratch_buffer(queue, nb * nrhs * itemsize)
     invert_blocks(queue, m, nb, t, inv, dtype=dtype, lower=lower, unit=unit)
     starts = list(range(0, m, nb))
     if not forward:

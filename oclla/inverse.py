@@ -55,6 +55,7 @@ from . import _trace_hooks, trace
 from ._device import device_info, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
+from ._scratch import buffer as scratch_buffer
 from ._validate import (as_matrix, check_method, factor_in_place, read_status, status_flags,
                         unpack_pair)
 from .blas import View, copy_block, gemm, invert_blocks, syrk, trsm, view_of
@@ -179,8 +180,7 @@ def invert_diagonal_blocks(queue, a: View, n: int, nb: int, *, lower: bool, unit
     """Replace each nb x nb diagonal block of the n x n triangle at ``a`` (the last may
     be smaller) by its inverse, zeros in its other triangle: ``trtri_blocks`` (one
     work-group per block) into a workspace, then ``put_diagonal_blocks`` back."""
-    itemsize = np.dtype(dtype).itemsize
-    w = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, n * nb * itemsize)
+    w = scratch_buffer(queue, n * nb * np.dtype(dtype).itemsize)
     invert_blocks(queue, n, nb, a, w, dtype=dtype, lower=lower, unit=unit)
     loc = params(queue, "local2d", dtype)
     put = get_kernel(queue, "inverse.cl", "put_diagonal_blocks", dtype)

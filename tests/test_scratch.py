@@ -113,11 +113,13 @@ def test_host_operands_are_copied_into_pooled_memory_on_cpus(own_queue, dtype):
     managed = pool.managed_bytes
     second = oclla.cholesky(a, queue=own_queue)
     np.testing.assert_array_equal(first, second)
+    assert pool.managed_bytes == managed                 # the second made nothing new
     x1 = oclla.cho_solve((first, False), b, queue=own_queue)
+    managed = pool.managed_bytes          # the factor, b and the solve's own scratch
     x2 = oclla.cho_solve((first, False), b, queue=own_queue)
     np.testing.assert_array_equal(x1, x2)
     assert pool.active_bytes == 0
-    assert pool.managed_bytes <= managed + a.nbytes + b.nbytes       # one factor, one b
+    assert pool.managed_bytes == managed
     assert accuracy.passes(accuracy.solve_backward_error(a, x2, b))
 
 
