@@ -10,10 +10,11 @@
  * gemm_direct (CPUs): no local memory and no barriers: each work-item
  * computes an RM x (VW*NV) block of C in VW-wide vector registers, streaming
  * a row of op(B) and broadcasting RM entries of op(A) per k (the shape of a
- * BLAS micro-kernel).  op(B) is read in place (TRANS_B = 0) or, when transposed
- * or deep, first packed by pack_b into contiguous K x (VW*NV) strips, so that each
- * work-item streams one contiguous panel (rows ldb apart touch a new page per k).  Work-items along dimension 0
- * walk down the rows so that consecutive ones reuse the same strip from cache.
+ * BLAS micro-kernel).  op(B) is read in place (not transposed) or, when
+ * transposed or deep, first packed by pack_b (the same program) into contiguous
+ * K x (VW*NV) strips, so that each work-item streams one contiguous panel (rows
+ * ldb apart touch a new page per k).  Work-items along dimension 0 walk down the
+ * rows so that consecutive ones reuse the same strip from cache.
  * Blocks on the edge (or across the triangle's diagonal) take a guarded path.
  */
 #include "gemm_tile.h"
@@ -56,19 +57,16 @@ void gemm_tiled(const int M, const int N, const int K, const real alpha,
 #include "gemm_direct.h"
 
 /* P = op(B) (K x N) in strips of RN columns, each K x RN row-major and contiguous, the
- * last padded with zeros: strip s holds columns s*RN .. s*RN+RN-1 at P + s*K*RN.  One
- * work-item per element of P (global size RN x K x strips). */
+ * last padded with zeros: strip s holds columns s*RN .. s*RN+RN-1 at P + s*K*RN.  op(B)
+ * = B (trans_b = 0) or B^T (B N x K): an argument, so that pack_b is in gemm_direct's
+ * own program.  One work-item per element of P (global size RN x K x strips). */
 __kernel void pack_b(const int N, const int K,
                      __global const real *B, const long b_off, const int ldb,
-                     __global real *P)
+                     const int trans_b, __global real *P)
 {
     const int q = get_global_id(0), k = get_global_id(1), s = get_global_id(2);
     const int c = s * RN + q;
-#if TRANS_B == 0
-    const real x = (c < N) ? B[b_off + AT(k, c, ldb)] : ZERO;
-#else
-    const real x = (c < N) ? B[b_off + AT(c, k, ldb)] : ZERO;
-#endif
+    const real x = (c < N) ? B[b_off + (trans_b ? AT(c, k, ldb) : AT(k, c, ldb))] : ZERO;
     P[((size_t)s * K + k) * RN + q] = x;
 }
 

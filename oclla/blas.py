@@ -121,9 +121,9 @@ def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_
         # op(B) in contiguous K x RN panels, one per work-item column of C
         packed = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
                            k * strips * rn * np.dtype(dtype).itemsize)
-        pack = get_kernel(queue, "gemm.cl", "pack_b", dtype, TRANS_B=int(trans_b), **defines)
+        pack = get_kernel(queue, "gemm.cl", "pack_b", dtype, **defines)
         enqueue(queue, pack, (rn, k, strips), strip_group(queue, rn), int_arg(n), int_arg(k),
-                b.buf, np.int64(b.off), int_arg(b.ld), packed)
+                b.buf, np.int64(b.off), int_arg(b.ld), int_arg(trans_b), packed)
         b, strip = View(packed, 0, rn), k * rn
     kernel = get_kernel(queue, "gemm.cl", "gemm_direct", dtype, **defines)
     gsize = (round_up(-(-m // rm), lx), strips)

@@ -569,3 +569,29 @@ def test_one_gemm_program_serves_every_triangle(queue, kernel):
                                    rtol=1e-5, atol=1e-5)
         start = _programs.build_count() if start is None else start
     assert not [b for b in _programs.builds()[start:] if b.source == "gemm.cl"]
+
+
+def test_packed_and_in_place_operands_share_the_direct_gemm_program(queue):
+    """gemm_direct reads op(B) in place or packed by pack_b (B transposed, or K >=
+    PACK_MIN_K), and pack_b takes the transpose as an argument: after a product with B
+    in place, the products with B transposed and with a deep B (A as it is and
+    transposed) build no gemm.cl program beyond one per TRANS_A, and all are right."""
+    from oclla.blas import PACK_MIN_K, gemm, view_of
+    tile = dict(KERNEL="direct", RM=3, VW=4, NV=1, LX=4)
+    rng = np.random.default_rng(12)
+    m, n = 19, 13
+    seen = set()
+    for trans_a in (False, True):
+        start = _programs.build_count()
+        for trans_b, k in ((False, 7), (True, 7), (False, PACK_MIN_K + 3), (True, PACK_MIN_K)):
+            a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+            b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+            da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
+            dc = cl_array.zeros(queue, (m, n), np.float32)
+            gemm(queue, m, n, k, 1.0, view_of(da), view_of(db), 0.0, view_of(dc),
+                 dtype=np.float32, trans_a=trans_a, trans_b=trans_b, tile=tile)
+            want = (a.T if trans_a else a) @ (b.T if trans_b else b)
+            np.testing.assert_allclose(dc.get(), want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+        built = [b.options for b in _programs.builds()[start:] if b.source == "gemm.cl"]
+        assert len(built) <= 1 and not set(built) & seen, built
+        seen |= set(built)
