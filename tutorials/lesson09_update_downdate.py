@@ -273,11 +273,13 @@ for name, ns in sorted(by_kernel.items(), key=lambda item: -item[1])[:3]:
     print(f"{name:<20} {ns * 1e-6:7.2f} ms  {ns / total:5.1%} of the factorization's device time")
 
 # %% [markdown]
-# At these small orders, on PoCL, the top line is the kernel that factors
-# the diagonal blocks (`potf2_block`): one work-group that goes pivot
-# after pivot with a barrier between them, the sequential part of Lessons 3
-# and 5 (on PoCL a barrier among a work-group's items is a costly thread
-# synchronization). Its GEMMs, where the flops are, take little. The update
+# At these small orders, on PoCL, the kernel that factors the diagonal
+# blocks (`potf2_rows`, one work-item per row of the block) takes a large
+# share beside the GEMMs, though it does a sliver of the flops: one
+# work-group that goes pivot after pivot with a barrier between them, the
+# sequential part of Lessons 3 and 5 (on PoCL a barrier among a work-group's
+# items is a costly thread synchronization). The GEMMs do nearly all the
+# flops in about as much time. The update
 # has no such sequential kernel; it streams through the factor at a few
 # GFLOP/s. So on a two-core CPU device the crossover moves far beyond
 # $n/6$: around $k \approx n$ to $2n$ (the lines above the plot say where this
