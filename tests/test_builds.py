@@ -571,12 +571,21 @@ def test_one_gemm_program_serves_every_triangle(queue, kernel):
     assert not [b for b in _programs.builds()[start:] if b.source == "gemm.cl"]
 
 
-def test_packed_and_in_place_operands_share_the_direct_gemm_program(queue):
+def test_packed_and_in_place_operands_share_the_direct_gemm_program(queue, monkeypatch):
     """gemm_direct reads op(B) in place or packed by pack_b (B transposed, or K >=
-    PACK_MIN_K), and pack_b takes the transpose as an argument: after a product with B
-    in place, the products with B transposed and with a deep B (A as it is and
-    transposed) build no gemm.cl program beyond one per TRANS_A, and all are right."""
+    PACK_MIN_K), and pack_b takes the transpose as an argument: pack_b is looked up
+    with gemm_direct's own options, the products with B in place, transposed and deep
+    (A as it is and transposed) build no gemm.cl program beyond one per TRANS_A, and
+    all are right."""
+    from oclla import blas
     from oclla.blas import PACK_MIN_K, gemm, view_of
+    looked_up = []
+
+    def recording(queue, source, name, dtype, **defines):
+        looked_up.append((name, tuple(sorted(defines.items()))))
+        return _programs.get_kernel(queue, source, name, dtype, **defines)
+
+    monkeypatch.setattr(blas, "get_kernel", recording)
     tile = dict(KERNEL="direct", RM=3, VW=4, NV=1, LX=4)
     rng = np.random.default_rng(12)
     m, n = 19, 13
@@ -595,3 +604,7 @@ def test_packed_and_in_place_operands_share_the_direct_gemm_program(queue):
         built = [b.options for b in _programs.builds()[start:] if b.source == "gemm.cl"]
         assert len(built) <= 1 and not set(built) & seen, built
         seen |= set(built)
+    options = {name: set() for name, _ in looked_up}
+    for name, defines in looked_up:
+        options[name].add(defines)
+    assert options["pack_b"] and options["pack_b"] <= options["gemm_direct"], options
