@@ -9,7 +9,8 @@ routine and dtype, the documents of the newest file that has them (newest by the
 that added the file, then by date): one row per implementation, each time a range over
 those documents (the best of each call's repetitions), the reference beside it.  The
 blocked LU is listed once, under ``getrf`` (``oclla bench lu`` also times it, in a
-different call).  Each row names its run (a results file); below the table each run
+different call); the solves (``getrs``, ``potrs``) once per number of right-hand
+sides.  Each row names its run (a results file); below the table each run
 gives its date, driver, which PoCL (for PoCL devices), the commit (the one recorded by
 ``oclla bench``, else the last commit that wrote the file) and the commands (recorded,
 else the one its records imply).  ``--write FILE``
@@ -29,7 +30,17 @@ import sys
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 BEGIN, END = "<!-- current table -->", "<!-- end of current table -->"
-ROUTINES = ("getrf", "potrf", "lu", "gemm", "syrk")
+ROUTINES = ("getrf", "potrf", "lu", "gemm", "syrk", "getrs", "potrs")
+SOLVES = ("getrs", "potrs")            # a row per number of right-hand sides
+
+
+def routine_of(doc: dict) -> str:
+    """The table's routine column for ``doc``: its routine, with the right-hand sides of
+    a solve ("potrs, 16 rhs"; every record of a call has the call's --nrhs)."""
+    if doc["routine"] not in SOLVES:
+        return doc["routine"]
+    counts = sorted({r.get("nrhs", 1) for r in doc["records"]})
+    return f"{doc['routine']}, {'/'.join(map(str, counts))} rhs"
 
 
 def documents(text):
@@ -103,7 +114,7 @@ def current(results: str = RESULTS) -> tuple:
                     if "records" in d and d.get("routine") in ROUTINES]
         for doc in docs:
             for dtype in sorted({r["dtype"] for r in doc["records"]}):
-                key = (doc["device"], doc["routine"], dtype)
+                key = (doc["device"], routine_of(doc), dtype)
                 rank = (added[0], doc["date"], path)
                 if key not in found or rank > found[key][0]:
                     found[key] = (rank, path, added[1], [])
@@ -112,7 +123,8 @@ def current(results: str = RESULTS) -> tuple:
     rows, runs = [], {}
     order = {routine: i for i, routine in enumerate(ROUTINES)}
     for (device, routine, dtype), (_, path, commit, docs) in sorted(
-            found.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9), kv[0][2])):
+            found.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1].split(",")[0], 9),
+                                           _rhs(kv[0][1]), kv[0][2])):
         first = docs[0]
         run = os.path.basename(path)
         if run not in runs:
@@ -138,6 +150,11 @@ def current(results: str = RESULTS) -> tuple:
                              impl=impl.removeprefix("oclla "), sizes=sizes, cells=cells,
                              run=runs[run]["label"]))
     return rows, list(runs.values())
+
+
+def _rhs(routine: str) -> int:
+    """The right-hand sides in a routine column ("potrs, 16 rhs": 16; else 0)."""
+    return int(routine.split(", ")[1].split()[0].split("/")[0]) if ", " in routine else 0
 
 
 def _ranges(docs, impl, reference, dtype, n) -> tuple:

@@ -2,6 +2,7 @@
 example makes what it uses), every inline command parses, every link resolves, and the
 performance table is the one ``benchmarks/table.py --current`` makes."""
 
+import json
 import os
 import re
 import shlex
@@ -169,6 +170,31 @@ def test_the_performance_table_is_current():
     inside = README.split(table.BEGIN)[1].split(table.END)[0].strip()
     assert inside == table.markdown(*table.current()).strip(), \
         "run: python benchmarks/table.py --current --write README.md"
+
+
+def test_the_table_gives_a_solve_a_row_per_count_of_right_hand_sides(tmp_path):
+    """getrs/potrs calls of 1 and 16 right-hand sides become two rows (labelled by
+    their count, fewer first), each with its own times; other routines keep their name."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import table
+    finally:
+        sys.path.pop(0)
+
+    def doc(routine, nrhs, seconds):
+        record = dict(routine=routine, n=512, dtype="float32", nrhs=nrhs,
+                      impl="oclla cho_solve", seconds=seconds, gflops=1.0,
+                      percent_of_peak=None, ratio_to_reference=0.5)
+        reference = dict(record, impl="numpy/scipy (CPU)", ratio_to_reference=1.0)
+        return dict(device="dev", driver="1", platform="p", reference="numpy/scipy (CPU)",
+                    date="2026-11-29", routine=routine, records=[record, reference])
+
+    (tmp_path / "run.json").write_text("".join(
+        json.dumps(d) for d in (doc("potrs", 16, 0.004), doc("potrs", 1, 0.001))))
+    rows, _ = table.current(str(tmp_path))
+    assert [(r["routine"], r["cells"][512][0]) for r in rows] == [
+        ("potrs, 1 rhs", (1.0, 1.0)), ("potrs, 16 rhs", (4.0, 4.0))]
+    assert table.routine_of(dict(routine="getrf", records=[])) == "getrf"
 
 
 def test_variant_names_are_the_apis():
