@@ -10,9 +10,10 @@ slider below them:
   task), nodes in their kind's colour once finished, faded before, amber while
   running;
 * **Tasks in time** — StarVZ's iteration-against-time chart: one lane per device
-  (a Dask worker, or ``local``), each task a bar from its start to its stop in
-  the colour of its step k (:data:`STEP_MAP`, early steps dark), the slider's time
-  a vertical line.
+  (a Dask worker, or ``local``), each task a bar from its start to its stop (at
+  least :data:`MIN_BAR` of the run wide, so that no task is thinner than its
+  outline) in the colour of its step k (:data:`STEP_MAP`, early steps dark), the
+  slider's time a vertical line.
 
 ``python -m oclla.viewer.tiles_view --n 512 --tile 128`` factors a seeded matrix
 in this process and shows its run (``--save run.oclrec`` keeps it for the viewer).
@@ -45,6 +46,10 @@ UNTOUCHED = (200, 200, 200)
 RUNNING = (255, 176, 0)
 STEP_MAP = "viridis"
 """The colour map of the step k in the time chart (k = 0 at its dark end)."""
+
+MIN_BAR = 0.01
+"""The narrowest bar of the time chart, as a fraction of the run's duration: a task of
+a few microseconds in a run of a second still shows its step's colour."""
 
 SLIDER_STEPS = 1000
 
@@ -137,7 +142,8 @@ class TilesView(QtWidgets.QWidget):
         lane_of = {name: p for p, name in enumerate(lanes)}
         y0 = np.array([lane_of[name] for name in run.lane], float)
         colours = step_colours(run)
-        self.bars = pg.BarGraphItem(x0=run.start, x1=run.stop, y0=y0 + 0.1, height=0.8,
+        stop = np.maximum(run.stop, run.start + MIN_BAR * run.duration)
+        self.bars = pg.BarGraphItem(x0=run.start, x1=stop, y0=y0 + 0.1, height=0.8,
                                     brushes=[pg.mkBrush(*c) for c in colours],
                                     pen=pg.mkPen("w", width=1))
         self.time_plot.addItem(self.bars)

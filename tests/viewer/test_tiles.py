@@ -114,6 +114,28 @@ def test_view_draws_the_tiles_graph_and_lanes(qtbot):
     assert "2 lane(s)" in view.legend.text()
 
 
+def test_a_task_of_microseconds_keeps_a_visible_bar(qtbot):
+    """In a run of 10 tasks of 0.1 s, a last task of 1 µs is drawn MIN_BAR of the run
+    wide (not thinner than its outline), in its step's colour."""
+    from oclla.viewer.tiles_view import MIN_BAR
+    runs = synthetic()
+    runs = [r._replace(start=10.0 + p * 0.1, stop=10.0 + (p + 1) * 0.1)
+            for p, r in enumerate(runs)]
+    last = runs[-1]._replace(stop=runs[-1].start + 1e-6)
+    run = tiles.from_runs(50, 20, runs[:-1] + [last])
+    view = TilesView()
+    qtbot.addWidget(view)
+    view.resize(1200, 420)
+    view.set_run(run)
+    view.show()
+    qtbot.waitExposed(view)
+    widths = view.bars.opts["x1"] - view.bars.opts["x0"]
+    assert widths.min() == pytest.approx(MIN_BAR * run.duration)
+    assert widths[:-1] == pytest.approx(np.diff(run.start)[:len(widths) - 1], rel=1e-6)
+    chart = qimage_to_rgb(view.time_plot.grab().toImage())
+    assert _has(chart, step_colours(run)[-1][:3], 20)
+
+
 def test_main_factors_and_shows_a_run(qtbot, monkeypatch):
     pytest.importorskip("dask")
     from PySide6 import QtWidgets
