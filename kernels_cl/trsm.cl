@@ -51,8 +51,9 @@
  * block once the blocks before it are stored (at the kernel).
  *
  * trsm_columns: the same system in one launch, one work-item (work-group) per
- * column of B solving it through the whole triangle by substitution, T read
- * by rows: as dot products of T's rows where op(T) = T, as updates of the
+ * column of B solving it through the whole triangle by substitution in a
+ * contiguous copy of the column (`work`, unless B is one contiguous column), T
+ * read by rows: as dot products of T's rows where op(T) = T, as updates of the
  * entries still to solve by T's rows where op(T) = T^T (a CPU's route: one
  * core streams the triangle once per column).
  *
@@ -397,23 +398,27 @@ __kernel void trsm_chain(const int m, const int nrhs, __global const real *T,
 
 __kernel void trsm_columns(const int m, const int nrhs, __global const real *T,
                            const long t_off, const int ldt, __global real *B,
-                           const long b_off, const int ldb, const int trans,
-                           const int forward, const int unit)
+                           const long b_off, const int ldb, __global real *work,
+                           const int trans, const int forward, const int unit)
 {
     const int c = get_global_id(0);
     if (c >= nrhs)
         return;
     T += t_off;
     B += b_off + c;
-    /* one right-hand side is a contiguous vector: its own loop, which a CPU compiler
-     * vectorizes (the eight sums are independent) */
-#define X_NEXT(p) B[p]
-#define X_APART(p) B[AT(p, 0, ldb)]
-    if (ldb == 1) {
-        COLUMN_SOLVE(X_NEXT)
-    } else {
-        COLUMN_SOLVE(X_APART)
-    }
+    /* the solve walks a contiguous vector (a loop which a CPU compiler vectorizes: the
+     * eight sums are independent): B's column itself where it is one (ldb = 1), else
+     * the item's m entries of work, copied there and back (where the items solved in
+     * B's rows, neighbours on two cores wrote one cache line all through the solve) */
+    __global real *column = ldb == 1 ? B : work + (size_t)c * m;
+    if (ldb != 1)
+        for (int p = 0; p < m; p++)
+            column[p] = B[AT(p, 0, ldb)];
+#define X_NEXT(p) column[p]
+    COLUMN_SOLVE(X_NEXT)
+    if (ldb != 1)
+        for (int p = 0; p < m; p++)
+            B[AT(p, 0, ldb)] = column[p];
 }
 #endif
 

@@ -654,11 +654,14 @@ FAMILIES = {f.name: f for f in (
              "lu_solve by GEMMs against by rows: float32 one right-hand side 29-43 / "
              "39-41 -> 3.5-4.8 / 7.4-7.6 ms, 64 of them 26-43 / 23-26 -> 6.2-6.6 / 14.9-15.6 "
              "ms, 128 27-40 / 23-24 -> 8.5-9.6 / 19-21 ms, 256 26-43 / 24-25 -> 14-15 / "
-             "28-31 ms: lu_solve's GEMMs win there).  CPUs: 1 (PoCL, 2 cores, float32, one "
+             "28-31 ms: lu_solve's GEMMs win there).  CPUs: 4 (PoCL, 2 cores, float32, one "
              "right-hand side, cho_solve / lu_solve at n = 1024 6.3 / 3.7 -> 0.5 / 0.9 ms, at "
-             "4000 51 / 31 -> 7.7 / 10.5 ms by columns; the columns' kernels alone with two "
-             "or four right-hand sides 24 and 50 ms, the GEMMs about 30)",
-             _by_kind(128, 1), ints(0, 1024), ("oclla/blas.py",)),
+             "4000 51 / 31 -> 7.7 / 10.5 ms by columns; each column solved in a contiguous "
+             "copy, 2 / 4 / 8 of them at n = 2000, cho_solve by GEMMs against by columns: "
+             "float32 17.8 / 15.3 / 13.0 -> 1.7 / 2.6 / 4.2 ms, float64 21.8 / 11.4 / 10.9 "
+             "-> 3.0 / 4.0 / 10.9 ms; at 4000 float64 lu_solve 18.9 / 23.6 / 17.9 -> 12.2 / "
+             "21.1 / 45.6 ms: the GEMMs win from 8 columns there)",
+             _by_kind(128, 4), ints(0, 1024), ("oclla/blas.py",)),
         Knob("FEW_ROUTE", '"rows": trsm_rows, one launch per diagonal block, which solves '
              "it and updates the blocks still to solve in many work-groups of up to 16 "
              "columns (ROWS_WIDTH_CAP; GPUs); "

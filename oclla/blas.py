@@ -282,10 +282,13 @@ def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse, chai
 
 
 def _trsm_columns(queue, m, nrhs, t, b, *, dtype, lower, trans, unit):
-    """op(T)·X = B, B m x nrhs, by trsm_columns: one launch, a work-item per column."""
+    """op(T)·X = B, B m x nrhs, by trsm_columns: one launch, a work-item per column, each
+    solved in a contiguous copy (the queue's scratch, m·nrhs entries) unless B is one
+    contiguous column."""
+    work = b.buf if b.ld == 1 else scratch_buffer(queue, m * nrhs * np.dtype(dtype).itemsize)
     enqueue(queue, trsm_kernel(queue, "trsm_columns", dtype), (nrhs,), (1,), int_arg(m),
             int_arg(nrhs), t.buf, np.int64(t.off), int_arg(t.ld), b.buf, np.int64(b.off),
-            int_arg(b.ld), int_arg(trans), int_arg(lower != trans), int_arg(unit))
+            int_arg(b.ld), work, int_arg(trans), int_arg(lower != trans), int_arg(unit))
 
 
 def _trsm_update(queue, m, nrhs, t, b, k0, kb, *, dtype, left, trans, forward):

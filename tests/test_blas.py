@@ -291,6 +291,40 @@ def test_few_right_hand_sides_take_few_launches(queue, dtype, route, inverse):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_columns_route_solves_columns_of_a_wider_matrix_in_place(queue, dtype):
+    """trsm_columns solves each column in a contiguous copy (scratch) and writes it back:
+    5 columns in the middle of a 9-column array (and one column of it, and a vector)
+    are solved as alone, every other entry untouched, every triangle and transpose."""
+    _skip_fp64(queue, dtype)
+    nb = 16
+    _params.override("trsm", dict(TRSM_NB=nb, INVERSE=1, REGISTER=0, FEW_RHS=8,
+                                  FEW_ROUTE="columns"))
+    rng = np.random.default_rng(29)
+    m = 3 * nb + 5
+    try:
+        for lower, trans in itertools.product((True, False), repeat=2):
+            stored, tri = _triangle(rng, m, lower, False, dtype)
+            dt = cl_array.to_device(queue, stored)
+            op = tri.T if trans else tri
+            for c0, nrhs, width in ((2, 5, 9), (4, 1, 9), (0, 1, 1)):
+                b = rng.standard_normal((m, width)).astype(dtype)
+                db = cl_array.to_device(queue, b)
+                with oclla.record() as rec:
+                    trsm(queue, m, nrhs, t=view_of(dt), b=view_of(db).at(0, c0),
+                         dtype=dtype, left=True, lower=lower, trans=trans)
+                assert [k.name for k in rec.kernels] == ["trsm_columns"]
+                out = db.get()
+                rest = np.ones(width, bool)
+                rest[c0:c0 + nrhs] = False
+                np.testing.assert_array_equal(out[:, rest], b[:, rest])
+                for c in range(c0, c0 + nrhs):
+                    err = solve_backward_error(op, out[:, c:c + 1], b[:, c:c + 1])
+                    assert passes(err), (lower, trans, c0, nrhs, c, err)
+    finally:
+        _params.override("trsm", None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("inverse", (1, 0), ids=("inverted", "substituted"))
 @pytest.mark.parametrize("route", ("rows", "chain"))
 def test_right_hand_sides_past_a_work_group_take_rows_in_column_chunks(queue, dtype,
