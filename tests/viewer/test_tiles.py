@@ -86,14 +86,20 @@ def _has(image, colour, at_least=4):
     return int((image == np.array(colour, np.uint8)).all(axis=-1).sum()) >= at_least
 
 
-def test_view_draws_the_tiles_graph_and_lanes(qtbot):
-    run = tiles.from_runs(50, 20, synthetic())
+def _shown(qtbot, run):
+    """A TilesView of ``run``, 1200 x 420, shown."""
     view = TilesView()
     qtbot.addWidget(view)
     view.resize(1200, 420)
     view.set_run(run)
     view.show()
     qtbot.waitExposed(view)
+    return view
+
+
+def test_view_draws_the_tiles_graph_and_lanes(qtbot):
+    run = tiles.from_runs(50, 20, synthetic())
+    view = _shown(qtbot, run)
     middle = 6.5e-3
     view.slider.setValue(int(middle / run.duration * 1000))
     assert view.time == pytest.approx(middle, abs=2e-5)
@@ -123,12 +129,7 @@ def test_a_task_of_microseconds_keeps_a_visible_bar(qtbot):
             for p, r in enumerate(runs)]
     last = runs[-1]._replace(stop=runs[-1].start + 1e-6)
     run = tiles.from_runs(50, 20, runs[:-1] + [last])
-    view = TilesView()
-    qtbot.addWidget(view)
-    view.resize(1200, 420)
-    view.set_run(run)
-    view.show()
-    qtbot.waitExposed(view)
+    view = _shown(qtbot, run)
     widths = view.bars.opts["x1"] - view.bars.opts["x0"]
     assert widths.min() == pytest.approx(MIN_BAR * run.duration)
     assert widths[:-1] == pytest.approx(np.diff(run.start)[:len(widths) - 1], rel=1e-6)
