@@ -4,9 +4,10 @@
  * Each work-group writes its results, then calls last_to_arrive; the one
  * that arrives last of `total` gets 1 (in every item) and sees the others'
  * global writes: on the hardware's word, as grid.h says (OpenCL 1.2 orders
- * nothing between work-groups; see publish.h for what that cost trsm.cl).  Every work-group calls it, so no barrier sits in a branch
- * (PoCL loses work-item values across a barrier in a branch); one with
- * arrive = 0 passes the barriers without counting.
+ * nothing between work-groups; see publish.h for what that cost trsm.cl).
+ * Every work-group calls it, so no barrier sits in a branch (PoCL loses
+ * work-item values across a barrier in a branch); one with arrive = 0 passes
+ * the barriers without counting.
  */
 #ifndef OCLLA_ARRIVAL_H
 #define OCLLA_ARRIVAL_H

@@ -10,8 +10,9 @@
  * panel is longer than the order still to factor (cholesky.py factor_blocked's
  * width),
  * one TILE_M x TILE_N tile per work-group as gemm_tiled (gemm_tile.h; the
- * host passes the tile options and the TRANS_A / TRANS_B that match LOWER).  Then the work-group of tile (0, 0), the first one started,
- * factors the next diagonal block C(0:nb, 0:nb) -- nb <= LEAF <= TILE_M,
+ * host passes the tile options and the TRANS_A / TRANS_B that match LOWER).
+ * Then the work-group of tile (0, 0), the first one started, factors the
+ * next diagonal block C(0:nb, 0:nb) -- nb <= LEAF <= TILE_M,
  * TILE_N, so the block lies inside its own tile and needs no other
  * work-group's result -- with factor_rows (chol_leaf.h), and with ldw > 0
  * writes W^T = L^-T of it to w (leading dimension ldw) for the next panel

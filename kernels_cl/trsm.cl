@@ -366,36 +366,6 @@ __kernel void trsm_chain(const int m, const int nrhs, __global const real *T,
 #endif
 
 #if FEW == FEW_COLUMNS
-/* trsm_columns' solve of the column X(p) (X(p): entry p of it in B), T's row i at `row` */
-#define COLUMN_SOLVE(X)                                                               \
-    for (int step = 0; step < m; step++) {                                            \
-        const int i = forward ? step : m - 1 - step;                                  \
-        __global const real *row = T + AT(i, 0, ldt);                                 \
-        /* the entries of row i on the solved side: before i (forward) or after it */ \
-        const int p0 = forward ? 0 : i + 1, p1 = forward ? i : m;                     \
-        real x = X(i);                                                                \
-        if (!trans) {           /* x_i = (b_i - row_i . x) / T_ii, eight partial sums */ \
-            real s[8] = {ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO};              \
-            int p = p0;                                                               \
-            for (; p + 8 <= p1; p += 8) {                                             \
-                _Pragma("unroll")                                                     \
-                for (int u = 0; u < 8; u++)                                           \
-                    s[u] += row[p + u] * X(p + u);                                    \
-            }                                                                         \
-            for (; p < p1; p++)                                                       \
-                s[0] += row[p] * X(p);                                                \
-            x -= ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));   \
-        }                                                                             \
-        if (!unit)                                                                    \
-            x /= row[i];                                                              \
-        X(i) = x;                                                                     \
-        if (trans) {            /* b_p -= T(i, p) x_i for the entries still to solve */ \
-            const int q0 = forward ? i + 1 : 0, q1 = forward ? m : i;                 \
-            for (int p = q0; p < q1; p++)                                             \
-                X(p) -= row[p] * x;                                                   \
-        }                                                                             \
-    }
-
 __kernel void trsm_columns(const int m, const int nrhs, __global const real *T,
                            const long t_off, const int ldt, __global real *B,
                            const long b_off, const int ldb, __global real *work,
@@ -406,19 +376,44 @@ __kernel void trsm_columns(const int m, const int nrhs, __global const real *T,
         return;
     T += t_off;
     B += b_off + c;
-    /* the solve walks a contiguous vector (a loop which a CPU compiler vectorizes: the
+    /* the solve walks a contiguous vector x (a loop which a CPU compiler vectorizes: the
      * eight sums are independent): B's column itself where it is one (ldb = 1), else
      * the item's m entries of work, copied there and back (where the items solved in
      * B's rows, neighbours on two cores wrote one cache line all through the solve) */
-    __global real *column = ldb == 1 ? B : work + (size_t)c * m;
+    __global real *x = ldb == 1 ? B : work + (size_t)c * m;
     if (ldb != 1)
         for (int p = 0; p < m; p++)
-            column[p] = B[AT(p, 0, ldb)];
-#define X_NEXT(p) column[p]
-    COLUMN_SOLVE(X_NEXT)
+            x[p] = B[AT(p, 0, ldb)];
+    for (int step = 0; step < m; step++) {
+        const int i = forward ? step : m - 1 - step;
+        __global const real *row = T + AT(i, 0, ldt);   /* T's row i */
+        /* the entries of row i on the solved side: before i (forward) or after it */
+        const int p0 = forward ? 0 : i + 1, p1 = forward ? i : m;
+        real xi = x[i];
+        if (!trans) {           /* x_i = (b_i - row_i . x) / T_ii, eight partial sums */
+            real s[8] = {ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO};
+            int p = p0;
+            for (; p + 8 <= p1; p += 8) {
+                #pragma unroll
+                for (int u = 0; u < 8; u++)
+                    s[u] += row[p + u] * x[p + u];
+            }
+            for (; p < p1; p++)
+                s[0] += row[p] * x[p];
+            xi -= ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+        }
+        if (!unit)
+            xi /= row[i];
+        x[i] = xi;
+        if (trans) {            /* b_p -= T(i, p) x_i for the entries still to solve */
+            const int q0 = forward ? i + 1 : 0, q1 = forward ? m : i;
+            for (int p = q0; p < q1; p++)
+                x[p] -= row[p] * xi;
+        }
+    }
     if (ldb != 1)
         for (int p = 0; p < m; p++)
-            B[AT(p, 0, ldb)] = column[p];
+            B[AT(p, 0, ldb)] = x[p];
 }
 #endif
 
