@@ -34,13 +34,19 @@ ROUTINES = ("getrf", "potrf", "lu", "gemm", "syrk", "getrs", "potrs")
 SOLVES = ("getrs", "potrs")            # a row per number of right-hand sides
 
 
+def _rhs(doc: dict) -> int:
+    """The right-hand sides of a solve's call (every record of a call has the call's
+    --nrhs); 0 for the other routines."""
+    if doc["routine"] not in SOLVES:
+        return 0
+    return max(r.get("nrhs", 1) for r in doc["records"])
+
+
 def routine_of(doc: dict) -> str:
     """The table's routine column for ``doc``: its routine, with the right-hand sides of
-    a solve ("potrs, 16 rhs"; every record of a call has the call's --nrhs)."""
-    if doc["routine"] not in SOLVES:
-        return doc["routine"]
-    counts = sorted({r.get("nrhs", 1) for r in doc["records"]})
-    return f"{doc['routine']}, {'/'.join(map(str, counts))} rhs"
+    a solve ("potrs, 16 rhs")."""
+    rhs = _rhs(doc)
+    return f"{doc['routine']}, {rhs} rhs" if rhs else doc["routine"]
 
 
 def documents(text):
@@ -114,7 +120,7 @@ def current(results: str = RESULTS) -> tuple:
                     if "records" in d and d.get("routine") in ROUTINES]
         for doc in docs:
             for dtype in sorted({r["dtype"] for r in doc["records"]}):
-                key = (doc["device"], routine_of(doc), dtype)
+                key = (doc["device"], doc["routine"], _rhs(doc), dtype)
                 rank = (added[0], doc["date"], path)
                 if key not in found or rank > found[key][0]:
                     found[key] = (rank, path, added[1], [])
@@ -122,10 +128,10 @@ def current(results: str = RESULTS) -> tuple:
                     found[key][3].append(doc)
     rows, runs = [], {}
     order = {routine: i for i, routine in enumerate(ROUTINES)}
-    for (device, routine, dtype), (_, path, commit, docs) in sorted(
-            found.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1].split(",")[0], 9),
-                                           _rhs(kv[0][1]), kv[0][2])):
+    for (device, _, _, dtype), (_, path, commit, docs) in sorted(
+            found.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9)) + kv[0][2:]):
         first = docs[0]
+        routine = routine_of(first)
         run = os.path.basename(path)
         if run not in runs:
             runs[run] = dict(label=str(len(runs) + 1), file=run, date=first["date"],
@@ -150,11 +156,6 @@ def current(results: str = RESULTS) -> tuple:
                              impl=impl.removeprefix("oclla "), sizes=sizes, cells=cells,
                              run=runs[run]["label"]))
     return rows, list(runs.values())
-
-
-def _rhs(routine: str) -> int:
-    """The right-hand sides in a routine column ("potrs, 16 rhs": 16; else 0)."""
-    return int(routine.split(", ")[1].split()[0].split("/")[0]) if ", " in routine else 0
 
 
 def _ranges(docs, impl, reference, dtype, n) -> tuple:
