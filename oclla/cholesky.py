@@ -404,7 +404,9 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
     n = a.shape[0]
     dtype = a.dtype
     info = status_flags(queue, a, check_finite)
-    nb = block or block_size(queue, dtype, n)
+    # the block width only where blocks are used: the per-pivot method needs none of
+    # the blocked Cholesky's parameters (nor their self-check on an untuned device)
+    nb = (block or block_size(queue, dtype, n)) if method == "blocked" else None
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("cholesky", method, queue, (n, n), dtype, a.get, lower=lower, **extra):
         with launch_queue(queue) as loop_queue:

@@ -405,7 +405,7 @@ def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: st
     dtype = arf.dtype
     info = int_zeros(queue)
     lay = layout(n, lower)
-    nb = block or block_size(queue, dtype, n)
+    nb = (block or block_size(queue, dtype, n)) if method == "blocked" else None
     extra = dict(block=nb) if method == "blocked" else {}
     with trace.run("rfp_cholesky", method, queue, (n, n), dtype,
                    lambda: picture(arf.get(), n), lower=lower, packed=True, **extra):

@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+import sys
 
 import numpy as np
 import pyopencl.array as cl_array
@@ -165,6 +166,25 @@ def test_pivot_matches_scipy(queue, dtype, n, lower):
     c = oclla.cholesky(a, lower=lower, method="pivot", queue=queue)
     assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower))
     assert accuracy.passes(forward_units(c, sla.cholesky(a.astype(np.float64), lower=lower)))
+
+
+@pytest.mark.parametrize("packed", (False, True))
+def test_pivot_method_needs_no_block_width(queue, monkeypatch, packed):
+    """The per-pivot Cholesky (full and packed) never asks for the blocked method's block
+    width: on an untuned device that lookup self-checks the whole blocked Cholesky
+    family (its GEMMs, TRSMs and leaves), which the per-pivot kernels do not use."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("block_size called by the per-pivot method")
+    monkeypatch.setattr(sys.modules["oclla.cholesky"], "block_size", refuse)
+    monkeypatch.setattr(rfp, "block_size", refuse)
+    a = spd(37, np.float64, seed=3)
+    if packed:
+        c = rfp.unpack(rfp.cholesky(rfp.pack(a, queue=queue), 37, method="pivot",
+                                    queue=queue), 37, queue=queue)
+        lower = True
+    else:
+        c, lower = oclla.cholesky(a, method="pivot", queue=queue), False
+    assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower))
 
 
 @settings(max_examples=12, deadline=None)
