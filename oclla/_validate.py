@@ -433,6 +433,22 @@ def to_device(queue, a):
     return a if is_device_array(a) else scratch.private_copy(queue, a)
 
 
+def read_only(queue, a):
+    """A validated operand that the call's kernels only read, on the device: itself if
+    it is there; on a CPU device a buffer over the numpy array's own memory
+    (``CL_MEM_USE_HOST_PTR``: the device reads it in place, where a copy of a 64 MB
+    factor took PoCL 8-40 ms, more than the solve with it); elsewhere as
+    :func:`to_device`.  The caller keeps the array unchanged until its results are
+    read back (every public routine reads them before it returns)."""
+    if is_device_array(a):
+        return a
+    if queue.device.type & cl.device_type.CPU and a.flags.c_contiguous and a.size:
+        buf = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR,
+                        hostbuf=a)
+        return cl_array.Array(queue, a.shape, a.dtype, data=buf)
+    return scratch.private_copy(queue, a)
+
+
 def solve_in_place(queue, b, n: int, dtype, solve, *, overwrite_b: bool, check_finite: bool):
     """Validate the right-hand side ``b`` of n rows (:func:`as_rhs`), let ``solve(x2)``
     overwrite the (n, nrhs) device array ``x2`` with X, and hand X back as b came

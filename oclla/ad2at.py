@@ -38,7 +38,7 @@ from ._device import resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
 from ._validate import (as_matrix, check_fits, check_method, check_shape,
-                        is_device_array, validate_weights)
+                        is_device_array, read_only, validate_weights)
 from .blas import View, gemm, view_of
 from .rfp import layout, packed_length, picture
 
@@ -200,8 +200,7 @@ def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
     if m == 0:
         shape = 0 if packed else (0, 0)
         return cl_array.empty(queue, shape, dtype) if device else np.empty(shape, dtype)
-    da = a_ if device else cl_array.to_device(queue, a_)
-    dd = d2_ if is_device_array(d2_) else cl_array.to_device(queue, d2_)
+    da, dd = read_only(queue, a_), read_only(queue, d2_)
     c = assemble_device(queue, da, dd, packed=bool(packed), lower=bool(lower),
                         method=method, symmetric=bool(symmetric))
     return c if device else c.get()

@@ -26,7 +26,7 @@ from ._params import check, params, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
 from ._scratch import buffer as scratch_buffer, zeroed_ints
-from ._validate import as_matrix
+from ._validate import as_matrix, read_only
 
 
 class View(NamedTuple):
@@ -423,8 +423,7 @@ def matmul(a, b, *, trans_a: bool = False, trans_b: bool = False, queue=None,
     if k != k2:
         raise ValueError(f"inner dimensions differ: op(a) is {m} x {k}, op(b) is {k2} x {n}")
     host = not isinstance(a_, cl_array.Array)
-    da = cl_array.to_device(queue, a_) if host else a_
-    db = cl_array.to_device(queue, b_) if not isinstance(b_, cl_array.Array) else b_
+    da, db = read_only(queue, a_), read_only(queue, b_)
     dc = cl_array.empty(queue, (m, n), a_.dtype)
     if m and n:
         gemm(queue, m, n, k, 1.0, view_of(da), view_of(db), 0.0, view_of(dc),

@@ -36,7 +36,7 @@ from ._device import resolve_queue
 from ._programs import index_width, int_zeros, launch_queue
 from ._validate import (as_matrix, as_rhs, check_method, count_nonfinite,
                         dense, device_pivots, factor_in_place, is_device_array, is_view,
-                        read_status, read_status_with, rhs_work, status_flags, to_device,
+                        read_only, read_status, read_status_with, rhs_work, status_flags,
                         unpack_pair)
 from .blas import laswp, trsm, view_of
 from .lu_blocked import factor_blocked
@@ -390,7 +390,7 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
     b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite and not defer_b)
     if n == 0 or b_.size == 0:
         return b_.copy() if is_device_array(b_) else np.empty(b_.shape, dtype)
-    d_lu = to_device(queue, lu_)
+    d_lu = read_only(queue, lu_)
     flags = int_zeros(queue, 2)                      # [bad piv entries, NaN/Inf entries]
     d_piv = _device_piv(piv, n, queue, flags)
     x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)

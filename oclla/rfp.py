@@ -56,7 +56,7 @@ from ._params import params
 from ._programs import (enqueue, get_kernel, index_width, int_arg, int_zeros, launch_queue,
                         round_up)
 from ._validate import (as_matrix, check_method, checked_values, factor_in_place,
-                        is_device_array, solve_in_place, to_device, unpack_pair)
+                        is_device_array, read_only, solve_in_place, to_device, unpack_pair)
 from .blas import View, gemm, syrk, trsm, view_of
 from .cholesky import (block_size, factor_blocked, factor_pivot, fuses_leaves,
                        not_positive_definite)
@@ -251,7 +251,7 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     dtype = a_.dtype
     if n == 0:
         return cl_array.empty(queue, 0, dtype) if is_device_array(a_) else np.empty(0, dtype)
-    da = to_device(queue, a_)
+    da = read_only(queue, a_)
     arf = cl_array.empty(queue, packed_length(n), dtype)
     wg = params(queue, "wg1d", dtype)["WG"]
     with index_width(max(da.base_data.size, arf.base_data.size) // dtype.itemsize):
@@ -303,7 +303,7 @@ def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=
     if n == 0:
         return cl_array.empty(queue, (0, 0), dtype) if is_device_array(arf_) \
             else np.empty((0, 0), dtype)
-    darf = to_device(queue, arf_)
+    darf = read_only(queue, arf_)
     a = cl_array.empty(queue, (n, n), dtype)
     loc = params(queue, "local2d", dtype)
     with index_width(max(darf.base_data.size, a.base_data.size) // dtype.itemsize):
@@ -537,7 +537,7 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
 
     def solve(x2):
         nrhs = x2.shape[1]
-        darf = to_device(queue, arf_)
+        darf = read_only(queue, arf_)
         with trace.run("rfp_cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
             with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
                 solve_packed(queue, darf.base_data, darf.offset // dtype.itemsize,

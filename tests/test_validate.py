@@ -1,6 +1,8 @@
-"""The device-side NaN/Inf count behind ``check_finite`` for device arrays."""
+"""The device-side NaN/Inf count behind ``check_finite`` for device arrays, and host
+operands read in place."""
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
 
@@ -30,3 +32,53 @@ def test_count_nonfinite_counts_every_nan_and_inf(queue, dtype, runs):
         count = int_zeros(queue, 1)
         _validate.count_nonfinite(queue, cl_array.to_device(queue, finite), count)
         assert count.get()[0] == 0, (n, runs)
+
+
+def test_read_only_reads_a_host_array_in_place_on_a_cpu(queue, dtype):
+    """On a CPU device a host operand is read where it lies (a CL_MEM_USE_HOST_PTR buffer
+    over its memory, no copy: a later write to the numpy array shows through); elsewhere
+    a copy.  A device operand is itself; a non-contiguous host array is copied."""
+    host = np.arange(24, dtype=dtype).reshape(4, 6)
+    host.flags.writeable = False                 # read-only memory is enough
+    on_device = _validate.read_only(queue, host)
+    np.testing.assert_array_equal(on_device.get(), host)
+    in_place = bool(queue.device.type & cl.device_type.CPU)
+    assert bool(on_device.data.flags & cl.mem_flags.USE_HOST_PTR) == in_place
+    host.flags.writeable = True
+    host[1, 2] = -7
+    assert (on_device.get()[1, 2] == -7) == in_place
+    assert _validate.read_only(queue, on_device) is on_device
+    strided = np.asfortranarray(host)
+    copied = _validate.read_only(queue, strided)
+    assert not copied.data.flags & cl.mem_flags.USE_HOST_PTR
+    np.testing.assert_array_equal(copied.get(), strided)
+
+
+def test_solves_and_products_leave_host_operands_read_in_place_unchanged(queue, dtype):
+    """The routines that read host operands in place (the solves' factors, RFP
+    pack/unpack, AD²Aᵀ, matmul) never write them: every bit of each operand is as it
+    was, for one and for many right-hand sides (the few-column route and the GEMMs)."""
+    import oclla
+    from oclla import rfp
+    rng = np.random.default_rng(8)
+    n = 150
+    x = rng.standard_normal((n, n))
+    a = x.astype(dtype)
+    spd = (x @ x.T / n + np.eye(n)).astype(dtype)
+    lu, piv = oclla.lu_factor(a, queue=queue)
+    c = oclla.cho_factor(spd, queue=queue)[0]
+    arf = rfp.cholesky(rfp.pack(spd, queue=queue), n, queue=queue)
+    operands = (a, spd, lu, piv, c, arf)
+    before = [o.copy() for o in operands]
+    for nrhs in (1, 40):
+        b = rng.standard_normal((n, nrhs)).astype(dtype)
+        oclla.lu_solve((lu, piv), b, queue=queue)
+        oclla.lu_solve((lu, piv), b, trans=1, queue=queue)
+        oclla.cho_solve((c, False), b, queue=queue)
+        rfp.cho_solve((arf, True), b, queue=queue)
+    rfp.pack(spd, queue=queue)
+    rfp.unpack(arf, n, queue=queue)
+    oclla.assemble_ad2at(a, np.ones(n, dtype), queue=queue)
+    oclla.blas.matmul(a, spd, trans_a=True, queue=queue)
+    for was, now in zip(before, operands):
+        assert was.tobytes() == now.tobytes()
