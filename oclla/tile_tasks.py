@@ -34,7 +34,7 @@ import pyopencl.array as cl_array
 
 from ._device import resolve_queue
 from ._programs import int_zeros
-from ._validate import NONFINITE, check_dtype, check_fp64, is_device_array
+from ._validate import NONFINITE, all_finite, check_dtype, check_fp64, is_device_array
 from .blas import gemm, trsm, view_of
 from .cholesky import factor_blocked, not_positive_definite
 from .cholesky import zero_other_triangle
@@ -63,7 +63,7 @@ def _operands(names: tuple, tiles: tuple, queue):
                 raise ValueError(f"{name} lives on another OpenCL context than the queue")
             if not t.flags.c_contiguous:
                 raise ValueError(f"{name} must be a C-contiguous device array")
-        elif not np.isfinite(t).all():
+        elif not all_finite(t):
             raise ValueError(f"{name}: {NONFINITE}")
     if len(dtypes) > 1:
         raise TypeError(f"{', '.join(names)} must share one dtype, got "

@@ -54,7 +54,7 @@ from . import trace
 from ._device import DeviceError, device_info, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
-from ._validate import NONFINITE, check_dtype, check_fp64, is_device_array
+from ._validate import NONFINITE, all_finite, check_dtype, check_fp64, is_device_array
 from .blas import View, gemm, trsm
 from .cholesky import _solve_panel, factor_blocked, not_positive_definite, zero_other_triangle
 
@@ -293,12 +293,11 @@ def copy_queue(queue) -> cl.CommandQueue:
     return q
 
 
-def check_finite_rows(a: np.ndarray, rows: int = 1024) -> None:
-    """ValueError if the host array holds NaN/Inf (a block of rows at a time: no
-    temporary as large as ``a``)."""
-    for i in range(0, a.shape[0], rows):
-        if not np.isfinite(a[i:i + rows]).all():
-            raise ValueError(NONFINITE)
+def check_finite_rows(a: np.ndarray) -> None:
+    """ValueError if the host array holds NaN/Inf (:func:`oclla._validate.all_finite`:
+    no temporary as large as ``a``)."""
+    if not all_finite(a):
+        raise ValueError(NONFINITE)
 
 
 def choose_tile(queue, n: int, dtype, widest: int = TILE) -> int:

@@ -31,15 +31,13 @@ import pyopencl as cl
 from . import trace
 from ._device import device_info
 from ._programs import flushed_marker, int_zeros
-from ._validate import NONFINITE, SUPPORTED_DTYPES, check_dtype, check_fp64, is_device_array
+from ._validate import (NONFINITE, SUPPORTED_DTYPES, all_finite, check_dtype, check_fp64,
+                        is_device_array)
 from .cholesky import _full_region
 from .update import _failure, _panel_kernels, _panel_pass, rotations, rotations_input
 
 #: Threads that gather and scatter a panel on the host (numpy copies, GIL released).
 COPY_THREADS = max(1, min(8, os.cpu_count() or 1))
-
-#: Rows of the factor checked for NaN/Inf at once (bounds the boolean temporary).
-CHECK_ROWS = 1024
 
 
 def streams(c, queue) -> bool:
@@ -52,10 +50,6 @@ def streams(c, queue) -> bool:
     info = device_info(queue)
     return (arr.ndim == 2 and arr.shape[0] == arr.shape[1] and arr.dtype in SUPPORTED_DTYPES
             and arr.nbytes > min(info.max_alloc_size, info.global_mem_size))
-
-
-def _all_finite(c: np.ndarray) -> bool:
-    return all(np.isfinite(c[i:i + CHECK_ROWS]).all() for i in range(0, c.shape[0], CHECK_ROWS))
 
 
 def _copy_rows(pool, dst: np.ndarray, src: np.ndarray) -> None:
@@ -83,7 +77,7 @@ def stream_update(c, v, *, sign: int, lower: bool, check_finite: bool, queue,
     c_ = np.asarray(c)
     dtype = check_dtype(c_.dtype, "c")
     check_fp64(queue, dtype)
-    if check_finite and not _all_finite(c_):
+    if check_finite and not all_finite(c_):
         raise ValueError(NONFINITE)
     n = c_.shape[0]
     v_ = rotations_input(v, queue, n, dtype, check_finite=check_finite)

@@ -49,8 +49,8 @@ from numpy.linalg import LinAlgError
 
 from . import trace
 from ._device import device_info, resolve_queue
-from ._validate import (NONFINITE, check_method, check_shape, dense, is_device_array,
-                        validate_weights)
+from ._validate import (NONFINITE, all_finite, check_method, check_shape, dense,
+                        is_device_array, validate_weights)
 from .ad2at import assemble_device
 from .blas import view_of
 from .cholesky import factor_device, solve_factored
@@ -222,7 +222,7 @@ def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int
     if b64.shape != (n,):
         raise ValueError(f"b must have shape ({n},), one entry per column of a, "
                          f"got {b64.shape}")
-    if check_finite and not (np.isfinite(a64).all() and np.isfinite(b64).all()):
+    if check_finite and not (all_finite(a64) and all_finite(b64)):
         raise ValueError(NONFINITE)
     if m == 0:
         empty = np.empty(0)

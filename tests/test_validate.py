@@ -5,6 +5,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from oclla import _params, _validate
 from oclla._programs import int_zeros
@@ -82,3 +83,27 @@ def test_solves_and_products_leave_host_operands_read_in_place_unchanged(queue, 
     oclla.blas.matmul(a, spd, trans_a=True, queue=queue)
     for was, now in zip(before, operands):
         assert was.tobytes() == now.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.sampled_from([(), (0,), (1,), (37,), (0, 5), (1, 1), (9, 3), (64, 17),
+                              (301, 7), (5, 4, 3)]),
+       dtype=st.sampled_from([np.float32, np.float64]),
+       bad=st.sampled_from([None, np.nan, np.inf, -np.inf]),
+       where=st.floats(0, 1), block_bytes=st.sampled_from([8, 64, 1 << 20]),
+       transposed=st.booleans())
+def test_all_finite_matches_numpy(shape, dtype, bad, where, block_bytes, transposed):
+    """all_finite agrees with numpy's isfinite(...).all() for every shape (0-d, empty,
+    3-D), layout and position of one NaN/Inf, in one block or in many shared among
+    threads (CHECK_BYTES made small)."""
+    arr = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    if transposed:
+        arr = arr.T
+    if bad is not None and arr.size:
+        arr.flat[min(int(where * arr.size), arr.size - 1)] = bad
+    saved = _validate.CHECK_BYTES
+    _validate.CHECK_BYTES = block_bytes
+    try:
+        assert _validate.all_finite(arr) == bool(np.isfinite(arr).all())
+    finally:
+        _validate.CHECK_BYTES = saved
