@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import warnings
@@ -47,6 +48,8 @@ import pyopencl as cl
 from . import _checked, _knobs, _trace_hooks
 from ._device import DeviceError, device_info, get_queue, vector_width, vectors_build
 from ._knobs import chol_row_leaf, thin_gemm  # noqa: F401 (the drivers import them here)
+
+_log = logging.getLogger("oclla")
 
 FAMILIES = tuple(_knobs.FAMILIES)
 DATA_VERSION = 1
@@ -300,6 +303,10 @@ def _first_working(queue, info, family: str, dtype_name: str) -> dict:
                               f"{info.describe()}")
 
         def check(p) -> tuple:
+            # a first use's check builds and runs the family's kernels (seconds on a
+            # CPU runtime): said at INFO level, which the oclla command shows
+            _log.info("building and checking the %s kernels (%s) on %s: their first use "
+                      "with this device and driver", family, dtype_name, info.name)
             problem = try_parameters(queue, family, dtype_name, p)
             verdict = (problem is None, problem or "")
             _checked.put(_checked.key(info, dtype_name, family, p), *verdict)

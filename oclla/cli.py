@@ -14,6 +14,8 @@ measured.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 import time
@@ -199,6 +201,38 @@ def _factor_timed(a, queue, options):
     return rec, run
 
 
+class _Stderr(logging.StreamHandler):
+    """A handler that writes to whatever ``sys.stderr`` is when it emits."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+@contextlib.contextmanager
+def _progress_on_stderr():
+    """Within the block, the library's INFO messages (a kernel family's first use on a
+    device: its builds and self-check, seconds on a CPU runtime) go to stderr, one
+    line each, unless the "oclla" logger already has a handler of the caller's."""
+    log = logging.getLogger("oclla")
+    if log.handlers:
+        yield
+        return
+    handler, level = _Stderr(), log.level
+    handler.setFormatter(logging.Formatter("oclla: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
 def _cmd_demo(args) -> int:
     check_writable(args.out, "--out")
     queue = get_queue(args.device)
@@ -332,9 +366,10 @@ def main(argv=None) -> int:
         parser.error("--jobs must be at least 1")
     if args.command == "devices":
         return report_errors("oclla devices", _cmd_devices, args)
-    if args.command == "warmup":
-        return report_errors("oclla warmup", _cmd_warmup, args)
-    return report_errors("oclla demo", _cmd_demo, args)
+    with _progress_on_stderr():
+        if args.command == "warmup":
+            return report_errors("oclla warmup", _cmd_warmup, args)
+        return report_errors("oclla demo", _cmd_demo, args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The oclla command: devices and the demo (the README's main job)."""
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import oclla
+from oclla import _params
 from oclla._params import params
 from oclla.cli import main
 
@@ -365,3 +367,28 @@ def test_nvidia_icd_hint_only_where_it_applies(monkeypatch):
 def test_warmup_refuses_fewer_than_one_job(capsys, jobs):
     err = _usage_error(capsys, lambda: main(["warmup", "--jobs", jobs]), "oclla")
     assert "--jobs must be at least 1" in err
+
+
+def test_demo_says_on_stderr_what_a_first_use_checks(tmp_path, capsys, monkeypatch):
+    """On a device and driver that oclla has not checked yet, the demo's first uses of
+    each kernel family are one stderr line each (its builds and self-check take seconds
+    on a CPU runtime); with the verdicts remembered the demo says nothing of them.
+    The progress lines are the command's own: the library logger keeps no handler."""
+    monkeypatch.setenv("OCLLA_CHECKED_FILE", str(tmp_path / "checked.json"))
+    monkeypatch.setenv("OCLLA_TUNED", "0")
+    _params.reload()
+    try:
+        out_file = str(tmp_path / "demo.oclrec")
+        assert main(["demo", "--n", "5", "--out", out_file]) == 0
+        err = capsys.readouterr().err.splitlines()
+        said = [line for line in err if line.startswith("oclla: building and checking the ")]
+        assert said and len(said) == len(err)
+        assert any(" pivot kernels (float32)" in line for line in said)
+        _params.reload()                              # a later process: verdicts kept
+        assert main(["demo", "--n", "5", "--out", out_file]) == 0
+        assert capsys.readouterr().err == ""
+        assert not logging.getLogger("oclla").handlers
+    finally:
+        monkeypatch.delenv("OCLLA_CHECKED_FILE")
+        monkeypatch.delenv("OCLLA_TUNED")
+        _params.reload()

@@ -191,3 +191,22 @@ def test_verdicts_under_profiles_with_other_memory_limits_are_apart(queue):
     assert _checked.key(info, "float32", "chol") != _checked.key(small, "float32", "chol")
     assert (_checked.key(info, "float32", "chol")
             == _checked.key(dataclasses.replace(info), "float32", "chol"))
+
+
+def test_a_first_check_says_so_at_info_level(queue, verdicts, caplog):
+    """A family's first check on a device (builds and a tiny run: seconds on a CPU
+    runtime) is one INFO message of the "oclla" logger naming the family, dtype and
+    device (the families its check uses in turn say so too, once each); the remembered
+    verdicts of a later process check nothing and say nothing."""
+    with caplog.at_level("INFO", logger="oclla"):
+        _params.params(queue, "window", np.float32)
+    said = [r.getMessage() for r in caplog.records if r.name == "oclla"]
+    window = [m for m in said if "the window kernels (float32)" in m]
+    assert len(window) == 1 and oclla.device_info(queue).name in window[0]
+    assert len(set(said)) == len(said)
+    assert all(m.startswith("building and checking the ") for m in said)
+    caplog.clear()
+    _params.reload()                                  # a fresh process, the verdict kept
+    with caplog.at_level("INFO", logger="oclla"):
+        _params.params(queue, "window", np.float32)
+    assert not [r for r in caplog.records if r.name == "oclla"]
