@@ -25,7 +25,9 @@ def test_devices_command(capsys):
 def test_demo_writes_a_recording(tmp_path, capsys, queue):
     out_file = tmp_path / "demo.oclrec"
     lu_params = params(queue, "lu", np.float32)
-    n = max(lu_params["NB"], lu_params["SMALL_N"]) + 6   # blocked: two panels, a GEMM update
+    # blocked: a panel and its GEMM update before the rest (past the one-leaf order and
+    # the order factored as one flat panel, FLAT_N: 2048 on the GPUs' entries)
+    n = max(lu_params["NB"], lu_params["SMALL_N"], lu_params["FLAT_N"]) + lu_params["NB"] + 6
     assert main(["demo", "--n", str(n), "--seed", "3", "--out", str(out_file)]) == 0
     out = capsys.readouterr().out
     for word in ("faithful", "inplace", "crout", "window", "blocked", "GFLOP/s", "eliminate", "gemm",
