@@ -17,6 +17,7 @@ import pyopencl.array as cl_array
 
 from . import trace
 from ._device import device_info
+from ._knobs import LOCAL_RESERVE
 from ._params import params
 from ._programs import (copy, enqueue, flushed_marker, get_kernel, int_arg, int_zeros, launch,
                         round_up, set_args, side_queue)
@@ -56,7 +57,7 @@ class Panels:
         self.queue, self.A, self.n, self.piv, self.info = queue, A, n, piv, info
         self.p, self.dtype, self.no_pivot, self.columns = p, dtype, no_pivot, columns
         info = device_info(queue)
-        self.local_mem = info.local_mem_size
+        self.local_mem = info.local_mem_size - LOCAL_RESERVE     # what the arrays may take
         self._kernels: dict = {}             # (name, define values) -> cl.Kernel
         self.grid_groups = info.compute_units * p["GRID_PER_CU"]
         self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)

@@ -225,8 +225,9 @@ def test_shipped_entries_use_declared_knobs():
 
 #: Bytes a built kernel may report below the host's local-memory sum: PoCL drops the
 #: ``__local`` arrays a configuration does not use (lu_rows.cl's row homes when there
-#: is no previous update to apply: 12 to 20 bytes).  A kernel reporting more than the
-#: host's sum always fails.
+#: is no previous update to apply: 12 to 20 bytes).  Above it, a kernel may report up to
+#: the runtime's own share that the fit tests spare (``_knobs.LOCAL_RESERVE``: NVIDIA
+#: reports 4 to 16 bytes more than the arrays); more fails.
 SLACK = 64
 
 
@@ -276,8 +277,8 @@ def test_local_memory_and_work_groups_match_the_kernels(queue, dtype):
     for label, source, name, defines, host, local in _kernel_cases(np.dtype(dtype).itemsize):
         kernel = get_kernel(queue, source, name, dtype, **defines)
         if host is not None:
-            assert 0 <= host - _local(kernel, queue) <= SLACK, (label, host,
-                                                                 _local(kernel, queue))
+            assert -_knobs.LOCAL_RESERVE <= host - _local(kernel, queue) <= SLACK, (
+                label, host, _local(kernel, queue))
         required = tuple(kernel.get_work_group_info(
             cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, queue.device))
         if any(required):
