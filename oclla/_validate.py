@@ -39,7 +39,7 @@ NONFINITE = "array must not contain infs or NaNs"
 #: checked by a thread per core (numpy releases the GIL in the check: a 64 MB float32
 #: array 4.7 -> 3.2 ms on two cores).
 CHECK_BYTES = 1 << 20
-_check_pool: list = []
+_check_pools: dict = {}       # process id -> its threads (a forked child has none)
 _MAX_ITEMS = 1 << 20          # work-items of a views.cl launch; each loops over the rest
 _PASS_ITEMS = 1 << 16         # work-items of a count over a vector, and of a views.cl
                               # launch with runs (wg1d RUNS: longer runs than _MAX_ITEMS)
@@ -295,11 +295,12 @@ def all_finite(arr: np.ndarray) -> bool:
     parts = min(cores, arr.nbytes // (4 * CHECK_BYTES), arr.shape[0])
     if parts < 2:
         return _finite_rows(arr, 0, arr.shape[0])
-    if not _check_pool:
-        _check_pool.append(ThreadPoolExecutor(cores, thread_name_prefix="oclla-check"))
+    pool = _check_pools.get(os.getpid())
+    if pool is None:
+        pool = _check_pools[os.getpid()] = ThreadPoolExecutor(
+            cores, thread_name_prefix="oclla-check")
     bounds = [arr.shape[0] * p // parts for p in range(parts + 1)]
-    return all(_check_pool[0].map(lambda p: _finite_rows(arr, bounds[p], bounds[p + 1]),
-                                  range(parts)))
+    return all(pool.map(lambda p: _finite_rows(arr, bounds[p], bounds[p + 1]), range(parts)))
 
 
 def _finite_and_dense(arr, queue, *, check_finite: bool, dtype=None):
@@ -466,16 +467,19 @@ def to_device(queue, a):
     return a if is_device_array(a) else scratch.private_copy(queue, a)
 
 
-def read_only(queue, a):
+def read_only(queue, a, *, results_to_host: bool):
     """A validated operand that the call's kernels only read, on the device: itself if
-    it is there; on a CPU device a buffer over the numpy array's own memory
-    (``CL_MEM_USE_HOST_PTR``: the device reads it in place, where a copy of a 64 MB
-    factor took PoCL 8-40 ms, more than the solve with it); elsewhere as
-    :func:`to_device`.  The caller keeps the array unchanged until its results are
-    read back (every public routine reads them before it returns)."""
+    it is there; on a CPU device, when the call reads its results back to the host
+    before it returns (``results_to_host``: so no kernel reads the array after the
+    call), a buffer over the numpy array's own memory (``CL_MEM_USE_HOST_PTR``: the
+    device reads it in place, where a copy of a 64 MB factor took PoCL 8-40 ms, more
+    than the solve with it); else as :func:`to_device`.  A call whose results stay on
+    the device returns before its kernels end, so the caller could change or free the
+    array under them: it gets a copy."""
     if is_device_array(a):
         return a
-    if queue.device.type & cl.device_type.CPU and a.flags.c_contiguous and a.size:
+    if (results_to_host and queue.device.type & cl.device_type.CPU
+            and a.flags.c_contiguous and a.size):
         buf = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR,
                         hostbuf=a)
         return cl_array.Array(queue, a.shape, a.dtype, data=buf)

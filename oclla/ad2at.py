@@ -200,7 +200,7 @@ def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
     if m == 0:
         shape = 0 if packed else (0, 0)
         return cl_array.empty(queue, shape, dtype) if device else np.empty(shape, dtype)
-    da, dd = read_only(queue, a_), read_only(queue, d2_)
+    da, dd = (read_only(queue, x, results_to_host=not device) for x in (a_, d2_))
     c = assemble_device(queue, da, dd, packed=bool(packed), lower=bool(lower),
                         method=method, symmetric=bool(symmetric))
     return c if device else c.get()

@@ -423,7 +423,7 @@ def matmul(a, b, *, trans_a: bool = False, trans_b: bool = False, queue=None,
     if k != k2:
         raise ValueError(f"inner dimensions differ: op(a) is {m} x {k}, op(b) is {k2} x {n}")
     host = not isinstance(a_, cl_array.Array)
-    da, db = read_only(queue, a_), read_only(queue, b_)
+    da, db = (read_only(queue, x, results_to_host=host) for x in (a_, b_))
     dc = cl_array.empty(queue, (m, n), a_.dtype)
     if m and n:
         gemm(queue, m, n, k, 1.0, view_of(da), view_of(db), 0.0, view_of(dc),

@@ -59,8 +59,8 @@ from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
 from ._programs import enqueue, get_kernel, index_width, int_arg, launch_queue, round_up
-from ._validate import (as_matrix, check_method, factor_in_place, read_only, read_status,
-                        solve_in_place, status_flags, unpack_pair)
+from ._validate import (as_matrix, check_method, factor_in_place, is_device_array, read_only,
+                        read_status, solve_in_place, status_flags, unpack_pair)
 from .blas import View, gemm, syrk, tile_grid, tile_launch, trsm, view_of
 
 
@@ -584,13 +584,14 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
                                        check_finite=check_finite, queue=queue)
     c_ = as_matrix(c, queue, name="c", check_finite=check_finite)
     n, dtype = c_.shape[0], c_.dtype
+    host_b = not is_device_array(b)
 
     def solve(x2):
         nrhs = x2.shape[1]
         with trace.run("cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
             with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
-                solve_factored(queue, view_of(read_only(queue, c_)), n, view_of(x2), nrhs,
-                               lower=bool(lower), dtype=dtype)
+                solve_factored(queue, view_of(read_only(queue, c_, results_to_host=host_b)), n,
+                               view_of(x2), nrhs, lower=bool(lower), dtype=dtype)
 
     return solve_in_place(queue, b, n, dtype, solve, overwrite_b=overwrite_b,
                           check_finite=check_finite)

@@ -390,7 +390,7 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
     b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite and not defer_b)
     if n == 0 or b_.size == 0:
         return b_.copy() if is_device_array(b_) else np.empty(b_.shape, dtype)
-    d_lu = read_only(queue, lu_)
+    d_lu = read_only(queue, lu_, results_to_host=not is_device_array(b_))
     flags = int_zeros(queue, 2)                      # [bad piv entries, NaN/Inf entries]
     d_piv = _device_piv(piv, n, queue, flags)
     x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)

@@ -251,7 +251,7 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     dtype = a_.dtype
     if n == 0:
         return cl_array.empty(queue, 0, dtype) if is_device_array(a_) else np.empty(0, dtype)
-    da = read_only(queue, a_)
+    da = read_only(queue, a_, results_to_host=True)    # a host a: a host result
     arf = cl_array.empty(queue, packed_length(n), dtype)
     wg = params(queue, "wg1d", dtype)["WG"]
     with index_width(max(da.base_data.size, arf.base_data.size) // dtype.itemsize):
@@ -303,7 +303,7 @@ def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=
     if n == 0:
         return cl_array.empty(queue, (0, 0), dtype) if is_device_array(arf_) \
             else np.empty((0, 0), dtype)
-    darf = read_only(queue, arf_)
+    darf = read_only(queue, arf_, results_to_host=True)    # a host arf: a host result
     a = cl_array.empty(queue, (n, n), dtype)
     loc = params(queue, "local2d", dtype)
     with index_width(max(darf.base_data.size, a.base_data.size) // dtype.itemsize):
@@ -537,7 +537,7 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
 
     def solve(x2):
         nrhs = x2.shape[1]
-        darf = read_only(queue, arf_)
+        darf = read_only(queue, arf_, results_to_host=not is_device_array(b))
         with trace.run("rfp_cho_solve", "lower" if lower else "upper", queue, (n, nrhs), dtype):
             with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
                 solve_packed(queue, darf.base_data, darf.offset // dtype.itemsize,

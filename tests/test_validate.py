@@ -36,23 +36,31 @@ def test_count_nonfinite_counts_every_nan_and_inf(queue, dtype, runs):
 
 
 def test_read_only_reads_a_host_array_in_place_on_a_cpu(queue, dtype):
-    """On a CPU device a host operand is read where it lies (a CL_MEM_USE_HOST_PTR buffer
-    over its memory, no copy: a later write to the numpy array shows through); elsewhere
-    a copy.  A device operand is itself; a non-contiguous host array is copied."""
+    """On a CPU device, for a call that reads its results back before it returns, a host
+    operand is read where it lies (a CL_MEM_USE_HOST_PTR buffer over its memory, no copy:
+    a later write to the numpy array shows through); elsewhere, and for a call whose
+    results stay on the device (it returns before its kernels end), a copy.  A device
+    operand is itself; a non-contiguous host array is copied."""
     host = np.arange(24, dtype=dtype).reshape(4, 6)
     host.flags.writeable = False                 # read-only memory is enough
-    on_device = _validate.read_only(queue, host)
+    on_device = _validate.read_only(queue, host, results_to_host=True)
     np.testing.assert_array_equal(on_device.get(), host)
     in_place = bool(queue.device.type & cl.device_type.CPU)
     assert bool(on_device.data.flags & cl.mem_flags.USE_HOST_PTR) == in_place
     host.flags.writeable = True
     host[1, 2] = -7
     assert (on_device.get()[1, 2] == -7) == in_place
-    assert _validate.read_only(queue, on_device) is on_device
+    for results_to_host in (True, False):
+        assert _validate.read_only(queue, on_device, results_to_host=results_to_host) \
+            is on_device
+    kept = _validate.read_only(queue, host, results_to_host=False)
     strided = np.asfortranarray(host)
-    copied = _validate.read_only(queue, strided)
-    assert not copied.data.flags & cl.mem_flags.USE_HOST_PTR
-    np.testing.assert_array_equal(copied.get(), strided)
+    copied = _validate.read_only(queue, strided, results_to_host=True)
+    for copy, source in ((kept, host), (copied, strided)):
+        assert not copy.data.flags & cl.mem_flags.USE_HOST_PTR
+        np.testing.assert_array_equal(copy.get(), source)
+    host[0, 0] = 99
+    assert kept.get()[0, 0] == 0
 
 
 def test_solves_and_products_leave_host_operands_read_in_place_unchanged(queue, dtype):
@@ -107,3 +115,4 @@ def test_all_finite_matches_numpy(shape, dtype, bad, where, block_bytes, transpo
         assert _validate.all_finite(arr) == bool(np.isfinite(arr).all())
     finally:
         _validate.CHECK_BYTES = saved
+
