@@ -177,7 +177,7 @@ def test_pivot_method_needs_no_block_width(queue, monkeypatch, packed):
         raise AssertionError("block_size called by the per-pivot method")
     monkeypatch.setattr(sys.modules["oclla.cholesky"], "block_size", refuse)
     monkeypatch.setattr(rfp, "block_size", refuse)
-    a = spd(37, np.float64, seed=3)
+    a = spd(37, np.float32, seed=3)
     if packed:
         c = rfp.unpack(rfp.cholesky(rfp.pack(a, queue=queue), 37, method="pivot",
                                     queue=queue), 37, queue=queue)
