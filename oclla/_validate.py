@@ -479,7 +479,7 @@ def read_only(queue, a, *, results_to_host: bool):
     if is_device_array(a):
         return a
     if (results_to_host and queue.device.type & cl.device_type.CPU
-            and a.flags.c_contiguous and a.size):
+            and a.flags.c_contiguous and a.flags.aligned and a.size):
         buf = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR,
                         hostbuf=a)
         return cl_array.Array(queue, a.shape, a.dtype, data=buf)

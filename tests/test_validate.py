@@ -40,7 +40,7 @@ def test_read_only_reads_a_host_array_in_place_on_a_cpu(queue, dtype):
     operand is read where it lies (a CL_MEM_USE_HOST_PTR buffer over its memory, no copy:
     a later write to the numpy array shows through); elsewhere, and for a call whose
     results stay on the device (it returns before its kernels end), a copy.  A device
-    operand is itself; a non-contiguous host array is copied."""
+    operand is itself; a non-contiguous or misaligned host array is copied."""
     host = np.arange(24, dtype=dtype).reshape(4, 6)
     host.flags.writeable = False                 # read-only memory is enough
     on_device = _validate.read_only(queue, host, results_to_host=True)
@@ -56,7 +56,11 @@ def test_read_only_reads_a_host_array_in_place_on_a_cpu(queue, dtype):
     kept = _validate.read_only(queue, host, results_to_host=False)
     strided = np.asfortranarray(host)
     copied = _validate.read_only(queue, strided, results_to_host=True)
-    for copy, source in ((kept, host), (copied, strided)):
+    raw = np.zeros(host.nbytes + 1, np.uint8)            # entries one byte off alignment
+    unaligned = raw[1:].view(host.dtype).reshape(host.shape)
+    unaligned[...] = host
+    moved = _validate.read_only(queue, unaligned, results_to_host=True)
+    for copy, source in ((kept, host), (copied, strided), (moved, unaligned)):
         assert not copy.data.flags & cl.mem_flags.USE_HOST_PTR
         np.testing.assert_array_equal(copy.get(), source)
     host[0, 0] = 99
