@@ -83,6 +83,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.settings = settings or Settings()
         self.device_lister = device_lister
         self.thread: RunThread | None = None
+        self._notice_text = ""          # the library's message shown while a run goes
         self.last_request: RunRequest = self.settings.last_request()
         self.shortcut_dialog = None
         self._base_palette = QtWidgets.QApplication.palette()
@@ -640,6 +641,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.settings.remember_request(request)
         self.thread = RunThread(request, purpose, self)
         self.thread.progress.connect(self._progress)
+        self.thread.notice.connect(self._notice)
         self.thread.outcome.connect(self._run_finished)
         self.thread.finished.connect(self._thread_done)
         self.progress.setRange(0, self.thread.expected)
@@ -654,6 +656,12 @@ class MainWindow(QtWidgets.QMainWindow):
     def _progress(self, done: int, expected: int) -> None:
         if expected:
             self.progress.setValue(min(done, expected))
+
+    def _notice(self, text: str) -> None:
+        """A message of the library's while a run goes (a kernel family's first use on
+        this device: its builds and self-check), in the status bar until the run ends."""
+        self._notice_text = text[:1].upper() + text[1:] + " ..."
+        self.statusBar().showMessage(self._notice_text)
 
     def do_cancel_run(self) -> None:
         if self.thread is not None:
@@ -683,6 +691,9 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _thread_done(self) -> None:
         self.thread = None
+        if self._notice_text and self.statusBar().currentMessage() == self._notice_text:
+            self.statusBar().clearMessage()
+        self._notice_text = ""
         for w in (self.progress, self.cancel_button):
             w.setVisible(False)
         self.actions["cancel_run"].setEnabled(False)

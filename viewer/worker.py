@@ -9,6 +9,7 @@ nothing is shared with the GUI thread but the finished recording.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from PySide6 import QtCore
@@ -16,10 +17,26 @@ from PySide6 import QtCore
 from .runner import RunRequest, execute, expected_steps
 
 
+class _Notices(logging.Handler):
+    """The INFO messages that one thread's calls give the "oclla" logger (a kernel
+    family's first use on a device: its builds and self-check, seconds on a CPU
+    runtime), each passed to ``send``."""
+
+    def __init__(self, thread_id: int, send):
+        super().__init__(logging.INFO)
+        self.thread_id, self.send = thread_id, send
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread_id:
+            self.send(record.getMessage())
+
+
 class RunThread(QtCore.QThread):
-    """One run; ``progress(done, expected)`` while it runs, ``outcome(obj)`` at the end."""
+    """One run; ``progress(done, expected)`` while it runs, ``notice(text)`` for each of
+    the library's messages meanwhile, ``outcome(obj)`` at the end."""
 
     progress = QtCore.Signal(int, int)
+    notice = QtCore.Signal(str)
     outcome = QtCore.Signal(object)
 
     def __init__(self, request: RunRequest, purpose: str = "main", parent=None):
@@ -38,6 +55,16 @@ class RunThread(QtCore.QThread):
         return self._cancel.is_set()
 
     def run(self) -> None:
-        result = execute(self.request, on_step=lambda k: self.progress.emit(k, self.expected),
-                         cancel=self._cancel)
+        log = logging.getLogger("oclla")
+        handler, level = _Notices(threading.get_ident(), self.notice.emit), log.level
+        log.addHandler(handler)
+        if log.getEffectiveLevel() > logging.INFO:
+            log.setLevel(logging.INFO)
+        try:
+            result = execute(self.request,
+                             on_step=lambda k: self.progress.emit(k, self.expected),
+                             cancel=self._cancel)
+        finally:
+            log.removeHandler(handler)
+            log.setLevel(level)
         self.outcome.emit(result)

@@ -167,6 +167,43 @@ def test_a_run_in_the_worker_thread(qtbot, window):
     assert "random seed 1" in window.status.text()
 
 
+def test_a_first_use_says_in_the_status_bar_what_it_builds(qtbot, window, tmp_path,
+                                                            monkeypatch):
+    """On a device oclla has not checked yet, a run's kernel families say in the status
+    bar, while the run goes, that they are built and checked (seconds on a CPU runtime,
+    with the progress bar still at 0); the message goes when the run ends (an error the
+    run ends with stays); with the verdicts remembered a run says nothing of it."""
+    from oclla import _params
+    monkeypatch.setenv("OCLLA_CHECKED_FILE", str(tmp_path / "checked.json"))
+    monkeypatch.setenv("OCLLA_TUNED", "0")
+    _params.reload()
+    shown = []
+    real = window._notice
+    monkeypatch.setattr(window, "_notice", lambda text: (real(text), shown.append(
+        window.statusBar().currentMessage())))
+    try:
+        for fresh in (True, False):
+            shown.clear()
+            window.start_run(RunRequest("lu", "pivot", n=6, seed=2))
+            with qtbot.waitSignal(window.thread.finished, timeout=120_000):
+                pass
+            qtbot.waitUntil(lambda: window.thread is None)
+            assert bool(shown) == fresh
+            assert all(m.startswith("Building and checking the ") and m.endswith(" ...")
+                       for m in shown)
+            assert not window.statusBar().currentMessage().startswith("Building")
+            _params.reload()                          # a later process: verdicts kept
+    finally:
+        monkeypatch.delenv("OCLLA_CHECKED_FILE")
+        monkeypatch.delenv("OCLLA_TUNED")
+        _params.reload()
+    window._notice("building and checking the lu kernels (float32) on a device: their "
+                   "first use with this device and driver")
+    window.show_message("the run failed")
+    window._thread_done()
+    assert window.statusBar().currentMessage() == "the run failed"
+
+
 def test_cancel_keeps_the_previous_recording(qtbot, window, recordings):
     window.open_recording(recordings["lu8"])
     before = window.model.recording
