@@ -34,6 +34,8 @@
 # OpenCL implementation for CPUs, so a laptop is enough.
 
 # %%
+import logging
+
 import numpy as np
 import pyopencl as cl
 
@@ -239,8 +241,16 @@ print(f"device busy {busy / 1e3:.1f} µs of {span / 1e3:.1f} µs: {busy / span:.
 # sizes from the device's limits, and launching. `oclla.record()` keeps what
 # every algorithm did: its **steps**, and for each step the **kernels** with
 # their NDRange and profiling times.
+#
+# The first time a family of kernels runs on a device, oclla builds its
+# programs and checks them on a tiny case against numpy (once per device and
+# driver; seconds on a CPU). It says so through Python's `logging`, at the
+# INFO level, which the first two lines below switch on: on a machine where
+# oclla has run before they print nothing.
 
 # %%
+logging.basicConfig(format="%(message)s")
+logging.getLogger("oclla").setLevel(logging.INFO)
 with oclla.record() as rec:
     lu, piv = oclla.lu_factor(A, method="pivot", variant="faithful")
 run = rec.runs[-1]
