@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from . import accuracy
+from ._notices import LOGGER, forwarded
 from ._device import DeviceError, build_hint, build_problem, devices, get_queue, \
     nvidia_icd_hint, select_device, device_info
 from .lu import lu_factor, lu_flops
@@ -201,36 +202,16 @@ def _factor_timed(a, queue, options):
     return rec, run
 
 
-class _Stderr(logging.StreamHandler):
-    """A handler that writes to whatever ``sys.stderr`` is when it emits."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value):
-        pass
-
-
 @contextlib.contextmanager
 def _progress_on_stderr():
     """Within the block, the library's INFO messages (a kernel family's first use on a
     device: its builds and self-check, seconds on a CPU runtime) go to stderr, one
     line each, unless the "oclla" logger already has a handler of the caller's."""
-    log = logging.getLogger("oclla")
-    if log.handlers:
+    if logging.getLogger(LOGGER).handlers:
         yield
         return
-    handler, level = _Stderr(), log.level
-    handler.setFormatter(logging.Formatter("oclla: %(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
+    with forwarded(lambda text: print(f"oclla: {text}", file=sys.stderr, flush=True)):
         yield
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(level)
 
 
 def _cmd_demo(args) -> int:

@@ -9,26 +9,13 @@ nothing is shared with the GUI thread but the finished recording.
 
 from __future__ import annotations
 
-import logging
 import threading
 
 from PySide6 import QtCore
 
+from oclla._notices import forwarded
+
 from .runner import RunRequest, execute, expected_steps
-
-
-class _Notices(logging.Handler):
-    """The INFO messages that one thread's calls give the "oclla" logger (a kernel
-    family's first use on a device: its builds and self-check, seconds on a CPU
-    runtime), each passed to ``send``."""
-
-    def __init__(self, thread_id: int, send):
-        super().__init__(logging.INFO)
-        self.thread_id, self.send = thread_id, send
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.thread == self.thread_id:
-            self.send(record.getMessage())
 
 
 class RunThread(QtCore.QThread):
@@ -55,16 +42,10 @@ class RunThread(QtCore.QThread):
         return self._cancel.is_set()
 
     def run(self) -> None:
-        log = logging.getLogger("oclla")
-        handler, level = _Notices(threading.get_ident(), self.notice.emit), log.level
-        log.addHandler(handler)
-        if log.getEffectiveLevel() > logging.INFO:
-            log.setLevel(logging.INFO)
-        try:
+        # the library's messages meanwhile (a kernel family's first use: its builds and
+        # self-check, seconds on a CPU runtime), this thread's only
+        with forwarded(self.notice.emit, this_thread_only=True):
             result = execute(self.request,
                              on_step=lambda k: self.progress.emit(k, self.expected),
                              cancel=self._cancel)
-        finally:
-            log.removeHandler(handler)
-            log.setLevel(level)
         self.outcome.emit(result)
