@@ -311,7 +311,7 @@ def _finite_and_dense(arr, queue, *, check_finite: bool, dtype=None):
         if check_finite and device_has_nonfinite(queue, arr):
             raise ValueError(NONFINITE)
         return arr
-    if check_finite and not all_finite(np.asarray(arr)):
+    if check_finite and not all_finite(arr):
         raise ValueError(NONFINITE)
     return np.ascontiguousarray(arr, dtype=dtype)
 

@@ -406,8 +406,7 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
     info = status_flags(queue, a, check_finite)
     # the block width only where blocks are used: the per-pivot method needs none of
     # the blocked Cholesky's parameters (nor their self-check on an untuned device)
-    nb = (block or block_size(queue, dtype, n)) if method == "blocked" else None
-    extra = dict(block=nb) if method == "blocked" else {}
+    extra = dict(block=block or block_size(queue, dtype, n)) if method == "blocked" else {}
     with trace.run("cholesky", method, queue, (n, n), dtype, a.get, lower=lower, **extra):
         with launch_queue(queue) as loop_queue:
             if method == "pivot":
@@ -415,7 +414,7 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
                              lower=lower, dtype=dtype, info=info)
             else:
                 factor_blocked(loop_queue, view_of(a), n, lower=lower, dtype=dtype, info=info,
-                               block=nb)
+                               block=extra["block"])
         code = read_status(info)
         if code:
             raise not_positive_definite(code)

@@ -405,8 +405,9 @@ def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: st
     dtype = arf.dtype
     info = int_zeros(queue)
     lay = layout(n, lower)
-    nb = (block or block_size(queue, dtype, n)) if method == "blocked" else None
-    extra = dict(block=nb) if method == "blocked" else {}
+    # the block width only where blocks are used: the per-pivot method needs none of
+    # the blocked Cholesky's parameters (nor their self-check on an untuned device)
+    extra = dict(block=block or block_size(queue, dtype, n)) if method == "blocked" else {}
     with trace.run("rfp_cholesky", method, queue, (n, n), dtype,
                    lambda: picture(arf.get(), n), lower=lower, packed=True, **extra):
         with launch_queue(queue) as loop_queue:
@@ -416,7 +417,7 @@ def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: st
                              region=_logical_regions(n, lower))
             else:
                 _pftrf_blocked(loop_queue, arf.base_data, arf.offset // dtype.itemsize, lay,
-                               dtype=dtype, info=info, block=nb)
+                               dtype=dtype, info=info, block=extra["block"])
         code = int(info.get()[0])
         if code:
             raise not_positive_definite(code)
