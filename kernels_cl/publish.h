@@ -1,5 +1,5 @@
 /* publish.h -- stores that other work-groups read once a flag says so (the
- * one-launch solves: trsm.cl's trsm_chain, update_product.cl's solve_chain).
+ * one-launch solve of trsm.cl, trsm_chain).
  *
  * OpenCL 1.2 has no fence beyond the work-group (NVIDIA compiles
  * mem_fence(CLK_GLOBAL_MEM_FENCE) to a fence of the compute unit): after a

@@ -17,7 +17,8 @@ Nothing here is a chain over the rows (the rotation sweep of
 1. W by a triangular solve: the diagonal blocks of L inverted in one launch,
    then one launch per block of TB rows (``solve_step``) or, where a tuned entry
    chooses it (the ``update`` knob SOLVE), one launch for all blocks whose
-   work-groups wait for the blocks before their own (``solve_chain``);
+   work-groups wait for the blocks before their own (``solve_chain``; W's entries
+   are their own flags: filled with :data:`UNSTORED` before the launch);
 2. the R_j by orthogonal updates: per chunk of CH rows the R of its rows, an
    inclusive prefix over the chunks in ⌈log₂⌉ launches (the R of two stacked R's
    is associative; each a QR by Householder reflections, one per column, in a
@@ -50,7 +51,11 @@ H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-28-sums.txt): flo
 0.52 ms (one launch with SOLVE = "chain"; 1.7 ms as 128 launches), the prefix 0.20 ms,
 the row sweep 0.20 ms; float64 1.70-1.77 ms (solve 0.82, prefix 0.35, sweep 0.32 ms).
 A lower factor's sweep and solve read rows across the work-items: float32 1.68 ms,
-float64 2.15 ms.
+float64 2.15 ms.  The chain's time is its blocks one after another (H200, float64,
+k = 16, timestamps per work-group, benchmarks/results/nvidia-h200-2026-11-29-solve.txt):
+5.8 us a block, of which 0.9 us from a block's stores to its reader seeing them, then
+2.1 us subtracting that block and 2.6 us the diagonal solve (both bound by reads of
+local memory); float32 3.5 us, k = 1 1.7 us.
 """
 
 from __future__ import annotations
@@ -95,6 +100,9 @@ TB = 64
 #: form's backward error stayed within a few units of n‖Ã‖ε up to max|W| ~ 10⁵ and
 #: reached ~290 at 5.8·10⁵ (benchmarks/update_product_form.py).
 GUARD = 1e4
+#: The bits of an entry of W that solve_chain has not stored yet, per itemsize (a
+#: signalling NaN's, which no arithmetic returns; kernels_cl/update_product.cl UNSTORED).
+UNSTORED = {8: np.array([0x7ff4a5a5a5a5a5a5], np.uint64), 4: np.array([0x7fa5a5a5], np.uint32)}
 
 
 def local_bytes(k: int, itemsize: int) -> int:
@@ -129,7 +137,8 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     small = min(64, wg)
     chain = params(queue, "update", dtype)["SOLVE"] == "chain"
     solve = "solve_chain" if chain else "solve_step"
-    state = scratch.buffer(queue, (1 + blocks) * 4) if chain else None
+    vin = scratch.buffer(queue, n * KB * item) if chain else w   # V; solve_step: in place
+    state = scratch.buffer(queue, 4) if chain else None
     common = (int_arg(n),)
     large = scratch.zeroed_ints(queue)
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
@@ -143,16 +152,16 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                         nbytes=(n * n / 2 + 2 * n * k + n * ncw * k / 2) * item,
                         v_rows=(0, n), **extra):
             if k < kb:
-                cl.enqueue_fill_buffer(queue, w, np.zeros(1, dtype), 0, n * kb * item)
-            copy_block(queue, n, k, View(v.data, c0, k_all), View(w, 0, kb), dtype)
+                cl.enqueue_fill_buffer(queue, vin, np.zeros(1, dtype), 0, n * kb * item)
+            copy_block(queue, n, k, View(v.data, c0, k_all), View(vin, 0, kb), dtype)
             invert_blocks(queue, n, TB, View(buf, off, ld), inverses, dtype=dtype, lower=lower,
                           unit=False)
             items = TB * (kb // min(kb, 4))          # 4 columns of W an item
             if chain:
-                cl.enqueue_fill_buffer(queue, state, np.zeros(1, np.int32), 0,
-                                       (1 + blocks) * 4)
+                cl.enqueue_fill_buffer(queue, w, UNSTORED[item], 0, n * kb * item)
+                cl.enqueue_fill_buffer(queue, state, np.zeros(1, np.int32), 0, 4)
                 enqueue(queue, kernels[solve], (blocks * items,), (items,), *common, buf,
-                        np.int64(off), int_arg(ld), int_arg(lower), inverses, w, sums,
+                        np.int64(off), int_arg(ld), int_arg(lower), inverses, vin, w, sums,
                         state)
             else:
                 for block in range(blocks):
