@@ -703,8 +703,12 @@ FAMILIES = {f.name: f for f in (
              {"GPU": (4, 16, 32), "CPU": (1, 4, 16)})), None, _fits_group("WG")),
     Family("lu", "The blocked LU (oclla/lu_blocked.py): panels, their leaves, the "
            "trailing updates.", (
-        Knob("NB", "panel width", _by_kind(128, 64), ints(1), _LU,
-             {"GPU": (96, 128, 192, 256, 384), "CPU": (48, 64, 96, 128, 192)}),
+        Knob("NB", "panel width; 256 on CPUs, where the panel is halved recursively and "
+             "wide panels give the trailing GEMMs a deep inner dimension (PoCL, 2 cores, "
+             "against 64: float32 n = 1024 / 2048 / 4000 35 -> 27 / 144 -> 114-120 / 763 -> "
+             "541-556 ms, float64 2048 / 4000 243 -> 180 / 1327 -> 839-852 ms; 384 and 512 "
+             "no faster; n <= 700 level)", _by_kind(128, 256), ints(1), _LU,
+             {"GPU": (96, 128, 192, 256, 384), "CPU": (64, 128, 192, 256, 384)}),
         Knob("LEAF_W", "widest panel leaf (2 is left out: PoCL 3.1 miscomputes the "
              "float32 leaf with two-wide rows when the work-group has several items)",
              _leaf_w, choice(1, 4, 8, 16), _LU, _both((4, 8, 16))),
@@ -774,8 +778,10 @@ FAMILIES = {f.name: f for f in (
              _LU, _both((0, 1)))), _lu_settle, _lu_constraint),
     Family("chol", "The blocked Cholesky (oclla/cholesky.py) and the packed (RFP) one "
            "(oclla/rfp.py).", (
-        Knob("NB", "block column width", _by_kind(256, 128), ints(1), _CHOL,
-             {"GPU": (64, 128, 256, 384, 512), "CPU": (64, 96, 128, 192, 256)}),
+        Knob("NB", "block column width; 256 on CPUs too (PoCL, 2 cores, against 128: "
+             "float32 n = 2048 / 4000 45 -> 40 / 257 -> 238 ms, float64 91 -> 73 / 495 -> "
+             "400 ms; 384 level)", _fixed(256), ints(1), _CHOL,
+             {"GPU": (64, 128, 256, 384, 512), "CPU": (64, 128, 192, 256, 384)}),
         Knob("LEAF", "largest diagonal block factored by one work-group in its registers "
              "(larger ones are split recursively into TRSM and SYRK); 32 on CPUs, where "
              "PoCL (2 cores) factored n = 256 / 1024 in 4.7 / 61 ms with LEAF 32 and WG 64 "
