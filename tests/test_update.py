@@ -7,6 +7,8 @@ measured; failing downdates name the order and leave the factor alone;
 device views; every bad input; update-then-downdate as a property.
 """
 
+import re
+
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
@@ -15,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 from numpy.linalg import LinAlgError
 
 import oclla
-from oclla import accuracy, rfp, update, update_stream
+from oclla import accuracy, kernels_cl, rfp, update, update_stream
 from oclla._params import params, trial
 
 from linalg_helpers import spd
@@ -596,6 +598,24 @@ def test_product_form_solve_in_one_launch(queue, dtype):
                 assert_updated(at, r, sl.cholesky(at), lower, where)
                 np.testing.assert_allclose(r, steps, rtol=0, err_msg=where,
                                            atol=64 * np.finfo(dtype).eps * np.abs(steps).max())
+
+
+def test_the_chain_and_the_host_mark_unstored_entries_alike():
+    """solve_chain reads an entry of W until it no longer holds UNSTORED, which the host
+    fills in: the kernel's bits and the host's must be the same (else the chain waits for
+    ever or reads V as W), and a signalling NaN's, which arithmetic on any real (a
+    computed NaN included) never returns."""
+    source = kernels_cl.read_source("update_product.cl")
+    found = dict(re.findall(r"#define UNSTORED (0x[0-9a-f]+)U(L?)", source))
+    kernel = {8 if suffix else 4: int(bits, 16) for bits, suffix in found.items()}
+    assert kernel == {size: int(bits[0]) for size, bits in update_product.UNSTORED.items()}
+    for size, real in ((8, np.float64), (4, np.float32)):
+        marker = update_product.UNSTORED[size].view(real)
+        assert np.isnan(marker[0])
+        with np.errstate(invalid="ignore"):
+            for computed in (marker * 1, marker + 0, -marker, np.sqrt(-np.ones(1, real))):
+                assert computed.view(update_product.UNSTORED[size].dtype)[0] != \
+                    update_product.UNSTORED[size][0]
 
 
 def test_product_form_agrees_with_the_rotations_on_device_arrays(queue):
