@@ -13,7 +13,9 @@
  * BLAS micro-kernel).  op(B) is read in place (not transposed) or, when
  * transposed or deep, first packed by pack_b (the same program) into contiguous
  * K x (VW*NV) strips, so that each work-item streams one contiguous panel (rows
- * ldb apart touch a new page per k).  Work-items along dimension 0 walk down the
+ * ldb apart touch a new page per k).  A transposed op(A) of a deep product is
+ * likewise first made a contiguous A (pack_a), and the product taken as one whose A
+ * is not transposed.  Work-items along dimension 0 walk down the
  * rows so that consecutive ones reuse the same strip from cache.
  * Blocks on the edge (or across the triangle's diagonal) take a guarded path.
  */
@@ -68,6 +70,19 @@ __kernel void pack_b(const int N, const int K,
     const int c = s * RN + q;
     const real x = (c < N) ? B[b_off + (trans_b ? AT(c, k, ldb) : AT(k, c, ldb))] : ZERO;
     P[((size_t)s * K + k) * RN + q] = x;
+}
+
+/* Q = A^T (A K x M, Q M x K row-major): a transposed A for gemm_direct with TRANS_A = 0,
+ * whose RM rows of A stream along k, where TRANS_A = 1 reads a row of A, lda apart
+ * from the next k's, per k.  One work-item per element, RM of them along a row of A
+ * (global size RM x K x ceil(M / RM)). */
+__kernel void pack_a(const int M, const int K,
+                     __global const real *A, const long a_off, const int lda,
+                     __global real *Q)
+{
+    const int r = get_global_id(2) * RM + get_global_id(0), k = get_global_id(1);
+    if (r < M)
+        Q[(size_t)r * K + k] = A[a_off + AT(k, r, lda)];
 }
 
 /* strip = 0: B is op(B) itself, K rows ldb apart.  strip > 0: B is pack_b's P (ldb =

@@ -14,7 +14,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import oclla
-from oclla import _params, _programs
+from oclla import _params, _programs, blas
 from oclla.accuracy import THRESHOLD, passes, product_error, solve_backward_error
 from oclla._knobs import rows_width
 from oclla.blas import View, gemm, laswp, matmul, syrk, trsm, view_of
@@ -76,6 +76,42 @@ def test_gemm_grid(queue, p, dtype):
         err = product_error(c, a.T if ta else a, b.T if tb else b, alpha=-0.75, beta=1.5,
                             c0=c0)
         assert passes(err), f"{m}x{n}x{k} trans_a={ta} trans_b={tb}: error {err:.3g}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_direct_gemm_makes_a_deep_transposed_a_contiguous_first(queue, dtype):
+    """The direct GEMM takes a transposed A whose k reals fill PACK_A_MIN_BYTES or more
+    through pack_a (Aᵀ copied to a contiguous m x k matrix, then multiplied as an A that
+    is not transposed), a shallower one as it is: both transposes of B, every triangle, an
+    order off the work-item's block, A a block inside a larger array; C's entries outside
+    the triangle untouched."""
+    _skip_fp64(queue, dtype)
+    p = buildable(queue, dtype, GEMM_SETS[1])
+    rng = np.random.default_rng(21)
+    deep = blas.PACK_A_MIN_BYTES // np.dtype(dtype).itemsize
+    n = 31
+    for k in (deep - 1, deep + 3):
+        whole = rng.standard_normal((k + 4, n + 7)).astype(dtype)   # A = whole[2:, 3:][:k, :n]
+        a = whole[2:2 + k, 3:3 + n]
+        d_whole = cl_array.to_device(queue, whole)
+        for tb, triangle in itertools.product((0, 1), (None, "lower", "upper")):
+            b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+            c0 = rng.standard_normal((n, n)).astype(dtype)
+            db, dc = cl_array.to_device(queue, b), cl_array.to_device(queue, c0)
+            with oclla.record() as rec:
+                gemm(queue, n, n, k, -0.75, View(d_whole.data, 2 * (n + 7) + 3, n + 7),
+                     view_of(db), 1.5, view_of(dc), dtype=dtype, trans_a=True,
+                     trans_b=bool(tb), triangle=triangle, tile=p)
+            where = f"k={k} trans_b={tb} triangle={triangle}"
+            assert ("pack_a" in [kk.name for kk in rec.kernels]) == (k >= deep), where
+            c, op_b = dc.get(), b.T if tb else b
+            inside = {None: np.ones((n, n), bool), "lower": np.tri(n, dtype=bool),
+                      "upper": np.tri(n, dtype=bool).T}[triangle]
+            np.testing.assert_array_equal(c[~inside], c0[~inside], err_msg=where)
+            want = (-0.75 * (a.T.astype(np.float64) @ op_b) + 1.5 * c0).astype(dtype)
+            err = product_error(np.where(inside, c, want), a.T, op_b, alpha=-0.75, beta=1.5,
+                                c0=c0)
+            assert passes(err), f"{where}: error {err:.3g}"
 
 
 @pytest.mark.parametrize("p", GEMM_SETS[::2], ids=lambda p: p["KERNEL"])
