@@ -110,6 +110,11 @@ PACK_MIN_K = 256
 #: n = k = 3000 524 -> 196 ms; below (float32 k <= 1024, float64 k = 256) level or up to
 #: 15 % slower: the transpose costs more than the pages.
 PACK_A_MIN_BYTES = 4096
+#: ... and from this many strips of C's columns (VW·NV each) on: the transpose's cost
+#: grows with m·k, what it saves with m·n·k.  AᵀB at m = k = 2000: float32 n = 64 / 128
+#: 4.6 / 23.8 -> 8.8 / 13.4 ms (16 columns a strip), float64 n = 16 / 64 6.1 / 21.8 ->
+#: 8.1 / 13.9 ms (8), one column 3.7-7.8 -> 8.4-46 ms.
+PACK_A_MIN_STRIPS = 8
 
 
 def strip_group(queue, width: int):
@@ -126,7 +131,7 @@ def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_
     defines = dict(DIRECT=1, TRANS_A=int(trans_a), RM=rm, VW=p["VW"], NV=p["NV"])
     strip = 0
     item = np.dtype(dtype).itemsize
-    if trans_a and k * item >= PACK_A_MIN_BYTES:
+    if trans_a and k * item >= PACK_A_MIN_BYTES and strips >= PACK_A_MIN_STRIPS:
         # op(A) = Aᵀ as a contiguous m x k matrix, read as an A that is not transposed
         # (by the program of products that are not: no other program for the transpose)
         defines["TRANS_A"] = 0

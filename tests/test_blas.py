@@ -80,17 +80,18 @@ def test_gemm_grid(queue, p, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_direct_gemm_makes_a_deep_transposed_a_contiguous_first(queue, dtype):
-    """The direct GEMM takes a transposed A whose k reals fill PACK_A_MIN_BYTES or more
-    through pack_a (Aᵀ copied to a contiguous m x k matrix, then multiplied as an A that
-    is not transposed), a shallower one as it is: both transposes of B, every triangle, an
-    order off the work-item's block, A a block inside a larger array; C's entries outside
-    the triangle untouched."""
+    """The direct GEMM takes a transposed A whose k reals fill PACK_A_MIN_BYTES or more,
+    for a C of PACK_A_MIN_STRIPS strips of columns or more, through pack_a (Aᵀ copied to
+    a contiguous m x k matrix, then multiplied as an A that is not transposed), a
+    shallower A or a narrower C as they are: both transposes of B, every triangle, orders
+    off the work-item's block, A a block inside a larger array; C's entries outside the
+    triangle untouched."""
     _skip_fp64(queue, dtype)
     p = buildable(queue, dtype, GEMM_SETS[1])
     rng = np.random.default_rng(21)
     deep = blas.PACK_A_MIN_BYTES // np.dtype(dtype).itemsize
-    n = 31
-    for k in (deep - 1, deep + 3):
+    wide = blas.PACK_A_MIN_STRIPS * p["VW"] * p["NV"] - 3      # still that many strips
+    for k, n in ((deep - 1, wide), (deep + 3, wide), (deep + 3, wide - p["VW"] * p["NV"])):
         whole = rng.standard_normal((k + 4, n + 7)).astype(dtype)   # A = whole[2:, 3:][:k, :n]
         a = whole[2:2 + k, 3:3 + n]
         d_whole = cl_array.to_device(queue, whole)
@@ -103,7 +104,8 @@ def test_direct_gemm_makes_a_deep_transposed_a_contiguous_first(queue, dtype):
                      view_of(db), 1.5, view_of(dc), dtype=dtype, trans_a=True,
                      trans_b=bool(tb), triangle=triangle, tile=p)
             where = f"k={k} trans_b={tb} triangle={triangle}"
-            assert ("pack_a" in [kk.name for kk in rec.kernels]) == (k >= deep), where
+            assert ("pack_a" in [kk.name for kk in rec.kernels]) == \
+                (k >= deep and n == wide), where
             c, op_b = dc.get(), b.T if tb else b
             inside = {None: np.ones((n, n), bool), "lower": np.tri(n, dtype=bool),
                       "upper": np.tri(n, dtype=bool).T}[triangle]
