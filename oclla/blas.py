@@ -128,13 +128,14 @@ def strip_group(queue, width: int):
 def _gemm_direct(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
     rm, rn, lx = p["RM"], p["VW"] * p["NV"], p["LX"]
     strips = -(-n // rn)
-    defines = dict(DIRECT=1, TRANS_A=int(trans_a), RM=rm, VW=p["VW"], NV=p["NV"])
-    strip = 0
     item = np.dtype(dtype).itemsize
-    if trans_a and k * item >= PACK_A_MIN_BYTES and strips >= PACK_A_MIN_STRIPS:
+    pack_a = trans_a and k * item >= PACK_A_MIN_BYTES and strips >= PACK_A_MIN_STRIPS
+    defines = dict(DIRECT=1, TRANS_A=int(trans_a and not pack_a), RM=rm, VW=p["VW"],
+                   NV=p["NV"])
+    strip = 0
+    if pack_a:
         # op(A) = Aᵀ as a contiguous m x k matrix, read as an A that is not transposed
         # (by the program of products that are not: no other program for the transpose)
-        defines["TRANS_A"] = 0
         packed_a = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, m * k * item)
         pack = get_kernel(queue, "gemm.cl", "pack_a", dtype, **defines)
         enqueue(queue, pack, (rm, k, -(-m // rm)), strip_group(queue, rm), int_arg(m),
