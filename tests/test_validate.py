@@ -119,4 +119,3 @@ def test_all_finite_matches_numpy(shape, dtype, bad, where, block_bytes, transpo
         assert _validate.all_finite(arr) == bool(np.isfinite(arr).all())
     finally:
         _validate.CHECK_BYTES = saved
-
