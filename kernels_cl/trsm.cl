@@ -23,10 +23,10 @@
  *
  * trtri_blocks: W_i = inverse of the i-th nb x nb diagonal block of the m x m
  * triangle T (the last one may be smaller; lower or upper, unit diagonal or
- * not, as trsm_block), one work-group of nb items per block, item j
- * computing column j by substitution (an upper block through J T J, as
- * above).  W is m x nb, block i in rows i*nb ..; entries outside the
- * triangle of each block are set to zero.
+ * not, as trsm_block), one work-group of nb items per block, inverting the
+ * block in local memory (an upper block through J T J, as above).  W is
+ * m x nb, block i in rows i*nb ..; entries outside the triangle of each block
+ * are set to zero.
  *
  * trsm_rows: op(T) X = B (left side) for a few right-hand sides (W from
  * trtri_blocks, unless `substitute`): one launch per diagonal block in the
@@ -88,15 +88,28 @@
  * reversed (flip) where the block's S is upper */
 #define ORDER(i, n) (flip ? (n) - 1 - (i) : (i))
 
+/* Loads a work-item issues before it stores them to local memory (staging): each
+ * load after a store would otherwise wait out a round trip to memory. */
+#define STAGE_LOADS 4
+
 /* Ts (lower, row stride TRSM_NB + 1) = the nb x nb block at T as a lower
  * triangle: entry (i, p) is S(ORDER(i, nb), ORDER(p, nb)), S(r, c) = T(r, c) where
- * `direct`, else T(c, r); ones on the diagonal where `unit`. */
+ * `direct`, else T(c, r); ones on the diagonal where `unit`; work-item `first` of
+ * `step` takes every step-th entry, STAGE_LOADS loads in flight before their stores. */
 #define STAGE_LOWER(Ts, T, ldt, nb, direct, flip, unit, first, step)          \
-    for (int idx = (first); idx < (nb) * (nb); idx += (step)) {               \
-        const int i = idx / (nb), p = idx % (nb);                            \
-        const int r = ORDER(i, nb), c = ORDER(p, nb);                         \
-        Ts[i][p] = ((unit) && i == p) ? ONE                                   \
-                 : T[(direct) ? AT(r, c, ldt) : AT(c, r, ldt)];               \
+    for (int base = (first); base < (nb) * (nb); base += STAGE_LOADS * (step)) { \
+        real v_[STAGE_LOADS];                                                 \
+        _Pragma("unroll") for (int e = 0; e < STAGE_LOADS; e++) {             \
+            const int idx = base + e * (step), i = idx / (nb), p = idx % (nb); \
+            const int r = ORDER(i, nb), c = ORDER(p, nb);                     \
+            v_[e] = (idx >= (nb) * (nb) || ((unit) && i == p)) ? ONE          \
+                  : T[(direct) ? AT(r, c, ldt) : AT(c, r, ldt)];              \
+        }                                                                     \
+        _Pragma("unroll") for (int e = 0; e < STAGE_LOADS; e++) {             \
+            const int idx = base + e * (step);                                \
+            if (idx < (nb) * (nb))                                            \
+                Ts[idx / (nb)][idx % (nb)] = v_[e];                           \
+        }                                                                     \
     }
 
 __kernel void trsm_block(const int nb, const int nrhs,
@@ -156,22 +169,37 @@ __kernel void trtri_blocks(const int m, const int nb,
     W += AT(k0, 0, ldw);
     STAGE_LOWER(Ts, T, ldt, kb, 1, flip, unit, j, get_local_size(0))
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (j >= kb)
-        return;
-    /* column j of the inverse of the staged lower block: x_j = 1/Ts_jj, then the
-     * other entries by substitution, reading those already found from W (entry
-     * (i, j) of the staged order is W(ORDER(i, kb), ORDER(j, kb))) */
-#define X(i) W[AT(ORDER(i, kb), ORDER(j, kb), ldw)]
-    for (int i = 0; i < j; i++)
-        X(i) = ZERO;
-    X(j) = ONE / Ts[j][j];
-    for (int i = j + 1; i < kb; i++) {
-        real s = ZERO;
-        for (int p = j; p < i; p++)
-            s += Ts[i][p] * X(p);
-        X(i) = -s / Ts[i][i];
+    /* the staged lower block S inverted in place, its columns right to left (LAPACK's
+     * trti2): once the rows and columns after c hold those of S^-1, entry (i, c) of
+     * S^-1 below the diagonal is -(S^-1(i, c+1:i+1) S(c+1:i+1, c)) / S(c, c); item j
+     * forms row j's, all of a column's read before any is written.  (Each item's
+     * column by substitution through W in global memory, before: H200, blocks of 64,
+     * 65-67 -> 52-54 us in float64, 56-57 -> 51 us in float32.) */
+    if (j < kb)
+        Ts[j][j] = ONE / Ts[j][j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int c = kb - 2; c >= 0; c--) {
+        real s0 = ZERO, s1 = ZERO;                 /* two chains of multiply-adds */
+        if (j > c && j < kb) {
+            int p = c + 1;
+            for (; p < j; p += 2) {
+                s0 += Ts[j][p] * Ts[p][c];
+                s1 += Ts[j][p + 1] * Ts[p + 1][c];
+            }
+            if (p == j)
+                s0 += Ts[j][p] * Ts[p][c];
+        }
+        const real s = s0 + s1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (j > c && j < kb)
+            Ts[j][c] = -s * Ts[c][c];
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-#undef X
+    /* column j of S^-1, zeros above the diagonal; entry (i, j) of the staged order is
+     * W(ORDER(i, kb), ORDER(j, kb)) */
+    if (j < kb)
+        for (int i = 0; i < kb; i++)
+            W[AT(ORDER(i, kb), ORDER(j, kb), ldw)] = i >= j ? Ts[i][j] : ZERO;
 }
 
 #if FEW != FEW_COLUMNS
@@ -179,7 +207,6 @@ __kernel void trtri_blocks(const int m, const int nb,
  * (S row-major at S, leading dimension lds); work-item `first` of `step` takes
  * every step-th entry, consecutive items consecutive entries of S (coalesced),
  * STAGE_LOADS loads in flight before their stores. */
-#define STAGE_LOADS 4
 void stage_op(__local real (*Ts)[TRSM_NB + 1], __global const real *S, const int lds,
               const int rows, const int cols, const int trans, const int first,
               const int step)

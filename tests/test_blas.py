@@ -244,6 +244,36 @@ def _triangle(rng, m, lower, unit, dtype):
     return stored.astype(dtype), tri
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("nb", [1, 8, 64])
+def test_invert_blocks_inverts_each_diagonal_block(queue, nb, dtype):
+    """trtri_blocks: block i of the result (rows i·nb.., nb wide) is the inverse of the
+    i-th diagonal block of the triangle (the last one smaller), zeros outside its
+    triangle, for each triangle and diagonal; the other half of the input, garbage, is
+    not read, and the input is not written."""
+    _skip_fp64(queue, dtype)
+    rng = np.random.default_rng(nb)
+    m = 2 * nb + (nb // 2 or 1)
+    eps = np.finfo(dtype).eps
+    for lower, unit in itertools.product((True, False), repeat=2):
+        stored, tri = _triangle(rng, m, lower, unit, dtype)
+        dt = cl_array.to_device(queue, stored)
+        inv = cl_array.to_device(queue, np.full((m, nb), np.nan, dtype))
+        blas.invert_blocks(queue, m, nb, view_of(dt), inv.data, dtype=dtype, lower=lower,
+                           unit=unit)
+        got = inv.get()
+        assert np.array_equal(dt.get(), stored)
+        for k0 in range(0, m, nb):
+            kb = min(nb, m - k0)
+            block = tri[k0:k0 + kb, k0:k0 + kb].astype(np.float64)
+            w = got[k0:k0 + kb, :kb].astype(np.float64)
+            outside = np.triu(w, 1) if lower else np.tril(w, -1)
+            assert not outside.any(), (lower, unit, k0)
+            residual = np.abs(w @ block - np.eye(kb)).max()
+            bound = THRESHOLD * kb * eps * np.abs(w).max() * np.abs(block).max()
+            assert residual <= bound, (lower, unit, k0, residual / bound)
+
+
 #: FEW_RHS 0 sends every solve through the GEMMs; 16 and 64 send the left-side solves of
 #: up to that many right-hand sides to FEW_ROUTE (64 by rows: 19 columns in two chunks of
 #: up to 16); 4 splits the cases below between the two
