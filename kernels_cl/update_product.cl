@@ -52,6 +52,9 @@
 #ifndef CW
 #define CW 128             /* columns of L per chunk of the row sweep */
 #endif
+#ifndef SB
+#define SB 8               /* entries of a row of L the sweep loads before it stores them */
+#endif
 #ifndef TB
 #define TB 64              /* rows per block of the solve for W (a row loads its TB at once) */
 #endif
@@ -444,30 +447,45 @@ __kernel void apply_product(const int n, __global real *a, const long off,
 {
     L_STRIDES
     __local realqc w_rows[CW * RPI], b_rows[CW * RPI];
+    __local real ws_d[CW];
     __local real *ws = (__local real *)w_rows, *bs = (__local real *)b_rows;
-    const int i = get_global_id(0), c = get_group_id(1);
+    const int i = get_global_id(0), c = get_group_id(1), lo = c * CW;
     STAGE_CHUNK(ws, w, c, n)
     STAGE_CHUNK(bs, b, c, n)
+    for (int e = get_local_id(0); e < CW; e += get_local_size(0))
+        ws_d[e] = (lo + e < n) ? d[lo + e] : ZERO;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (i >= n || c * CW > i || *large)            /* *large: the factor stays as it is */
+    if (i >= n || lo > i || *large)                /* *large: the factor stays as it is */
         return;
     real g[KB];
     for (int q = 0; q < KB; q++)                   /* i's own chunk: nothing after it */
         g[q] = (c == i / CW) ? ZERO : later[((size_t)c * n + i) * KB + q];
-    #pragma unroll 4
-    for (int j = min(i, c * CW + CW - 1); j >= c * CW; j--) {
-        const int e = (j - c * CW) * RPI;
-        const real lij = L_AT(i, j);
-        real s = d[j] * lij;
-        for (int h = 0; h < RPI; h++) {
-            LANES(QC) wq, bq;
-            wq.v = w_rows[e + h];
-            bq.v = b_rows[e + h];
-            for (int q = 0; q < QC; q++) {
-                s += g[h * QC + q] * bq.s[q];
-                g[h * QC + q] += lij * wq.s[q];
+    /* SB entries of the row loaded, then swept and stored: a load after a store to the
+     * same array waits for it, so loads one at a time would each wait out a round trip */
+    for (int top = min(i, lo + CW - 1); top >= lo; top -= SB) {
+        real lv[SB];
+        #pragma unroll
+        for (int u = 0; u < SB; u++)
+            lv[u] = (top - u >= lo) ? L_AT(i, top - u) : ZERO;
+        #pragma unroll
+        for (int u = 0; u < SB; u++) {
+            const int j = top - u;
+            if (j < lo)
+                break;
+            const int e = (j - lo) * RPI;
+            real s = ws_d[j - lo] * lv[u];
+            #pragma unroll
+            for (int h = 0; h < RPI; h++) {
+                LANES(QC) wq, bq;
+                wq.v = w_rows[e + h];
+                bq.v = b_rows[e + h];
+                #pragma unroll
+                for (int q = 0; q < QC; q++) {
+                    s += g[h * QC + q] * bq.s[q];
+                    g[h * QC + q] += lv[u] * wq.s[q];
+                }
             }
+            L_AT(i, j) = s;
         }
-        L_AT(i, j) = s;
     }
 }

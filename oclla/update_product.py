@@ -81,11 +81,17 @@ KB = 16
 #: float64; 32: slower; benchmarks/results/nvidia-h200-2026-11-28-prefix.txt).
 CH = 8
 #: Columns of L per chunk of the row sweep: an apply_product work-item sweeps at
-#: most CW entries of its row; its work-group keeps CW rows of W and of B in local
-#: memory (2·CW·KB reals: 16 KiB in float64).  A multiple of TB: the solve stores
+#: most CW entries of its row; its work-group keeps CW rows of W and of B and their CW
+#: d_j in local memory (2·CW·KB + CW reals: 16.5 KiB in float64).  A multiple of TB: the solve stores
 #: the rows' sums over the later chunks where a chunk's blocks end.  64 rather than
 #: 128 (H200, n = 8192, k = 16, float32: the sweep 0.26-0.28 → 0.21-0.22 ms).
 CW = 64
+#: Entries of its row of L an apply_product item loads before it stores any of them: a
+#: load after a store through the same pointer waits for the store, so one at a time
+#: each waited out a round trip (H200, n = 8192: the sweep 0.20-0.21 → 0.14-0.15 ms
+#: in float32, k = 16, and 0.17 → 0.145 ms in float64, k = 1; float64, k = 16, bound
+#: elsewhere, level at 0.32-0.33 ms; 4 and 16 no better).
+SB = 8
 #: Rows per block of the solve for W: n/TB launches of ``solve_step``, each
 #: subtracting the last block's part from every later row and solving the next
 #: block with its inverted diagonal block (trtri_blocks, one launch for all); four
@@ -107,9 +113,9 @@ UNSTORED = {8: np.array([0x7ff4a5a5a5a5a5a5], np.uint64), 4: np.array([0x7fa5a5a
 
 def local_bytes(k: int, itemsize: int) -> int:
     """Local memory of the largest of the kernels for a pass of k columns: solve_step's
-    TB·KB + TB² reals or apply_product's 2·CW·KB (KB: k's next power of two)."""
+    TB·KB + TB² reals or apply_product's 2·CW·KB + CW (KB: k's next power of two)."""
     kb = pow2_at_least(k)
-    return itemsize * max(TB * kb + TB * TB, 2 * CW * kb)
+    return itemsize * max(TB * kb + TB * TB, 2 * CW * kb + CW)
 
 
 def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, info,
@@ -146,7 +152,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         k = min(KB, k_all - c0)
         kb = pow2_at_least(k)
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
-                                    CW=CW, TB=TB)
+                                    CW=CW, SB=SB, TB=TB)
                    for name in (solve, "chunk_merge", "row_coefficients", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
                         nbytes=(n * n / 2 + 2 * n * k + n * ncw * k / 2) * item,
