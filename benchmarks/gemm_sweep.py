@@ -81,7 +81,7 @@ def ptxas_report(queue, p: dict, dtype) -> str:
     (a separate build with -cl-nv-verbose; '' elsewhere)."""
     if "NVIDIA" not in queue.device.platform.name:
         return ""
-    defines, _, _ = tile_launch(p, 1, 1, False, False)
+    defines, _, _ = tile_launch(p, 1, 1)
     options = list(build_options(dtype, dict(DIRECT=0, INDEX64=0, **defines)))
     try:
         prg = cl.Program(queue.context, kernels_cl.read_source("gemm.cl")).build(
@@ -96,7 +96,7 @@ def ptxas_report(queue, p: dict, dtype) -> str:
 
 def private_bytes(queue, p: dict, dtype) -> int:
     from oclla._programs import get_kernel
-    defines, _, _ = tile_launch(p, 1, 1, False, False)
+    defines, _, _ = tile_launch(p, 1, 1)
     kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
     return kernel.get_work_group_info(cl.kernel_work_group_info.PRIVATE_MEM_SIZE, queue.device)
 

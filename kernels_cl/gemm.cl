@@ -5,9 +5,11 @@
  *
  * gemm_tiled (GPUs): one work-group per TILE_M x TILE_N block of C, each
  * computed by gemm_tile (gemm_tile.h: local-memory slabs, register blocks,
- * vector loads where aligned).
+ * vector loads where aligned); the transposes are arguments, so one program
+ * serves all four products.
  *
- * gemm_direct (CPUs): no local memory and no barriers: each work-item
+ * gemm_direct (CPUs; the define TRANS_A says whether op(A) = A^T): no local
+ * memory and no barriers: each work-item
  * computes an RM x (VW*NV) block of C in VW-wide vector registers, streaming
  * a row of op(B) and broadcasting RM entries of op(A) per k (the shape of a
  * BLAS micro-kernel).  op(B) is read in place (not transposed) or, when
@@ -40,15 +42,15 @@
 #if DIRECT == 0
 __kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
 void gemm_tiled(const int M, const int N, const int K, const real alpha,
-                __global const real *A, const long a_off, const int lda,
-                __global const real *B, const long b_off, const int ldb,
+                __global const real *A, const long a_off, const int lda, const int trans_a,
+                __global const real *B, const long b_off, const int ldb, const int trans_b,
                 const real beta,
                 __global real *C, const long c_off, const int ldc, const int triangle)
 {
     __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
     __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
-    gemm_tile(M, N, K, alpha, A + a_off, lda, B + b_off, ldb, beta, C + c_off, ldc,
-              get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, triangle,
+    gemm_tile(M, N, K, alpha, A + a_off, lda, trans_a, B + b_off, ldb, trans_b, beta,
+              C + c_off, ldc, get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, triangle,
               (__local real *)As_v, (__local real *)Bs_v);
 }
 #endif

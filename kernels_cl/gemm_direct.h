@@ -12,6 +12,9 @@
 
 #include "gemm_tile.h"
 
+#ifndef TRANS_A
+#define TRANS_A 0          /* 1: op(A) = A^T */
+#endif
 #define RN (VW * NV)
 
 /* VW-wide loads and stores built from scalar accesses, which compilers merge into

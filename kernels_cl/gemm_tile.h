@@ -2,8 +2,10 @@
  * C = alpha * op(A) * op(B) + beta * C (gemm.cl's gemm_tiled; also the
  * blocked Cholesky's fused trailing update, syrk_leaf.cl).
  *
- *   op(A): M x K    (TRANS_A = 0: A is M x K row-major; 1: A is K x M)
- *   op(B): K x N    (TRANS_B = 0: B is K x N row-major; 1: B is N x K)
+ *   op(A): M x K    (trans_a = 0: A is M x K row-major; 1: A is K x M)
+ *   op(B): K x N    (trans_b = 0: B is K x N row-major; 1: B is N x K)
+ *   (trans_a and trans_b are arguments: one program serves every product, and a
+ *   caller that passes literals gets the code of its own alone)
  *   C:     M x N    row-major; triangle = 1 writes only r >= c (lower),
  *                   2 only r <= c (upper), 0 everything (SYRK uses 1 or 2):
  *                   an argument (the macros below read `triangle`), so one
@@ -55,12 +57,6 @@
 
 #include "common.h"
 
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
 
 /* ---- tunables ---- */
 #ifndef TILE_M
@@ -197,8 +193,8 @@
     }
 
 inline void gemm_tile(const int M, const int N, const int K, const real alpha,
-                      __global const real *A, const int lda,
-                      __global const real *B, const int ldb,
+                      __global const real *A, const int lda, const int trans_a,
+                      __global const real *B, const int ldb, const int trans_b,
                       const real beta, __global real *C, const int ldc,
                       const int row0, const int col0, const int triangle,
                       __local real *As, __local real *Bs)
@@ -228,10 +224,18 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
         if (t < slabs) {
             const int k0 = t * TILE_K;
             const int full_k = k0 + TILE_K <= K;
-            FETCH_SLAB(ra, A, lda, row0, M, k0, TILE_M, VEC_A, A_PER, !TRANS_A,
-                       full_m && full_k)
-            FETCH_SLAB(rb, B, ldb, col0, N, k0, TILE_N, VEC_B, B_PER, TRANS_B,
-                       full_n && full_k)
+            if (trans_a)
+                FETCH_SLAB(ra, A, lda, row0, M, k0, TILE_M, VEC_A, A_PER, 0,
+                           full_m && full_k)
+            else
+                FETCH_SLAB(ra, A, lda, row0, M, k0, TILE_M, VEC_A, A_PER, 1,
+                           full_m && full_k)
+            if (trans_b)
+                FETCH_SLAB(rb, B, ldb, col0, N, k0, TILE_N, VEC_B, B_PER, 1,
+                           full_n && full_k)
+            else
+                FETCH_SLAB(rb, B, ldb, col0, N, k0, TILE_N, VEC_B, B_PER, 0,
+                           full_n && full_k)
         }
         if (t > 0) {
             const int cur = (t - 1) & 1;
@@ -262,8 +266,14 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
         if (t < slabs) {
             __local real *an = As + (t & 1) * TILE_K * LDAS;
             __local real *bn = Bs + (t & 1) * TILE_K * LDBS;
-            STORE_SLAB(ra, an, LDAS, TILE_M, VEC_A, A_PER, !TRANS_A)
-            STORE_SLAB(rb, bn, LDBS, TILE_N, VEC_B, B_PER, TRANS_B)
+            if (trans_a)
+                STORE_SLAB(ra, an, LDAS, TILE_M, VEC_A, A_PER, 0)
+            else
+                STORE_SLAB(ra, an, LDAS, TILE_M, VEC_A, A_PER, 1)
+            if (trans_b)
+                STORE_SLAB(rb, bn, LDBS, TILE_N, VEC_B, B_PER, 1)
+            else
+                STORE_SLAB(rb, bn, LDBS, TILE_N, VEC_B, B_PER, 0)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }

@@ -386,7 +386,7 @@ void rlb_gemm(const int count, __global const int *tile_ptr, __global const int 
     __global const int *e = desc + 5 * d;
     const int rj = e[0], ri = e[1], ldt = e[4];
     const int tiles_n = (ri + TILE_N - 1) / TILE_N, t = g - tile_ptr[d];
-    gemm_tile(rj, ri, nc, -ONE, l + base + e[2], nr, l + base + e[3], nr, ONE,
+    gemm_tile(rj, ri, nc, -ONE, l + base + e[2], nr, 1, l + base + e[3], nr, 0, ONE,
               l + tgt[d], ldt, (t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N, triangle,
               (__local real *)As_v, (__local real *)Bs_v);
 }

@@ -9,8 +9,8 @@
  * first n columns (LOWER = 1, m > n) or m rows (LOWER = 0, n > m) where the
  * panel is longer than the order still to factor (cholesky.py factor_blocked's
  * width),
- * one TILE_M x TILE_N tile per work-group as gemm_tiled (gemm_tile.h; the
- * host passes the tile options and the TRANS_A / TRANS_B that match LOWER).
+ * one TILE_M x TILE_N tile per work-group as gemm_tiled (gemm_tile.h, with the
+ * transposes that match LOWER).
  * Then the work-group of tile (0, 0), the first one started, factors the
  * next diagonal block C(0:nb, 0:nb) -- nb <= LEAF <= TILE_M,
  * TILE_N, so the block lies inside its own tile and needs no other
@@ -60,7 +60,7 @@ void syrk_leaf(const int m, const int n, const int k, __global const real *p, co
 {
     __local real4 pool[(POOL_SIZE + 3) / 4];
     __local real *shared = (__local real *)pool;
-    gemm_tile(m, n, k, -ONE, p + p_off, ldp, p + p_off, ldp, ONE, c + c_off, ldc,
+    gemm_tile(m, n, k, -ONE, p + p_off, ldp, !LOWER, p + p_off, ldp, LOWER, ONE, c + c_off, ldc,
               get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, LOWER ? 1 : 2, shared,
               shared + BS_AT);
     barrier(CLK_GLOBAL_MEM_FENCE);       /* the tile's stores, seen by the whole group;

@@ -14,6 +14,7 @@ never wait for the device.  Dimensions follow BLAS:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -66,20 +67,19 @@ def _vector_width(widest: int, contiguous_extent: int, per_item: int) -> int:
     return 1
 
 
-def tile_launch(p: dict, m: int, n: int, trans_a: bool,
-                trans_b: bool) -> tuple[dict, tuple, tuple]:
+def tile_launch(p: dict, m: int, n: int) -> tuple[dict, tuple, tuple]:
     """``(defines, global size, local size)`` of a launch of gemm_tile (gemm_tile.h) over
-    the m x n C of op(A)·op(B) with the tiled gemm parameters ``p``.  The defines depend
-    on ``p`` and the transposes alone: never on the sizes, on where the operands lie or
-    on the triangle of C written (an argument of the kernels)."""
+    an m x n C with the tiled gemm parameters ``p``.  The defines depend on ``p`` alone:
+    never on the sizes, on where the operands lie, on the transposes or on the triangle
+    of C written (arguments of the kernels); so the global loads' widths divide the
+    slab's extent along both dimensions, which either transpose makes contiguous."""
     tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
     threads = (tm // wm) * (tn // wn)
-    vec_a = _vector_width(p["VEC"], tm if trans_a else tk, tm * tk // threads)
-    vec_b = _vector_width(p["VEC"], tk if trans_b else tn, tn * tk // threads)
+    vec_a = _vector_width(p["VEC"], math.gcd(tm, tk), tm * tk // threads)
+    vec_b = _vector_width(p["VEC"], math.gcd(tk, tn), tn * tk // threads)
     p = complete_gemm(p)
-    defines = dict(TRANS_A=int(trans_a), TRANS_B=int(trans_b), TILE_M=tm,
-                   TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a, VEC_B=vec_b,
-                   VEC_LOCAL=p["VEC_LOCAL"], INTERLEAVE=p["INTERLEAVE"])
+    defines = dict(TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a,
+                   VEC_B=vec_b, VEC_LOCAL=p["VEC_LOCAL"], INTERLEAVE=p["INTERLEAVE"])
     return defines, tile_grid(p, m, n), (tn // wn, tm // wm)
 
 
@@ -89,12 +89,13 @@ def tile_grid(p: dict, m: int, n: int) -> tuple:
 
 
 def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
-    defines, gsize, lsize = tile_launch(p, m, n, trans_a, trans_b)
+    defines, gsize, lsize = tile_launch(p, m, n)
     kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
     return enqueue(queue, kernel, gsize, lsize, int_arg(m), int_arg(n),
                   int_arg(k), real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
-                  b.buf, np.int64(b.off), int_arg(b.ld), real_arg(beta, dtype),
-                  c.buf, np.int64(c.off), int_arg(c.ld), int_arg(tri))
+                  int_arg(trans_a), b.buf, np.int64(b.off), int_arg(b.ld), int_arg(trans_b),
+                  real_arg(beta, dtype), c.buf, np.int64(c.off), int_arg(c.ld),
+                  int_arg(tri))
 
 
 #: Inner dimension from which gemm_direct packs op(B) (pack_b) even when it is not

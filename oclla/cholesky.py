@@ -192,7 +192,7 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     if chol_fused_leaf(p, gemm):
         # one program for every order: the tiles' vector loads test the panel's
         # alignment at run time (gemm_tile.h)
-        defines, _, tile_local = tile_launch(gemm, 0, 0, not lower, lower)
+        defines, _, tile_local = tile_launch(gemm, 0, 0)
         tile_leaf = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
                                LOWER=int(lower), **defines)
     # apply_inverse: about four entries of the panel per work-item

@@ -512,7 +512,7 @@ def test_gemm_sets_stored_before_the_layout_knobs_keep_their_meaning(queue):
     assert full == dict(old, VEC_LOCAL=4, INTERLEAVE=0) and "INTERLEAVE" not in old
     assert _params._merge("gemm", {}, old) == full
     assert _params.check("gemm", old, oclla.device_info(queue), 4) is None
-    defines = tile_launch(old, 64, 64, False, False)[0]
+    defines = tile_launch(old, 64, 64)[0]
     assert (defines["VEC_LOCAL"], defines["INTERLEAVE"]) == (4, 0)
     narrow = dict(full, WPT_M=8, WPT_N=2, VEC_LOCAL=2, INTERLEAVE=1)
     # rows padded by the read width: 2 slabs x 16 deep x (64 + 2 + 64 + 2) reals

@@ -242,7 +242,7 @@ def _most_items(kernel, queue) -> int:
 def _kernel_cases(itemsize: int):
     """(label, source, kernel, defines, host's local bytes or None, local size launched)."""
     tile = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4)
-    defines, _, local = tile_launch(tile, 40, 40, False, True)
+    defines, _, local = tile_launch(tile, 40, 40)
     yield ("gemm", "gemm.cl", "gemm_tiled", dict(DIRECT=0, **defines),
            _knobs.gemm_local_bytes(tile, itemsize), local)
     nb = 16

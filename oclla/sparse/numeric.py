@@ -354,7 +354,7 @@ def rlb_launches(queue, sym, plan: Plan, s: int, dtype) -> list:
             continue
         d = desc[sel]
         if tiled:
-            defines, _, local = tile_launch(p, 1, 1, True, False)
+            defines, _, local = tile_launch(p, 1, 1)
             defines["TRIANGLE"] = tri
             bm, bn = p["TILE_M"], p["TILE_N"]
         else:
