@@ -175,7 +175,7 @@ class _Leaf(NamedTuple):
         return self.tile_leaf is not None and self.inverting
 
 
-def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
+def _leaf(queue, dtype, invert: bool) -> _Leaf:
     """The leaf kernels; with ``invert`` also apply_inverse, and the leaves write their
     inverses.
 
@@ -183,7 +183,7 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     potf2_block (the block's entries spread over WG items) where LEAF allows it.
     Where ``FUSE_LEAF`` and the gemm tiles allow it, syrk_leaf.cl's kernel factors
     every leaf instead (an update of rank 0 before its leaf: the row leaf's code is
-    compiled once per triangle, not also in cholesky.cl), and with ``invert`` the
+    compiled once, for both triangles, not also in cholesky.cl), and with ``invert`` the
     trailing updates factor the leaves after the first (:func:`_update_and_factor_next`)."""
     p = params(queue, "chol", dtype)
     rows = chol_row_leaf(p)
@@ -194,7 +194,7 @@ def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
         # alignment at run time (gemm_tile.h)
         defines, _, tile_local = tile_launch(gemm, 0, 0)
         tile_leaf = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
-                               LOWER=int(lower), **defines)
+                               **defines)
     # apply_inverse: about four entries of the panel per work-item
     apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
     # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse,
@@ -222,7 +222,7 @@ def _factor_leaf(queue, a: View, nb: int, leaf: _Leaf, *, lower: bool, info, bas
         enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, nb, nb), leaf.tile_local,
                 int_arg(nb), int_arg(nb), int_arg(0), a.buf, np.int64(a.off), int_arg(a.ld),
                 a.buf, np.int64(a.off), int_arg(a.ld), int_arg(nb), int_arg(base), info.data,
-                w, int_arg(ldw))
+                w, int_arg(ldw), int_arg(lower))
         return
     enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, np.int64(a.off), int_arg(a.ld),
             int_arg(nb), int_arg(base), info.data, w, int_arg(ldw), int_arg(lower))
@@ -258,7 +258,7 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, beyond: int, pan
     enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, m, n), leaf.tile_local,
             int_arg(m), int_arg(n), int_arg(jb), panel.buf, np.int64(panel.off),
             int_arg(panel.ld), c.buf, np.int64(c.off), int_arg(c.ld), int_arg(nb),
-            int_arg(base), info.data, inverse.data, int_arg(leaf.order))
+            int_arg(base), info.data, inverse.data, int_arg(leaf.order), int_arg(lower))
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -308,7 +308,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     block's region).
     """
     nb = block or block_size(queue, dtype, n)
-    leaf = _leaf(queue, dtype, lower, invert=_inverting(queue, dtype, n, nb))
+    leaf = _leaf(queue, dtype, invert=_inverting(queue, dtype, n, nb))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     inverse = None
     if leaf.inverting:

@@ -12,8 +12,8 @@ from linalg_helpers import assert_fails_at_order, forward_units, spd
 
 # the trailing update factors the next leaf in its own launch (syrk_leaf.cl): tiled
 # gemm tiles of 16 x 32 with 64 items; leaves equal to the block and larger than it
-# (identity padding), 64 items for leaves of 8 and 16 rows.  One program per triangle
-# serves every order: the panels of odd orders take the tiles' scalar loads, those of
+# (identity padding), 64 items for leaves of 8 and 16 rows.  One program serves both
+# triangles and every order: the panels of odd orders take the tiles' scalar loads, those of
 # orders that are multiples of 4 their vector loads (tested per launch, gemm_tile.h).
 FUSED_GEMM = dict(KERNEL="tiled", TILE_M=16, TILE_N=32, TILE_K=8, WPT_M=2, WPT_N=4, VEC=4)
 FUSED_SETS = (dict(NB=8, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=1, TRSM_INVERSE=1, SMALL_N=0),
@@ -113,8 +113,8 @@ def test_trapezoid_is_a_full_factor_s_first_rows(queue, fuse, lower):
 def test_every_leaf_in_the_fused_kernel(queue):
     """Where leaves are fused, syrk_leaf.cl factors every one (an update of rank 0 before
     the first leaf; the whole matrix below LEAF; the leaves of the recursive split that
-    write no inverse): cholesky.cl is built without its leaf kernel, so the row leaf's
-    code is compiled once per triangle."""
+    write no inverse): cholesky.cl is built without its leaf kernel, and syrk_leaf.cl
+    once for both triangles, so the row leaf's code is compiled once."""
     fused(dict(FUSED_SETS[0], SMALL_N=16, TRSM_INVERSE=0))   # n = 30: NB 8 blocks, TRSM
     for n, lower in ((5, True), (8, False), (13, True), (30, True), (30, False)):
         a = spd(n, np.float32, seed=n)
@@ -123,6 +123,10 @@ def test_every_leaf_in_the_fused_kernel(queue):
         assert accuracy.passes(accuracy.cholesky_backward_error(a, c, lower)), (n, lower)
         names = {k.name for s in rec.runs[0].steps for k in s.kernels}
         assert "syrk_leaf" in names and not names & {"potf2_rows", "potf2_block"}, names
+    fused_programs = [options for (_, source, options) in oclla._programs._programs
+                      if source == "syrk_leaf.cl" and "-DLEAF=8" in options
+                      and "-DPRECISION=32" in options]
+    assert len(fused_programs) == 1, fused_programs
     without_leaf = [prg for (_, source, options), prg in oclla._programs._programs.items()
                     if source == "cholesky.cl" and "-DLEAF_KERNEL=0" in options]
     assert without_leaf          # apply_inverse's, for the inverted leaves at n <= 16
