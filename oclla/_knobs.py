@@ -700,7 +700,15 @@ FAMILIES = {f.name: f for f in (
              "the program grows as CHUNK squared).  On an H100, 8 was as fast as 16 in the "
              "blocked LU at every order from 2049 to 16384",
              _by_kind(8, 4), ints(1, 32), ("oclla/blas.py", "kernels_cl/laswp.cl"),
-             {"GPU": (4, 16, 32), "CPU": (1, 4, 16)})), None, _fits_group("WG")),
+             {"GPU": (4, 16, 32), "CPU": (1, 4, 16)}),
+        Knob("FEW_COLS", "most columns (a solve's right-hand sides, all n pivots) whose "
+             "interchanges are first composed into one permutation in local memory "
+             "(permute_rows: one work-group, a local round trip per interchange where "
+             "laswp makes a global one per CHUNK); 0: never.  H200, one column: n = 1024 "
+             "143-159 -> 39-40 us, 4096 556-674 -> 140-142 us; PoCL, 2 cores, n = 4000: "
+             "laswp was faster (16 columns 156 against 289 us)",
+             _by_kind(256, 0), ints(0), ("oclla/blas.py",),
+             {"GPU": (0, 64, 256), "CPU": (0, 16)})), None, _fits_group("WG")),
     Family("lu", "The blocked LU (oclla/lu_blocked.py): panels, their leaves, the "
            "trailing updates.", (
         Knob("NB", "panel width; 256 on CPUs, where the panel is halved recursively and "

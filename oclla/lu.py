@@ -38,7 +38,7 @@ from ._validate import (as_matrix, as_rhs, check_method, count_nonfinite,
                         dense, device_pivots, factor_in_place, is_device_array, is_view,
                         read_only, read_status, read_status_with, rhs_work, status_flags,
                         unpack_pair)
-from .blas import laswp, trsm, view_of
+from .blas import permute_rows, trsm, view_of
 from .lu_blocked import factor_blocked
 from .lu_pivot import factor_crout, factor_faithful, factor_inplace, factor_window
 
@@ -294,7 +294,7 @@ def _enqueue_solve(queue, d_lu, d_piv, x2, trans: int) -> None:
     with trace.run("lu_solve", f"trans={trans}", queue, (n, nrhs), dtype):
         with trace.step("solve", (0, n, 0, n), flops=2.0 * n * n * nrhs):
             if trans == 0:
-                laswp(queue, B, 0, nrhs, d_piv.data, 0, n, dtype=dtype)
+                permute_rows(queue, B, n, nrhs, d_piv.data, dtype=dtype)
                 trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, unit=True,
                      inverse=False)
                 trsm(queue, n, nrhs, L, B, dtype=dtype, lower=False, inverse=False)
@@ -303,7 +303,7 @@ def _enqueue_solve(queue, d_lu, d_piv, x2, trans: int) -> None:
                      inverse=False)
                 trsm(queue, n, nrhs, L, B, dtype=dtype, lower=True, trans=True, unit=True,
                      inverse=False)
-                laswp(queue, B, 0, nrhs, d_piv.data, 0, n, dtype=dtype, forward=False)
+                permute_rows(queue, B, n, nrhs, d_piv.data, dtype=dtype, forward=False)
 
 
 def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,

@@ -436,6 +436,39 @@ def test_register_substitution_needs_a_small_block(queue):
     assert "REGISTER" in problem
 
 
+def _interchanged(b, piv, forward):
+    """b's rows after the interchanges (i, piv[i]) in order (or reversed), on the host."""
+    b = b.copy()
+    for i in (range(len(piv)) if forward else reversed(range(len(piv)))):
+        b[[i, piv[i]]] = b[[piv[i], i]]
+    return b
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_permute_rows_is_the_interchanges_in_order(queue, dtype):
+    """permute_rows leaves the rows exactly as the interchanges one after the other do,
+    forward and backward, for any pivot rows (before or after their own), on the few
+    columns of a view with columns past them untouched; past FEW_COLS columns it is
+    laswp's launch, as right."""
+    _skip_fp64(queue, dtype)
+    rng = np.random.default_rng(5)
+    few = 16
+    _params.override("laswp", dict(FEW_COLS=few))
+    for n, ncols in ((1, 1), (2, 3), (37, 1), (300, few), (45, few + 1)):
+        for forward in (True, False):
+            piv = rng.integers(0, n, n).astype(np.int32)
+            b = rng.standard_normal((n, ncols + 2)).astype(dtype)
+            db, dp = cl_array.to_device(queue, b), cl_array.to_device(queue, piv)
+            with oclla.record() as rec:
+                blas.permute_rows(queue, blas.View(db.data, 0, ncols + 2), n, ncols, dp.data,
+                                  dtype=dtype, forward=forward)
+            want = b.copy()
+            want[:, :ncols] = _interchanged(b[:, :ncols], piv, forward)
+            np.testing.assert_array_equal(db.get(), want, err_msg=f"n={n} {forward}")
+            names = [k.name for k in rec.kernels]
+            assert names == (["laswp"] if ncols > few else ["permute_rows"]), names
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("vw,chunk", [(1, 1), (1, 16), (16, 3), (4, 5)])
 @pytest.mark.parametrize("pivots", ("lapack", "any"))

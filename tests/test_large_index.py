@@ -31,7 +31,7 @@ import pytest
 
 from oclla import kernels_cl
 import oclla
-from oclla import _programs, _validate, accuracy, ad2at, blas, rfp
+from oclla import _params, _programs, _validate, accuracy, ad2at, blas, rfp
 from oclla._programs import int_zeros
 from oclla.cholesky import factor_blocked, factor_pivot, zero_other_triangle
 from oclla.blas import View
@@ -216,6 +216,10 @@ ROUTINES = {
     "trsm by inverses": (lambda q: _trsm(q, True), {"trtri_blocks", "copy_block"}),
     "laswp": (lambda q: blas.laswp(q, View(_small(q), BIG, 64), 0, 40, int_zeros(q, 40).data,
                                    0, 40, dtype=F32, gap=(8, 4)), {"laswp"}),
+    "permute_rows": (lambda q: (_params.override("laswp", dict(FEW_COLS=3)),
+                                blas.permute_rows(q, View(_small(q), BIG, 64), 40, 3,
+                                                  int_zeros(q, 40).data, dtype=F32)),
+                     {"permute_rows"}),
     "cholesky per pivot": (lambda q: _cholesky(q, False, False),
                            {"sqrt_pivot", "normalize_column", "outer_product",
                             "zero_other_triangle"}),
