@@ -166,7 +166,7 @@
     const int kk = (CONTK) ? ((v) % (TILE_K / (VECW))) * (VECW)              \
                            : (v) / ((TILE_X) / (VECW));
 
-#define FETCH_SLAB(regs, X, ldx, x0, XEXT, k0, TILE_X, VECW, PER, CONTK, full)  \
+#define FETCH_SLAB(regs, X, ldx, x0, XEXT, k0, TILE_X, VECW, PER, full, CONTK)  \
     _Pragma("unroll") for (int s = 0; s < (PER) / (VECW); s++) {              \
         SLAB_INDEX(tid + s * NTHREADS, TILE_X, VECW, CONTK, xx, kk)           \
         if (full) {                                                           \
@@ -184,6 +184,9 @@
         }                                                                     \
     }
 
+/* F(..., 1) where flag holds, else F(..., 0): each branch written with a literal, so the
+ * compiler specialises both (the transposes are run-time arguments) */
+#define LITERALLY(flag, F, ...) if (flag) F(__VA_ARGS__, 1) else F(__VA_ARGS__, 0)
 #define STORE_SLAB(regs, Xs, LDXS, TILE_X, VECW, PER, CONTK)                  \
     _Pragma("unroll") for (int s = 0; s < (PER) / (VECW); s++) {              \
         SLAB_INDEX(tid + s * NTHREADS, TILE_X, VECW, CONTK, xx, kk)           \
@@ -224,18 +227,10 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
         if (t < slabs) {
             const int k0 = t * TILE_K;
             const int full_k = k0 + TILE_K <= K;
-            if (trans_a)
-                FETCH_SLAB(ra, A, lda, row0, M, k0, TILE_M, VEC_A, A_PER, 0,
-                           full_m && full_k)
-            else
-                FETCH_SLAB(ra, A, lda, row0, M, k0, TILE_M, VEC_A, A_PER, 1,
-                           full_m && full_k)
-            if (trans_b)
-                FETCH_SLAB(rb, B, ldb, col0, N, k0, TILE_N, VEC_B, B_PER, 1,
-                           full_n && full_k)
-            else
-                FETCH_SLAB(rb, B, ldb, col0, N, k0, TILE_N, VEC_B, B_PER, 0,
-                           full_n && full_k)
+            LITERALLY(!trans_a, FETCH_SLAB, ra, A, lda, row0, M, k0, TILE_M, VEC_A, A_PER,
+                      full_m && full_k)
+            LITERALLY(trans_b, FETCH_SLAB, rb, B, ldb, col0, N, k0, TILE_N, VEC_B, B_PER,
+                      full_n && full_k)
         }
         if (t > 0) {
             const int cur = (t - 1) & 1;
@@ -266,14 +261,8 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
         if (t < slabs) {
             __local real *an = As + (t & 1) * TILE_K * LDAS;
             __local real *bn = Bs + (t & 1) * TILE_K * LDBS;
-            if (trans_a)
-                STORE_SLAB(ra, an, LDAS, TILE_M, VEC_A, A_PER, 0)
-            else
-                STORE_SLAB(ra, an, LDAS, TILE_M, VEC_A, A_PER, 1)
-            if (trans_b)
-                STORE_SLAB(rb, bn, LDBS, TILE_N, VEC_B, B_PER, 1)
-            else
-                STORE_SLAB(rb, bn, LDBS, TILE_N, VEC_B, B_PER, 0)
+            LITERALLY(!trans_a, STORE_SLAB, ra, an, LDAS, TILE_M, VEC_A, A_PER)
+            LITERALLY(trans_b, STORE_SLAB, rb, bn, LDBS, TILE_N, VEC_B, B_PER)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }

@@ -571,24 +571,28 @@ def test_one_gemm_program_serves_every_triangle(queue, kernel):
     assert not [b for b in _programs.builds()[start:] if b.source == "gemm.cl"]
 
 
+def _assert_product_right(queue, rng, m, n, k, trans_a, trans_b, tile):
+    """One float32 gemm of random operands with the given tile set, checked on the host."""
+    from oclla.blas import gemm, view_of
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
+    dc = cl_array.zeros(queue, (m, n), np.float32)
+    gemm(queue, m, n, k, 1.0, view_of(da), view_of(db), 0.0, view_of(dc),
+         dtype=np.float32, trans_a=trans_a, trans_b=trans_b, tile=tile)
+    want = (a.T if trans_a else a) @ (b.T if trans_b else b)
+    np.testing.assert_allclose(dc.get(), want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
 def test_the_four_tiled_products_share_one_program(queue):
     """gemm_tiled takes both transposes as arguments: AB, AᵀB, ABᵀ and AᵀBᵀ of one tile
     set build at most one gemm.cl program between them, and each is right, on both sides
     of the tile's edges."""
-    from oclla.blas import gemm, view_of
     tile = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4)
     rng = np.random.default_rng(13)
-    m, n, k = 37, 21, 19
     start = _programs.build_count()
     for trans_a, trans_b in ((False, False), (True, False), (False, True), (True, True)):
-        a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
-        b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
-        da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
-        dc = cl_array.zeros(queue, (m, n), np.float32)
-        gemm(queue, m, n, k, 1.0, view_of(da), view_of(db), 0.0, view_of(dc),
-             dtype=np.float32, trans_a=trans_a, trans_b=trans_b, tile=tile)
-        want = (a.T if trans_a else a) @ (b.T if trans_b else b)
-        np.testing.assert_allclose(dc.get(), want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+        _assert_product_right(queue, rng, 37, 21, 19, trans_a, trans_b, tile)
     built = [b.options for b in _programs.builds()[start:] if b.source == "gemm.cl"]
     assert len(built) <= 1, built
 
@@ -600,7 +604,7 @@ def test_packed_and_in_place_operands_share_the_direct_gemm_program(queue, monke
     (A as it is and transposed) build no gemm.cl program beyond one per TRANS_A, and
     all are right."""
     from oclla import blas
-    from oclla.blas import PACK_MIN_K, gemm, view_of
+    from oclla.blas import PACK_MIN_K
     looked_up = []
 
     def recording(queue, source, name, dtype, **defines):
@@ -615,14 +619,7 @@ def test_packed_and_in_place_operands_share_the_direct_gemm_program(queue, monke
     for trans_a in (False, True):
         start = _programs.build_count()
         for trans_b, k in ((False, 7), (True, 7), (False, PACK_MIN_K + 3), (True, PACK_MIN_K)):
-            a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
-            b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
-            da, db = cl_array.to_device(queue, a), cl_array.to_device(queue, b)
-            dc = cl_array.zeros(queue, (m, n), np.float32)
-            gemm(queue, m, n, k, 1.0, view_of(da), view_of(db), 0.0, view_of(dc),
-                 dtype=np.float32, trans_a=trans_a, trans_b=trans_b, tile=tile)
-            want = (a.T if trans_a else a) @ (b.T if trans_b else b)
-            np.testing.assert_allclose(dc.get(), want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+            _assert_product_right(queue, rng, m, n, k, trans_a, trans_b, tile)
         built = [b.options for b in _programs.builds()[start:] if b.source == "gemm.cl"]
         assert len(built) <= 1 and not set(built) & seen, built
         seen |= set(built)
