@@ -184,9 +184,12 @@
         }                                                                     \
     }
 
-/* F(..., 1) where flag holds, else F(..., 0): each branch written with a literal, so the
- * compiler specialises both (the transposes are run-time arguments) */
-#define LITERALLY(flag, F, ...) if (flag) F(__VA_ARGS__, 1) else F(__VA_ARGS__, 0)
+/* FETCH_SLAB / STORE_SLAB with CONTK = contk, each branch written with a literal so that
+ * the compiler specialises both (the transposes are run-time arguments; no variadic
+ * macro: NVIDIA's OpenCL refuses them) */
+#define FETCH_EITHER(contk, regs, X, ldx, x0, XEXT, k0, TILE_X, VECW, PER, full) \
+    if (contk) FETCH_SLAB(regs, X, ldx, x0, XEXT, k0, TILE_X, VECW, PER, full, 1) \
+    else FETCH_SLAB(regs, X, ldx, x0, XEXT, k0, TILE_X, VECW, PER, full, 0)
 #define STORE_SLAB(regs, Xs, LDXS, TILE_X, VECW, PER, CONTK)                  \
     _Pragma("unroll") for (int s = 0; s < (PER) / (VECW); s++) {              \
         SLAB_INDEX(tid + s * NTHREADS, TILE_X, VECW, CONTK, xx, kk)           \
@@ -194,6 +197,9 @@
             Xs[((CONTK) ? kk + q : kk) * (LDXS) + ((CONTK) ? xx : xx + q)]    \
                 = regs[s * (VECW) + q];                                       \
     }
+#define STORE_EITHER(contk, regs, Xs, LDXS, TILE_X, VECW, PER)                  \
+    if (contk) STORE_SLAB(regs, Xs, LDXS, TILE_X, VECW, PER, 1)                 \
+    else STORE_SLAB(regs, Xs, LDXS, TILE_X, VECW, PER, 0)
 
 inline void gemm_tile(const int M, const int N, const int K, const real alpha,
                       __global const real *A, const int lda, const int trans_a,
@@ -227,10 +233,10 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
         if (t < slabs) {
             const int k0 = t * TILE_K;
             const int full_k = k0 + TILE_K <= K;
-            LITERALLY(!trans_a, FETCH_SLAB, ra, A, lda, row0, M, k0, TILE_M, VEC_A, A_PER,
-                      full_m && full_k)
-            LITERALLY(trans_b, FETCH_SLAB, rb, B, ldb, col0, N, k0, TILE_N, VEC_B, B_PER,
-                      full_n && full_k)
+            FETCH_EITHER(!trans_a, ra, A, lda, row0, M, k0, TILE_M, VEC_A, A_PER,
+                         full_m && full_k)
+            FETCH_EITHER(trans_b, rb, B, ldb, col0, N, k0, TILE_N, VEC_B, B_PER,
+                         full_n && full_k)
         }
         if (t > 0) {
             const int cur = (t - 1) & 1;
@@ -261,8 +267,8 @@ inline void gemm_tile(const int M, const int N, const int K, const real alpha,
         if (t < slabs) {
             __local real *an = As + (t & 1) * TILE_K * LDAS;
             __local real *bn = Bs + (t & 1) * TILE_K * LDBS;
-            LITERALLY(!trans_a, STORE_SLAB, ra, an, LDAS, TILE_M, VEC_A, A_PER)
-            LITERALLY(trans_b, STORE_SLAB, rb, bn, LDBS, TILE_N, VEC_B, B_PER)
+            STORE_EITHER(!trans_a, ra, an, LDAS, TILE_M, VEC_A, A_PER)
+            STORE_EITHER(trans_b, rb, bn, LDBS, TILE_N, VEC_B, B_PER)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }

@@ -1,5 +1,6 @@
 """Device selection, capability probing, the kernel cache and kernel loading."""
 
+import re
 import threading
 
 import numpy as np
@@ -145,6 +146,15 @@ def test_sources_ship_with_the_header_inlined():
         text = kernels_cl.read_source(name)
         assert '#include "common.h"' not in text
         assert "typedef float real;" in text
+
+
+def test_sources_use_no_variadic_macro():
+    """Every source, its headers inlined, is free of variadic macros, which NVIDIA's
+    OpenCL compiler refuses ("variadic macros not supported in OpenCL") where PoCL
+    takes them."""
+    variadic = re.compile(r"#\s*define\s+\w+\([^)]*\.\.\.\s*\)|__VA_ARGS__")
+    for name in kernels_cl.list_sources():
+        assert not variadic.search(kernels_cl.read_source(name)), name
 
 
 def test_user_queues_must_profile(queue):
