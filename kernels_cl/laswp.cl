@@ -114,31 +114,31 @@ __kernel void laswp(__global real *a, const long a_off, const int lda,
 }
 
 /* Rows [0, n) of the ncols columns at a (leading dimension lda) as the interchanges
- * (i, piv[i]), i = k1 .. k2-1 (FORWARD: in that order, else reversed; every piv[i] and
- * k2 at most n) leave them, for the few columns of a solve: one work-group.  The
- * interchanges are first composed into a permutation of the row indices in local memory
- * (perm[r]: the row whose entries row r ends with), walked by one work-item there: a
- * local round trip per interchange instead of laswp's global one per CHUNK.  Then each
- * entry moves once, through w (n x ncols, row stride ncols).  perm holds n ints and pv
- * k2 - k1 (the host sizes both). */
+ * (i, piv[i]), i = 0 .. n-1 (FORWARD: in that order, else reversed; every piv[i] below
+ * n) leave them, for the few columns of a solve: one work-group.  The interchanges are
+ * first composed into a permutation of the row indices in local memory (perm[r]: the
+ * row whose entries row r ends with), walked by one work-item there: a local round trip
+ * per interchange instead of laswp's global one per CHUNK.  Then each entry moves
+ * once, through w (n x ncols, row stride ncols).  perm and pv hold n ints each (the
+ * host sizes them). */
 __kernel void permute_rows(__global real *a, const long a_off, const int lda, const int ncols,
-                           const int n, __global const int *piv, const int k1, const int k2,
-                           __global real *w, __local int *perm, __local int *pv)
+                           const int n, __global const int *piv, __global real *w,
+                           __local int *perm, __local int *pv)
 {
     const int lid = get_local_id(0), items = get_local_size(0);
     a += a_off;
-    for (int r = lid; r < n; r += items)
+    for (int r = lid; r < n; r += items) {
         perm[r] = r;
-    for (int i = k1 + lid; i < k2; i += items)
-        pv[i - k1] = piv[i];
+        pv[r] = piv[r];
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {
 #if FORWARD
-        for (int i = k1; i < k2; i++) {
+        for (int i = 0; i < n; i++) {
 #else
-        for (int i = k2 - 1; i >= k1; i--) {
+        for (int i = n - 1; i >= 0; i--) {
 #endif
-            const int p = pv[i - k1], held = perm[i];
+            const int p = pv[i], held = perm[i];
             perm[i] = perm[p];
             perm[p] = held;
         }

@@ -447,21 +447,21 @@ __kernel void apply_product(const int n, __global real *a, const long off,
 {
     L_STRIDES
     __local realqc w_rows[CW * RPI], b_rows[CW * RPI];
-    __local real ws_d[CW];
+    __local real d_local[CW];
     __local real *ws = (__local real *)w_rows, *bs = (__local real *)b_rows;
     const int i = get_global_id(0), c = get_group_id(1), lo = c * CW;
     STAGE_CHUNK(ws, w, c, n)
     STAGE_CHUNK(bs, b, c, n)
     for (int e = get_local_id(0); e < CW; e += get_local_size(0))
-        ws_d[e] = (lo + e < n) ? d[lo + e] : ZERO;
+        d_local[e] = (lo + e < n) ? d[lo + e] : ZERO;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i >= n || lo > i || *large)                /* *large: the factor stays as it is */
         return;
     real g[KB];
     for (int q = 0; q < KB; q++)                   /* i's own chunk: nothing after it */
         g[q] = (c == i / CW) ? ZERO : later[((size_t)c * n + i) * KB + q];
-    /* SB entries of the row loaded, then swept and stored: a load after a store to the
-     * same array waits for it, so loads one at a time would each wait out a round trip */
+    /* SB entries of the row loaded, then swept and stored, so that their round trips to
+     * memory overlap (loaded one at a time, each came after the last one's store) */
     for (int top = min(i, lo + CW - 1); top >= lo; top -= SB) {
         real lv[SB];
         #pragma unroll
@@ -473,7 +473,7 @@ __kernel void apply_product(const int n, __global real *a, const long off,
             if (j < lo)
                 break;
             const int e = (j - lo) * RPI;
-            real s = ws_d[j - lo] * lv[u];
+            real s = d_local[j - lo] * lv[u];
             #pragma unroll
             for (int h = 0; h < RPI; h++) {
                 LANES(QC) wq, bq;

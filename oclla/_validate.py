@@ -486,17 +486,39 @@ def read_only(queue, a, *, results_to_host: bool):
     return scratch.private_copy(queue, a)
 
 
-def solve_in_place(queue, b, n: int, dtype, solve, *, overwrite_b: bool, check_finite: bool):
+def checked_beside(x, check_finite: bool, b, overwrite_b: bool) -> bool:
+    """Whether the NaN/Inf check of a solve's operand ``x`` (its factor, or its
+    right-hand side ``b``) runs on the device beside the solve and is read with X, one
+    wait for all the operands instead of one each before the solve: a device array,
+    the check asked for, and X not solved in the caller's b itself (bad input must then
+    be found before b is overwritten)."""
+    in_b = overwrite_b and is_device_array(b) and not is_view(b)
+    return check_finite and is_device_array(x) and not in_b
+
+
+def solve_in_place(queue, b, n: int, dtype, solve, *, overwrite_b: bool, check_finite: bool,
+                   unchecked: tuple = ()):
     """Validate the right-hand side ``b`` of n rows (:func:`as_rhs`), let ``solve(x2)``
     overwrite the (n, nrhs) device array ``x2`` with X, and hand X back as b came
     (:func:`rhs_work`: device for a device b, numpy of b's shape otherwise).
-    Nothing is solved for n = 0 or no columns."""
-    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite)
+    Nothing is solved for n = 0 or no columns.  ``unchecked``: device operands of the
+    solve whose NaN/Inf check the caller left to the solve (:func:`checked_beside`):
+    counted beside it with a device b's own, and read with X in one wait (ValueError
+    then, the caller's arrays untouched)."""
+    defer_b = checked_beside(b, check_finite, b, overwrite_b)
+    b_ = as_rhs(b, queue, n, dtype, check_finite=check_finite and not defer_b)
     if n == 0 or b_.size == 0:
         return b_.copy() if is_device_array(b_) else np.empty(b_.shape, dtype)
     x2, result = rhs_work(queue, b_, n, overwrite_b, original=b)
+    counted = (*unchecked, x2) if defer_b else unchecked
+    if not counted:
+        solve(x2)
+        return result()
+    flags = int_zeros(queue, 2)
+    for operand in counted:
+        count_nonfinite(queue, operand, flags, slot=1)
     solve(x2)
-    return result()
+    return read_status_with(flags, result, host_result=not is_device_array(b_))[1]
 
 
 # ---- weights and shapes of A·D²·Aᵀ (assembly and weighted least squares) ---------------

@@ -443,11 +443,11 @@ def permute_rows(queue, a: View, n: int, ncols: int, piv: cl.Buffer, *, dtype,
     memory, then each entry moved once through a scratch copy (laswp walks the pivots
     CHUNK at a time, a round trip to memory each: H200, one column, n = 1024 143-159 ->
     39-40 us, n = 4096 556-674 -> 140-142 us).  Otherwise laswp itself."""
+    if n <= 0 or ncols <= 0:
+        return
     p = params(queue, "laswp", dtype)
     if ncols > p["FEW_COLS"] or 8 * n + LOCAL_RESERVE > device_info(queue).local_mem_size:
         laswp(queue, a, 0, ncols, piv, 0, n, dtype=dtype, forward=forward)
-        return
-    if n <= 0 or ncols <= 0:
         return
     wg = params(queue, "wg1d", dtype)["WG"]
     work = scratch_buffer(queue, n * ncols * np.dtype(dtype).itemsize)
@@ -455,8 +455,8 @@ def permute_rows(queue, a: View, n: int, ncols: int, piv: cl.Buffer, *, dtype,
         kernel = get_kernel(queue, "laswp.cl", "permute_rows", dtype, FORWARD=int(forward),
                             VW=p["VW"], CHUNK=p["CHUNK"])
     enqueue(queue, kernel, (wg,), (wg,), a.buf, np.int64(a.off), int_arg(a.ld),
-            int_arg(ncols), int_arg(n), piv, int_arg(0), int_arg(n), work,
-            cl.LocalMemory(4 * n), cl.LocalMemory(4 * n))
+            int_arg(ncols), int_arg(n), piv, work, cl.LocalMemory(4 * n),
+            cl.LocalMemory(4 * n))
 
 
 def matmul(a, b, *, trans_a: bool = False, trans_b: bool = False, queue=None,

@@ -59,8 +59,9 @@ from . import trace
 from ._device import resolve_queue
 from ._params import chol_fused_leaf, chol_row_leaf, params
 from ._programs import enqueue, get_kernel, index_width, int_arg, launch_queue, round_up
-from ._validate import (as_matrix, check_method, factor_in_place, is_device_array, read_only,
-                        read_status, solve_in_place, status_flags, unpack_pair)
+from ._validate import (as_matrix, check_method, checked_beside, factor_in_place,
+                        is_device_array, read_only, read_status, solve_in_place, status_flags,
+                        unpack_pair)
 from .blas import View, gemm, syrk, tile_grid, tile_launch, trsm, view_of
 
 
@@ -581,7 +582,8 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     if isinstance(c, tiled.TiledMatrix) or tiled.exceeds_buffer(c, queue):
         return tiled.solve_host_factor(c, bool(lower), b, overwrite_b=overwrite_b,
                                        check_finite=check_finite, queue=queue)
-    c_ = as_matrix(c, queue, name="c", check_finite=check_finite)
+    defer_c = checked_beside(c, check_finite, b, overwrite_b)
+    c_ = as_matrix(c, queue, name="c", check_finite=check_finite and not defer_c)
     n, dtype = c_.shape[0], c_.dtype
     host_b = not is_device_array(b)
 
@@ -593,4 +595,4 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
                                view_of(x2), nrhs, lower=bool(lower), dtype=dtype)
 
     return solve_in_place(queue, b, n, dtype, solve, overwrite_b=overwrite_b,
-                          check_finite=check_finite)
+                          check_finite=check_finite, unchecked=(c_,) if defer_c else ())

@@ -34,8 +34,8 @@ from . import trace
 from .accuracy import permutation_from_piv, split_lu
 from ._device import resolve_queue
 from ._programs import index_width, int_zeros, launch_queue
-from ._validate import (as_matrix, as_rhs, check_method, count_nonfinite,
-                        dense, device_pivots, factor_in_place, is_device_array, is_view,
+from ._validate import (as_matrix, as_rhs, check_method, checked_beside, count_nonfinite,
+                        dense, device_pivots, factor_in_place, is_device_array,
                         read_only, read_status, read_status_with, rhs_work, status_flags,
                         unpack_pair)
 from .blas import permute_rows, trsm, view_of
@@ -381,9 +381,7 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
                                         check_finite=check_finite, queue=queue)
     # NaN/Inf in device operands is counted beside the solve and read with X, unless
     # X goes into b itself: then before it, so that bad input never overwrites b
-    in_place = overwrite_b and is_device_array(b) and not is_view(b)
-    defer_lu, defer_b = (check_finite and not in_place and is_device_array(x)
-                         for x in (lu_, b))
+    defer_lu, defer_b = (checked_beside(x, check_finite, b, overwrite_b) for x in (lu_, b))
     lu_ = as_matrix(lu_, queue, name="lu", check_finite=check_finite and not defer_lu)
     n = lu_.shape[0]
     dtype = lu_.dtype

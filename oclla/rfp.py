@@ -55,8 +55,9 @@ from ._device import resolve_queue
 from ._params import params
 from ._programs import (enqueue, get_kernel, index_width, int_arg, int_zeros, launch_queue,
                         round_up)
-from ._validate import (as_matrix, check_method, checked_values, factor_in_place,
-                        is_device_array, read_only, solve_in_place, to_device, unpack_pair)
+from ._validate import (as_matrix, check_method, checked_beside, checked_values,
+                        factor_in_place, is_device_array, read_only, solve_in_place, to_device,
+                        unpack_pair)
 from .blas import View, gemm, syrk, trsm, view_of
 from .cholesky import (block_size, factor_blocked, factor_pivot, fuses_leaves,
                        not_positive_definite)
@@ -533,7 +534,8 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     if b_arr.ndim not in (1, 2):
         raise ValueError(f"b must be 1-D or 2-D, got shape {b_arr.shape}")
     n = b_arr.shape[0]
-    arf_ = _as_packed(arf, n, queue, check_finite=check_finite)
+    deferred = checked_beside(arf, check_finite, b, overwrite_b)
+    arf_ = _as_packed(arf, n, queue, check_finite=check_finite and not deferred)
     dtype = arf_.dtype
 
     def solve(x2):
@@ -545,7 +547,7 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
                              layout(n, bool(lower)), view_of(x2), nrhs, dtype=dtype)
 
     return solve_in_place(queue, b, n, dtype, solve, overwrite_b=overwrite_b,
-                          check_finite=check_finite)
+                          check_finite=check_finite, unchecked=(arf_,) if deferred else ())
 
 
 def cholesky_update(arf, n: int, v, *, sign: int = 1, lower: bool = True,

@@ -82,15 +82,17 @@ KB = 16
 CH = 8
 #: Columns of L per chunk of the row sweep: an apply_product work-item sweeps at
 #: most CW entries of its row; its work-group keeps CW rows of W and of B and their CW
-#: d_j in local memory (2·CW·KB + CW reals: 16.5 KiB in float64).  A multiple of TB: the solve stores
-#: the rows' sums over the later chunks where a chunk's blocks end.  64 rather than
-#: 128 (H200, n = 8192, k = 16, float32: the sweep 0.26-0.28 → 0.21-0.22 ms).
+#: d_j in local memory (2·CW·KB + CW reals: 16.5 KiB in float64).  A multiple of TB:
+#: the solve stores the rows' sums over the later chunks where a chunk's blocks end.
+#: 64 rather than 128 (H200, n = 8192, k = 16, float32: the sweep 0.26-0.28 → 0.21-0.22
+#: ms).
 CW = 64
-#: Entries of its row of L an apply_product item loads before it stores any of them: a
-#: load after a store through the same pointer waits for the store, so one at a time
-#: each waited out a round trip (H200, n = 8192: the sweep 0.20-0.21 → 0.14-0.15 ms
-#: in float32, k = 16, and 0.17 → 0.145 ms in float64, k = 1; float64, k = 16, bound
-#: elsewhere, level at 0.32-0.33 ms; 4 and 16 no better).
+#: Entries of its row of L an apply_product item loads before it stores any of them, so
+#: that their round trips to memory overlap (one at a time, each load came after the
+#: last entry's store through the same pointer and waited out its own).  H200, n = 8192:
+#: the sweep 0.20-0.21 → 0.14-0.15 ms in float32, k = 16, and 0.17 → 0.145 ms in
+#: float64, k = 1; float64, k = 16, bound elsewhere, level at 0.32-0.33 ms; 4 and 16 no
+#: better.
 SB = 8
 #: Rows per block of the solve for W: n/TB launches of ``solve_step``, each
 #: subtracting the last block's part from every later row and solving the next

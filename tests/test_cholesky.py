@@ -340,6 +340,41 @@ def test_bad_method_and_solve_arguments(queue):
         oclla.cho_solve(c, np.array([1.0, np.nan, 0, 0]), queue=queue)
 
 
+@pytest.mark.parametrize("bad", ["c", "b"])
+@pytest.mark.parametrize("overwrite_b", [False, True])
+def test_cho_solve_finds_nan_in_device_operands_and_touches_neither(queue, monkeypatch, bad,
+                                                                    overwrite_b):
+    """NaN in a device factor (full or packed) or right-hand side: ValueError, both arrays
+    as they were.  Where X is not solved in the caller's b, both counts run beside the
+    solve and are read with X (no wait of their own before it); otherwise before it."""
+    import oclla._validate as validate
+    good_c, _ = oclla.cho_factor(spd(6, np.float64), queue=queue)
+    good_b = np.arange(12.0).reshape(6, 2)
+    c_host, b_host = good_c.copy(), good_b.copy()
+    (c_host if bad == "c" else b_host)[3, 3 if bad == "c" else 1] = np.nan
+    c, b = cl_array.to_device(queue, c_host), cl_array.to_device(queue, b_host)
+    waits = []
+    counted = validate.device_has_nonfinite
+    monkeypatch.setattr(validate, "device_has_nonfinite",
+                        lambda q, x: waits.append(x.shape) or counted(q, x))
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        oclla.cho_solve((c, False), b, overwrite_b=overwrite_b, queue=queue)
+    np.testing.assert_array_equal(c.get(), c_host)
+    np.testing.assert_array_equal(b.get(), b_host)
+    assert (waits != []) == overwrite_b, waits
+    arf_host = np.asarray(oclla.rfp.pack(c_host.T, check_finite=False, queue=queue))
+    arf = cl_array.to_device(queue, arf_host)
+    waits.clear()
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        oclla.rfp.cho_solve((arf, True), b, overwrite_b=overwrite_b, queue=queue)
+    np.testing.assert_array_equal(arf.get(), arf_host)
+    np.testing.assert_array_equal(b.get(), b_host)
+    assert (waits != []) == overwrite_b, waits
+    x = oclla.cho_solve((cl_array.to_device(queue, good_c), False),
+                        cl_array.to_device(queue, good_b), queue=queue)
+    np.testing.assert_allclose(x.get(), sla.cho_solve((good_c, False), good_b), rtol=1e-12)
+
+
 def test_float64_without_fp64(queue, monkeypatch):
     import oclla._validate as validate
     info = dataclasses.replace(oclla.device_info(queue), fp64=False)
