@@ -1,10 +1,10 @@
 /* chol_leaf.h -- the diagonal leaf of the blocked Cholesky, one work-item per row.
  *
- * Needs LEAF (largest block order), EL(i, j) (the stored triangle at `a`, leading
- * dimension `ld`: through triangle.h, or by the argument `lower` where the includer
- * decides the triangle at run time) and unroll.h.  load_lower / store_lower move a
- * block between the stored triangle and a local copy with row stride LS; `lower`
- * (1: row-major lower, 0: upper) orders their walk.
+ * Needs LEAF (largest block order) and unroll.h.  EL(i, j), i >= j, is the stored
+ * triangle's entry at `a` (leading dimension `ld`), the triangle chosen at run time by
+ * `lower` (1: row-major lower, 0: upper), for the includers' kernels too.
+ * load_lower / store_lower move a block between the stored triangle and a local copy
+ * with row stride LS; `lower` orders their walk.
  *
  * factor_rows factors the nb x nb diagonal block at a (nb <= LEAF; LEAF a
  * multiple of 8 up to 64) in place, A = L L^T, with a work-group of `items`
@@ -52,6 +52,8 @@
  */
 #ifndef OCLLA_CHOL_LEAF_H
 #define OCLLA_CHOL_LEAF_H
+
+#define EL(i, j) (a)[lower ? AT((i), (j), ld) : AT((j), (i), ld)]
 
 #include "unroll.h"
 

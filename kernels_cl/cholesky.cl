@@ -98,9 +98,8 @@ __kernel void outer_product(__global real *a, const long off, const int ld, cons
     EL(i, j) -= EL(i, k) * EL(j, k);
 }
 
-#else                      /* LEAF defined: the leaves' largest block order */
-/* the stored triangle by the kernels' argument `lower` */
-#define EL(i, j) a[lower ? AT((i), (j), ld) : AT((j), (i), ld)]
+#else                      /* LEAF defined: the leaves' largest block order; EL: chol_leaf.h's
+                              (the stored triangle by the kernels' argument `lower`) */
 #include "unroll.h"
 #ifndef ROW_LEAF
 #define ROW_LEAF 0         /* the leaf kernel: 0 potf2_block, 1 potf2_rows */

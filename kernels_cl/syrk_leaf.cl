@@ -46,7 +46,6 @@
 #ifndef LEAF
 #define LEAF 64            /* largest order of the leaf */
 #endif
-#define EL(i, j) (a)[lower ? AT((i), (j), ld) : AT((j), (i), ld)]
 #include "chol_leaf.h"
 
 #define MAX_(x, y) ((x) > (y) ? (x) : (y))
