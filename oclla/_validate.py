@@ -188,8 +188,9 @@ def defers_finite_check(a, check_finite: bool, overwrite: bool) -> bool:
     """Whether the NaN/Inf check of the operand ``a`` runs on the device beside the
     computation (:func:`status_flags`) instead of before it: a device array computed
     in a copy (not overwritten, or a view, which is gathered), so the copy is checked
-    and the caller's array is never touched."""
-    return check_finite and is_device_array(a) and (not overwrite or is_view(a))
+    and the caller's array is never touched (:func:`checked_beside`'s rule, the
+    operand its own output)."""
+    return checked_beside(a, check_finite, a, overwrite)
 
 
 def status_flags(queue, work: cl_array.Array, check_finite: bool) -> cl_array.Array:
