@@ -55,6 +55,10 @@
 
 #define EL(i, j) (a)[lower ? AT((i), (j), ld) : AT((j), (i), ld)]
 
+#ifndef LEAF_FN
+#define LEAF_FN inline     /* how factor_rows is declared (an includer may keep it a call) */
+#endif
+
 #include "unroll.h"
 
 #define LS (LEAF + 1)      /* row stride of local copies (odd: no bank conflicts) */
@@ -119,7 +123,7 @@ inline void store_lower(__global real *a, const int ld, __local const real *t, c
 /* the column (row) that register m holds after `turns` steps: (turns + m) mod LEAF */
 #define TURNED(turns, m) ((turns) + (m) < LEAF ? (turns) + (m) : (turns) + (m) - LEAF)
 
-inline int factor_rows(__global real *a, const int ld, const int nb, const int i,
+LEAF_FN int factor_rows(__global real *a, const int ld, const int nb, const int i,
                        const int items, __local real *work, __global real *w,
                        const int ldw, const int lower)
 {
