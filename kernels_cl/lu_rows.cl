@@ -400,9 +400,8 @@ void getf2_rows(__global real *a, const int lda, const int n, const int c0, cons
  * them): an item of the chunk copies its row from the stage to y, where with
  * PREV it subtracts the previous leaf's L21 U12 (its L21 from the stage's second
  * half, where load_chunk put it), and only the copy from y to the registers
- * names slot s by a literal, one case per slot (LOAD_SLOT).  The update written
- * once for all slots: with a copy per slot NVIDIA built the 256-item float32
- * program in 1.5-2.0 s, against 1.3-1.4 s (H200; the other programs level). */
+ * names slot s by a literal, one case per slot (LOAD_SLOT): the update's code is
+ * written once, not once per slot. */
 #define Y_ENTRY(j, s, i) if ((i) < LW) y[i] = stage[STAGED(lid % STAGE, i)];
 #define PREV_ENTRY(j, s, i) if ((i) < LW) y[i] = MUL_ADD(-l, uk[i], y[i]);
 #define LOAD_ENTRY(j, s, i) if ((i) < LW) X(s, i) = y[i];
