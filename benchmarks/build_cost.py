@@ -2,6 +2,7 @@
 
     python benchmarks/build_cost.py --dtype float32 --levels 3,2,1,0
     python benchmarks/build_cost.py --levels 3 --verbose      # registers and spills
+    python benchmarks/build_cost.py --variants lu_rows syrk_leaf --repeat 2
 
 On NVIDIA's OpenCL a build compiles OpenCL C to PTX and then PTX to machine code with
 ``ptxas``; the second step is most of a build's time (reloading pyopencl's cached PTX
@@ -16,9 +17,20 @@ device arrays at ``--sizes`` (best of ``--repeat``, the kernels' speed at that
 level).  It prints each program's build seconds, the PTX lines of each kernel in it,
 and with ``--verbose`` (NVIDIA only) the ptxas report (registers, spills) of the programs that
 took longer than ``--slow`` seconds.
+
+``--variants SET ...`` builds instead the largest programs (source and -D options as
+the library builds them on an H100/H200 from the shipped tuned entries) and variants
+of their text: a part removed (compile-only: the kernels it gives are wrong), a loop
+left rolled, a function kept out of line (``--variants list`` prints them).  Each is
+built from source ``--repeat`` times in this process with a distinct empty kernel
+appended each time (so no driver reuses an earlier build); run it with the
+compiler's cache off (NVIDIA: ``CUDA_CACHE_DISABLE=1``; PoCL defers most of its
+compiling to a kernel's first launch, so its times here say little).  An edit whose
+text is no longer in the source stops the run.
 """
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -180,6 +192,120 @@ def programs_mode(path: str) -> None:
                     print(f"        {row.strip()}")
 
 
+LU32 = ("-DARGMAX_SCAN=8 -DINDEX64=0 -DLW=16 -DMAP=1 -DNO_PIVOT=0 -DPRECISION=32 -DPREV=1 "
+        "-DROWS=4 -DSTAGE=256 -DTILE_M={tm} -DTILE_N=64 -DWG={wg} -DWPT_M=4 -DWPT_N=4")
+LU64 = ("-DARGMAX_SCAN=8 -DINDEX64=0 -DLW=8 -DMAP=1 -DNO_PIVOT=0 -DPRECISION=64 -DPREV=1 "
+        "-DROWS=4 -DSTAGE=256 -DTILE_M={tm} -DTILE_N=32 -DWG={wg} -DWPT_M=2 -DWPT_N=2")
+SY32 = ("-DINTERLEAVE=0 -DLEAF=64 -DPRECISION=32 -DTILE_K=16 -DTILE_M=64 -DTILE_N=128 "
+        "-DVEC_A=4 -DVEC_B=4 -DVEC_LOCAL=4 -DWPT_M=8 -DWPT_N=4")
+SY64 = ("-DINTERLEAVE=1 -DLEAF=64 -DPRECISION=64 -DTILE_K=8 -DTILE_M=128 -DTILE_N=64 "
+        "-DVEC_A=2 -DVEC_B=2 -DVEC_LOCAL=2 -DWPT_M=8 -DWPT_N=4")
+
+
+def _gone(*texts):
+    """Edits removing each text (a statement or macro use)."""
+    return [(t, "") for t in texts]
+
+
+#: The tiles of the previous leaf's update (flat_update.h): their loop over the leaf's
+#: columns, unrolled as shipped.
+TILE_LOOP = ("    #pragma unroll\n    for (int k = 0; k < LW; k++)\n        #pragma unroll\n"
+             "        for (int i = 0; i < WPT_M; i++)")
+LU_EDITS = {
+    "ref": [],
+    "PREV=0": "-DPREV=1>-DPREV=0",
+    "ROWS=2": "-DROWS=4>-DROWS=2",
+    "no column-step updates": _gone("EACH_SLOT(UPDATE, j)"),
+    "no publish/take": _gone("EACH_SLOT(PUBLISH_J, j)", "EACH_SLOT(PUBLISH_P, j)",
+                             "EACH_SLOT(TAKE_J, j)", "EACH_SLOT(TAKE_P, j)"),
+    "no slot stores": _gone("EACH_SLOT(STORE_SLOT, js)"),
+    "no slot loads": _gone("EACH_SLOT(LOAD_SLOT, js)"),
+    "no rotation": _gone("EACH_SLOT(ROTATE, 0)"),
+    "no tiles": [("flat_update_tile(a, lda, n, c0 - LW,",
+                  "if (0) flat_update_tile(a, lda, n, c0 - LW,")],
+    "tiles out of line": [("void flat_update_tile(",
+                           "__attribute__((noinline)) void flat_update_tile(")],
+    "tiles' loop rolled": [(TILE_LOOP, TILE_LOOP.replace("#pragma unroll\n    for (int k",
+                                                         "#pragma unroll 1\n    for (int k", 1))],
+}
+SYRK_EDITS = {
+    "ref": [],
+    "LEAF 48": "-DLEAF=64>-DLEAF=48",
+    "LEAF 32": "-DLEAF=64>-DLEAF=32",
+    "no inverse": [("const int inverse = ldw > 0;", "const int inverse = 0;")],
+    "no leaf": [("const int bad = factor_rows(", "const int bad = 0; if (0) factor_rows(")],
+    "leaf inline": [("#define LEAF_FN __attribute__((noinline))", "#define LEAF_FN inline")],
+    "gemm tile out of line": [("inline void gemm_tile(",
+                               "__attribute__((noinline)) void gemm_tile(")],
+    "no Z_TURN": _gone("UPTO_LEAF(Z_TURN)"),
+    "no ROW_TURN": _gone("UPTO_LEAF(ROW_TURN)"),
+    "no stores of the rows": _gone("UPTO_LEAF(ROW_TO_LOCAL)", "UPTO_LEAF(Z_TO_LOCAL)"),
+}
+SETS = {
+    "lu_rows": [(f"lu_rows {d} {wg} items, {label}", "lu_rows.cl", opts.format(tm=tm, wg=wg), e)
+                for d, opts in (("f32", LU32), ("f64", LU64))
+                for wg, tm in ((256, 64), (512, 128)) for label, e in LU_EDITS.items()],
+    "syrk_leaf": [(f"syrk_leaf {d}, {label}", "syrk_leaf.cl", opts, e)
+                  for d, opts in (("f32", SY32), ("f64", SY64))
+                  for label, e in SYRK_EDITS.items()],
+    "others": [("gemm f32", "gemm.cl", "-DDIRECT=0 -DINDEX64=0 " + SY32, []),
+               ("gemm f64", "gemm.cl", "-DDIRECT=0 -DINDEX64=0 " + SY64, []),
+               ("trsm f32", "trsm.cl", "-DFEW=2 -DINDEX64=0 -DPRECISION=32 -DROWS_WIDTH=16 "
+                "-DTRSM_NB=64 -DTRSM_REG=0", []),
+               ("lu_grid f32", "lu_grid.cl", "-DCPI=4 -DINDEX64=0 -DNO_PIVOT=0 -DPRECISION=32 "
+                "-DRPI=8 -DWX=32 -DWY=8", []),
+               ("util f32", "util.cl", "-DINDEX64=0 -DPRECISION=32", [])],
+}
+
+_serial = itertools.count()     # distinct kernels appended to variant builds
+
+
+def _variant_text(source: str, options: str, edits) -> tuple[str, str]:
+    """(program text, options) of a variant: edits are (old, new) pairs on the text, or
+    one "old>new" string on the options."""
+    from oclla import kernels_cl
+    text = kernels_cl.read_source(source)
+    if isinstance(edits, str):
+        old, new = edits.split(">")
+        if old not in options:
+            raise SystemExit(f"{source}: option {old} not in {options}")
+        return text, options.replace(old, new)
+    for old, new in edits:
+        if old not in text:
+            raise SystemExit(f"{source}: the text to edit is gone:\n{old}")
+        text = text.replace(old, new)
+    return text, options
+
+
+def _source_build_seconds(ctx, text: str, options: str) -> float:
+    """Seconds to build ``text`` from source (a distinct empty kernel appended)."""
+    import pyopencl as cl
+    marked = text + f"\n__kernel void build_probe_{os.getpid()}_{next(_serial)}(void) {{}}\n"
+    start = time.perf_counter()
+    cl.Program(ctx, marked).build(options=["-cl-std=CL1.2"] + options.split())
+    return time.perf_counter() - start
+
+
+def variants_mode(sets: list, repeat: int) -> None:
+    """Build the variants of ``sets`` (keys of :data:`SETS`; ``list``: print them)."""
+    unknown = sorted(set(sets) - set(SETS) - {"list"})
+    if unknown:
+        raise SystemExit(f"unknown variant sets {unknown}; choose from {sorted(SETS)}")
+    chosen = [v for name in (sorted(set(sets) - {"list"}) or sorted(SETS)) for v in SETS[name]]
+    if "list" in sets:
+        for label, source, options, edits in chosen:
+            print(f"{label:<46} {source} {_variant_text(source, options, edits)[1]}")
+        return
+    import oclla
+    queue = oclla.get_queue()
+    print(f"# {queue.device.name.strip()}, driver {queue.device.driver_version}", flush=True)
+    for label, source, options, edits in chosen:
+        text, opts = _variant_text(source, options, edits)
+        times = [_source_build_seconds(queue.context, text, opts) for _ in range(repeat)]
+        print(f"{min(times):6.2f} s (of {', '.join(f'{t:.2f}' for t in times)})  {label}",
+              flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
@@ -192,6 +318,9 @@ def main(argv=None) -> int:
     parser.add_argument("--slow", type=float, default=0.3)
     parser.add_argument("--programs", metavar="FILE",
                         help="build the programs listed in FILE instead (see programs_mode)")
+    parser.add_argument("--variants", nargs="+", metavar="SET",
+                        help=f"build variants of the largest programs instead: sets "
+                             f"{', '.join(sorted(SETS))} or list")
     parser.add_argument("--level", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -199,6 +328,9 @@ def main(argv=None) -> int:
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.programs:
         programs_mode(args.programs)
+        return 0
+    if args.variants:
+        variants_mode(args.variants, args.repeat)
         return 0
     if args.child:
         args.level = None if args.level in (None, "none") else int(args.level)
