@@ -439,11 +439,10 @@ def permute_rows(queue, a: View, n: int, ncols: int, piv: cl.Buffer, *, dtype,
     """Rows [0, n) of columns [0, ncols) of ``a``, in place, as :func:`laswp` over all n
     pivots leaves them (``piv``: n int32 row indices, each in [0, n)).  For at most the
     laswp family's FEW_COLS columns, where 2n ints fit in local memory, one launch of one
-    work-group
-    (``permute_rows``, laswp.cl): the pivots composed into one permutation in local
-    memory, then each entry moved once through a scratch copy (laswp walks the pivots
-    CHUNK at a time, a round trip to memory each: H200, one column, n = 1024 143-159 ->
-    39-40 us, n = 4096 556-674 -> 140-142 us).  Otherwise laswp itself."""
+    work-group (``permute_rows``, laswp.cl): the pivots composed into one permutation in
+    local memory, then each entry moved once through a scratch copy (laswp walks the
+    pivots CHUNK at a time, a round trip to memory each: H200, one column, n = 1024
+    143-159 -> 39-40 us, n = 4096 556-674 -> 140-142 us).  Otherwise laswp itself."""
     if n <= 0 or ncols <= 0:
         return
     p = params(queue, "laswp", dtype)
