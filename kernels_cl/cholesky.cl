@@ -238,41 +238,46 @@ void potf2_rows(__global real *a, const long off, const int ld, const int nb,
  * held as the stored triangle holds it (B(r, p) = EL(r, p) at b + off: rows
  * of L21, or columns of U12 = L21^T), V the nb x nb matrix at v (leading
  * dimension ldv): the blocked potrf's panel solve L21 = A21 L11^-T with
- * V = W^T from the leaf.  Work-group g stages rows [g*APPLY_ROWS,
- * g*APPLY_ROWS + APPLY_ROWS) of B in local memory, then overwrites them, each
- * work-item APPLY_RB entries of a strip across B's contiguous index (lower:
- * APPLY_RB rows of one column, upper: APPLY_RB columns of one row), so that
- * one read of V (lower) or of the staged B (upper) serves APPLY_RB products
- * and neighbouring items load and store neighbouring entries. */
+ * V = W^T from the leaf.  Work-group g stages V and rows [g*APPLY_ROWS,
+ * g*APPLY_ROWS + APPLY_ROWS) of B in local memory, then overwrites those rows,
+ * each work-item APPLY_RB entries of a strip across B's contiguous index
+ * (lower: APPLY_RB rows of one column, upper: APPLY_RB columns of one row), so
+ * that one read of V (lower) or of the staged B (upper) serves APPLY_RB
+ * products and neighbouring items load and store neighbouring entries.  Every
+ * read of the products' loop is a local one: with V read from global memory
+ * there, the loop waited on its loads (H200, LEAF = 64, 16 rows a work-group:
+ * 17-20 us a launch, with V staged 7.4-7.9 us, both dtypes;
+ * benchmarks/results/nvidia-h200-2026-11-29-potrf-small-3.txt). */
 #ifndef APPLY_ROWS
 #define APPLY_ROWS LEAF    /* rows of B per work-group (at most LEAF) */
 #endif
 #ifndef APPLY_RB
 #define APPLY_RB 4         /* entries of B per work-item */
 #endif
+#define APPLY_LOCAL (LEAF * LEAF + APPLY_ROWS * LS)   /* V, then the staged rows of B */
 
 /* Entries (row + k*drow, col + k*dcol), k < APPLY_RB, of the staged rows bs
- * (h x nb) times V, stored to B at row r0 (those inside h x nb).  drow, dcol:
- * literals of the call (0 or 1), so that the compiler sees which loads the
- * strip shares. */
+ * (h x nb) times the staged V (vs, LEAF x LEAF), stored to B at row r0 (those
+ * inside h x nb).  drow, dcol: literals of the call (0 or 1), so that the
+ * compiler sees which loads the strip shares. */
 inline void apply_strip(__global real *a, const int ld, const int lower,
-                        __local const real *bs, __global const real *v, const int ldv,
-                        const int nb, const int h, const int r0, const int row,
-                        const int col, const int drow, const int dcol)
+                        __local const real *bs, __local const real *vs, const int nb,
+                        const int h, const int r0, const int row, const int col,
+                        const int drow, const int dcol)
 {
     __local const real *bk[APPLY_RB];
-    __global const real *vk[APPLY_RB];
+    __local const real *vk[APPLY_RB];
     real s[APPLY_RB];
     #pragma unroll
     for (int k = 0; k < APPLY_RB; k++) {      /* entries past h x nb: clamped reads */
         bk[k] = bs + min(row + k * drow, APPLY_ROWS - 1) * LS;
-        vk[k] = v + min(col + k * dcol, nb - 1);
+        vk[k] = vs + min(col + k * dcol, nb - 1);
         s[k] = ZERO;
     }
     for (int p = 0; p < nb; p++) {
         #pragma unroll
         for (int k = 0; k < APPLY_RB; k++)
-            s[k] += bk[k][p] * vk[k][AT(p, 0, ldv)];
+            s[k] += bk[k][p] * vk[k][p * LEAF];
     }
     #pragma unroll
     for (int k = 0; k < APPLY_RB; k++)
@@ -285,11 +290,14 @@ void apply_inverse(__global real *a, const long off, const int ld, const int row
                    const int nb, __global const real *v, const int ldv,
                    __global const int *info, const int lower)
 {
-    __local real bs[APPLY_ROWS * LS];
+    __local real vs[APPLY_LOCAL];
+    __local real *bs = vs + LEAF * LEAF;
     a += off;
     const int lid = get_local_id(0);
     const int r0 = get_group_id(0) * APPLY_ROWS;
     const int h = *info ? 0 : min(APPLY_ROWS, rows - r0);  /* no return ahead of a barrier */
+    for (int idx = lid; idx < (h ? nb * nb : 0); idx += WG)
+        vs[idx / nb * LEAF + idx % nb] = v[AT(idx / nb, idx % nb, ldv)];
     for (int idx = lid; idx < h * nb; idx += WG) {
         const int2 e = square_entry(idx, lower ? nb : h, lower);
         bs[e.x * LS + e.y] = EL(r0 + e.x, e.y);
@@ -299,9 +307,9 @@ void apply_inverse(__global real *a, const long off, const int ld, const int row
                              : (nb + APPLY_RB - 1) / APPLY_RB * h;
     for (int idx = lid; idx < strips; idx += WG) {
         if (lower)         /* row-major rows: items along the columns */
-            apply_strip(a, ld, lower, bs, v, ldv, nb, h, r0, idx / nb * APPLY_RB, idx % nb, 1, 0);
+            apply_strip(a, ld, lower, bs, vs, nb, h, r0, idx / nb * APPLY_RB, idx % nb, 1, 0);
         else               /* columns of U12: items along the rows */
-            apply_strip(a, ld, lower, bs, v, ldv, nb, h, r0, idx % h, idx / h * APPLY_RB, 0, 1);
+            apply_strip(a, ld, lower, bs, vs, nb, h, r0, idx % h, idx / h * APPLY_RB, 0, 1);
     }
 }
 #endif

@@ -455,15 +455,26 @@ def chol_row_leaf(p: dict) -> bool:
     return bool(p["ROW_LEAF"]) and p["LEAF"] % 8 == 0 and p["LEAF"] <= 64
 
 
+def chol_apply_rows(p: dict) -> int:
+    """Rows of the panel that a work-group of the panel solve (cholesky.cl's
+    apply_inverse) stages for ``chol`` parameters ``p``: about four entries per work-item
+    of WG, at most LEAF."""
+    return max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
+
+
 def chol_leaf_local_bytes(p: dict, itemsize: int) -> int:
-    """Local memory of the leaf kernel (kernels_cl/cholesky.cl, chol_leaf.h) of ``chol``
-    parameters ``p``: potf2_block's LEAF x (LEAF + 1) block and two column buffers of LEAF
-    reals; potf2_rows' block with a zero row before it, two column buffers of 2·LEAF
-    reals and the LEAF reciprocals of the diagonal (ROW_LEAF_LOCAL)."""
+    """Local memory of the leaf and panel-solve kernels (kernels_cl/cholesky.cl,
+    chol_leaf.h) of ``chol`` parameters ``p``, the larger of: potf2_block's LEAF x
+    (LEAF + 1) block and two column buffers of LEAF reals, or potf2_rows' block with a
+    zero row before it, two column buffers of 2·LEAF reals and the LEAF reciprocals of
+    the diagonal (ROW_LEAF_LOCAL); apply_inverse's LEAF x LEAF inverse and its staged
+    rows of LEAF + 1 reals (APPLY_LOCAL)."""
     leaf = p["LEAF"]
     if chol_row_leaf(p):
-        return ((leaf + 1) * (leaf + 1) + 5 * leaf) * itemsize
-    return leaf * (leaf + 1 + 2) * itemsize
+        factor = (leaf + 1) * (leaf + 1) + 5 * leaf
+    else:
+        factor = leaf * (leaf + 1 + 2)
+    return max(factor, leaf * leaf + chol_apply_rows(p) * (leaf + 1)) * itemsize
 
 
 def _chol_settle(d: Device, p: dict) -> dict:

@@ -47,7 +47,8 @@ import pyopencl as cl
 
 from . import _checked, _knobs, _trace_hooks
 from ._device import DeviceError, device_info, get_queue, vector_width, vectors_build
-from ._knobs import chol_row_leaf, thin_gemm  # noqa: F401 (the drivers import them here)
+# the drivers import these here
+from ._knobs import chol_apply_rows, chol_row_leaf, thin_gemm  # noqa: F401
 
 _log = logging.getLogger("oclla")
 

@@ -11,8 +11,10 @@ benchmarks/results/nvidia-h200-2026-11-28-scratch.txt).
 Reuse is safe because a pool serves one in-order queue: a buffer handed back while
 kernels that use it are still queued is next written by commands enqueued after
 them on that same queue.  Every scratch buffer must therefore be used on the queue
-it was taken for only (a twin queue of :func:`oclla._programs.launch_queue` has its
-own pool), and out-of-order queues get plain allocations.  The pool holds at most
+it was taken for (a twin queue of :func:`oclla._programs.launch_queue` has its own
+pool), or on another queue only by commands that the queue's later commands wait for
+(a twin's, inside its block; the status flags), and out-of-order queues get plain
+allocations.  The pool holds at most
 :data:`HELD_BYTES` of memory nobody uses; beyond that it frees what it holds.
 """
 

@@ -55,9 +55,9 @@ import numpy as np
 import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
-from . import trace
+from . import _scratch as scratch, trace
 from ._device import resolve_queue
-from ._params import chol_fused_leaf, chol_row_leaf, params
+from ._params import chol_apply_rows, chol_fused_leaf, chol_row_leaf, params
 from ._programs import enqueue, get_kernel, index_width, int_arg, launch_queue, round_up
 from ._validate import (as_matrix, check_method, checked_beside, factor_in_place,
                         is_device_array, read_only, read_status, solve_in_place, status_flags,
@@ -196,8 +196,7 @@ def _leaf(queue, dtype, invert: bool) -> _Leaf:
         defines, _, tile_local = tile_launch(gemm, 0, 0)
         tile_leaf = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
                                **defines)
-    # apply_inverse: about four entries of the panel per work-item
-    apply_rows = max(1, min(p["LEAF"], 4 * p["WG"] // p["LEAF"]))
+    apply_rows = chol_apply_rows(p)       # the panel rows of an apply_inverse work-group
     # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse,
     # both triangles (an argument of the kernels); without the leaf where tile_leaf
     # factors the leaves
@@ -215,10 +214,10 @@ def _leaf(queue, dtype, invert: bool) -> _Leaf:
 def _factor_leaf(queue, a: View, nb: int, leaf: _Leaf, *, lower: bool, info, base: int,
                  inverse=None) -> None:
     """Factor the nb x nb diagonal block at ``a`` (nb <= LEAF) in one work-group, in
-    place; with ``inverse`` (a LEAF x LEAF device array) also write L⁻ᵀ of the block
+    place; with ``inverse`` (a buffer of LEAF x LEAF reals) also write L⁻ᵀ of the block
     there.  A failing pivot at order k of it sets ``info`` to ``base + k`` if it is
     still 0."""
-    w, ldw = (inverse.data, leaf.order) if inverse is not None else (a.buf, 0)
+    w, ldw = (inverse, leaf.order) if inverse is not None else (a.buf, 0)
     if leaf.kernel is None:            # syrk_leaf: an empty update, then the leaf
         enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, nb, nb), leaf.tile_local,
                 int_arg(nb), int_arg(nb), int_arg(0), a.buf, np.int64(a.off), int_arg(a.ld),
@@ -259,7 +258,7 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, beyond: int, pan
     enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, m, n), leaf.tile_local,
             int_arg(m), int_arg(n), int_arg(jb), panel.buf, np.int64(panel.off),
             int_arg(panel.ld), c.buf, np.int64(c.off), int_arg(c.ld), int_arg(nb),
-            int_arg(base), info.data, inverse.data, int_arg(leaf.order), int_arg(lower))
+            int_arg(base), info.data, inverse, int_arg(leaf.order), int_arg(lower))
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -312,8 +311,8 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     leaf = _leaf(queue, dtype, invert=_inverting(queue, dtype, n, nb))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     inverse = None
-    if leaf.inverting:
-        inverse = cl_array.empty(queue, leaf.order * leaf.order, dtype)
+    if leaf.inverting:      # from the queue's pool: an allocation costs more than a leaf
+        inverse = scratch.buffer(queue, leaf.order * leaf.order * np.dtype(dtype).itemsize)
     width = n if width is None else width
     for j in range(0, n, nb):
         jb = min(nb, n - j)
@@ -340,7 +339,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                 enqueue(queue, leaf.apply, (-(-beyond // leaf.apply_rows) * leaf.apply_wg,),
                         (leaf.apply_wg,),
                         panel.buf, np.int64(panel.off), int_arg(panel.ld), int_arg(beyond),
-                        int_arg(jb), inverse.data, int_arg(leaf.order), info.data,
+                        int_arg(jb), inverse, int_arg(leaf.order), info.data,
                         int_arg(lower))
             else:
                 panel = _solve_panel(queue, diag, jb, beyond, lower=lower, dtype=dtype)
@@ -396,7 +395,8 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
                   check_finite: bool = False) -> None:
     """Factor the C-contiguous n x n device array ``a`` in place; raise if not PD.
 
-    ``clean`` zeroes the other triangle afterwards (``cholesky``'s result).
+    ``clean`` zeroes the other triangle afterwards (``cholesky``'s result; also where
+    the matrix is not positive definite, ``a`` then holding a partial factor).
     ``check_finite`` counts the NaN/Inf entries of ``a`` on the device beside the
     factorization and raises ValueError for them (before any other error): the
     count is read with ``info``, so the device never waits for the host in
@@ -416,12 +416,12 @@ def factor_device(queue, a: cl_array.Array, *, lower: bool, method: str,
             else:
                 factor_blocked(loop_queue, view_of(a), n, lower=lower, dtype=dtype, info=info,
                                block=extra["block"])
+        if clean:       # before the status is read: its wait then covers this kernel too
+            with trace.step("zero", (0, n, 0, n)):
+                zero_other_triangle(queue, a, lower=lower)
         code = read_status(info)
         if code:
             raise not_positive_definite(code)
-        if clean:
-            with trace.step("zero", (0, n, 0, n)):
-                zero_other_triangle(queue, a, lower=lower)
 
 
 # ---- public API ---------------------------------------------------------------------------
@@ -458,10 +458,11 @@ def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bo
         "pivot": Jung & O'Leary's per-pivot kernels (square root, normalization,
         outer product over exactly the trailing triangle), one trace step each
     overwrite_a : allow the result to be written into ``a`` (a permission, as in
-        scipy): a C-contiguous device ``a`` is factored in place; a device view
-        in its gathered copy, the factor then scattered into the view's own
-        entries (nothing else of its buffer; not at all if the matrix is not
-        positive definite) and the view returned
+        scipy): a C-contiguous device ``a`` is factored in place (left partly
+        factored if the matrix is not positive definite); a device view in its
+        gathered copy, the factor then scattered into the view's own entries
+        (nothing else of its buffer; not at all if the matrix is not positive
+        definite) and the view returned
     check_finite : reject NaN/Inf anywhere in ``a`` (ValueError)
     block : block width of the blocked method (default: from the device)
     queue : pyopencl.CommandQueue, optional

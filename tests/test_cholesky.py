@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from numpy.linalg import LinAlgError
 
 import oclla
-from oclla import _params, accuracy, rfp
+from oclla import _knobs, _params, accuracy, rfp
 from oclla._device import DeviceError
 
 from linalg_helpers import assert_fails_at_order, forward_units, spd
@@ -148,6 +148,23 @@ def test_row_leaf_shapes(queue):
     assert "registers" in _params.check("chol", dict(p, LEAF=72), info, 4)
     assert "ROW_LEAF must be one of 0, 1" in _params.check("chol", dict(p, ROW_LEAF=2),
                                                             info, 4)
+
+
+def test_panel_solve_larger_than_local_memory_is_refused(queue):
+    """apply_inverse stages the leaf's inverse and its rows of the panel in local memory:
+    a set whose leaf fits but whose panel solve does not is refused."""
+    p = dict(NB=64, LEAF=64, WG=256, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0,
+             ROW_LEAF=1, FUSE_LEAF=0)
+    leaf_bytes = (65 * 65 + 5 * 64) * 8                    # the row leaf's, float64
+    solve_bytes = (64 * 64 + 16 * 65) * 8                  # the inverse and 16 rows of 65
+    assert _params.chol_apply_rows(p) == 16
+    assert _knobs.chol_leaf_local_bytes(p, 8) == solve_bytes > leaf_bytes
+    info = oclla.device_info(queue)
+    fit = solve_bytes + _knobs.LOCAL_RESERVE                # the least local memory it takes
+    for local, refused in ((fit, False), (fit - 8, True)):
+        small = type(info)(**dict(info.as_dict(), local_mem_size=local))
+        problem = _params.check("chol", p, small, 8)
+        assert (problem is not None and "local memory" in problem) == refused, (local, problem)
 
 
 def test_leaf_larger_than_local_memory_is_refused(queue):
