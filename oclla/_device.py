@@ -501,10 +501,20 @@ def quiet_compiler():
         yield
 
 
+_default_queues: dict = {}   # (OCLLA_DEVICE, PYOPENCL_CTX) -> the queue get_queue() gave
+
+
 def resolve_queue(queue) -> cl.CommandQueue:
-    """``queue=None`` means the default queue; a queue must have profiling on."""
+    """``queue=None`` means the default queue; a queue must have profiling on.
+
+    The default is looked up once per process and selecting environment (every public
+    call asks: the device list and its names cost tens of µs a call on NVIDIA's)."""
     if queue is None:
-        return get_queue()
+        key = (os.environ.get("OCLLA_DEVICE"), os.environ.get("PYOPENCL_CTX"))
+        default = _default_queues.get(key)
+        if default is None:
+            default = _default_queues[key] = get_queue()
+        return default
     if not isinstance(queue, cl.CommandQueue):
         raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
     if not queue.properties & cl.command_queue_properties.PROFILING_ENABLE:

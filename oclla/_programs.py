@@ -200,6 +200,12 @@ def get_kernel(queue: cl.CommandQueue, source: str, name: str, dtype,
 _index64: ContextVar = ContextVar("oclla_index64", default=1)
 
 
+def wide_indices() -> int:
+    """1 where :func:`get_kernel` builds kernels with 64-bit element indices here (outside
+    an :func:`index_width` block of small operands), else 0."""
+    return _index64.get()
+
+
 @contextlib.contextmanager
 def index_width(elements: int):
     """Within the block, kernels from :func:`get_kernel` form element indices in 32 bits

@@ -20,6 +20,7 @@ gets a new array instead, as a numpy input that cannot be written does:
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -278,7 +279,7 @@ def checked_values(arr, queue, *, name: str, check_finite: bool):
     own object: never written to).
     """
     dtype = check_dtype(arr.dtype, name)
-    check_fits(queue, int(np.prod(arr.shape)) * dtype.itemsize, name)
+    check_fits(queue, math.prod(arr.shape) * dtype.itemsize, name)
     check_fp64(queue, dtype)
     return _finite_and_dense(arr, queue, check_finite=check_finite)
 

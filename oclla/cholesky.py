@@ -49,6 +49,7 @@ definite", k being LAPACK's ``info``.
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -58,7 +59,8 @@ from numpy.linalg import LinAlgError
 from . import _scratch as scratch, trace
 from ._device import resolve_queue
 from ._params import chol_apply_rows, chol_fused_leaf, chol_row_leaf, params
-from ._programs import enqueue, get_kernel, index_width, int_arg, launch_queue, round_up
+from ._programs import (enqueue, get_kernel, index_width, int_arg, launch_queue, round_up,
+                        wide_indices)
 from ._validate import (as_matrix, check_method, checked_beside, factor_in_place,
                         is_device_array, read_only, read_status, solve_in_place, status_flags,
                         unpack_pair)
@@ -176,9 +178,27 @@ class _Leaf(NamedTuple):
         return self.tile_leaf is not None and self.inverting
 
 
+_leaves = threading.local()        # .cache: this thread's _Leaf by its lookup's inputs
+
+
 def _leaf(queue, dtype, invert: bool) -> _Leaf:
-    """The leaf kernels; with ``invert`` also apply_inverse, and the leaves write their
-    inverses.
+    """The leaf kernels (:func:`_make_leaf`) for the device's current ``chol`` and
+    ``gemm`` parameters, made once per thread (get_kernel's kernels are the thread's
+    own), parameters and index width: their lookups cost a factorization about 40 µs."""
+    p = params(queue, "chol", dtype)
+    gemm = params(queue, "gemm", dtype)
+    key = (queue, np.dtype(dtype), invert, tuple(p.items()), tuple(gemm.items()),
+           wide_indices())
+    cache = _leaves.__dict__.setdefault("cache", {})
+    leaf = cache.get(key)
+    if leaf is None:
+        leaf = cache[key] = _make_leaf(queue, dtype, invert, p, gemm)
+    return leaf
+
+
+def _make_leaf(queue, dtype, invert: bool, p: dict, gemm: dict) -> _Leaf:
+    """The leaf kernels for ``chol`` parameters ``p`` and ``gemm`` parameters ``gemm``;
+    with ``invert`` also apply_inverse, and the leaves write their inverses.
 
     ``ROW_LEAF`` picks potf2_rows (one work-item per row of the block) over
     potf2_block (the block's entries spread over WG items) where LEAF allows it.
@@ -186,9 +206,7 @@ def _leaf(queue, dtype, invert: bool) -> _Leaf:
     every leaf instead (an update of rank 0 before its leaf: the row leaf's code is
     compiled once, for both triangles, not also in cholesky.cl), and with ``invert`` the
     trailing updates factor the leaves after the first (:func:`_update_and_factor_next`)."""
-    p = params(queue, "chol", dtype)
     rows = chol_row_leaf(p)
-    gemm = params(queue, "gemm", dtype)
     tile_leaf, tile_local = None, ()
     if chol_fused_leaf(p, gemm):
         # one program for every order: the tiles' vector loads test the panel's
