@@ -3,12 +3,14 @@
  *
  * syrk_leaf updates the stored triangle of the trailing matrix C by the k-wide
  * panel P beside it,
- *     lower = 1:  C := C - P P^T,   P = L21, m x k   (op(A) = P, op(B) = P^T)
- *     lower = 0:  C := C - P^T P,   P = U12, k x n   (op(A) = P^T, op(B) = P)
- * (the triangle an argument, so one program serves both: on an H200 one build of
- * 1.3-1.4 s where the two took 1.8-2.1 s)
+ *     LOWER = 1:  C := C - P P^T,   P = L21, m x k   (op(A) = P, op(B) = P^T)
+ *     LOWER = 0:  C := C - P^T P,   P = U12, k x n   (op(A) = P^T, op(B) = P)
+ * (the triangle a build option: with it an argument, one program served both, but
+ * the tiles' transposes known only at run time made the update slower: H200, potrf
+ * n = 8192 float64 22.9 -> 33.3 ms, float32 14.7 -> 17.6 ms; benchmarks/results/
+ * nvidia-h200-2026-11-29-potrf-small-3.txt)
  * C m x n: the triangle of order m = n, or a trapezoid of the stored triangle's
- * first n columns (lower = 1, m > n) or m rows (lower = 0, n > m) where the
+ * first n columns (LOWER = 1, m > n) or m rows (LOWER = 0, n > m) where the
  * panel is longer than the order still to factor (cholesky.py factor_blocked's
  * width),
  * one TILE_M x TILE_N tile per work-group as gemm_tiled (gemm_tile.h, with the
@@ -46,6 +48,9 @@
 #ifndef LEAF
 #define LEAF 64            /* largest order of the leaf */
 #endif
+#ifndef LOWER
+#define LOWER 1            /* the stored triangle: 1 row-major lower, 0 upper */
+#endif
 /* The leaf stays a function of its own, called by one work-group: compiled apart from
  * the tile's code, the program builds faster (H200, NVIDIA: float32 1.13-1.19 -> 0.96-1.00
  * s, float64 1.20-1.22 -> 1.01-1.02 s) and the blocked potrf runs as fast (n = 256 to
@@ -62,12 +67,13 @@ __kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
 void syrk_leaf(const int m, const int n, const int k, __global const real *p, const long p_off,
                const int ldp, __global real *c, const long c_off, const int ldc,
                const int nb, const int base, __global int *info, __global real *w,
-               const int ldw, const int lower)
+               const int ldw)
 {
+    const int lower = LOWER;             /* chol_leaf.h's EL and factor_rows read it */
     __local real4 pool[(POOL_SIZE + 3) / 4];
     __local real *shared = (__local real *)pool;
-    gemm_tile(m, n, k, -ONE, p + p_off, ldp, !lower, p + p_off, ldp, lower, ONE, c + c_off,
-              ldc, get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, lower ? 1 : 2, shared,
+    gemm_tile(m, n, k, -ONE, p + p_off, ldp, !LOWER, p + p_off, ldp, LOWER, ONE, c + c_off,
+              ldc, get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, LOWER ? 1 : 2, shared,
               shared + BS_AT);
     barrier(CLK_GLOBAL_MEM_FENCE);       /* the tile's stores, seen by the whole group;
                                             here, ahead of the branch: PoCL 3.0 miscomputes

@@ -829,8 +829,8 @@ FAMILIES = {f.name: f for f in (
              "(syrk_leaf.cl: the work-group of the update's first tile, one launch per "
              "block column fewer) where row leaves are used and the gemm tiles cover a "
              "leaf, and every other leaf in the same kernel (an update of rank 0: the row "
-             "leaf compiled once, for both triangles); only tuned entries turn it on (a "
-             "large kernel: PoCL 3.0 spends minutes compiling it)", _fixed(0), BOOL,
+             "leaf compiled once per triangle); only tuned entries turn it on (a large "
+             "kernel: PoCL 3.0 spends minutes compiling it)", _fixed(0), BOOL,
              ("oclla/_params.py",), _both((0, 1))),
         Knob("WG", "work-items of a block leaf (at least LEAF²/64); with row leaves it "
              "sizes only the panel solve apply_inverse (min(LEAF, 4·WG/LEAF) rows of the "

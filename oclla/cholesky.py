@@ -181,30 +181,31 @@ class _Leaf(NamedTuple):
 _leaves = threading.local()        # .cache: this thread's _Leaf by its lookup's inputs
 
 
-def _leaf(queue, dtype, invert: bool) -> _Leaf:
+def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     """The leaf kernels (:func:`_make_leaf`) for the device's current ``chol`` and
     ``gemm`` parameters, made once per thread (get_kernel's kernels are the thread's
     own), parameters and index width: their lookups cost a factorization about 40 µs."""
     p = params(queue, "chol", dtype)
     gemm = params(queue, "gemm", dtype)
-    key = (queue, np.dtype(dtype), invert, tuple(p.items()), tuple(gemm.items()),
+    key = (queue, np.dtype(dtype), lower, invert, tuple(p.items()), tuple(gemm.items()),
            wide_indices())
     cache = _leaves.__dict__.setdefault("cache", {})
     leaf = cache.get(key)
     if leaf is None:
-        leaf = cache[key] = _make_leaf(queue, dtype, invert, p, gemm)
+        leaf = cache[key] = _make_leaf(queue, dtype, lower, invert, p, gemm)
     return leaf
 
 
-def _make_leaf(queue, dtype, invert: bool, p: dict, gemm: dict) -> _Leaf:
-    """The leaf kernels for ``chol`` parameters ``p`` and ``gemm`` parameters ``gemm``;
-    with ``invert`` also apply_inverse, and the leaves write their inverses.
+def _make_leaf(queue, dtype, lower: bool, invert: bool, p: dict, gemm: dict) -> _Leaf:
+    """The leaf kernels of the triangle ``lower`` for ``chol`` parameters ``p`` and
+    ``gemm`` parameters ``gemm``; with ``invert`` also apply_inverse, and the leaves
+    write their inverses.
 
     ``ROW_LEAF`` picks potf2_rows (one work-item per row of the block) over
     potf2_block (the block's entries spread over WG items) where LEAF allows it.
     Where ``FUSE_LEAF`` and the gemm tiles allow it, syrk_leaf.cl's kernel factors
     every leaf instead (an update of rank 0 before its leaf: the row leaf's code is
-    compiled once, for both triangles, not also in cholesky.cl), and with ``invert`` the
+    compiled once per triangle, not also in cholesky.cl), and with ``invert`` the
     trailing updates factor the leaves after the first (:func:`_update_and_factor_next`)."""
     rows = chol_row_leaf(p)
     tile_leaf, tile_local = None, ()
@@ -213,7 +214,7 @@ def _make_leaf(queue, dtype, invert: bool, p: dict, gemm: dict) -> _Leaf:
         # alignment at run time (gemm_tile.h)
         defines, _, tile_local = tile_launch(gemm, 0, 0)
         tile_leaf = get_kernel(queue, "syrk_leaf.cl", "syrk_leaf", dtype, LEAF=p["LEAF"],
-                               **defines)
+                               LOWER=int(lower), **defines)
     apply_rows = chol_apply_rows(p)       # the panel rows of an apply_inverse work-group
     # one program for the leaf, its inverting use (w given: ldw > 0) and apply_inverse,
     # both triangles (an argument of the kernels); without the leaf where tile_leaf
@@ -240,7 +241,7 @@ def _factor_leaf(queue, a: View, nb: int, leaf: _Leaf, *, lower: bool, info, bas
         enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, nb, nb), leaf.tile_local,
                 int_arg(nb), int_arg(nb), int_arg(0), a.buf, np.int64(a.off), int_arg(a.ld),
                 a.buf, np.int64(a.off), int_arg(a.ld), int_arg(nb), int_arg(base), info.data,
-                w, int_arg(ldw), int_arg(lower))
+                w, int_arg(ldw))
         return
     enqueue(queue, leaf.kernel, (leaf.wg,), (leaf.wg,), a.buf, np.int64(a.off), int_arg(a.ld),
             int_arg(nb), int_arg(base), info.data, w, int_arg(ldw), int_arg(lower))
@@ -276,7 +277,7 @@ def _update_and_factor_next(queue, a: View, jb: int, rest: int, beyond: int, pan
     enqueue(queue, leaf.tile_leaf, tile_grid(leaf.gemm, m, n), leaf.tile_local,
             int_arg(m), int_arg(n), int_arg(jb), panel.buf, np.int64(panel.off),
             int_arg(panel.ld), c.buf, np.int64(c.off), int_arg(c.ld), int_arg(nb),
-            int_arg(base), info.data, inverse, int_arg(leaf.order), int_arg(lower))
+            int_arg(base), info.data, inverse, int_arg(leaf.order))
 
 
 def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype, info,
@@ -326,7 +327,7 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     block's region).
     """
     nb = block or block_size(queue, dtype, n)
-    leaf = _leaf(queue, dtype, invert=_inverting(queue, dtype, n, nb))
+    leaf = _leaf(queue, dtype, lower, invert=_inverting(queue, dtype, n, nb))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
     inverse = None
     if leaf.inverting:      # from the queue's pool: an allocation costs more than a leaf

@@ -489,17 +489,19 @@ def test_leaf_kernels_are_looked_up_once_per_thread_and_parameters(queue):
     from oclla.cholesky import _leaf
     _params.override("chol", dict(NB=16, LEAF=16, WG=64, ROW_LEAF=1, FUSE_LEAF=0,
                                   TRSM_INVERSE=1, SMALL_N=0))
-    first = _leaf(queue, np.float32, True)
-    assert _leaf(queue, np.float32, True) is first and first.order == 16
-    assert _leaf(queue, np.float32, False) is not first
+    first = _leaf(queue, np.float32, False, True)
+    assert _leaf(queue, np.float32, False, True) is first and first.order == 16
+    assert _leaf(queue, np.float32, False, False) is not first
+    assert _leaf(queue, np.float32, True, True) is not first
     other = []
-    thread = threading.Thread(target=lambda: other.append(_leaf(queue, np.float32, True)))
+    thread = threading.Thread(target=lambda: other.append(_leaf(queue, np.float32, False,
+                                                                True)))
     thread.start()
     thread.join()
     assert other[0] is not first and other[0].kernel is not first.kernel
     _params.override("chol", dict(NB=16, LEAF=8, WG=64, ROW_LEAF=1, FUSE_LEAF=0,
                                   TRSM_INVERSE=1, SMALL_N=0))
-    assert _leaf(queue, np.float32, True).order == 8
+    assert _leaf(queue, np.float32, False, True).order == 8
     a = spd(37, np.float32)
     assert accuracy.passes(accuracy.cholesky_backward_error(a, oclla.cholesky(
         a, block=8, queue=queue), False))
