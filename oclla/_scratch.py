@@ -14,8 +14,8 @@ them on that same queue.  Every scratch buffer must therefore be used on the que
 it was taken for (a twin queue of :func:`oclla._programs.launch_queue` has its own
 pool), or on another queue only by commands that the queue's later commands wait for
 (a twin's, inside its block; the status flags), and out-of-order queues get plain
-allocations.  The pool holds at most
-:data:`HELD_BYTES` of memory nobody uses; beyond that it frees what it holds.
+allocations.  The pool holds at most :data:`HELD_BYTES` of memory nobody uses; beyond
+that it frees what it holds.
 """
 
 from __future__ import annotations
@@ -79,8 +79,6 @@ def private_copy(queue: cl.CommandQueue, host: np.ndarray) -> cl_array.Array:
 
 
 _ZEROS = np.zeros(1, np.int32)
-
-
 _INT32 = np.dtype(np.int32)
 
 

@@ -260,9 +260,10 @@ def _matrix(routine: str, n: int, dtype, seed: int = 0) -> np.ndarray:
 #: Calls of each implementation back to back in one repetition where a call takes less
 #: than :data:`BURST_BELOW` seconds: the repetition's time is their best.  On a GPU that
 #: both oclla's OpenCL context and the reference's CUDA context use, the first call after
-#: the other context's costs the switch between them (H200, potrf n = 1024: oclla 1.47
-#: against 1.13-1.29 ms alone, cuSOLVER 1.06 against 0.85-0.89 ms), which a program
-#: that keeps to one of them never pays.
+#: the other context's costs the switch between them, which a program that keeps to one
+#: of them never pays (H200, float32 potrf n = 1024, oclla / cuSOLVER: 1.19 / 1.03 ms one
+#: call a round, 1.06 / 0.87 ms the best of three back to back, 1.01-1.03 ms oclla alone;
+#: benchmarks/results/nvidia-h200-2026-11-29-potrf-small-3.txt).
 BURST_CALLS = 3
 BURST_BELOW = 0.05
 
