@@ -27,6 +27,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
+from ._programs import int_array
+
 #: Most bytes a queue's pool keeps unused between calls: past it, the pool frees what
 #: it holds before its next allocation (the update's scratch at n = 16384, k = 16 in
 #: float64 is 0.27 GiB).
@@ -79,19 +81,15 @@ def private_copy(queue: cl.CommandQueue, host: np.ndarray) -> cl_array.Array:
 
 
 _ZEROS = np.zeros(1, np.int32)
-_INT32 = np.dtype(np.int32)
 
 
 def zeroed_ints(queue: cl.CommandQueue, size: int = 1) -> cl_array.Array:
     """A device int32 array of ``size`` zeros (flags, counters) from the queue's pool,
     zeroed by a fill command on ``queue``; like every scratch buffer, for commands on
-    ``queue`` and reads through it only.  Made by pyopencl's fast constructor (the one
-    its own methods use: shape, strides and size given), which costs 4 µs where the
-    checking one costs 26, more than a small factorization's launch."""
+    ``queue`` and reads through it only."""
     data = buffer(queue, 4 * size)
     cl.enqueue_fill_buffer(queue, data, _ZEROS, 0, 4 * size)
-    return cl_array.Array(None, (size,), _INT32, data=data, strides=(4,), _fast=True,
-                          _size=size, _context=queue.context, _queue=queue)
+    return int_array(queue, data, size)
 
 
 def free_held() -> None:

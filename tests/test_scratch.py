@@ -141,3 +141,14 @@ def test_device_results_are_never_pooled(own_queue):
     r = oclla.cholesky(a, queue=own_queue)
     assert isinstance(r, cl_array.Array)
     assert not isinstance(r.base_data, cl_tools.PooledBuffer)
+
+
+def test_int_arrays_match_pyopencl_s_checked_constructor(queue):
+    """The flags and counters are made by pyopencl's fast constructor: the same array as
+    its checking one gives, zeroed, on the queue."""
+    for made in (_scratch.zeroed_ints(queue, 3), _programs.int_zeros(queue, 3)):
+        like = cl_array.Array(queue, 3, np.int32, data=made.data)
+        assert (made.shape, made.strides, made.size, made.nbytes, made.dtype) == \
+            (like.shape, like.strides, like.size, like.nbytes, like.dtype)
+        assert made.queue is queue and made.context == queue.context
+        assert made.get().tolist() == [0, 0, 0]
