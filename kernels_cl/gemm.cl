@@ -6,7 +6,9 @@
  * gemm_tiled (GPUs): one work-group per TILE_M x TILE_N block of C, each
  * computed by gemm_tile (gemm_tile.h: local-memory slabs, register blocks,
  * vector loads where aligned); the transposes are arguments, so one program
- * serves all four products.
+ * serves all four products, unless TRANS_A and TRANS_B are defined (the gemm
+ * knob PER_SHAPE): then the program is compiled for that product alone, and
+ * the arguments trans_a and trans_b are ignored.
  *
  * gemm_direct (CPUs; the define TRANS_A says whether op(A) = A^T): no local
  * memory and no barriers: each work-item
@@ -49,7 +51,11 @@ void gemm_tiled(const int M, const int N, const int K, const real alpha,
 {
     __local REALV(LVM) As_v[GEMM_AS_SIZE / LVM];
     __local REALV(LVN) Bs_v[GEMM_BS_SIZE / LVN];
+#ifdef TRANS_A
+    gemm_tile(M, N, K, alpha, A + a_off, lda, TRANS_A, B + b_off, ldb, TRANS_B, beta,
+#else
     gemm_tile(M, N, K, alpha, A + a_off, lda, trans_a, B + b_off, ldb, trans_b, beta,
+#endif
               C + c_off, ldc, get_group_id(1) * TILE_M, get_group_id(0) * TILE_N, triangle,
               (__local real *)As_v, (__local real *)Bs_v);
 }

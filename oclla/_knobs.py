@@ -225,9 +225,9 @@ def _lv(w: int, widest: int) -> int:
 
 
 #: Values of the tiled gemm's knobs added after sets were first stored, as those sets
-#: meant them (contiguous register blocks read 4 wide): a stored, overridden or given
-#: set without them takes these (:func:`complete_gemm`).
-GEMM_LATER = {"VEC_LOCAL": 4, "INTERLEAVE": 0}
+#: meant them (contiguous register blocks read 4 wide, the transposes arguments): a
+#: stored, overridden or given set without them takes these (:func:`complete_gemm`).
+GEMM_LATER = {"VEC_LOCAL": 4, "INTERLEAVE": 0, "PER_SHAPE": 0}
 
 
 def complete_gemm(p: dict) -> dict:
@@ -356,6 +356,14 @@ def _gemm_knobs(thin: bool) -> tuple:
              "so that neighbouring work-items read neighbouring vectors of local memory "
              "(no bank conflicts)", _fixed(GEMM_LATER["INTERLEAVE"]), BOOL,
              blas + ("kernels_cl/gemm_tile.h",), tuned({"GPU": (0, 1)}), tiled),
+        Knob("PER_SHAPE", "tiled: 0: the transposes are kernel arguments (one program "
+             "serves AB, AᵀB, ABᵀ and AᵀBᵀ); 1: build options (a program per product shape "
+             "in use, each compiled for its shape alone: NVIDIA's compiler then keeps the "
+             "float64 128 x 64 tiles in 128 registers instead of 164, two work-groups per "
+             "multiprocessor instead of one: H200, dgemm 8192 64.4 -> 52.4 ms; float32's "
+             "AᵀB 10 % slower). Not searched by the tuner: a tuned entry sets it where "
+             "measured", _fixed(GEMM_LATER["PER_SHAPE"]), BOOL,
+             blas + ("kernels_cl/gemm.cl",), None, tiled),
     )
 
 

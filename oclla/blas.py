@@ -67,12 +67,15 @@ def _vector_width(widest: int, contiguous_extent: int, per_item: int) -> int:
     return 1
 
 
-def tile_launch(p: dict, m: int, n: int) -> tuple[dict, tuple, tuple]:
+def tile_launch(p: dict, m: int, n: int, transposes: tuple | None = None
+                ) -> tuple[dict, tuple, tuple]:
     """``(defines, global size, local size)`` of a launch of gemm_tile (gemm_tile.h) over
     an m x n C with the tiled gemm parameters ``p``.  The defines depend on ``p`` alone:
-    never on the sizes, on where the operands lie, on the transposes or on the triangle
-    of C written (arguments of the kernels); so the global loads' widths divide the
-    slab's extent along both dimensions, which either transpose makes contiguous."""
+    never on the sizes, on where the operands lie or on the triangle of C written
+    (arguments of the kernels), nor on the transposes, except that with ``p``'s
+    PER_SHAPE gemm.cl's launches (``transposes``: (trans_a, trans_b)) build them in
+    (TRANS_A, TRANS_B); so the global loads' widths divide the slab's extent along both
+    dimensions, which either transpose makes contiguous."""
     tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
     threads = (tm // wm) * (tn // wn)
     vec_a = _vector_width(p["VEC"], math.gcd(tm, tk), tm * tk // threads)
@@ -80,6 +83,8 @@ def tile_launch(p: dict, m: int, n: int) -> tuple[dict, tuple, tuple]:
     p = complete_gemm(p)
     defines = dict(TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a,
                    VEC_B=vec_b, VEC_LOCAL=p["VEC_LOCAL"], INTERLEAVE=p["INTERLEAVE"])
+    if p["PER_SHAPE"] and transposes is not None:
+        defines.update(TRANS_A=int(transposes[0]), TRANS_B=int(transposes[1]))
     return defines, tile_grid(p, m, n), (tn // wn, tm // wm)
 
 
@@ -89,7 +94,7 @@ def tile_grid(p: dict, m: int, n: int) -> tuple:
 
 
 def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
-    defines, gsize, lsize = tile_launch(p, m, n)
+    defines, gsize, lsize = tile_launch(p, m, n, (trans_a, trans_b))
     kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
     return enqueue(queue, kernel, gsize, lsize, int_arg(m), int_arg(n),
                   int_arg(k), real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),

@@ -32,6 +32,9 @@ GEMM_SETS = [
     # interleaved register blocks, 4-wide local reads down the rows and 2-wide across
     dict(KERNEL="tiled", TILE_M=32, TILE_N=16, TILE_K=8, WPT_M=4, WPT_N=2, VEC=2,
          VEC_LOCAL=4, INTERLEAVE=1),
+    # the transposes built in: a program per product shape
+    dict(KERNEL="tiled", TILE_M=32, TILE_N=16, TILE_K=8, WPT_M=4, WPT_N=2, VEC=2,
+         VEC_LOCAL=2, INTERLEAVE=1, PER_SHAPE=1),
 ]
 
 
@@ -542,11 +545,13 @@ def test_gemm_sets_stored_before_the_layout_knobs_keep_their_meaning(queue):
     from oclla.blas import tile_launch
     old = dict(KERNEL="tiled", TILE_M=64, TILE_N=64, TILE_K=16, WPT_M=4, WPT_N=4, VEC=4)
     full = _knobs.complete_gemm(old)
-    assert full == dict(old, VEC_LOCAL=4, INTERLEAVE=0) and "INTERLEAVE" not in old
+    assert full == dict(old, VEC_LOCAL=4, INTERLEAVE=0, PER_SHAPE=0)
+    assert "INTERLEAVE" not in old
     assert _params._merge("gemm", {}, old) == full
     assert _params.check("gemm", old, oclla.device_info(queue), 4) is None
-    defines = tile_launch(old, 64, 64)[0]
+    defines = tile_launch(old, 64, 64, (True, False))[0]
     assert (defines["VEC_LOCAL"], defines["INTERLEAVE"]) == (4, 0)
+    assert "TRANS_A" not in defines and "TRANS_B" not in defines
     narrow = dict(full, WPT_M=8, WPT_N=2, VEC_LOCAL=2, INTERLEAVE=1)
     # rows padded by the read width: 2 slabs x 16 deep x (64 + 2 + 64 + 2) reals
     assert _knobs.gemm_local_bytes(narrow, 8) == 2 * 16 * 132 * 8

@@ -597,6 +597,35 @@ def test_the_four_tiled_products_share_one_program(queue):
     assert len(built) <= 1, built
 
 
+def test_per_shape_tiles_build_a_program_per_product_shape(queue):
+    """With PER_SHAPE the transposes are build options: AB, AᵀB, ABᵀ and AᵀBᵀ have a
+    program each (and each is right), a second product of a shape builds nothing, and a
+    launch that passes no transposes (the fused Cholesky leaf's tiles) takes no such
+    option."""
+    from oclla.blas import tile_launch
+    tile = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4,
+                PER_SHAPE=1)
+    rng = np.random.default_rng(17)
+    shapes = ((False, False), (True, False), (False, True), (True, True))
+    for trans_a, trans_b in shapes:
+        _assert_product_right(queue, rng, 37, 21, 19, trans_a, trans_b, tile)
+    start = _programs.build_count()
+    for trans_a, trans_b in shapes:
+        _assert_product_right(queue, rng, 23, 40, 9, trans_a, trans_b, tile)
+    assert _programs.build_count() == start
+    defines = {tile_launch(tile, 16, 16, shape)[0]["TRANS_A"] * 2
+               + tile_launch(tile, 16, 16, shape)[0]["TRANS_B"] for shape in shapes}
+    assert defines == {0, 1, 2, 3}
+    programs = [b.options for b in _programs.builds() if b.source == "gemm.cl"
+                and "-DTILE_M=16" in b.options and "-DTILE_N=16" in b.options
+                and "-DTILE_K=8" in b.options and "-DWPT_M=2" in b.options
+                and "-DPRECISION=32" in b.options]
+    shapes_built = sorted((o for o in programs if any(x.startswith("-DTRANS_A") for x in o)),
+                          key=str)
+    assert len(shapes_built) == 4 and len({tuple(o) for o in shapes_built}) == 4, programs
+    assert "TRANS_A" not in tile_launch(tile, 16, 16)[0]
+
+
 def test_packed_and_in_place_operands_share_the_direct_gemm_program(queue, monkeypatch):
     """gemm_direct reads op(B) in place or packed by pack_b (B transposed, or K >=
     PACK_MIN_K), and pack_b takes the transpose as an argument: pack_b is looked up
