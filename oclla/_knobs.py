@@ -227,7 +227,7 @@ def _lv(w: int, widest: int) -> int:
 #: Values of the tiled gemm's knobs added after sets were first stored, as those sets
 #: meant them (contiguous register blocks read 4 wide, the transposes arguments): a
 #: stored, overridden or given set without them takes these (:func:`complete_gemm`).
-GEMM_LATER = {"VEC_LOCAL": 4, "INTERLEAVE": 0, "PER_SHAPE": 0}
+GEMM_LATER = {"VEC_LOCAL": 4, "INTERLEAVE": 0, "PER_SHAPE": 0, "TN_COPY_K": 0}
 
 
 def complete_gemm(p: dict) -> dict:
@@ -364,6 +364,12 @@ def _gemm_knobs(thin: bool) -> tuple:
              "AᵀB 10 % slower). Not searched by the tuner: a tuned entry sets it where "
              "measured", _fixed(GEMM_LATER["PER_SHAPE"]), BOOL,
              blas + ("kernels_cl/gemm.cl",), None, tiled),
+        Knob("TN_COPY_K", "tiled: a SYRK AᵀA (A k x n: the upper Cholesky's trailing "
+             "updates) of inner dimension k up to this first copies A transposed into an "
+             "n x k scratch matrix and takes the product as A·Aᵀ, whose operands are "
+             "contiguous along k (0: never). H200 float64, n = 16256, k = 128: AᵀA 3.13 ms, "
+             "A·Aᵀ 2.09 ms; float32 level. Not searched by the tuner",
+             _fixed(GEMM_LATER["TN_COPY_K"]), ints(0), blas, None, tiled),
     )
 
 

@@ -27,7 +27,7 @@ from ._params import check, params, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
 from ._scratch import buffer as scratch_buffer, zeroed_ints
-from ._validate import as_matrix, read_only
+from ._validate import as_matrix, read_only, views_launch
 
 
 class View(NamedTuple):
@@ -200,10 +200,27 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
          lower: bool = True, trans: bool = False, tile: dict | None = None):
     """C = alpha·A·Aᵀ + beta·C (A is n x k) or alpha·AᵀA + beta·C (``trans``, A is k x n).
 
-    Only the ``lower`` (or upper) triangle of C is computed and written.
+    Only the ``lower`` (or upper) triangle of C is computed and written.  Where the
+    gemm parameters' TN_COPY_K allows (k up to it), AᵀA is taken as A'·A'ᵀ of a scratch
+    copy A' = Aᵀ (n x k).
     """
+    if trans and 0 < k <= (tile or params(queue, "gemm", dtype)).get("TN_COPY_K", 0):
+        a, trans = transposed_copy(queue, a, k, n, dtype), False
     return gemm(queue, n, n, k, alpha, a, a, beta, c, dtype=dtype, trans_a=trans,
                 trans_b=not trans, triangle="lower" if lower else "upper", tile=tile)
+
+
+def transposed_copy(queue, a: View, rows: int, cols: int, dtype) -> View:
+    """A dense cols x rows copy of the transpose of the rows x cols matrix at ``a``, in a
+    scratch buffer of ``queue``'s (views.cl's gather: entry (i, j) from a's (j, i)); one
+    kernel, no wait."""
+    item = np.dtype(dtype).itemsize
+    out = scratch_buffer(queue, rows * cols * item)
+    kernel = get_kernel(queue, "views.cl", "gather", dtype)
+    global_size, local_size, runs = views_launch(queue, rows * cols, dtype)
+    enqueue(queue, kernel, global_size, local_size, a.buf, np.int64(a.off), np.int64(1),
+            np.int64(a.ld), np.uint64(rows), np.uint64(rows * cols), out, runs)
+    return View(out, 0, rows)
 
 
 def trsm_kernel(queue, name: str, dtype, nb: int | None = None):

@@ -234,6 +234,35 @@ def test_syrk_one_triangle(queue, p, dtype):
             assert passes(err), f"n={n} k={k} lower={lower} trans={trans}: {err:.3g}"
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_syrk_of_a_transposed_panel_through_its_copy(queue, dtype):
+    """With TN_COPY_K, AᵀA of inner dimension k up to it is taken as A'·A'ᵀ of a copy
+    A' = Aᵀ (one gather) and beyond it as AᵀA: both triangles, A a block of a larger
+    array (offset, leading dimension), orders off the tile; C outside its triangle
+    untouched."""
+    _skip_fp64(queue, dtype)
+    p = dict(GEMM_SETS[3], TN_COPY_K=9)
+    rng = np.random.default_rng(23)
+    for n, k in [(1, 1), (17, 9), (33, 10), (8, 3)]:
+        whole = rng.standard_normal((k + 3, n + 5)).astype(dtype)      # A = whole[1:, 2:][:k, :n]
+        a = whole[1:1 + k, 2:2 + n]
+        d_whole = cl_array.to_device(queue, whole)
+        for lower in (True, False):
+            c0 = rng.standard_normal((n, n)).astype(dtype)
+            dc = cl_array.to_device(queue, c0)
+            with oclla.record() as rec:
+                syrk(queue, n, k, -1.5, View(d_whole.data, (n + 5) + 2, n + 5), 0.5,
+                     view_of(dc), dtype=dtype, lower=lower, trans=True, tile=p)
+            names = [kk.name for kk in rec.kernels]
+            assert ("gather" in names) == (k <= 9), (n, k, names)
+            c = dc.get()
+            keep = np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
+            np.testing.assert_array_equal(c[~keep], c0[~keep])
+            full = np.where(keep, c, -1.5 * (a.T @ a) + 0.5 * c0)
+            err = product_error(full, a.T, a, alpha=-1.5, beta=0.5, c0=c0)
+            assert passes(err), f"n={n} k={k} lower={lower}: {err:.3g}"
+
+
 def _triangle(rng, m, lower, unit, dtype):
     """A well-conditioned triangle (diagonal dominant), garbage in the other half."""
     t = rng.uniform(-1, 1, (m, m))

@@ -105,6 +105,27 @@ def test_blocked_parameter_sets(queue, dtype, p):
             assert accuracy.passes(err), f"packed n={n} lower={lower}: {err:.3g}"
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_upper_updates_through_a_transposed_panel_copy(queue, dtype):
+    """The upper factor's trailing updates (SYRK UᵀU of each block row) through a copy
+    of the panel transposed (gemm TN_COPY_K): the same factor as LAPACK's, orders off
+    the blocks, the copies there and only for the upper triangle."""
+    _params.override("gemm", dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2,
+                                  WPT_N=2, VEC=4, TN_COPY_K=16))
+    _params.override("chol", dict(NB=16, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=0,
+                                  TRSM_INVERSE=0, SMALL_N=0))
+    for n in (17, 40, 73):
+        a = spd(n, dtype, seed=9)
+        for lower in (True, False):
+            with oclla.record() as rec:
+                c = oclla.cholesky(a, lower=lower, queue=queue)
+            assert ("gather" in {k.name for k in rec.kernels}) == (not lower), (n, lower)
+            err = accuracy.cholesky_backward_error(a, c, lower)
+            assert accuracy.passes(err), f"n={n} lower={lower}: backward error {err:.3g}"
+            assert accuracy.passes(forward_units(c, sla.cholesky(a.astype(np.float64),
+                                                                 lower=lower)))
+
+
 RECURSIVE_LEAVES = dict(NB=100, LEAF=7, WG=4, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1)
 INVERTING_LEAVES = dict(NB=16, LEAF=16, WG=64, ROW_LEAF=0, TRSM_INVERSE=1, RFP_TRSM_INVERSE=1)
 ROW_LEAVES = dict(NB=100, LEAF=8, WG=4, ROW_LEAF=1, TRSM_INVERSE=0, RFP_TRSM_INVERSE=1)
