@@ -204,7 +204,8 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     gemm parameters' TN_COPY_K allows (k up to it), AᵀA is taken as A'·A'ᵀ of a scratch
     copy A' = Aᵀ (n x k).
     """
-    if trans and 0 < k <= (tile or params(queue, "gemm", dtype)).get("TN_COPY_K", 0):
+    p = complete_gemm(tile or params(queue, "gemm", dtype))
+    if trans and p["KERNEL"] == "tiled" and 0 < k <= p["TN_COPY_K"]:
         a, trans = transposed_copy(queue, a, k, n, dtype), False
     return gemm(queue, n, n, k, alpha, a, a, beta, c, dtype=dtype, trans_a=trans,
                 trans_b=not trans, triangle="lower" if lower else "upper", tile=tile)

@@ -574,7 +574,7 @@ def test_gemm_sets_stored_before_the_layout_knobs_keep_their_meaning(queue):
     from oclla.blas import tile_launch
     old = dict(KERNEL="tiled", TILE_M=64, TILE_N=64, TILE_K=16, WPT_M=4, WPT_N=4, VEC=4)
     full = _knobs.complete_gemm(old)
-    assert full == dict(old, VEC_LOCAL=4, INTERLEAVE=0, PER_SHAPE=0)
+    assert full == dict(old, VEC_LOCAL=4, INTERLEAVE=0, PER_SHAPE=0, TN_COPY_K=0)
     assert "INTERLEAVE" not in old
     assert _params._merge("gemm", {}, old) == full
     assert _params.check("gemm", old, oclla.device_info(queue), 4) is None
