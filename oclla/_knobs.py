@@ -360,7 +360,7 @@ def _gemm_knobs(thin: bool) -> tuple:
              "serves AB, AᵀB, ABᵀ and AᵀBᵀ); 1: build options (a program per product shape "
              "in use, each compiled for its shape alone: NVIDIA's compiler then keeps the "
              "float64 128 x 64 tiles in 128 registers instead of 164, two work-groups per "
-             "multiprocessor instead of one: H200, dgemm 8192 64.4 -> 52.4 ms; float32's "
+             "multiprocessor instead of one: H200, dgemm 8192 64.5 -> 52.7 ms; float32's "
              "AᵀB 10 % slower). Not searched by the tuner: a tuned entry sets it where "
              "measured", _fixed(GEMM_LATER["PER_SHAPE"]), BOOL,
              blas + ("kernels_cl/gemm.cl",), None, tiled),

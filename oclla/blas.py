@@ -201,10 +201,10 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     """C = alpha·A·Aᵀ + beta·C (A is n x k) or alpha·AᵀA + beta·C (``trans``, A is k x n).
 
     Only the ``lower`` (or upper) triangle of C is computed and written.  Where the
-    gemm parameters' TN_COPY_K allows (k up to it), AᵀA is taken as A'·A'ᵀ of a scratch
-    copy A' = Aᵀ (n x k).
+    TN_COPY_K of the gemm set that takes the product (:func:`gemm_shape`, or ``tile``)
+    allows (k up to it), AᵀA is taken as A'·A'ᵀ of a scratch copy A' = Aᵀ (n x k).
     """
-    p = complete_gemm(tile or params(queue, "gemm", dtype))
+    p = complete_gemm(tile or gemm_shape(queue, k, dtype))
     if trans and p["KERNEL"] == "tiled" and 0 < k <= p["TN_COPY_K"]:
         a, trans = transposed_copy(queue, a, k, n, dtype), False
     return gemm(queue, n, n, k, alpha, a, a, beta, c, dtype=dtype, trans_a=trans,
