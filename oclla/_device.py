@@ -121,6 +121,7 @@ _KIND_NAMES = {
 
 _lock = threading.RLock()
 _queues: dict = {}        # cl.Device -> cl.CommandQueue
+_default_queues: dict = {}   # (OCLLA_DEVICE, PYOPENCL_CTX) -> get_queue()'s default queue
 _contexts: dict = {}      # cl.Device -> its cl.Context (one per device, shared)
 
 
@@ -332,6 +333,14 @@ def get_queue(device=None) -> cl.CommandQueue:
     """
     if isinstance(device, cl.CommandQueue):
         return device
+    if device is None:
+        # the default, once per selecting environment: every public call asks for it,
+        # and selecting (the device list and its names) costs tens of µs on NVIDIA's
+        key = (os.environ.get("OCLLA_DEVICE"), os.environ.get("PYOPENCL_CTX"))
+        queue = _default_queues.get(key)
+        if queue is None:
+            queue = _default_queues[key] = get_queue(select_device())
+        return queue
     dev = select_device(device)
     with _lock:
         queue = _queues.get(dev)
@@ -501,20 +510,10 @@ def quiet_compiler():
         yield
 
 
-_default_queues: dict = {}   # (OCLLA_DEVICE, PYOPENCL_CTX) -> the queue get_queue() gave
-
-
 def resolve_queue(queue) -> cl.CommandQueue:
-    """``queue=None`` means the default queue; a queue must have profiling on.
-
-    The default is looked up once per process and selecting environment (every public
-    call asks: the device list and its names cost tens of µs a call on NVIDIA's)."""
+    """``queue=None`` means the default queue; a queue must have profiling on."""
     if queue is None:
-        key = (os.environ.get("OCLLA_DEVICE"), os.environ.get("PYOPENCL_CTX"))
-        default = _default_queues.get(key)
-        if default is None:
-            default = _default_queues[key] = get_queue()
-        return default
+        return get_queue()
     if not isinstance(queue, cl.CommandQueue):
         raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
     if not queue.properties & cl.command_queue_properties.PROFILING_ENABLE:

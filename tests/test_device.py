@@ -55,6 +55,20 @@ def test_selection_by_index_name_and_env(monkeypatch, queue):
     assert _device.select_device() == _device._all_cl_devices()[usable[0]]
 
 
+def test_the_default_queue_follows_the_selecting_environment(monkeypatch, queue):
+    """get_queue() keeps its default per OCLLA_DEVICE / PYOPENCL_CTX: another value
+    selects again (a bad one raises, nothing stale comes back), the same value gives the
+    same queue."""
+    usable = [i for i, d in enumerate(_device._all_cl_devices())
+              if _device.build_problem(d) is None]
+    monkeypatch.setenv("OCLLA_DEVICE", "no-such-device-anywhere")
+    with pytest.raises(DeviceError, match="no OpenCL device matches"):
+        oclla.get_queue()
+    monkeypatch.setenv("OCLLA_DEVICE", str(usable[-1]))
+    chosen = oclla.get_queue()
+    assert chosen is oclla.get_queue(usable[-1]) and chosen is oclla.get_queue()
+
+
 def test_bad_selection(monkeypatch):
     with pytest.raises(DeviceError, match="out of range"):
         oclla.get_queue(999)
