@@ -101,7 +101,7 @@ def _view_layout(a: cl_array.Array, name: str) -> tuple:
     return np.int64(a.offset // item), np.int64(rs), np.int64(cs), np.uint64(cols)
 
 
-def views_launch(queue, size: int, dtype) -> tuple:
+def _views_launch(queue, size: int, dtype) -> tuple:
     """Global and local size of a views.cl kernel over ``size`` entries, and gather's and
     scatter's ``runs`` argument (the ``wg1d`` knob RUNS)."""
     p = params(queue, "wg1d", dtype)
@@ -116,11 +116,20 @@ def gather(queue, a: cl_array.Array, name: str = "a") -> cl_array.Array:
     check_dtype(a.dtype, name)
     out = cl_array.empty(queue, a.shape, a.dtype)
     off, rs, cs, cols = _view_layout(a, name)
-    kernel = get_kernel(queue, "views.cl", "gather", a.dtype)
-    global_size, local_size, runs = views_launch(queue, a.size, a.dtype)
-    enqueue(queue, kernel, global_size, local_size, a.base_data, off, rs, cs, cols,
-            np.uint64(a.size), out.data, runs)
+    gather_entries(queue, a.base_data, off, rs, cs, cols, a.size, out.data, a.dtype)
     return out
+
+
+def gather_entries(queue, base, off: int, rs: int, cs: int, cols: int, size: int, out,
+                   dtype) -> None:
+    """``out[i] = base[off + (i // cols)·rs + (i % cols)·cs]`` for i < ``size``: the view
+    of ``base`` (a buffer of ``dtype`` reals) with ``cols`` columns and element strides
+    ``rs``, ``cs``, row-major into the buffer ``out`` (views.cl's gather); one kernel, no
+    wait."""
+    kernel = get_kernel(queue, "views.cl", "gather", dtype)
+    global_size, local_size, runs = _views_launch(queue, size, dtype)
+    enqueue(queue, kernel, global_size, local_size, base, np.int64(off), np.int64(rs),
+            np.int64(cs), np.uint64(cols), np.uint64(size), out, runs)
 
 
 def holds_results(view: cl_array.Array) -> bool:
@@ -143,7 +152,7 @@ def scatter(queue, values: cl_array.Array, view: cl_array.Array) -> None:
     kernel, no wait."""
     off, rs, cs, cols = _view_layout(view, "the result")
     kernel = get_kernel(queue, "views.cl", "scatter", view.dtype)
-    global_size, local_size, runs = views_launch(queue, view.size, view.dtype)
+    global_size, local_size, runs = _views_launch(queue, view.size, view.dtype)
     enqueue(queue, kernel, global_size, local_size, values.data, view.base_data, off, rs, cs,
             cols, np.uint64(view.size), runs)
 
@@ -162,7 +171,7 @@ def device_pivots(queue, piv: cl_array.Array, flags: cl_array.Array, slot: int =
     checked = cl_array.empty(queue, n, np.int32)
     off, stride, _, _ = _view_layout(piv, "piv")
     kernel = get_kernel(queue, "views.cl", "check_pivots", np.float32)
-    global_size, local_size, _ = views_launch(queue, n, np.float32)
+    global_size, local_size, _ = _views_launch(queue, n, np.float32)
     enqueue(queue, kernel, global_size, local_size, piv.base_data, off, stride, np.uint64(n),
             checked.data, flags.data, int_arg(slot))
     return checked

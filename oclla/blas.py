@@ -27,7 +27,7 @@ from ._params import check, params, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
                         set_args)
 from ._scratch import buffer as scratch_buffer, zeroed_ints
-from ._validate import as_matrix, read_only, views_launch
+from ._validate import as_matrix, gather_entries, read_only
 
 
 class View(NamedTuple):
@@ -206,21 +206,17 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     """
     p = complete_gemm(tile or gemm_shape(queue, k, dtype))
     if trans and p["KERNEL"] == "tiled" and 0 < k <= p["TN_COPY_K"]:
-        a, trans = transposed_copy(queue, a, k, n, dtype), False
+        a, trans = _transposed_copy(queue, a, k, n, dtype), False
     return gemm(queue, n, n, k, alpha, a, a, beta, c, dtype=dtype, trans_a=trans,
                 trans_b=not trans, triangle="lower" if lower else "upper", tile=tile)
 
 
-def transposed_copy(queue, a: View, rows: int, cols: int, dtype) -> View:
+def _transposed_copy(queue, a: View, rows: int, cols: int, dtype) -> View:
     """A dense cols x rows copy of the transpose of the rows x cols matrix at ``a``, in a
-    scratch buffer of ``queue``'s (views.cl's gather: entry (i, j) from a's (j, i)); one
-    kernel, no wait."""
-    item = np.dtype(dtype).itemsize
-    out = scratch_buffer(queue, rows * cols * item)
-    kernel = get_kernel(queue, "views.cl", "gather", dtype)
-    global_size, local_size, runs = views_launch(queue, rows * cols, dtype)
-    enqueue(queue, kernel, global_size, local_size, a.buf, np.int64(a.off), np.int64(1),
-            np.int64(a.ld), np.uint64(rows), np.uint64(rows * cols), out, runs)
+    scratch buffer of ``queue``'s (entry (i, j) gathered from a's (j, i)); one kernel, no
+    wait."""
+    out = scratch_buffer(queue, rows * cols * np.dtype(dtype).itemsize)
+    gather_entries(queue, a.buf, a.off, 1, a.ld, rows, rows * cols, out, dtype)
     return View(out, 0, rows)
 
 
