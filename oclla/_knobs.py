@@ -449,9 +449,12 @@ def _lu_settle(d: Device, p: dict) -> dict:
 
 
 def _lu_constraint(p: dict, d: Device) -> str | None:
-    """PANEL_WG and a GRID_WX x GRID_WY work-group within the work-group limits."""
+    """PANEL_WG and a GRID_WX x GRID_WY work-group within the work-group limits;
+    GRID_FEWEST only with register rows to count."""
     if not d.fits(p["GRID_WX"], p["GRID_WY"]):
         return "GRID_WX x GRID_WY exceeds the work-group limits"
+    if p["GRID_FEWEST"] and not p["GRID_RPI"]:
+        return "GRID_FEWEST needs register rows (GRID_RPI > 0)"
     return None if d.fits(p["PANEL_WG"]) else "PANEL_WG exceeds the work-group limit"
 
 
@@ -782,6 +785,15 @@ FAMILIES = {f.name: f for f in (
              _by_kind(8, 1), pow2(), _LU, {"GPU": (4, 8, 16), "CPU": (1, 2)}),
         Knob("GRID_PER_CU", 'PANEL = "grid": work-groups launched per compute unit',
              _fixed(1), ints(1, 8), _LU, _both((1, 2))),
+        Knob("GRID_FEWEST", 'PANEL = "grid": 0 launches every panel on compute units x '
+             "GRID_PER_CU work-groups; g > 0 on the fewest that hold the panel's rows in "
+             "their GRID_RPI register rows per item, at least g (never more than the "
+             "first), so that as the panels shorten they leave compute units to the "
+             "look-ahead's trailing update (LOOKAHEAD).  H200 (132 compute units), with "
+             "LOOKAHEAD, g = 33 against 0: sgetrf 4096 / 8192 / 16384 20.0 / 56.3 / 212.7 "
+             "-> 17.7 / 49.2 / 204.5 ms, dgetrf 24.9 / 71.4 / 288.1 -> 22.1 / 65.8 / 283.1 "
+             "ms; g = 16 and 66 alike; without a look-ahead no faster",
+             _fixed(0), ints(0), _LU, {"GPU": (0, 16, 32, 64), "CPU": (0,)}),
         Knob("GRID_RPI", 'PANEL = "grid": the most rows per work-item held in registers '
              '(the program is built for this many; a panel that needs fewer passes its '
              'count as an argument; 0: none).  On an H100, 8 was as fast as 16 or faster '

@@ -263,12 +263,13 @@ class Panels:
         (NB, or PANEL_SPLIT where that is narrower) and GRID_RPI register rows per item;
         the rows this panel asks for (the fewest that hold its row blocks, at most
         GRID_RPI) are an argument."""
-        wx, wy, groups = self.p["GRID_WX"], self.p["GRID_WY"], self.grid_groups
+        wx, wy = self.p["GRID_WX"], self.p["GRID_WY"]
         split, nb = self.p["PANEL_SPLIT"], self.p["NB"]
         cpi = -(-max(w, min(split, nb) if split else nb) // wx)
         blocks = -(-(self.n - c0) // wy)
+        groups = self._grid_groups(blocks)
         bufs = self._grid_buffers
-        if bufs is None or bufs[3].size < 2 * groups * cpi * wx:
+        if bufs is None or bufs[1].size < 2 * groups or bufs[3].size < 2 * groups * cpi * wx:
             q, width = self.queue, cpi * wx
             bufs = self._grid_buffers = (
                 int_zeros(q, 2 * self.n), cl_array.empty(q, 2 * groups, self.dtype),
@@ -285,6 +286,15 @@ class Panels:
         enqueue(self.queue, kernel, (groups * wx, wy), (wx, wy), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
                 bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]), int_arg(rpi))
+
+    def _grid_groups(self, blocks: int) -> int:
+        """Work-groups of a grid panel of ``blocks`` row blocks: compute units x
+        GRID_PER_CU, or with GRID_FEWEST = g > 0 the fewest whose GRID_RPI register rows
+        hold the blocks, at least g and at most that many."""
+        fewest, rpi = self.p["GRID_FEWEST"], self.p["GRID_RPI"]
+        if not fewest:
+            return self.grid_groups
+        return min(self.grid_groups, max(fewest, -(-blocks // rpi)))
 
     def factor(self, c0: int, w: int, last: bool = False, part: bool = False) -> bool:
         """Factor the panel; True where its interchanges were also applied to every

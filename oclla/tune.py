@@ -90,7 +90,7 @@ LU_ORDER = (("lu", "PANEL"), ("lu", "REG_SLOTS"), ("lu", "NB"), ("lu", "PANEL_SP
             ("lu", "FLAT_AHEAD"), ("lu", "GRID_PER_CU"), ("trsm", "TRSM_NB"),
             ("trsm", "INVERSE"), ("trsm", "REGISTER"), ("laswp", "WG"), ("laswp", "CHUNK"),
             ("gemm_thin", "MAX_K"), ("gemm_thin", "TILE_M"), ("gemm_thin", "TILE_N"),
-            ("lu", "LOOKAHEAD"))
+            ("lu", "LOOKAHEAD"), ("lu", "GRID_FEWEST"))
 #: The same for the blocked Cholesky; ``quick`` keeps the first 3.
 CHOL_ORDER = tuple(("chol", key) for key in ("NB", "LEAF", "TRSM_INVERSE", "RFP_TRSM_INVERSE",
                                              "ROW_LEAF", "FUSE_LEAF", "WG"))

@@ -60,8 +60,12 @@ BLOCKED_SETS = [
          SMALL_N=0, LOOKAHEAD=0),
     dict(NB=48, PANEL="grid", GRID_WX=16, GRID_WY=4, GRID_RPI=32, PANEL_SPLIT=8, LEAF_W=8,
          PANEL_WG=16, REG_SLOTS=8, SMALL_N=0, LOOKAHEAD=1),
+    # each panel on the fewest work-groups that hold its rows in registers, beside the
+    # look-ahead's update
+    dict(NB=16, PANEL="grid", GRID_WX=4, GRID_WY=2, GRID_RPI=2, GRID_PER_CU=8,
+         GRID_FEWEST=1, SMALL_N=0, LOOKAHEAD=1),
 ]
-GRID_SET = BLOCKED_SETS[-3]
+GRID_SET = BLOCKED_SETS[-4]
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("p", BLOCKED_SETS, ids=lambda p: "-".join(map(str, p.values())))
 def test_blocked_parameter_sets(queue, p, dtype):
@@ -178,6 +182,30 @@ def test_grid_panels_one_launch_per_panel(queue, dtype, pivoting, monkeypatch):
         assert arrived == w * joined
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("fewest", (1, 5, 99))
+def test_grid_panels_on_the_fewest_work_groups(queue, dtype, fewest):
+    """GRID_FEWEST = g: each panel's launch takes the fewest work-groups whose GRID_RPI
+    register rows hold its row blocks, at least g and at most compute units x
+    GRID_PER_CU; the factors and pivots are those of every work-group."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    p = dict(GRID_SET, GRID_PER_CU=8, GRID_FEWEST=fewest)
+    most = oclla.device_info(queue).compute_units * 8
+    n = 77
+    a = np.random.default_rng(8).standard_normal((n, n)).astype(dtype)
+    _params.override("lu", p)
+    with oclla.record() as rec:
+        lu, piv = oclla.lu_factor(a, queue=queue)
+    launched = [k.global_size[0] // p["GRID_WX"] for k in rec.runs[-1].kernels
+                if k.name == "getrf_grid"]
+    blocks = [-(-(n - c0) // p["GRID_WY"]) for c0 in range(0, n, p["NB"])]
+    assert launched == [min(most, max(fewest, -(-b // p["GRID_RPI"]))) for b in blocks]
+    assert len(set(launched)) > 1 or fewest == 99
+    assert passes(lu_backward_error(a, lu, piv))
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+
+
 @pytest.mark.parametrize("panel", ("grid", "columns"))
 def test_blocked_zero_column_warns_like_scipy(queue, panel):
     p = GRID_SET if panel == "grid" else BLOCKED_SETS[2]
@@ -197,7 +225,8 @@ def test_grid_shapes_that_cannot_run_are_refused(queue):
     info = oclla.device_info(queue)
     base = dict(_params.params(queue, "lu", np.float32))
     for bad in (dict(GRID_WX=3), dict(GRID_WY=0), dict(GRID_RPI=3), dict(GRID_PER_CU=0),
-                dict(GRID_WX=info.max_work_group_size, GRID_WY=2)):
+                dict(GRID_WX=info.max_work_group_size, GRID_WY=2), dict(GRID_FEWEST=-1),
+                dict(GRID_FEWEST=4, GRID_RPI=0)):
         assert "GRID" in _params.check("lu", dict(base, **bad), info, 4), bad
     assert "PANEL" in _params.check("lu", dict(base, PANEL="rows"), info, 4)
     assert _params.check("lu", dict(base, PANEL="grid"), info, 4) is None
