@@ -116,14 +116,20 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
         const int col = c0 + j, par = j & 1;
 
         /* 1. publish this work-group's candidate for col with a copy of its row,
-         *    and (its owner) a copy of row col; meet the others */
-        barrier(CLK_GLOBAL_MEM_FENCE);               /* the rows in memory are stored */
+         *    and (its owner) a copy of row col; meet the others.  Only the items
+         *    on column col (x == j % WX) hold candidates for it, one per y. */
+        if (x == j % WX) {
+            vals[y] = best;
+            rows[y] = best_row;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   /* and the rows in memory
+                                                                 are stored */
 #if NO_PIVOT
         const real mine = -ONE;
         const int cand = col;
 #else
         real mine;
-        const int cand = wg_reduce_argmax(best, best_row, vals, rows, &mine);
+        const int cand = argmax_scan(vals, rows, WY, &mine);
 #endif
         if (act) {
             if (lid == 0) {

@@ -106,7 +106,7 @@ int leaf_pivot(__local real *vals, __local int *rows, const int lid, const int n
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
     real value;
-    return argmax_scan(vals, rows, &value);
+    return argmax_scan(vals, rows, ARGMAX_SCANNED, &value);
 #endif
 }
 

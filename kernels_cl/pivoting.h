@@ -58,19 +58,21 @@
 /* The candidates every item scans after the folds. */
 #define ARGMAX_SCANNED (WG < ARGMAX_SCAN ? WG : ARGMAX_SCAN)
 
-/* The row of the (largest value, lowest row) over vals/rows[0,
- * ARGMAX_SCANNED), scanned by every item (broadcast reads, no barrier: the
- * caller orders any later rewrite of the entries with one); the value goes
- * to *value. */
-int argmax_scan(__local const real *vals, __local const int *rows, real *value)
+/* The row of the (largest value, lowest row) over vals/rows[0, count),
+ * scanned by every item (broadcast reads, no barrier: the caller orders any
+ * later rewrite of the entries with one; count a constant of the caller, so
+ * that the loops unroll and their loads issue at once); the value goes to
+ * *value. */
+inline int argmax_scan(__local const real *vals, __local const int *rows, const int count,
+                       real *value)
 {
     real best = vals[0];
     #pragma unroll
-    for (int i = 1; i < ARGMAX_SCANNED; i++)
+    for (int i = 1; i < count; i++)
         best = fmax(best, vals[i]);
     int best_row = INT_MAX;
     #pragma unroll
-    for (int i = 0; i < ARGMAX_SCANNED; i++)
+    for (int i = 0; i < count; i++)
         best_row = min(best_row, vals[i] == best ? rows[i] : INT_MAX);
     *value = best;
     return best_row;
@@ -91,7 +93,7 @@ int wg_reduce_argmax(const real best, const int best_row,
     ARGMAX_FOLD(vals, rows, lid, WG, ARGMAX_SCAN)
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-    const int row = argmax_scan(vals, rows, value);
+    const int row = argmax_scan(vals, rows, ARGMAX_SCANNED, value);
     barrier(CLK_LOCAL_MEM_FENCE);
     return row;
 }

@@ -71,20 +71,7 @@ GRID_SET = BLOCKED_SETS[-4]
 def test_blocked_parameter_sets(queue, p, dtype):
     _params.override("lu", buildable(queue, dtype, p, key="LEAF_W"))
     _params.override("pivot", PANEL_PIVOT_SET)
-    if _folds_twice_by_four(queue, p):
-        # PoCL 3.0 (the wheel's device) picks wrong pivots when the register leaf's
-        # search folds 64 candidates to 16, then to 4; every other fold shape is right
-        # there, and the derived parameters never choose this one (LEAF_SCAN = 32)
-        with pytest.raises(AssertionError):
-            check_lu_sizes(queue, dtype, method="blocked")
-        return
     check_lu_sizes(queue, dtype, method="blocked")
-
-
-def _folds_twice_by_four(queue, p) -> bool:
-    return (oclla.device_info(queue).driver_version.startswith("3.0")
-            and "Portable" in oclla.device_info(queue).platform
-            and p.get("LEAF_SCAN") == 4 and p.get("PANEL_WG") == 64 and p.get("REG_SLOTS"))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
