@@ -361,14 +361,15 @@ def _gemm_knobs(thin: bool) -> tuple:
              "in use, each compiled for its shape alone: NVIDIA's compiler then keeps the "
              "float64 128 x 64 tiles in 128 registers instead of 164, two work-groups per "
              "multiprocessor instead of one: H200, dgemm 8192 64.5 -> 52.7 ms; float32's "
-             "AᵀB 10 % slower). Not searched by the tuner: a tuned entry sets it where "
-             "measured", _fixed(GEMM_LATER["PER_SHAPE"]), BOOL,
+             "AᵀB 10 % slower). oclla tune times AB, AᵀB and ABᵀ together both ways for "
+             "the tile set it found", _fixed(GEMM_LATER["PER_SHAPE"]), BOOL,
              blas + ("kernels_cl/gemm.cl",), None, tiled),
         Knob("TN_COPY_K", "tiled: a SYRK AᵀA (A k x n: the upper Cholesky's trailing "
              "updates) of inner dimension k up to this first copies A transposed into an "
              "n x k scratch matrix and takes the product as A·Aᵀ, whose operands are "
              "contiguous along k (0: never). H200 float64, n = 16256, k = 128: AᵀA 3.13 ms, "
-             "A·Aᵀ 2.09 ms; float32 level. Not searched by the tuner",
+             "A·Aᵀ 2.09 ms; float32 level. oclla tune times such a SYRK of rank 128 both ways "
+             "for the tile set it found (0 or 256)",
              _fixed(GEMM_LATER["TN_COPY_K"]), ints(0), blas, None, tiled),
     )
 

@@ -9,7 +9,10 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
 
 * ``gemm``: the kernel shape (tiled: tile, depth, work per item, vector width;
   direct: rows, vector width, vectors per row, work-group).  Metric: GFLOP/s
-  of C = A·B at n = ``GEMM_N`` (device-resident, best of 3).
+  of C = A·B at n = ``GEMM_N`` (device-resident, best of 3).  Then, for a
+  tiled shape, ``PER_SHAPE`` (the time of AB, AᵀB and ABᵀ together) and
+  ``TN_COPY_K`` (the time of a SYRK AᵀA of rank ``TN_COPY_RANK``), each both
+  ways.
 * ``chol``: block width, diagonal leaf order, leaf kind (one item per row or
   entries spread over a work-group), work-group and the
   triangular solves' method of the blocked Cholesky, by coordinate descent.
@@ -239,7 +242,84 @@ def tune_gemm(queue, dtype, quick: bool, log) -> dict | None:
         if rate > best_rate:
             best, best_rate = p, rate
     log(f"gemm best: {best} at {best_rate:.1f} GFLOP/s (n={n})")
+    if best is not None and best["KERNEL"] == "tiled":
+        best = _product_shapes(queue, best, dtype, n, a, c, log)
     return best
+
+
+#: The rank of the SYRK AᵀA whose two routes the tuner times for TN_COPY_K (the blocked
+#: Cholesky's trailing updates on GPUs: its NB), and the TN_COPY_K it stores where the
+#: transposed copy is the faster route.
+TN_COPY_RANK = 128
+TN_COPY_LIMIT = 256
+
+
+def _products_seconds(queue, p: dict, a, c, n: int, dtype) -> float:
+    """Seconds of the products AB, AᵀB and ABᵀ of order n with the gemm set p, added
+    (each the best of 3)."""
+    from .blas import gemm, view_of
+    return sum(_best_time(queue, lambda ta=ta, tb=tb: gemm(
+        queue, n, n, n, 1.0, view_of(a), view_of(a), 0.0, view_of(c), dtype=dtype,
+        trans_a=ta, trans_b=tb, tile=p)) for ta, tb in ((False, False), (True, False),
+                                                        (False, True)))
+
+
+def _syrk_seconds(queue, p: dict, a, c, n: int, dtype) -> float:
+    """Seconds of C -= AᵀA on C's upper triangle (A: TN_COPY_RANK x n, at most n rows, the
+    first rows of ``a``) with the gemm set p, best of 3."""
+    from .blas import View, syrk
+    return _best_time(queue, lambda: syrk(
+        queue, n, min(TN_COPY_RANK, n), -1.0, View(a.data, 0, n), 1.0, View(c.data, 0, n),
+        dtype=dtype, lower=False, trans=True, tile=p))
+
+
+def check_syrk(queue, p: dict, dtype) -> str | None:
+    """None if SYRK AᵀA with the gemm set ``p`` (either route of TN_COPY_K) computes the
+    upper triangle right and leaves the lower alone, else what failed."""
+    import pyopencl.array as cl_array
+    from .blas import syrk, view_of
+    rng = np.random.default_rng(8)
+    for n, k in ((37, 13), (p["TILE_N"] + 1, 2 * p["TILE_K"] + 1)):
+        a = rng.standard_normal((k, n)).astype(dtype)
+        c0 = rng.standard_normal((n, n)).astype(dtype)
+        da, dc = cl_array.to_device(queue, a), cl_array.to_device(queue, c0)
+        syrk(queue, n, k, 0.5, view_of(da), 2.0, view_of(dc), dtype=dtype, lower=False,
+             trans=True, tile=p)
+        c = dc.get()
+        keep = np.triu(np.ones((n, n), bool))
+        if not np.array_equal(c[~keep], c0[~keep]):
+            return f"wrote outside the upper triangle (n={n}, k={k})"
+        c = np.where(keep, c, 0.5 * (a.T @ a) + 2.0 * c0)
+        err = product_error(c, a.T, a, alpha=0.5, beta=2.0, c0=c0)
+        if not err < THRESHOLD:
+            return f"error {err:.3g} at n={n}, k={k}"
+    return None
+
+
+def _product_shapes(queue, p: dict, dtype, n: int, a, c, log) -> dict:
+    """The tiled set p with PER_SHAPE and TN_COPY_K measured: gemm.cl built per product
+    shape (1) where AB, AᵀB and ABᵀ of order n take less time together that way (and its
+    products are right), and SYRK AᵀA of rank TN_COPY_RANK through a transposed copy
+    (TN_COPY_K = TN_COPY_LIMIT) where that is faster (and right)."""
+    for key, values, measure, check in (
+            ("PER_SHAPE", (0, 1), lambda t: _products_seconds(queue, t, a, c, n, dtype),
+             lambda t: check_gemm(queue, t, dtype)),
+            ("TN_COPY_K", (0, TN_COPY_LIMIT), lambda t: _syrk_seconds(queue, t, a, c, n, dtype),
+             lambda t: check_syrk(queue, t, dtype))):
+        times = {}
+        for value in values:
+            trial = dict(p, **{key: value})
+            problem = _safe(lambda: check(trial))
+            seconds = _safe(lambda: measure(trial)) if problem is None else problem
+            if isinstance(seconds, float):
+                times[value] = seconds
+                log(f"  gemm {key}={value}: {1e3 * seconds:.2f} ms")
+            else:
+                log(f"  gemm {key}={value}: rejected ({seconds})")
+        if times:
+            p = dict(p, **{key: min(times, key=times.get)})
+        log(f"gemm {key} -> {p.get(key, _knobs.GEMM_LATER[key])}")
+    return p
 
 
 def _lu_time(queue, a, method: str, variant: str | None = None) -> float | Exception:

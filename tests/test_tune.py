@@ -85,6 +85,63 @@ def test_thin_gemm_axes_keep_a_correct_shape(queue, small_problems, monkeypatch)
     assert tune.check_lu(queue, np.float32) is None
 
 
+TILED = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4)
+
+
+@pytest.fixture
+def one_tiled_shape(monkeypatch):
+    """The gemm search reduced to one small tiled shape at n = 48."""
+    monkeypatch.setitem(tune.SPACE, "gemm", lambda kind, native, quick: [dict(TILED)])
+    monkeypatch.setitem(tune.GEMM_N, "CPU", 48)
+    monkeypatch.setitem(tune.GEMM_N, "GPU", 48)
+
+
+@pytest.mark.parametrize("per_shape, copy_k", [(0, 256), (1, 0)])
+def test_gemm_search_keeps_the_faster_shapes(queue, one_tiled_shape, monkeypatch, per_shape,
+                                             copy_k):
+    """After the tile search, PER_SHAPE and TN_COPY_K take the value whose measured time
+    is lower (the timings replaced here by ones that favour the parametrized values)."""
+    monkeypatch.setattr(tune, "_products_seconds",
+                        lambda q, p, a, c, n, dt: 1.0 if p["PER_SHAPE"] == per_shape else 2.0)
+    monkeypatch.setattr(tune, "_syrk_seconds",
+                        lambda q, p, a, c, n, dt: 1.0 if p["TN_COPY_K"] == copy_k else 2.0)
+    lines = []
+    found = tune.tune(queue, np.float32, {"gemm"}, quick=True, log=lines.append)
+    assert found["gemm"]["PER_SHAPE"] == per_shape and found["gemm"]["TN_COPY_K"] == copy_k
+    assert f"gemm PER_SHAPE -> {per_shape}" in lines and f"gemm TN_COPY_K -> {copy_k}" in lines
+    assert "  gemm PER_SHAPE=1: 2000.00 ms" in lines or "  gemm PER_SHAPE=0: 2000.00 ms" in lines
+
+
+def test_gemm_search_rejects_a_wrong_route(queue, one_tiled_shape, monkeypatch):
+    """Both routes are timed for real and checked first; a route whose SYRK is wrong is
+    logged as rejected and not kept, and what is kept computes right."""
+    real = tune.check_syrk
+    monkeypatch.setattr(tune, "check_syrk", lambda q, p, dt: "error 1e9 at n=37, k=13"
+                        if p["TN_COPY_K"] else real(q, p, dt))
+    lines = []
+    found = tune.tune(queue, np.float32, {"gemm"}, quick=True, log=lines.append)
+    gemm = found["gemm"]
+    assert gemm["TN_COPY_K"] == 0 and gemm["PER_SHAPE"] in (0, 1)
+    assert "  gemm TN_COPY_K=256: rejected (error 1e9 at n=37, k=13)" in lines
+    assert any(line.startswith("  gemm PER_SHAPE=1: ") and line.endswith(" ms") for line in lines)
+    assert real(queue, dict(gemm, TN_COPY_K=256), np.float32) is None
+    assert tune.check_gemm(queue, gemm, np.float32) is None
+
+
+def test_syrk_check_finds_a_wrong_route(queue, monkeypatch):
+    """check_syrk fails where the transposed copy is wrong (its gather reads one row off)."""
+    from oclla import blas
+    assert tune.check_syrk(queue, dict(TILED, TN_COPY_K=256), np.float32) is None
+    real_copy = blas._transposed_copy
+
+    def off_by_one(q, a, rows, cols, dtype):
+        return real_copy(q, blas.View(a.buf, a.off + 1, a.ld), rows, cols, dtype)
+
+    monkeypatch.setattr(blas, "_transposed_copy", off_by_one)
+    assert "error" in tune.check_syrk(queue, dict(TILED, TN_COPY_K=256), np.float32)
+    assert tune.check_syrk(queue, dict(TILED, TN_COPY_K=0), np.float32) is None
+
+
 @pytest.mark.parametrize("family", ["crout", "window"])
 def test_per_pivot_search_keeps_a_correct_shape(queue, small_problems, family):
     lines = []
