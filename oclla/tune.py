@@ -85,7 +85,8 @@ def _grid(family: str, gpu_step: int, cpu_step: int):
 
 
 #: The order of the coordinate descent over the blocked LU's families (the values of
-#: each knob: :func:`oclla._knobs.tuned_values`); ``quick`` keeps the first 11 and the last.
+#: each knob: :func:`oclla._knobs.tuned_values`); ``quick`` keeps the first 11 and the last
+#: two (the look-ahead, and the grid panel's work-groups, which pay only with it).
 LU_ORDER = (("lu", "PANEL"), ("lu", "REG_SLOTS"), ("lu", "NB"), ("lu", "PANEL_SPLIT"),
             ("lu", "PANEL_RB"), ("lu", "PANEL_WY"), ("lu", "LEAF_W"), ("lu", "PANEL_WG"),
             ("lu", "GRID_RPI"), ("lu", "GRID_WY"), ("lu", "LEAF_UNR"), ("lu", "REG_SLOTS"),
@@ -107,7 +108,7 @@ def _axes(order, kind: str) -> list[tuple[str, str, tuple]]:
 def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     """(family, key, values) searched in order by coordinate descent."""
     axes = _axes(LU_ORDER, kind)
-    return axes[:11] + axes[-1:] if quick else axes
+    return axes[:11] + axes[-2:] if quick else axes
 
 
 def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
