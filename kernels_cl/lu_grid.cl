@@ -122,8 +122,8 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
             vals[y] = best;
             rows[y] = best_row;
         }
-        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   /* and the rows in memory
-                                                                 are stored */
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   /* they, and the rows in
+                                                                 memory, are stored */
 #if NO_PIVOT
         const real mine = -ONE;
         const int cand = col;
