@@ -153,17 +153,24 @@ def check_gemm(queue, p: dict, dtype) -> str | None:
         da, db, dc = (cl_array.to_device(queue, x) for x in (a, b, c0))
         gemm(queue, m, n, k, 0.5, view_of(da), view_of(db), 2.0, view_of(dc), dtype=dtype,
              trans_a=ta, trans_b=tb, triangle=tri, tile=p)
-        c = dc.get()
         opa, opb = (a.T if ta else a), (b.T if tb else b)
-        if tri == "lower":
-            keep = np.tril(np.ones((m, n), bool))
-            if not np.array_equal(c[~keep], c0[~keep]):
-                return f"wrote outside the lower triangle ({m}x{n}x{k})"
-            c = np.where(keep, c, 0.5 * (opa @ opb) + 2.0 * c0)
-        err = product_error(c, opa, opb, alpha=0.5, beta=2.0, c0=c0)
-        if not err < THRESHOLD:
-            return f"error {err:.3g} at {m}x{n}x{k} trans_a={ta} trans_b={tb} {tri or ''}"
+        problem = _product_problem(dc.get(), c0, opa, opb, tri)
+        if problem is not None:
+            return f"{problem} at {m}x{n}x{k} trans_a={ta} trans_b={tb} {tri or ''}"
     return None
+
+
+def _product_problem(c, c0, opa, opb, triangle: str | None) -> str | None:
+    """None if ``c`` is 0.5·opa·opb + 2·c0 on the ``triangle`` ("lower", "upper" or None:
+    all) within :data:`~oclla.accuracy.THRESHOLD` and ``c0`` elsewhere, else what is
+    wrong."""
+    if triangle is not None:
+        keep = (np.tril if triangle == "lower" else np.triu)(np.ones(c.shape, bool))
+        if not np.array_equal(c[~keep], c0[~keep]):
+            return f"wrote outside the {triangle} triangle"
+        c = np.where(keep, c, 0.5 * (opa @ opb) + 2.0 * c0)
+    err = product_error(c, opa, opb, alpha=0.5, beta=2.0, c0=c0)
+    return None if err < THRESHOLD else f"error {err:.3g}"
 
 
 def check_lu(queue, dtype, method: str = "blocked", variant: str | None = None) -> str | None:
@@ -286,14 +293,9 @@ def check_syrk(queue, p: dict, dtype) -> str | None:
         da, dc = cl_array.to_device(queue, a), cl_array.to_device(queue, c0)
         syrk(queue, n, k, 0.5, view_of(da), 2.0, view_of(dc), dtype=dtype, lower=False,
              trans=True, tile=p)
-        c = dc.get()
-        keep = np.triu(np.ones((n, n), bool))
-        if not np.array_equal(c[~keep], c0[~keep]):
-            return f"wrote outside the upper triangle (n={n}, k={k})"
-        c = np.where(keep, c, 0.5 * (a.T @ a) + 2.0 * c0)
-        err = product_error(c, a.T, a, alpha=0.5, beta=2.0, c0=c0)
-        if not err < THRESHOLD:
-            return f"error {err:.3g} at n={n}, k={k}"
+        problem = _product_problem(dc.get(), c0, a.T, a, "upper")
+        if problem is not None:
+            return f"{problem} at n={n}, k={k}"
     return None
 
 
