@@ -16,8 +16,9 @@
  * Kernels, in order:
  *   solve_step       W = L^-1 V, one launch per block of TB rows (below), or
  *   solve_chain      all blocks in one launch, each work-group waiting for the
- *                    blocks before its own; both store, on the way, each row's
- *                    sums over its later column chunks (below)
+ *                    blocks before its own (for an upper factor, each group of
+ *                    QC columns of W a chain of its own); both store, on the
+ *                    way, each row's sums over its later column chunks (below)
  *   chunk_merge      work-group c: the R of the rows of W in chunk c (CH rows;
  *                    chunk 0 also holds I), R_c, into r (KB x KB each; merge_columns),
  *                    then per level (distance d) of an inclusive prefix over the
@@ -266,18 +267,23 @@ __kernel void row_coefficients(const int n, __global const real *w,
 typedef REALV(QC) realqc;
 
 /* x := inv_b times the block's rows for the item's QC columns of W (row t of the
- * block, columns h*QC ..): rows: the block's kb rows of V, row stride KB; invs: inv_b
- * (of L where lower, else of R = L^T, read transposed). */
-inline void diagonal_solve(real *x, __local const realqc *rows, __local const real *invs,
-                           const int t, const int h, const int kb, const int lower)
+ * block): rows: those QC columns of the block's TB rows of V, row stride rs (in
+ * realqc); invs: inv_b with row stride is (of L where lower, else of R = L^T, read
+ * transposed), zero in the rows and columns past the block's own (a last block of
+ * fewer than TB rows), so that the loop has a fixed count and its loads of local
+ * memory go out ahead of the multiply-adds. */
+inline void diagonal_solve(real *x, __local const realqc *rows, const int rs,
+                           __local const real *invs, const int is, const int t,
+                           const int lower)
 {
     #pragma unroll
     for (int q = 0; q < QC; q++)
         x[q] = ZERO;
-    for (int p = 0; p < kb; p++) {
-        const real m = invs[lower ? t * TB + p : p * TB + t];
+    #pragma unroll
+    for (int p = 0; p < TB; p++) {
+        const real m = invs[lower ? t * is + p : p * is + t];
         LANES(QC) r;
-        r.v = rows[p * RPI + h];
+        r.v = rows[p * rs];
         #pragma unroll
         for (int q = 0; q < QC; q++)
             x[q] += m * r.s[q];
@@ -285,13 +291,14 @@ inline void diagonal_solve(real *x, __local const realqc *rows, __local const re
 }
 
 /* x -= L(row, block) times the block's rows of W for the item's QC columns: lv the
- * row's TB entries of L, rows the block's TB rows of W (row stride KB). */
-inline void subtract_block(real *x, const real *lv, __local const realqc *rows, const int h)
+ * row's TB entries of L, rows those QC columns of the block's TB rows of W (row
+ * stride rs, in realqc). */
+inline void subtract_block(real *x, const real *lv, __local const realqc *rows, const int rs)
 {
     #pragma unroll
     for (int u = 0; u < TB; u++) {
         LANES(QC) r;
-        r.v = rows[u * RPI + h];
+        r.v = rows[u * rs];
         #pragma unroll
         for (int q = 0; q < QC; q++)
             x[q] -= lv[u] * r.s[q];
@@ -323,9 +330,10 @@ void solve_step(const int n, const int b, __global const real *a, const long off
     }
     if (first) {
         #pragma unroll
-        for (int s = 0; s < TB * TB / NI; s++)
-            if ((s * NI + lid) / TB < kb)
-                invs[s * NI + lid] = inv[(size_t)r0 * TB + s * NI + lid];
+        for (int s = 0; s < TB * TB / NI; s++) {
+            const int e = s * NI + lid;
+            invs[e] = (e / TB < kb && e % TB < kb) ? inv[(size_t)r0 * TB + e] : ZERO;
+        }
     }
     #pragma unroll
     for (int q = 0; q < QC; q++)
@@ -336,7 +344,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
         #pragma unroll
         for (int u = 0; u < TB; u++)
             lv[u] = L_AT(i, p0 + u);
-        subtract_block(x, lv, prev_rows, h);
+        subtract_block(x, lv, prev_rows + h, RPI);
         STORE_LATER_SUMS(later, x, b, i, h)
     }
     /* the first work-group finishes block b: W_b = inv_b V_b through local memory
@@ -348,28 +356,34 @@ void solve_step(const int n, const int b, __global const real *a, const long off
             prev[t * KB + h * QC + q] = x[q];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (first && i < n)
-        diagonal_solve(x, prev_rows, invs, t, h, kb, lower);
+        diagonal_solve(x, prev_rows + h, RPI, invs, TB, t, lower);
     if (i < n)
         for (int q = 0; q < QC; q++)
             row[q] = x[q];
 }
 
 /* W = L^-1 V in one launch (the update knob SOLVE = "chain"): work-group g takes
- * the next ticket t from state[0] and solves block t (rows t*TB ..): for each
- * block j < t it subtracts L(block t, block j) W_j (the loads of L issued first),
- * then W_t = inv_t V_t.  The entries of W are their own flags: w holds UNSTORED
- * on entry, and a work-group reads an entry of an earlier block again until it
- * is stored (an aligned real is stored whole), so nothing but the stores
- * themselves passes between a block and its readers (no flag raised after a
- * barrier and an exchange per entry, as before: H200, n = 8192, k = 16, the
- * solve 0.92 -> 0.85 ms in float64, 0.58 -> 0.56 ms in float32; k = 1
- * 0.39 -> 0.31 and 0.33 -> 0.29 ms).  A work-group waits only for blocks of
- * earlier tickets, whose work-groups were running when they took them; so it
- * relies, as kernels_cl/grid.h does, on a running work-group making progress and
- * on volatile global accesses reaching the memory all compute units share, which
- * OpenCL does not promise: only a tuned entry measured on the device chooses it.
- * v: V (n x KB), not written; state: 1 int, 0 before the launch; inv as in
- * solve_step; the later sums as there. */
+ * the next ticket from state[0] and solves its part of block t (rows t*TB ..): for
+ * each block j < t it subtracts L(block t, block j) W_j (the loads of L issued
+ * first), then W_t = inv_t V_t.  Unless split, the ticket is the block and the
+ * work-group takes all KB columns (TB x RPI items, as solve_step's); split, it is
+ * t*RPI + h and the work-group (TB items, one per row) takes column group h
+ * (QC columns) alone: the column groups are then RPI chains of their own, each
+ * step's products RPI times smaller.  The entries of W are their own flags: w
+ * holds UNSTORED on entry, and a work-group reads an entry of an earlier block
+ * again until it is stored (an aligned real is stored whole; an item reads its
+ * QC entries at once), so nothing but the stores themselves passes between a
+ * block and its readers (no flag raised after a barrier and an exchange per
+ * entry, as before: H200, n = 8192, k = 16, the solve 0.92 -> 0.85 ms in
+ * float64, 0.58 -> 0.56 ms in float32; k = 1 0.39 -> 0.31 and 0.33 -> 0.29 ms).
+ * A work-group waits only for blocks of earlier tickets, whose work-groups were
+ * running when they took them; so it relies, as kernels_cl/grid.h does, on a
+ * running work-group making progress and on volatile global accesses reaching
+ * the memory all compute units share, which OpenCL does not promise: only a tuned
+ * entry measured on the device chooses it.  v: V (n x KB), not written; state: 1
+ * int, 0 before the launch; inv as in solve_step (held here with a row stride of
+ * TB + 1, so that items reading a column of a lower factor's inverse meet
+ * different banks); the later sums as there. */
 #if PRECISION == 64
 #define UNSTORED 0x7ff4a5a5a5a5a5a5UL  /* a signalling NaN no arithmetic returns */
 #define BITS(v) as_ulong(v)
@@ -378,27 +392,30 @@ void solve_step(const int n, const int b, __global const real *a, const long off
 #define BITS(v) as_uint(v)
 #endif
 
-__kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
-void solve_chain(const int n, __global const real *a, const long off, const int ld,
-                 const int lower, __global const real *inv, __global const real *v,
-                 volatile __global real *w, __global real *later,
-                 volatile __global int *state)
+__kernel void solve_chain(const int n, __global const real *a, const long off,
+                          const int ld, const int lower, __global const real *inv,
+                          __global const real *v, volatile __global real *w,
+                          __global real *later, volatile __global int *state,
+                          const int split)
 {
     L_STRIDES
-    __local realqc wj_rows[TB * RPI];
-    __local real invs[TB * TB];
-    __local real *wj = (__local real *)wj_rows;
+    __local realqc wj_rows[TB * RPI];              /* block j's rows, as they are read */
+    __local real invs[TB * (TB + 1)];
     __local int ticket;
-    const int lid = get_local_id(0), t = lid / RPI, h = lid % RPI;
+    const int lid = get_local_id(0), items = get_local_size(0);
     if (lid == 0)
         ticket = atomic_inc(state);
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int blk = ticket, r0 = blk * TB, i = r0 + t;
+    const int t = split ? lid : lid / RPI, h = split ? ticket % RPI : lid % RPI;
+    const int blk = split ? ticket / RPI : ticket, r0 = blk * TB, i = r0 + t;
     const int kb = min(TB, n - r0);
+    const int rs = split ? 1 : RPI, own = t * rs + (split ? 0 : h);  /* in wj_rows */
+    __local const realqc *rows = wj_rows + (split ? 0 : h);
+    volatile __global realqc *wq = (volatile __global realqc *)w;
     real x[QC];
-    #pragma unroll
-    for (int s = 0; s < TB * TB / NI; s++)
-        invs[s * NI + lid] = inv[(size_t)r0 * TB + s * NI + lid];
+    for (int e = lid; e < TB * TB; e += items)
+        invs[e / TB * (TB + 1) + e % TB] =
+            (e / TB < kb && e % TB < kb) ? inv[(size_t)r0 * TB + e] : ZERO;
     #pragma unroll
     for (int q = 0; q < QC; q++)
         x[q] = (i < n) ? v[(size_t)i * KB + h * QC + q] : ZERO;
@@ -407,25 +424,29 @@ void solve_chain(const int n, __global const real *a, const long off, const int 
         #pragma unroll
         for (int u = 0; u < TB; u++)
             lv[u] = (i < n) ? L_AT(i, j * TB + u) : ZERO;
-        #pragma unroll
-        for (int s = 0; s < TB * KB / NI; s++) {  /* block j is whole: j < blk */
-            real e;
-            do
-                e = w[(size_t)j * TB * KB + s * NI + lid];
-            while (BITS(e) == UNSTORED);
-            wj[s * NI + lid] = e;
-        }
+        LANES(QC) e;                               /* block j is whole: j < blk */
+        int unstored;
+        do {
+            e.v = wq[((size_t)j * TB + t) * RPI + h];
+            unstored = 0;
+            #pragma unroll
+            for (int q = 0; q < QC; q++)
+                unstored |= BITS(e.s[q]) == UNSTORED;
+        } while (unstored);
+        wj_rows[own] = e.v;
         barrier(CLK_LOCAL_MEM_FENCE);
-        subtract_block(x, lv, wj_rows, h);
+        subtract_block(x, lv, rows, rs);
         STORE_LATER_SUMS(later, x, j + 1, i, h)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+    LANES(QC) y;
     #pragma unroll
     for (int q = 0; q < QC; q++)
-        wj[t * KB + h * QC + q] = x[q];
+        y.s[q] = x[q];
+    wj_rows[own] = y.v;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n) {
-        diagonal_solve(x, wj_rows, invs, t, h, kb, lower);
+        diagonal_solve(x, rows, rs, invs, TB + 1, t, lower);
         #pragma unroll
         for (int q = 0; q < QC; q++)
             w[(size_t)i * KB + h * QC + q] = x[q];
@@ -473,18 +494,27 @@ __kernel void apply_product(const int n, __global real *a, const long off,
             if (j < lo)
                 break;
             const int e = (j - lo) * RPI;
-            real s = d_local[j - lo] * lv[u];
+            /* g^T b_j as RPI partial sums, one per column group, each QC terms long
+             * (one chain of KB multiply-adds before: H200, n = 8192, k = 16, float64,
+             * the sweep of an upper factor 0.33 -> 0.31 ms, of a lower one, whose
+             * items read rows across memory, 1.01 -> 0.57 ms) */
+            real sp[RPI];
             #pragma unroll
             for (int h = 0; h < RPI; h++) {
                 LANES(QC) wq, bq;
                 wq.v = w_rows[e + h];
                 bq.v = b_rows[e + h];
+                sp[h] = ZERO;
                 #pragma unroll
                 for (int q = 0; q < QC; q++) {
-                    s += g[h * QC + q] * bq.s[q];
+                    sp[h] += g[h * QC + q] * bq.s[q];
                     g[h * QC + q] += lv[u] * wq.s[q];
                 }
             }
+            real s = d_local[j - lo] * lv[u];
+            #pragma unroll
+            for (int h = 0; h < RPI; h++)
+                s += sp[h];
             L_AT(i, j) = s;
         }
     }

@@ -18,7 +18,8 @@ Nothing here is a chain over the rows (the rotation sweep of
    then one launch per block of TB rows (``solve_step``) or, where a tuned entry
    chooses it (the ``update`` knob SOLVE), one launch for all blocks whose
    work-groups wait for the blocks before their own (``solve_chain``; W's entries
-   are their own flags: filled with :data:`UNSTORED` before the launch);
+   are their own flags: filled with :data:`UNSTORED` before the launch; for an
+   upper factor each group of 4 columns of W a chain of its own, :func:`splits`);
 2. the R_j by orthogonal updates: per chunk of CH rows the R of its rows, an
    inclusive prefix over the chunks in ⌈log₂⌉ launches (the R of two stacked R's
    is associative; each a QR by Householder reflections, one per column, in a
@@ -46,16 +47,16 @@ rotations; ``method="product"`` does not.  Updates only: a downdate's M_j
 would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
-H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-28-sums.txt): float32
-1.11-1.17 ms a call (cuSOLVER's refactorization 14.0-14.3 ms), of which the solve for W
-0.52 ms (one launch with SOLVE = "chain"; 1.7 ms as 128 launches), the prefix 0.20 ms,
-the row sweep 0.20 ms; float64 1.70-1.77 ms (solve 0.82, prefix 0.35, sweep 0.32 ms).
-A lower factor's sweep and solve read rows across the work-items: float32 1.68 ms,
-float64 2.15 ms.  The chain's time is its blocks one after another (H200, float64,
-k = 16, timestamps per work-group, benchmarks/results/nvidia-h200-2026-11-29-solve.txt):
-5.8 us a block, of which 0.9 us from a block's stores to its reader seeing them, then
-2.1 us subtracting that block and 2.6 us the diagonal solve (both bound by reads of
-local memory); float32 3.5 us, k = 1 1.7 us.
+H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-30-chain.txt): float64
+1.46-1.50 ms a call (cuSOLVER's refactorization 15.5 ms), of which the solve for W 0.54
+ms (one launch with SOLVE = "chain"), the prefix 0.35 ms, the row sweep 0.31 ms;
+float32 0.88 ms (solve 0.32, prefix 0.20, sweep 0.15 ms).  A lower factor's sweep and
+solve read rows across the work-items: float64 1.94 ms, float32 1.48 ms.  The chain's
+time is its blocks one after another: before its column groups were chains of their
+own, 5.8 us a block in float64 (timestamps per work-group,
+benchmarks/results/nvidia-h200-2026-11-29-solve.txt: 0.9 us from a block's stores to
+its reader seeing them, 2.1 us subtracting that block, 2.6 us the diagonal solve),
+now 4.2 us.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import _scratch as scratch, trace
+from ._device import device_info
 from ._knobs import pow2_at_least
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
@@ -102,6 +104,14 @@ SB = 8
 #: loads of L in flight together (16 at a time: 3.9-4.4 against 3.6 ms for the whole
 #: update, benchmarks/results/nvidia-h100-2026-11-26-update-loads.txt).
 TB = 64
+#: ``solve_chain`` splits the chain of an upper factor's solve by W's column groups
+#: (each block's groups of 4 columns in work-groups of their own, TB items: chains
+#: whose steps are products of TB x TB by TB x 4, not TB x KB) while those work-groups
+#: number at most SPLIT_PER_CU per compute unit.  H200, k = 16, the solve's kernel:
+#: float64 n = 5000 / 8192 0.42 / 0.70 -> 0.30 / 0.61 ms, float32 0.25 / 0.42 ->
+#: 0.18 / 0.32 ms; at n = 16384 (8 work-groups per compute unit) float64 1.81 ->
+#: 2.15 ms; a lower factor's rows, read across the items, 1.5-2.5x slower split.
+SPLIT_PER_CU = 4
 #: The route of the ``blocked`` method (the ``update`` knob PRODUCT) takes the product
 #: form only while every entry of W stays below GUARD in magnitude; a pass past it is
 #: left to the rotations (it is found before the factor is touched).  The square-root
@@ -113,11 +123,20 @@ GUARD = 1e4
 UNSTORED = {8: np.array([0x7ff4a5a5a5a5a5a5], np.uint64), 4: np.array([0x7fa5a5a5], np.uint32)}
 
 
+def splits(queue, n: int, kb: int, lower: bool) -> bool:
+    """Whether ``solve_chain`` takes W's column groups of 4 as chains of their own for
+    a pass of kb columns (:data:`SPLIT_PER_CU`)."""
+    groups = -(-n // TB) * (kb // min(kb, 4))
+    return (not lower and kb > 4
+            and groups <= SPLIT_PER_CU * device_info(queue).compute_units)
+
+
 def local_bytes(k: int, itemsize: int) -> int:
     """Local memory of the largest of the kernels for a pass of k columns: solve_step's
-    TB·KB + TB² reals or apply_product's 2·CW·KB + CW (KB: k's next power of two)."""
+    TB·KB + TB² reals, solve_chain's TB·KB + TB·(TB + 1) or apply_product's
+    2·CW·KB + CW (KB: k's next power of two)."""
     kb = pow2_at_least(k)
-    return itemsize * max(TB * kb + TB * TB, 2 * CW * kb + CW)
+    return itemsize * max(TB * kb + TB * (TB + 1), 2 * CW * kb + CW)
 
 
 def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, info,
@@ -166,11 +185,12 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                           unit=False)
             items = TB * (kb // min(kb, 4))          # 4 columns of W an item
             if chain:
+                split = splits(queue, n, kb, lower)
                 cl.enqueue_fill_buffer(queue, w, UNSTORED[item], 0, n * kb * item)
                 cl.enqueue_fill_buffer(queue, state, np.zeros(1, np.int32), 0, 4)
-                enqueue(queue, kernels[solve], (blocks * items,), (items,), *common, buf,
-                        np.int64(off), int_arg(ld), int_arg(lower), inverses, vin, w, sums,
-                        state)
+                enqueue(queue, kernels[solve], (blocks * items,), (TB if split else items,),
+                        *common, buf, np.int64(off), int_arg(ld), int_arg(lower), inverses,
+                        vin, w, sums, state, int_arg(split))
             else:
                 for block in range(blocks):
                     enqueue(queue, kernels[solve],

@@ -576,16 +576,21 @@ def test_product_form_accuracy_both_layouts_and_passes(queue, dtype):
                 assert_updated(at, r, ref, lower, f"n={n} k={k} lower={lower}")
 
 
-def test_product_form_solve_in_one_launch(queue, dtype):
+@pytest.mark.parametrize("per_cu", [0, 1 << 20], ids=["whole", "split"])
+def test_product_form_solve_in_one_launch(queue, dtype, per_cu, monkeypatch):
     """SOLVE = "chain": W in one launch whose work-groups wait for the blocks before
     theirs (orders straddling the solve's TB-row blocks, one to four blocks, a pass of
-    fewer than KB columns and two passes, both layouts): the same factor as the launch
-    per block, within rounding, and backward stable."""
+    fewer than KB columns and two passes, both layouts), with all of W's columns in one
+    chain and, for an upper factor, each group of 4 a chain of its own: the same factor
+    as the launch per block, within rounding, and backward stable."""
+    monkeypatch.setattr(update_product, "SPLIT_PER_CU", per_cu)
     tb = update_product.TB
     for n in (1, tb - 1, tb + 1, 3 * tb + 5):
         for k in (3, update_product.KB + 1):
             at, c, v = problem(n, k, 1, dtype, seed=11)
             for lower in (False, True):
+                assert update_product.splits(queue, n, update_product.KB, lower) == (
+                    bool(per_cu) and not lower)
                 factor = c.T.copy() if lower else c
                 steps = oclla.cholesky_update(factor, v, lower=lower, method="product",
                                               queue=queue)
@@ -598,6 +603,22 @@ def test_product_form_solve_in_one_launch(queue, dtype):
                 assert_updated(at, r, sl.cholesky(at), lower, where)
                 np.testing.assert_allclose(r, steps, rtol=0, err_msg=where,
                                            atol=64 * np.finfo(dtype).eps * np.abs(steps).max())
+
+
+def test_chain_splits_while_its_work_groups_fit(queue, monkeypatch):
+    """solve_chain splits an upper factor's chain by column groups of 4 while the
+    work-groups (blocks x groups) number at most SPLIT_PER_CU per compute unit; never a
+    lower factor's, nor a pass of 4 columns or fewer (one group)."""
+    units = oclla.device_info(queue).compute_units
+    monkeypatch.setattr(update_product, "SPLIT_PER_CU", 2)
+    tb, most = update_product.TB, 2 * units
+    fits = most // 4 * tb                           # blocks x 4 groups at most `most`
+    assert update_product.splits(queue, fits, 16, False)
+    assert not update_product.splits(queue, (most // 4 + 1) * tb, 16, False)
+    assert not update_product.splits(queue, fits, 16, True)
+    assert not update_product.splits(queue, tb, 4, False)
+    assert update_product.splits(queue, most // 2 * tb, 8, False)
+    assert not update_product.splits(queue, (most // 2 + 1) * tb, 8, False)
 
 
 def test_the_chain_and_the_host_mark_unstored_entries_alike():
