@@ -34,8 +34,9 @@
  * t(i, c), the sum of L(i, l) w_l over l <= i in the column chunks after c (CW
  * columns each), is what the solve's row i holds once it has subtracted the
  * blocks of chunks 0 .. c from v_i: v_i = sum_{l <= i} L(i, l) w_l.  The solve
- * stores it then (t(i, c) at later[(c*n + i)*KB ..], for c below i's own chunk,
- * whose t is zero), so the sweep reads L once.
+ * stores it then (t(i, c) for c below i's own chunk, whose t is zero: the rows
+ * of chunk c's sums are those below it, packed after chunk c - 1's, LATER_ROW),
+ * so the sweep reads L once.
  * L(i, j) is a[off + i*ld + j] (lower = 1) or, for an upper factor
  * (A = R^T R, L = R^T), a[off + j*ld + i]; only that triangle is touched.
  * The kernels work on KB columns (W and B are n x KB, row-major): the host pads
@@ -63,13 +64,18 @@
 #error "a column chunk of the sweep is whole blocks of the solve"
 #endif
 
+/* The row of later that holds t(i, c), i >= (c + 1)*CW: chunk c's rows (those below
+ * it, n - (c + 1)*CW of them) follow chunk c - 1's. */
+#define LATER_ROW(c, i)                                                         \
+    ((size_t)(c) * n - (size_t)CW * (c) * ((c) + 1) / 2 + (i) - ((c) + 1) * CW)
+
 /* After subtracting the blocks before block b from row i (i >= b*TB), where b
  * starts a column chunk, store the item's QC running sums x as t(i, b*TB/CW - 1)
  * in later. */
 #define STORE_LATER_SUMS(later, x, b, i, h)                                     \
     if ((b) % (CW / TB) == 0 && (i) < n)                                        \
         for (int q_ = 0; q_ < QC; q_++)                                         \
-            (later)[(((size_t)(b) / (CW / TB) - 1) * n + (i)) * KB + (h) * QC + q_] = (x)[q_];
+            (later)[LATER_ROW((b) / (CW / TB) - 1, i) * KB + (h) * QC + q_] = (x)[q_];
 
 /* L(i, j) through the strides of the factor's layout, which L_STRIDES declares in
  * each kernel that reads it: (ld, 1) for a lower factor, (1, ld) for an upper one (a
@@ -480,7 +486,7 @@ __kernel void apply_product(const int n, __global real *a, const long off,
         return;
     real g[KB];
     for (int q = 0; q < KB; q++)                   /* i's own chunk: nothing after it */
-        g[q] = (c == i / CW) ? ZERO : later[((size_t)c * n + i) * KB + q];
+        g[q] = (c == i / CW) ? ZERO : later[LATER_ROW(c, i) * KB + q];
     /* SB entries of the row loaded, then swept and stored, so that their round trips to
      * memory overlap (loaded one at a time, each came after the last one's store) */
     for (int top = min(i, lo + CW - 1); top >= lo; top -= SB) {

@@ -31,7 +31,7 @@ from ._programs import int_array
 
 #: Most bytes a queue's pool keeps unused between calls: past it, the pool frees what
 #: it holds before its next allocation (the update's scratch at n = 16384, k = 16 in
-#: float64 is 0.27 GiB).
+#: float64 is 0.28 GiB).
 HELD_BYTES = 512 * 2 ** 20
 
 #: Largest device copy of a host operand (:func:`private_copy`) taken from the pool;

@@ -131,6 +131,14 @@ def splits(queue, n: int, kb: int, lower: bool) -> bool:
             and groups <= SPLIT_PER_CU * device_info(queue).compute_units)
 
 
+def later_rows(n: int) -> int:
+    """Rows of the row sums the solve stores for the sweep: t(i, c) for each column
+    chunk c (CW columns) and each row i below it (kernels_cl/update_product.cl
+    LATER_ROW), about n²/(2·CW)."""
+    chunks = -(-n // CW)
+    return (chunks - 1) * n - CW * (chunks - 1) * chunks // 2
+
+
 def local_bytes(k: int, itemsize: int) -> int:
     """Local memory of the largest of the kernels for a pass of k columns: solve_step's
     TB·KB + TB² reals, solve_chain's TB·KB + TB·(TB + 1) or apply_product's
@@ -155,16 +163,17 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     wg = params(queue, "wg1d", dtype)["WG"]
     blocks = -(-n // TB)
     nc, ncw = -(-n // CH), -(-n // CW)
-    w = scratch.buffer(queue, n * KB * item)
-    b = scratch.buffer(queue, n * KB * item)
+    widest = pow2_at_least(min(k_all, KB))          # the widest pass's KB
+    w = scratch.buffer(queue, n * widest * item)
+    b = scratch.buffer(queue, n * widest * item)
     d = scratch.buffer(queue, n * item)
-    prefix = [scratch.buffer(queue, nc * KB * KB * item) for _ in range(2)]
-    sums = scratch.buffer(queue, n * ncw * KB * item)
+    prefix = [scratch.buffer(queue, nc * widest * widest * item) for _ in range(2)]
+    sums = scratch.buffer(queue, later_rows(n) * widest * item)
     inverses = scratch.buffer(queue, blocks * TB * TB * item)
     small = min(64, wg)
     chain = params(queue, "update", dtype)["SOLVE"] == "chain"
     solve = "solve_chain" if chain else "solve_step"
-    vin = scratch.buffer(queue, n * KB * item) if chain else w   # V; solve_step: in place
+    vin = scratch.buffer(queue, n * widest * item) if chain else w   # V; solve_step: in place
     state = scratch.buffer(queue, 4) if chain else None
     common = (int_arg(n),)
     large = scratch.zeroed_ints(queue)

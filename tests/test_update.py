@@ -605,6 +605,35 @@ def test_product_form_solve_in_one_launch(queue, dtype, per_cu, monkeypatch):
                                            atol=64 * np.finfo(dtype).eps * np.abs(steps).max())
 
 
+def test_product_form_scratch_holds_exactly_what_it_writes(queue, dtype, monkeypatch):
+    """Each scratch buffer of the product form (W, B, the prefixes, the solve's row sums
+    packed chunk after chunk, ...) is sized for the widest pass (k's class up to KB):
+    written past its size, the guard bytes behind it change; orders of one to five
+    sweep chunks, one and two passes, both solve routes."""
+    import pyopencl as cl
+    guard, taken = 4096, []
+
+    def guarded(q, nbytes):
+        buf = cl.Buffer(q.context, cl.mem_flags.READ_WRITE, max(1, nbytes) + guard)
+        cl.enqueue_fill_buffer(q, buf, np.full(1, 0x5A, np.uint8), 0, max(1, nbytes) + guard)
+        taken.append((buf, max(1, nbytes)))
+        return buf
+
+    monkeypatch.setattr(update_product.scratch, "buffer", guarded)
+    cw = update_product.CW
+    for solve in ("steps", "chain"):
+        for n, k in ((cw - 1, 1), (2 * cw + 3, 3), (5 * cw - 7, update_product.KB + 1)):
+            at, c, v = problem(n, k, 1, dtype, seed=13)
+            taken.clear()
+            with gpu_kernels(queue, dtype, SOLVE=solve):
+                r = oclla.cholesky_update(c, v, method="product", queue=queue)
+            assert_updated(at, r, sl.cholesky(at), False, f"{solve} n={n} k={k}")
+            for buf, nbytes in taken:
+                tail = np.empty(guard, np.uint8)
+                cl.enqueue_copy(queue, tail, buf, src_offset=nbytes)
+                assert (tail == 0x5A).all(), f"{solve} n={n} k={k}: written past {nbytes} bytes"
+
+
 def test_chain_splits_while_its_work_groups_fit(queue, monkeypatch):
     """solve_chain splits an upper factor's chain by column groups of 4 while the
     work-groups (blocks x groups) number at most SPLIT_PER_CU per compute unit; never a
