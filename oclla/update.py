@@ -154,8 +154,8 @@ Methods
     solve, on an H200 (n = 8192, k = 16; nvidia-h200-2026-11-28-sums.txt): 1.11-1.17
     ms in float32 (12-12.7x cuSOLVER's refactorization), 1.70-1.77 ms in float64
     (8.5-8.9x); with the solve's chain split by column groups
-    (nvidia-h200-2026-11-30-chain.txt): 0.96-1.08 ms in float32 (13.6-15.3x), 1.48-1.53
-    ms in float64 (10.1-10.4x).
+    (nvidia-h200-2026-11-30-chain.txt): 0.95-1.08 ms in float32 (13.6-15.3x), 1.45-1.53
+    ms in float64 (10.1-10.6x; 1.65 ms, 9.4x, on a slower machine).
 
 ``method="product"``
     The product form for any rank (passes of 16 columns), without the guard.
