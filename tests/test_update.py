@@ -634,6 +634,29 @@ def test_product_form_scratch_holds_exactly_what_it_writes(queue, dtype, monkeyp
                 assert (tail == 0x5A).all(), f"{solve} n={n} k={k}: written past {nbytes} bytes"
 
 
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 3 * update_product.CW + 5), k=st.integers(1, update_product.KB + 3),
+       lower=st.booleans(), split=st.booleans(), seed=st.integers(0, 2 ** 16),
+       double=st.booleans())
+def test_product_form_chain_property(queue, n, k, lower, split, seed, double):
+    """Any order, rank and layout: the chained solve, its column groups split or not,
+    gives the factor of the launch per block (within rounding), backward stable."""
+    dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
+    at, c, v = problem(n, k, 1, dtype, seed=seed)
+    factor = c.T.copy() if lower else c
+    steps = oclla.cholesky_update(factor, v, lower=lower, method="product", queue=queue)
+    saved = update_product.SPLIT_PER_CU
+    update_product.SPLIT_PER_CU = (1 << 20) if split else 0
+    try:
+        with gpu_kernels(queue, dtype, SOLVE="chain"):
+            r = oclla.cholesky_update(factor, v, lower=lower, method="product", queue=queue)
+    finally:
+        update_product.SPLIT_PER_CU = saved
+    assert_updated(at, r, sl.cholesky(at), lower, f"n={n} k={k} lower={lower}")
+    np.testing.assert_allclose(r, steps, rtol=0,
+                               atol=64 * np.finfo(dtype).eps * np.abs(steps).max())
+
+
 def test_chain_splits_while_its_work_groups_fit(queue, monkeypatch):
     """solve_chain splits an upper factor's chain by column groups of 4 while the
     work-groups (blocks x groups) number at most SPLIT_PER_CU per compute unit; never a
