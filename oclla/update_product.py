@@ -110,7 +110,7 @@ TB = 64
 #: number at most SPLIT_PER_CU per compute unit.  H200, k = 16, the solve's kernel:
 #: float64 n = 5000 / 8192 0.42 / 0.70 -> 0.30 / 0.61 ms, float32 0.25 / 0.42 ->
 #: 0.18 / 0.32 ms; at n = 16384 (8 work-groups per compute unit) float64 1.81 ->
-#: 2.15 ms; a lower factor's rows, read across the items, 1.5-2.5x slower split.
+#: 2.15 ms; a lower factor's rows, read across the items, 1.3-2.7x slower split.
 SPLIT_PER_CU = 4
 #: The route of the ``blocked`` method (the ``update`` knob PRODUCT) takes the product
 #: form only while every entry of W stays below GUARD in magnitude; a pass past it is
