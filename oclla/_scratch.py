@@ -31,7 +31,9 @@ from ._programs import int_array
 
 #: Most bytes a queue's pool keeps unused between calls: past it, the pool frees what
 #: it holds before its next allocation (the update's scratch at n = 16384, k = 16 in
-#: float64 is 0.28 GiB).
+#: float64 is 0.28 GiB; a routine whose scratch is larger, as that update's from
+#: n ≈ 22600, allocates it anew on every call: 0.9 ms of host time at 567 MiB on an
+#: H200, benchmarks/results/nvidia-h200-2026-11-30-chain.txt).
 HELD_BYTES = 512 * 2 ** 20
 
 #: Largest device copy of a host operand (:func:`private_copy`) taken from the pool;
