@@ -176,13 +176,28 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
     """
     if m <= 0 or n <= 0:
         return None
+    return _gemm_with(queue, _gemm_set(queue, k, dtype, tile, thin), m, n, k, alpha, a, b,
+                      beta, c, dtype, trans_a, trans_b, triangle)
+
+
+def _gemm_set(queue, k: int, dtype, tile: dict | None, thin: bool = True) -> dict:
+    """The gemm parameters a product of inner dimension k takes: ``tile`` (checked
+    against the device: ValueError), else :func:`gemm_shape`'s (``thin``) or the
+    device's ``gemm`` set."""
+    if tile is None:
+        return complete_gemm(gemm_shape(queue, k, dtype) if thin
+                             else params(queue, "gemm", dtype))
+    tile = complete_gemm(tile)
+    problem = check("gemm", tile, device_info(queue), np.dtype(dtype).itemsize)
+    if problem is not None:
+        raise ValueError(f"gemm parameters {tile}: {problem}")
+    return tile
+
+
+def _gemm_with(queue, p: dict, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b,
+               triangle):
+    """:func:`gemm` (m, n > 0) with the parameters ``p`` of :func:`_gemm_set`."""
     k = max(k, 0)
-    if tile is not None:
-        tile = complete_gemm(tile)
-        problem = check("gemm", tile, device_info(queue), np.dtype(dtype).itemsize)
-        if problem is not None:
-            raise ValueError(f"gemm parameters {tile}: {problem}")
-    p = tile or (gemm_shape(queue, k, dtype) if thin else params(queue, "gemm", dtype))
     tri = {None: 0, "lower": 1, "upper": 2}[triangle]
     run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
     with indices_for(dtype, a, b, c):
@@ -204,11 +219,13 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     TN_COPY_K of the gemm set that takes the product (:func:`gemm_shape`, or ``tile``)
     allows (k up to it), AᵀA is taken as A'·A'ᵀ of a scratch copy A' = Aᵀ (n x k).
     """
-    p = complete_gemm(tile or gemm_shape(queue, k, dtype))
+    if n <= 0:
+        return None
+    p = _gemm_set(queue, k, dtype, tile)
     if trans and p["KERNEL"] == "tiled" and 0 < k <= p["TN_COPY_K"]:
         a, trans = _transposed_copy(queue, a, k, n, dtype), False
-    return gemm(queue, n, n, k, alpha, a, a, beta, c, dtype=dtype, trans_a=trans,
-                trans_b=not trans, triangle="lower" if lower else "upper", tile=tile)
+    return _gemm_with(queue, p, n, n, k, alpha, a, a, beta, c, dtype, trans, not trans,
+                      "lower" if lower else "upper")
 
 
 def _transposed_copy(queue, a: View, rows: int, cols: int, dtype) -> View:
