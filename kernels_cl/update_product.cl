@@ -100,17 +100,29 @@
 #define ROTATE(rpq, xq, c, s)                                                   \
     { const real t_ = rpq; rpq = (c) * t_ + (s) * (xq); xq = (c) * (xq) - (s) * t_; }
 
-/* r (k x k upper, row stride KB) := the R of [r; x^T], x (KB entries) consumed:
- * a Givens rotation per column, r's diagonal kept nonnegative. */
-inline void add_row(real *r, real *x)
+/* Work-items of a row_coefficients work-group; each keeps its row's R (KB x KB) in
+ * local memory, entry (p, q) at r[(p * KB + q) * RC] from its own first (RC_AT):
+ * neighbouring items on neighbouring banks.  (In private memory, indexed at run
+ * time, R was a stack frame of KB^2 reals, whose launch on an H200 waited for the
+ * device to drain: the driver grew the local memory it reserves.) */
+#ifndef RC
+#define RC 16
+#endif
+#define RC_AT(p, q) (((p) * KB + (q)) * RC)
+
+/* r (k x k upper, RC_AT) := the R of [r; x^T], x (KB entries) consumed: a Givens
+ * rotation per column, r's diagonal kept nonnegative. */
+inline void add_row(__local real *r, real *x)
 {
+    #pragma unroll
     for (int p = 0; p < KB; p++) {
-        if (x[p] == ZERO)                          /* the identity: skipped */
-            continue;
-        GIVENS(r[p * KB + p], x[p], h, c, s)
-        r[p * KB + p] = h;
-        for (int q = p + 1; q < KB; q++)
-            ROTATE(r[p * KB + q], x[q], c, s)
+        if (x[p] != ZERO) {                        /* else the identity: skipped */
+            GIVENS(r[RC_AT(p, p)], x[p], h, c, s)
+            r[RC_AT(p, p)] = h;
+            #pragma unroll
+            for (int q = p + 1; q < KB; q++)
+                ROTATE(r[RC_AT(p, q)], x[q], c, s)
+        }
     }
 }
 
@@ -198,17 +210,17 @@ void chunk_merge(const int n, const int d, __global const real *r_in,
         r_out[(size_t)c * KB * KB + p * KB + q] = rq[p];
 }
 
-__kernel void row_coefficients(const int n, __global const real *w,
-                               __global const real *q_prefix,
-                               __global const real *a, const long off, const int ld,
-                               const int lower, __global real *b_out,
-                               __global real *d_out, __global int *info, const real guard,
-                               __global int *large)
+__kernel __attribute__((reqd_work_group_size(RC, 1, 1)))
+void row_coefficients(const int n, __global const real *w, __global const real *q_prefix,
+                      __global const real *a, const long off, const int ld,
+                      const int lower, __global real *b_out, __global real *d_out,
+                      __global int *info, const real guard, __global int *large)
 {
+    __local real rs[RC * KB * KB];
     L_STRIDES
     const int j = get_global_id(0);
     if (j >= n)
-        return;
+        return;                                    /* no barrier follows */
     for (int q = 0; q < KB; q++)                   /* beyond guard: the caller's choice */
         if (fabs(w[(size_t)j * KB + q]) > guard)
             atomic_max(large, 1);
@@ -222,31 +234,38 @@ __kernel void row_coefficients(const int n, __global const real *w,
         }
     }
     const int c = j / CH;
-    real r[KB * KB], x[KB], z[KB];
+    __local real *r = rs + get_local_id(0);
+    real x[KB], z[KB];
     for (int p = 0; p < KB * KB; p++)              /* Q_{c-1}, or I for chunk 0 */
-        r[p] = (c == 0) ? ((p % (KB + 1) == 0) ? ONE : ZERO)
-                        : q_prefix[(size_t)(c - 1) * KB * KB + p];
+        r[p * RC] = (c == 0) ? ((p % (KB + 1) == 0) ? ONE : ZERO)
+                             : q_prefix[(size_t)(c - 1) * KB * KB + p];
     for (int l = c * CH; l < j; l++) {
+        #pragma unroll
         for (int q = 0; q < KB; q++)
             x[q] = w[(size_t)l * KB + q];
         add_row(r, x);
     }
     /* z = R^-T w_j (forward), then x = R^-1 z (backward) */
     real zz = ZERO;
+    #pragma unroll
     for (int p = 0; p < KB; p++) {
         real s = w[(size_t)j * KB + p];
+        #pragma unroll
         for (int q = 0; q < p; q++)
-            s -= r[q * KB + p] * z[q];
-        z[p] = s / r[p * KB + p];
+            s -= r[RC_AT(q, p)] * z[q];
+        z[p] = s / r[RC_AT(p, p)];
         zz += z[p] * z[p];
     }
     const real dj = sqrt(ONE + zz);
+    #pragma unroll
     for (int p = KB - 1; p >= 0; p--) {
         real s = z[p];
+        #pragma unroll
         for (int q = p + 1; q < KB; q++)
-            s -= r[p * KB + q] * x[q];
-        x[p] = s / r[p * KB + p];
+            s -= r[RC_AT(p, q)] * x[q];
+        x[p] = s / r[RC_AT(p, p)];
     }
+    #pragma unroll
     for (int p = 0; p < KB; p++)
         b_out[(size_t)j * KB + p] = x[p] / dj;
     d_out[j] = dj;

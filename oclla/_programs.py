@@ -339,7 +339,12 @@ _INT = np.dtype(np.int32)
 def int_zeros(queue: cl.CommandQueue, size: int = 1) -> cl_array.Array:
     """A device int32 array of ``size`` zeros (flags, counters), filled from the host
     when its buffer is made: no kernel launch (``cl_array.zeros`` launches one, which
-    costs more than a small factorization's launch)."""
+    costs more than a small factorization's launch).  On NVIDIA the first command that
+    uses it waits for the device to finish everything enqueued before (the driver
+    copies the host's zeros then): make it where the device is idle, at a routine's
+    start; amid enqueued work :func:`oclla._scratch.zeroed_ints` (a fill command in
+    the queue's order) does not wait (H200: 4.5 ms behind a kernel of that length;
+    benchmarks/results/nvidia-h200-2026-11-30-flags.txt)."""
     buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                     hostbuf=np.zeros(size, np.int32))
     return int_array(queue, buf, size)

@@ -105,9 +105,8 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
     import pyopencl.array as cl_array
     from scipy.linalg import blas, lapack
 
-    from . import accuracy, blas as oblas, update
+    from . import _scratch, accuracy, blas as oblas, update
     from ._bench import cupy_best_of
-    from ._programs import int_zeros
     from .cholesky import factor_device
     a, c, v, at = problem(b, c, k, sign)
     n, dtype = a.shape[0], a.dtype
@@ -119,7 +118,8 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
     best = dict.fromkeys(("update", "oclla") + (("scipy",) if scipy else ()), float("inf"))
     result = info = None
     for i in range(repeat + 1):                   # the first round is a warm-up
-        work, vw, info = d_c.copy(), d_v.copy(), int_zeros(queue)
+        # info as cholesky_update makes it (the pool's, zeroed by a command on the queue)
+        work, vw, info = d_c.copy(), d_v.copy(), _scratch.zeroed_ints(queue)
         queue.finish()
         t = time.perf_counter()
         update.modify_device(queue, work.data, 0, n, n, vw, lower=False, sign=sign,

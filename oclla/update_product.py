@@ -142,9 +142,19 @@ def later_rows(n: int) -> int:
 def local_bytes(k: int, itemsize: int) -> int:
     """Local memory of the largest of the kernels for a pass of k columns: solve_step's
     TB·KB + TB² reals, solve_chain's TB·KB + TB·(TB + 1) or apply_product's
-    2·CW·KB + CW (KB: k's next power of two)."""
+    2·CW·KB + CW (KB: k's next power of two); row_coefficients takes at most as much
+    (:func:`row_items`)."""
     kb = pow2_at_least(k)
     return itemsize * max(TB * kb + TB * (TB + 1), 2 * CW * kb + CW)
+
+
+def row_items(k: int, itemsize: int) -> int:
+    """Work-items of a row_coefficients work-group for a pass of k columns (its RC):
+    each keeps its row's R, KB x KB reals, in local memory, so as many as fit in the
+    pass's :func:`local_bytes`, a power of two up to 64 (float64, KB = 16: 16)."""
+    kb = pow2_at_least(k)
+    fit = local_bytes(k, itemsize) // (kb * kb * itemsize)
+    return min(64, 1 << (fit.bit_length() - 1))
 
 
 def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, info,
@@ -170,7 +180,6 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     prefix = [scratch.buffer(queue, nc * widest * widest * item) for _ in range(2)]
     sums = scratch.buffer(queue, later_rows(n) * widest * item)
     inverses = scratch.buffer(queue, blocks * TB * TB * item)
-    small = min(64, wg)
     chain = params(queue, "update", dtype)["SOLVE"] == "chain"
     solve = "solve_chain" if chain else "solve_step"
     vin = scratch.buffer(queue, n * widest * item) if chain else w   # V; solve_step: in place
@@ -181,8 +190,9 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     for c0 in range(0, k_all, KB):
         k = min(KB, k_all - c0)
         kb = pow2_at_least(k)
+        rc = row_items(k, item)
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
-                                    CW=CW, SB=SB, TB=TB)
+                                    CW=CW, SB=SB, TB=TB, RC=rc)
                    for name in (solve, "chunk_merge", "row_coefficients", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
                         nbytes=(n * n / 2 + 2 * n * k + n * ncw * k / 2) * item,
@@ -217,7 +227,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                         int_arg(step), prefix[src], prefix[1 - src])
                 src = 1 - src
                 step *= 2
-            enqueue(queue, kernels["row_coefficients"], (round_up(n, small),), (small,),
+            enqueue(queue, kernels["row_coefficients"], (round_up(n, rc),), (rc,),
                     *common, w, prefix[src], buf, np.int64(off), int_arg(ld),
                     int_arg(lower), b, d, info.data, real_arg(guard or np.inf, dtype),
                     large.data)

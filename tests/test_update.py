@@ -556,9 +556,24 @@ def test_a_factor_larger_than_a_buffer_is_streamed(queue, monkeypatch):
 # ---- the product form (method="product") -------------------------------------------------
 
 from oclla import update_product  # noqa: E402
+from oclla._knobs import pow2_at_least  # noqa: E402
 
 PRODUCT_SIZES = (1, 2, update_product.CH - 1, update_product.CH + 1, update_product.TB + 1,
                  update_product.CW + 3, 2 * update_product.CW + 1)   # straddle its blocks
+
+
+def test_row_coefficients_items_keep_their_r_within_the_pass_local_memory():
+    """row_items: a power of two up to 64 whose rows' R (KB x KB reals each, in local
+    memory) take no more than the pass's largest kernel (local_bytes), for every rank
+    class and both dtypes; float64 at KB = 16 keeps 16 rows per work-group."""
+    for itemsize in (4, 8):
+        for k in range(1, update_product.KB + 1):
+            rc, kb = update_product.row_items(k, itemsize), pow2_at_least(k)
+            assert rc & (rc - 1) == 0 and 1 <= rc <= 64, (k, itemsize, rc)
+            assert rc * kb * kb * itemsize <= update_product.local_bytes(k, itemsize)
+            assert rc == 64 or 2 * rc * kb * kb * itemsize > \
+                update_product.local_bytes(k, itemsize)
+    assert update_product.row_items(16, 8) == 16
 
 
 def test_product_form_accuracy_both_layouts_and_passes(queue, dtype):
