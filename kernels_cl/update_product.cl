@@ -271,8 +271,14 @@ void row_coefficients(const int n, __global const real *w, __global const real *
     d_out[j] = dj;
 }
 
-/* One block step of W = L^-1 V (n x k in w, V on entry), TB rows per block, with
- * the inverses of L's diagonal blocks in inv (trsm.cl's trtri_blocks: block b in
+/* The pass's k columns of V, read where the caller holds them: v + voff, rows of
+ * ldv reals; the columns k .. KB - 1 of the pass read as zeros (the host pads
+ * nothing). */
+#define V_ARGS __global const real *v, const long voff, const int ldv, const int k
+#define V_AT(i, q) ((q) < k ? v[voff + (size_t)(i) * ldv + (q)] : ZERO)
+
+/* One block step of W = L^-1 V (n x k in w, V read by the first launch), TB rows
+ * per block, with the inverses of L's diagonal blocks in inv (trsm.cl's trtri_blocks: block b in
  * rows b*TB .. of a TB-wide array; of L itself where lower, else of R = L^T, read
  * transposed).  Launch b (work-groups of TB rows, RPI items per row, QC columns of
  * W each, from row b*TB): every row i >= b*TB subtracts L(i, block b-1)
@@ -333,7 +339,7 @@ inline void subtract_block(real *x, const real *lv, __local const realqc *rows, 
 __kernel __attribute__((reqd_work_group_size(NI, 1, 1)))
 void solve_step(const int n, const int b, __global const real *a, const long off,
                 const int ld, const int lower, __global const real *inv,
-                __global real *w, __global real *later)
+                V_ARGS, __global real *w, __global real *later)
 {
     L_STRIDES
     __local realqc prev_rows[TB * RPI];            /* then block b's rows */
@@ -361,8 +367,8 @@ void solve_step(const int n, const int b, __global const real *a, const long off
         }
     }
     #pragma unroll
-    for (int q = 0; q < QC; q++)
-        x[q] = (i < n) ? row[q] : ZERO;
+    for (int q = 0; q < QC; q++)                   /* launch 0: V; then W as it stands */
+        x[q] = (i >= n) ? ZERO : (b == 0) ? V_AT(i, h * QC + q) : row[q];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n && b > 0) {              /* the row's TB loads of L in flight together */
         real lv[TB];
@@ -405,8 +411,8 @@ void solve_step(const int n, const int b, __global const real *a, const long off
  * running when they took them; so it relies, as kernels_cl/grid.h does, on a
  * running work-group making progress and on volatile global accesses reaching
  * the memory all compute units share, which OpenCL does not promise: only a tuned
- * entry measured on the device chooses it.  v: V (n x KB), not written; state: 1
- * int, 0 before the launch; inv as in solve_step (held here with a row stride of
+ * entry measured on the device chooses it.  V as V_ARGS says, not written; state:
+ * 1 int, 0 before the launch; inv as in solve_step (held here with a row stride of
  * TB + 1, so that items reading a column of a lower factor's inverse meet
  * different banks); the later sums as there. */
 #if PRECISION == 64
@@ -419,9 +425,8 @@ void solve_step(const int n, const int b, __global const real *a, const long off
 
 __kernel void solve_chain(const int n, __global const real *a, const long off,
                           const int ld, const int lower, __global const real *inv,
-                          __global const real *v, volatile __global real *w,
-                          __global real *later, volatile __global int *state,
-                          const int split)
+                          V_ARGS, volatile __global real *w, __global real *later,
+                          volatile __global int *state, const int split)
 {
     L_STRIDES
     __local realqc wj_rows[TB * RPI];              /* block j's rows, as they are read */
@@ -443,7 +448,7 @@ __kernel void solve_chain(const int n, __global const real *a, const long off,
             (e / TB < kb && e % TB < kb) ? inv[(size_t)r0 * TB + e] : ZERO;
     #pragma unroll
     for (int q = 0; q < QC; q++)
-        x[q] = (i < n) ? v[(size_t)i * KB + h * QC + q] : ZERO;
+        x[q] = (i < n) ? V_AT(i, h * QC + q) : ZERO;
     for (int j = 0; j < blk; j++) {
         real lv[TB];
         #pragma unroll

@@ -69,7 +69,7 @@ from ._device import device_info
 from ._knobs import pow2_at_least
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
-from .blas import View, copy_block, invert_blocks
+from .blas import View, invert_blocks
 
 #: Most columns of V per pass.  A pass of k columns runs the kernels built for the
 #: next power of two >= k (their KB: private KB x KB arrays held in registers, the
@@ -182,7 +182,6 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     inverses = scratch.buffer(queue, blocks * TB * TB * item)
     chain = params(queue, "update", dtype)["SOLVE"] == "chain"
     solve = "solve_chain" if chain else "solve_step"
-    vin = scratch.buffer(queue, n * widest * item) if chain else w   # V; solve_step: in place
     state = scratch.buffer(queue, 4) if chain else None
     common = (int_arg(n),)
     large = scratch.zeroed_ints(queue)
@@ -197,25 +196,23 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         with trace.step("solve", reg, flops=float(k) * n * n,
                         nbytes=(n * n / 2 + 2 * n * k + n * ncw * k / 2) * item,
                         v_rows=(0, n), **extra):
-            if k < kb:
-                cl.enqueue_fill_buffer(queue, vin, np.zeros(1, dtype), 0, n * kb * item)
-            copy_block(queue, n, k, View(v.data, c0, k_all), View(vin, 0, kb), dtype)
             invert_blocks(queue, n, TB, View(buf, off, ld), inverses, dtype=dtype, lower=lower,
                           unit=False)
             items = TB * (kb // min(kb, 4))          # 4 columns of W an item
+            v_pass = (v.base_data, np.int64(v.offset // item + c0), int_arg(k_all), int_arg(k))
             if chain:
                 split = splits(queue, n, kb, lower)
                 cl.enqueue_fill_buffer(queue, w, UNSTORED[item], 0, n * kb * item)
                 cl.enqueue_fill_buffer(queue, state, np.zeros(1, np.int32), 0, 4)
                 enqueue(queue, kernels[solve], (blocks * items,), (TB if split else items,),
                         *common, buf, np.int64(off), int_arg(ld), int_arg(lower), inverses,
-                        vin, w, sums, state, int_arg(split))
+                        *v_pass, w, sums, state, int_arg(split))
             else:
                 for block in range(blocks):
                     enqueue(queue, kernels[solve],
                             (round_up(n - block * TB, TB) // TB * items,), (items,), *common,
                             int_arg(block), buf, np.int64(off), int_arg(ld), int_arg(lower),
-                            inverses, w, sums)
+                            inverses, *v_pass, w, sums)
         with trace.step("prefix", reg, flops=6.0 * k * k * (n + CH * n),
                         nbytes=(2 * n * k + 2 * nc * KB * KB) * item, **extra):
             enqueue(queue, kernels["chunk_merge"], (nc * kb,), (kb,), *common, int_arg(0), w,
