@@ -39,9 +39,9 @@
  * so the sweep reads L once.
  * L(i, j) is a[off + i*ld + j] (lower = 1) or, for an upper factor
  * (A = R^T R, L = R^T), a[off + j*ld + i]; only that triangle is touched.
- * The kernels work on KB columns (W and B are n x KB, row-major): the host pads
- * a pass of k < KB columns of V with zeros, which leave the padded part of every
- * prefix Q_c and R_j the identity and of B zero.
+ * The kernels work on KB columns (W and B are n x KB, row-major): the solve reads
+ * a pass of k < KB columns of V as KB, the others zeros (V_ARGS), which leave the
+ * padded part of every prefix Q_c and R_j the identity and of B zero.
  */
 #include "common.h"
 

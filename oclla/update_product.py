@@ -47,10 +47,11 @@ rotations; ``method="product"`` does not.  Updates only: a downdate's M_j
 would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
-H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-30-chain.txt): float64
-1.45-1.50 ms a call (cuSOLVER's refactorization 15.5 ms), of which the solve for W 0.54
-ms (one launch with SOLVE = "chain"), the prefix 0.35 ms, the row sweep 0.31 ms;
-float32 0.88 ms (solve 0.32, prefix 0.20, sweep 0.15 ms).  A lower factor's sweep and
+H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-30-chain.txt, -flags.txt):
+float64 1.39-1.44 ms a call on a fast host, 1.65 on a slow one (cuSOLVER's
+refactorization 15.5 ms), of which the solve for W 0.54 ms (one launch with SOLVE =
+"chain"), the prefix 0.32 ms (its merges 0.26), the row sweep 0.31 ms; float32 0.88 ms
+(solve 0.32, prefix 0.22, sweep 0.15 ms).  A lower factor's sweep and
 solve read rows across the work-items: float64 1.94 ms, float32 1.48 ms.  The chain's
 time is its blocks one after another: before its column groups were chains of their
 own, 5.8 us a block in float64 (timestamps per work-group,
