@@ -604,11 +604,12 @@ def _product_fits(rank: int, d: Device) -> bool:
 
 
 def _product_rank(d: Device, p: dict) -> int:
-    """GPUs: updates of rank up to 16 in product form, where its kernels fit (H100,
-    n = 5000-16384: faster than the rotations at k = 1 and 16 in both dtypes, slower at
-    64; benchmarks/results/nvidia-h100-2026-11-26-update-product.txt); CPUs never (not
-    measured faster there)."""
-    return 16 if d.gpu and _product_fits(16, d) else 0
+    """GPUs: updates of rank up to 128 in product form (KB columns a pass), where its
+    kernels fit (H200, n = 5000-16384, both dtypes: as fast as the rotations at k = 16,
+    4-14x faster at k = 32-128, e.g. float64 n = 8192, k = 64 5.2 against 30.1 ms;
+    benchmarks/results/nvidia-h200-2026-11-30-flags.txt; past 128 not measured, and
+    refactoring is then about as fast); CPUs never (not measured faster there)."""
+    return 128 if d.gpu and _product_fits(128, d) else 0
 
 
 def _update_fits(p: dict, d: Device) -> bool:
@@ -955,8 +956,8 @@ FAMILIES = {f.name: f for f in (
              "method does in product form (oclla/update_product.py: W = L^-1 V, the k x k "
              "factors of I + sum w w^T by Givens updates, the rows' suffix sums; no chain "
              "over the rows) while max|W| stays below its GUARD; 0: never",
-             _product_rank, ints(0, 16), ("oclla/update.py",),
-             {"GPU": (0, 16), "CPU": (0, 16)}),
+             _product_rank, ints(0, 128), ("oclla/update.py",),
+             {"GPU": (0, 16, 128), "CPU": (0, 16)}),
         Knob("SOLVE", 'the product form\'s solve for W = L^-1 V: "steps" (a launch per '
              'block of rows, solve_step) or "chain" (one launch whose work-groups each '
              "solve a block as soon as the blocks before it are stored, solve_chain: it "

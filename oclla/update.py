@@ -140,22 +140,25 @@ Methods
     the mixed rotations are the stable form).
 
     Updates (sign +1) of a full factor of rank k <= PRODUCT (the ``update``
-    knob; 16 on GPUs, 0 on CPUs; :func:`products`) take the product form of
+    knob; 128 on GPUs, 0 on CPUs; :func:`products`) take the product form of
     :mod:`oclla.update_product` instead, which has no chain over the rows
     (W = L⁻¹V, then the k x k factors of I + Σ w·wᵀ, then suffix sums along
-    the rows), unless an entry of W passes its GUARD, where it would lose
-    accuracy: that is found before the factor is touched, and the rotations
-    do the update.  On the H100 (n = 8192; nvidia-h100-2026-11-26-update-product.txt)
+    the rows; 16 columns of V a pass), unless an entry of a pass's W passes
+    its GUARD, where it would lose accuracy: that is found before the pass
+    touches the factor, and the rotations do the columns from that pass on.  On the H100 (n = 8192; nvidia-h100-2026-11-26-update-product.txt)
     it took 2.1-2.3 ms at k = 1 against 5.5 ms for the rotations (float32;
     2.7-3.4 against 7.8 ms in float64), and at k = 16 3.5-3.6 against 9.0 ms
     (float32; 4.1-4.3x cuSOLVER's refactorization) and 4.6-4.7 against 15.4
     ms (float64; nvidia-h100-2026-11-26-update-loads.txt); at k = 64 (four
-    passes) it was slower, so PRODUCT stays 16.  With the row sums taken from the
+    passes) it was slower then.  With the row sums taken from the
     solve, on an H200 (n = 8192, k = 16; nvidia-h200-2026-11-28-sums.txt): 1.11-1.17
     ms in float32 (12-12.7x cuSOLVER's refactorization), 1.70-1.77 ms in float64
     (8.5-8.9x); with the solve's chain split by column groups
     (nvidia-h200-2026-11-30-chain.txt): 0.95-1.08 ms in float32 (13.6-15.3x), 1.45-1.53
-    ms in float64 (10.1-10.6x; 1.65 ms, 9.4x, on a slower machine).
+    ms in float64 (10.1-10.6x; 1.65 ms, 9.4x, on a slower machine).  Past 16 columns
+    the passes now beat the rotations (H200, nvidia-h200-2026-11-30-flags.txt: float64
+    n = 8192, k = 32 / 64 / 128 2.7 / 5.2 / 10.2 ms against 20.4 / 30.1 / 139.6 ms;
+    float32 1.7 / 3.2 / 6.1 against 23.4 / 19.7 / 79.5 ms), so PRODUCT is 128.
 
 ``method="product"``
     The product form for any rank (passes of 16 columns), without the guard.
@@ -164,7 +167,7 @@ Streamed (automatic)
     A host factor larger than one buffer of the device (or than its memory)
     stays on the host and goes through the device a panel at a time
     (:func:`oclla.update_stream.stream_update`, the paper's O(n) device memory):
-    the same panel kernels, bitwise the same result, transfers overlapping
+    the rotations' panel kernels, bitwise their resident result, transfers overlapping
     the kernels (pinned staging, double buffering).  On the H100 an
     n = 65536 float64 factor (32 GiB on the host) took 2.85 s for k = 16,
     bound by the bus and the host's copies (12 GB/s each way;
@@ -203,6 +206,7 @@ from ._programs import (enqueue, flushed_marker, get_kernel, int_arg, launch_que
                         side_queue)
 from ._validate import (as_matrix, as_rhs, check_method, factor_in_place, is_device_array,
                         read_status, status_flags, to_device)
+from .blas import View, copy_block
 from .cholesky import _full_region
 
 #: The methods of :func:`cholesky_update`: "product" is
@@ -434,12 +438,24 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
                                   guard=None if method == "product" else GUARD)
         if done == v.shape[1]:
             return                     # else max|W| passed GUARD: the rotations instead
+        if done:                       # for the columns from the pass that stopped
+            v = _columns_from(queue, v, done)
     rot, kp = rotations(queue, n, v.shape[1], v.dtype, panel_rows(queue, v.dtype),
                         reflect=method != "pivot" and reflects(queue, v.dtype, v.shape[1], sign))
     algorithm = update_pivot if method == "pivot" else update_blocked
     with launch_queue(queue) as loop_queue:
         algorithm(loop_queue, buf, off, ld, n, v, rot, kp, lower=lower, packed=packed,
                   sign=sign, info=info, region=region or _full_region(lower))
+
+
+def _columns_from(queue, v: cl_array.Array, c0: int) -> cl_array.Array:
+    """A dense device copy of the columns c0.. of the dense (n, k) device array ``v``."""
+    n, k = v.shape
+    out = cl_array.empty(queue, (n, k - c0), v.dtype)
+    item = v.dtype.itemsize
+    copy_block(queue, n, k - c0, View(v.base_data, v.offset // item + c0, k),
+               View(out.base_data, out.offset // item, k - c0), v.dtype)
+    return out
 
 
 def rotations(queue, n: int, k: int, dtype, rows: int, *, reflect: bool = False) -> tuple:
@@ -557,7 +573,7 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         the result copied in
     check_finite : reject NaN/Inf anywhere in ``c`` or ``v`` (ValueError)
     method : "blocked" (default: panels of rotations, or on GPUs the product
-        form for updates of rank <= 16), "pivot" (per row, recorded step by
+        form for updates of rank <= 128), "pivot" (per row, recorded step by
         step) or "product" (updates only: the product form of
         :mod:`oclla.update_product` at any rank, no chain of rotations over
         the rows; ValueError for ``sign=-1`` or a packed factor).  A host

@@ -141,11 +141,11 @@ def later_rows(n: int) -> int:
 
 
 def local_bytes(k: int, itemsize: int) -> int:
-    """Local memory of the largest of the kernels for a pass of k columns: solve_step's
+    """Local memory of the largest of the kernels for an update of k columns: solve_step's
     TB·KB + TB² reals, solve_chain's TB·KB + TB·(TB + 1) or apply_product's
-    2·CW·KB + CW (KB: k's next power of two); row_coefficients takes at most as much
-    (:func:`row_items`)."""
-    kb = pow2_at_least(k)
+    2·CW·KB + CW (KB: the next power of two of its widest pass, min(k, :data:`KB`));
+    row_coefficients takes at most as much (:func:`row_items`)."""
+    kb = pow2_at_least(min(k, KB))
     return itemsize * max(TB * kb + TB * (TB + 1), 2 * CW * kb + CW)
 
 
@@ -153,7 +153,7 @@ def row_items(k: int, itemsize: int) -> int:
     """Work-items of a row_coefficients work-group for a pass of k columns (its RC):
     each keeps its row's R, KB x KB reals, in local memory, so as many as fit in the
     pass's :func:`local_bytes`, a power of two up to 64 (float64, KB = 16: 16)."""
-    kb = pow2_at_least(k)
+    kb = pow2_at_least(min(k, KB))
     fit = local_bytes(k, itemsize) // (kb * kb * itemsize)
     return min(64, 1 << (fit.bit_length() - 1))
 

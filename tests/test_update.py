@@ -496,14 +496,19 @@ def test_update_then_downdate_returns_the_factor(queue, n, k, lower, method, see
 
 @pytest.mark.parametrize("lower", [False, True])
 def test_streamed_equals_resident(queue, dtype, lower):
+    """The streamed mode runs the rotations' panel kernels: bit for bit the factor of the
+    resident rotations (PRODUCT 0: a GPU's blocked method takes the product form for
+    these updates)."""
+    rotations = {**params(queue, "update", dtype), "PRODUCT": 0}
     for n, k, sign in ((1, 1, 1), (P + 1, 2, -1), (2 * P + 7, 20, 1), (2 * P + 7, 3, -1)):
         at, c, v = problem(n, k, sign, dtype)
         factor = c.T.copy() if lower else c
         before = factor.copy()
         streamed = update_stream.stream_update(factor, v, sign=sign, lower=lower, check_finite=True,
                                         queue=queue)
-        np.testing.assert_array_equal(streamed, oclla.cholesky_update(
-            factor, v, sign=sign, lower=lower, queue=queue))
+        with trial(queue, "update", dtype, rotations):
+            resident = oclla.cholesky_update(factor, v, sign=sign, lower=lower, queue=queue)
+        np.testing.assert_array_equal(streamed, resident)
         np.testing.assert_array_equal(factor, before)
         assert accuracy.passes(accuracy.cholesky_backward_error(at, streamed, lower))
 
@@ -748,7 +753,7 @@ def test_product_form_steps_are_recorded(queue):
 
 
 def test_blocked_method_routes_updates_up_to_product_rank(queue):
-    """With the knob PRODUCT (GPUs' default 16; 0 here), the blocked method does updates
+    """With the knob PRODUCT (GPUs' default 128; 0 here), the blocked method does updates
     of full factors of rank <= PRODUCT in product form; larger ranks, downdates and
     packed factors keep the rotations."""
     n = 40
@@ -782,3 +787,22 @@ def test_product_route_leaves_large_w_to_the_rotations(queue):
     phases = [s.phase for s in rec.steps]
     assert phases[:3] == ["solve", "prefix", "apply"] and "panel" in phases[3:]
     assert accuracy.passes(accuracy.cholesky_backward_error(at, r, False))
+
+
+@pytest.mark.parametrize("lower", [False, True], ids=["upper", "lower"])
+def test_a_pass_past_the_guard_leaves_its_columns_to_the_rotations(queue, lower):
+    """Of an update of more than KB columns, the passes before the one whose W passes
+    GUARD stay applied, and the rotations do the columns from that pass on (not all of
+    them: the first pass's columns applied twice would fail the bound)."""
+    n, kb = 30, update_product.KB
+    base = spd(n, np.float64, 2)
+    v = np.random.default_rng(4).standard_normal((n, kb + 3))
+    v[:, kb:] *= 1e6                  # the second pass's W ~ 1e6 > GUARD, the first's ~ 1
+    at = base + v @ v.T
+    c = sl.cholesky(base, lower=lower)
+    with gpu_kernels(queue, np.float64, PRODUCT=2 * kb):
+        with oclla.record() as rec:
+            r = oclla.cholesky_update(c, v, lower=lower, queue=queue)
+    phases = [s.phase for s in rec.steps]
+    assert phases[:6] == ["solve", "prefix", "apply"] * 2 and "panel" in phases[6:], phases
+    assert accuracy.passes(accuracy.cholesky_backward_error(at, r, lower))
