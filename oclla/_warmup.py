@@ -70,8 +70,9 @@ def update_ranks(queue, dtype) -> tuple:
     """The ranks k :func:`warmup` updates at: 1, 2, 4, ... up to the ``update`` family's
     KF knob, one of each class the update's programs depend on (k's next power of two
     up to KF; past KF every rank takes the program of KF's class).  Each rank runs as an
-    update and a downdate, so the reflector route (updates of rank REFLECT..KF), the
-    product form (updates of rank up to PRODUCT) and the rotations all build."""
+    update, a downdate and an update whose W passes the product form's GUARD, so the
+    product form (updates of rank up to PRODUCT), the rotations and the reflector route
+    (updates of rank REFLECT..KF the product form does not take) all build."""
     most = params(queue, "update", dtype)["KF"]
     ranks, k = [], 1
     while k <= most:
@@ -114,6 +115,7 @@ def call_every_routine(queue, dtype, n: int, rng, *, teaching: bool = True,
     from .cholesky import cho_solve, cholesky
     from .inverse import cho_inverse, cho_logdet, inv_spd, trtri
     from .update import cholesky_update
+    from .update_product import GUARD
     from .lu import VARIANTS, lu, lu_factor, lu_solve
     a = rng.standard_normal((n, n)).astype(dtype) + n * np.eye(n, dtype=dtype)
     b = rng.standard_normal((n, 2)).astype(dtype)
@@ -152,6 +154,10 @@ def call_every_routine(queue, dtype, n: int, rng, *, teaching: bool = True,
                 for sign in (1, -1):
                     cholesky_update(c, v, sign=sign, lower=lower, queue=queue)
                     rfp.cholesky_update(factor, n, v, sign=sign, lower=lower, queue=queue)
+                # W(0, 0) = V(0, 0) / c(0, 0) past the product form's GUARD: an update the
+                # blocked method leaves to the rotations (on GPUs it takes the product form)
+                v[0, 0] = 10 * GUARD * np.sqrt(spd[0, 0])
+                cholesky_update(c, v, lower=lower, queue=queue)
         if "rfp" in families:
             rfp.cho_solve((factor, lower), b, queue=queue)
             rfp.unpack(factor, n, lower=lower, queue=queue)
