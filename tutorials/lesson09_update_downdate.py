@@ -191,7 +191,12 @@ viewer_export(rec_path, output_dir() / "lesson09_update.png", after_step=5)
 # The fast variant (the default, `method="blocked"`) does the same
 # arithmetic panel by panel: one work-group forms the rotations of a panel
 # of rows, and every work-item of the next launch applies them to its own
-# columns: two launches per panel instead of two per row.
+# columns: two launches per panel instead of two per row.  On a GPU it does
+# updates ($\sigma = +1$, rank up to 128) another way, without rotations
+# passed from row to row: Gill, Golub, Murray and Saunders' product form
+# ($W = L^{-1}V$ by one triangular solve, then every row of the new factor
+# from $W$ at once, 16 columns of $V$ a pass; `method="product"` asks for it
+# on any device).
 #
 # ## 3. Update or refactor? The crossover
 #
