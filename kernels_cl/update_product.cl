@@ -103,8 +103,8 @@
 /* Work-items of a row_coefficients work-group; each keeps its row's R (KB x KB) in
  * local memory, entry (p, q) at r[(p * KB + q) * RC] from its own first (RC_AT):
  * neighbouring items on neighbouring banks.  (In private memory, indexed at run
- * time, R was a stack frame of KB^2 reals, whose launch on an H200 waited for the
- * device to drain: the driver grew the local memory it reserves.) */
+ * time, R was a stack frame of KB^2 reals in global memory: H200, n = 8192, k = 16,
+ * the kernel 0.090 -> 0.056 ms in float64, 0.061 -> 0.033 ms in float32.) */
 #ifndef RC
 #define RC 16
 #endif
@@ -277,14 +277,14 @@ void row_coefficients(const int n, __global const real *w, __global const real *
 #define V_ARGS __global const real *v, const long voff, const int ldv, const int k
 #define V_AT(i, q) ((q) < k ? v[voff + (size_t)(i) * ldv + (q)] : ZERO)
 
-/* One block step of W = L^-1 V (n x k in w, V read by the first launch), TB rows
- * per block, with the inverses of L's diagonal blocks in inv (trsm.cl's trtri_blocks: block b in
- * rows b*TB .. of a TB-wide array; of L itself where lower, else of R = L^T, read
- * transposed).  Launch b (work-groups of TB rows, RPI items per row, QC columns of
- * W each, from row b*TB): every row i >= b*TB subtracts L(i, block b-1)
- * W(block b-1) (b > 0), then the first work-group, whose rows are block b,
- * finishes it: W_b = inv_b V_b.  So the launches number n/TB and each reads its
- * slice of L once. */
+/* One block step of W = L^-1 V (n x k in w, V read by the first launch), TB
+ * rows per block, with the inverses of L's diagonal blocks in inv (trsm.cl's
+ * trtri_blocks: block b in rows b*TB .. of a TB-wide array; of L itself where
+ * lower, else of R = L^T, read transposed).  Launch b (work-groups of TB rows,
+ * RPI items per row, QC columns of W each, from row b*TB): every row i >= b*TB
+ * subtracts L(i, block b-1) W(block b-1) (b > 0), then the first work-group,
+ * whose rows are block b, finishes it: W_b = inv_b V_b.  So the launches number
+ * n/TB and each reads its slice of L once. */
 #if KB < 4                 /* columns of W per item of solve_step: a literal */
 #define QC KB
 #else

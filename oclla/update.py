@@ -139,26 +139,26 @@ Methods
     Downdates keep the rotations (a hyperbolic reflector is not orthogonal;
     the mixed rotations are the stable form).
 
-    Updates (sign +1) of a full factor of rank k <= PRODUCT (the ``update``
-    knob; 128 on GPUs, 0 on CPUs; :func:`products`) take the product form of
-    :mod:`oclla.update_product` instead, which has no chain over the rows
-    (W = L⁻¹V, then the k x k factors of I + Σ w·wᵀ, then suffix sums along
-    the rows; 16 columns of V a pass), unless an entry of a pass's W passes
-    its GUARD, where it would lose accuracy: that is found before the pass
-    touches the factor, and the rotations do the columns from that pass on.  On the H100 (n = 8192; nvidia-h100-2026-11-26-update-product.txt)
-    it took 2.1-2.3 ms at k = 1 against 5.5 ms for the rotations (float32;
-    2.7-3.4 against 7.8 ms in float64), and at k = 16 3.5-3.6 against 9.0 ms
-    (float32; 4.1-4.3x cuSOLVER's refactorization) and 4.6-4.7 against 15.4
-    ms (float64; nvidia-h100-2026-11-26-update-loads.txt); at k = 64 (four
-    passes) it was slower then.  With the row sums taken from the
-    solve, on an H200 (n = 8192, k = 16; nvidia-h200-2026-11-28-sums.txt): 1.11-1.17
-    ms in float32 (12-12.7x cuSOLVER's refactorization), 1.70-1.77 ms in float64
-    (8.5-8.9x); with the solve's chain split by column groups
-    (nvidia-h200-2026-11-30-chain.txt): 0.95-1.08 ms in float32 (13.6-15.3x), 1.45-1.53
-    ms in float64 (10.1-10.6x; 1.65 ms, 9.4x, on a slower machine).  Past 16 columns
-    the passes now beat the rotations (H200, nvidia-h200-2026-11-30-flags.txt: float64
-    n = 8192, k = 32 / 64 / 128 2.7 / 5.2 / 10.2 ms against 20.4 / 30.1 / 139.6 ms;
-    float32 1.7 / 3.2 / 6.1 against 23.4 / 19.7 / 79.5 ms), so PRODUCT is 128.
+    Updates (sign +1) of a full factor of rank k <= PRODUCT (the ``update`` knob; 128 on
+    GPUs, 0 on CPUs; :func:`products`) take the product form of
+    :mod:`oclla.update_product` instead, which has no chain over the rows (W = L⁻¹V,
+    then the k x k factors of I + Σ w·wᵀ, then suffix sums along the rows; 16 columns of
+    V a pass), unless an entry of a pass's W passes its GUARD, where it would lose
+    accuracy: that is found before the pass touches the factor, and the rotations do the
+    columns from that pass on. On the H100 (n = 8192;
+    nvidia-h100-2026-11-26-update-product.txt) it took 2.1-2.3 ms at k = 1 against 5.5
+    ms for the rotations (float32; 2.7-3.4 against 7.8 ms in float64), and at k = 16
+    3.5-3.6 against 9.0 ms (float32; 4.1-4.3x cuSOLVER's refactorization) and 4.6-4.7
+    against 15.4 ms (float64; nvidia-h100-2026-11-26-update-loads.txt); at k = 64 (four
+    passes) it was slower then.  With the row sums taken from the solve, on an H200
+    (n = 8192, k = 16; nvidia-h200-2026-11-28-sums.txt): 1.11-1.17 ms in float32 (12-12.7x
+    cuSOLVER's refactorization), 1.70-1.77 ms in float64 (8.5-8.9x); with the solve's
+    chain split by column groups (nvidia-h200-2026-11-30-chain.txt): 0.95-1.08 ms in
+    float32 (13.6-15.3x), 1.45-1.53 ms in float64 (10.1-10.6x; 1.65 ms, 9.4x, on a
+    slower machine).  Past 16 columns the passes now beat the rotations (H200,
+    nvidia-h200-2026-11-30-flags.txt: float64 n = 8192, k = 32 / 64 / 128 2.7 / 5.2 /
+    10.2 ms against 20.4 / 30.1 / 139.6 ms; float32 1.7 / 3.2 / 6.1 against 23.4 / 19.7
+    / 79.5 ms), so PRODUCT is 128.
 
 ``method="product"``
     The product form for any rank (passes of 16 columns), without the guard.
@@ -167,8 +167,8 @@ Streamed (automatic)
     A host factor larger than one buffer of the device (or than its memory)
     stays on the host and goes through the device a panel at a time
     (:func:`oclla.update_stream.stream_update`, the paper's O(n) device memory):
-    the rotations' panel kernels, bitwise their resident result, transfers overlapping
-    the kernels (pinned staging, double buffering).  On the H100 an
+    the rotations' panel kernels, bitwise their resident result, transfers
+    overlapping the kernels (pinned staging, double buffering).  On the H100 an
     n = 65536 float64 factor (32 GiB on the host) took 2.85 s for k = 16,
     bound by the bus and the host's copies (12 GB/s each way;
     nvidia-h100-2026-11-26-update-4.txt).
