@@ -73,8 +73,9 @@ from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
 from .blas import View, invert_blocks
 
 #: Most columns of V per pass.  A pass of k columns runs the kernels built for the
-#: next power of two >= k (their KB: private KB x KB arrays held in registers, the
-#: padding columns zero), one program per class.
+#: next power of two >= k (their KB: KB x KB factors a column per work-item in
+#: chunk_merge's registers, a row's in row_coefficients' local memory; the padding
+#: columns zero), one program per class.
 KB = 16
 #: Rows of W per chunk of the k x k prefix: row_coefficients updates its chunk's
 #: prefix by at most CH − 1 rows (serially, in one work-item); the prefix takes
