@@ -607,8 +607,9 @@ def _product_rank(d: Device, p: dict) -> int:
     """GPUs: updates of rank up to 128 in product form (KB columns a pass), where its
     kernels fit (H200, n = 5000-16384, both dtypes: as fast as the rotations at k = 16,
     4-14x faster at k = 32-128, e.g. float64 n = 8192, k = 64 5.2 against 30.1 ms;
-    benchmarks/results/nvidia-h200-2026-11-30-flags.txt; past 128 not measured, and
-    refactoring is then about as fast); CPUs never (not measured faster there)."""
+    benchmarks/results/nvidia-h200-2026-11-30-flags.txt; past 128 not measured: there
+    the passes were 1.1-3.8x faster than refactoring with cuSOLVER, n = 5000-16384);
+    CPUs never (not measured faster there)."""
     return 128 if d.gpu and _product_fits(128, d) else 0
 
 

@@ -570,7 +570,8 @@ PRODUCT_SIZES = (1, 2, update_product.CH - 1, update_product.CH + 1, update_prod
 def test_row_coefficients_items_keep_their_r_within_the_pass_local_memory():
     """row_items: a power of two up to 64 whose rows' R (KB x KB reals each, in local
     memory) take no more than the pass's largest kernel (local_bytes), for every rank
-    class and both dtypes; float64 at KB = 16 keeps 16 rows per work-group."""
+    class and both dtypes; float64 at KB = 16 keeps 16 rows per work-group.  An update
+    of more columns needs what its widest pass (KB) needs."""
     for itemsize in (4, 8):
         for k in range(1, update_product.KB + 1):
             rc, kb = update_product.row_items(k, itemsize), pow2_at_least(k)
@@ -579,6 +580,8 @@ def test_row_coefficients_items_keep_their_r_within_the_pass_local_memory():
             assert rc == 64 or 2 * rc * kb * kb * itemsize > \
                 update_product.local_bytes(k, itemsize)
     assert update_product.row_items(16, 8) == 16
+    kb = update_product.KB                 # past one pass: the widest pass's needs
+    assert update_product.local_bytes(8 * kb, 8) == update_product.local_bytes(kb, 8)
 
 
 def test_product_form_accuracy_both_layouts_and_passes(queue, dtype):
