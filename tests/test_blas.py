@@ -590,25 +590,29 @@ def test_gemm_sets_stored_before_the_layout_knobs_keep_their_meaning(queue):
 
 
 def test_tuned_file_is_used_and_bad_entries_ignored(queue, tmp_path, monkeypatch):
+    """A user's tuned file's entry for this device is used, a bad family of it ignored
+    with a warning.  (Stored entries apply to a device's own limits: no profile.)"""
     import json
-    info = oclla.device_info(queue)
-    path = tmp_path / "tuned.json"
-    good = dict(KERNEL="direct", RM=3, VW=4, NV=3, LX=2)
-    bad_lu = dict(NB=64, LEAF_W=3)                       # LEAF_W must be a power of two
-    path.write_text(json.dumps(dict(version=1, entries=[dict(
-        device=info.name, driver=info.driver_version, dtype="float32",
-        params=dict(gemm=good, lu=bad_lu))])))
-    monkeypatch.setenv("OCLLA_TUNED_FILE", str(path))
-    _params.reload()
+    previous = oclla.set_profile(None)
     try:
+        info = oclla.device_info(queue)
+        path = tmp_path / "tuned.json"
+        good = dict(KERNEL="direct", RM=3, VW=4, NV=3, LX=2)
+        bad_lu = dict(NB=64, LEAF_W=3)                   # LEAF_W must be a power of two
+        path.write_text(json.dumps(dict(version=1, entries=[dict(
+            device=info.name, driver=info.driver_version, dtype="float32",
+            params=dict(gemm=good, lu=bad_lu))])))
+        monkeypatch.setenv("OCLLA_TUNED_FILE", str(path))
+        _params.reload()
         assert _params.params(queue, "gemm", np.float32) == good
         with pytest.warns(RuntimeWarning, match="ignoring stored lu parameters"):
             lu = _params.params(queue, "lu", np.float32)
         assert lu["LEAF_W"] != 3
         assert _params.params(queue, "gemm", np.float64) != good      # other dtype
     finally:
-        monkeypatch.delenv("OCLLA_TUNED_FILE")
+        monkeypatch.delenv("OCLLA_TUNED_FILE", raising=False)
         _params.reload()
+        oclla.set_profile(previous)
 
 
 def test_matmul_host_and_device(queue):

@@ -109,9 +109,11 @@ def test_blocked_parameter_sets(queue, dtype, p):
 def test_upper_updates_through_a_transposed_panel_copy(queue, dtype):
     """The upper factor's trailing updates (SYRK UᵀU of each block row) through a copy
     of the panel transposed (gemm TN_COPY_K): the same factor as LAPACK's, orders off
-    the blocks, the copies there and only for the upper triangle."""
-    _params.override("gemm", dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2,
-                                  WPT_N=2, VEC=4, TN_COPY_K=16))
+    the blocks, the copies there and only for the upper triangle (no thin set: a GPU's
+    would take these rank-16 products with its own TN_COPY_K)."""
+    tiles = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4)
+    _params.override("gemm", dict(tiles, TN_COPY_K=16))
+    _params.override("gemm_thin", dict(tiles, MAX_K=0))
     _params.override("chol", dict(NB=16, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=0,
                                   TRSM_INVERSE=0, SMALL_N=0))
     for n in (17, 40, 73):
