@@ -615,8 +615,9 @@ def test_product_form_solve_in_one_launch(queue, dtype, per_cu, monkeypatch):
                 assert update_product.splits(queue, n, update_product.KB, lower) == (
                     bool(per_cu) and not lower)
                 factor = c.T.copy() if lower else c
-                steps = oclla.cholesky_update(factor, v, lower=lower, method="product",
-                                              queue=queue)
+                with gpu_kernels(queue, dtype, SOLVE="steps"):
+                    steps = oclla.cholesky_update(factor, v, lower=lower, method="product",
+                                                  queue=queue)
                 with gpu_kernels(queue, dtype, SOLVE="chain"), oclla.record() as rec:
                     r = oclla.cholesky_update(factor, v, lower=lower, method="product",
                                               queue=queue)
@@ -667,7 +668,8 @@ def test_product_form_chain_property(queue, n, k, lower, split, seed, double):
     dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
     at, c, v = problem(n, k, 1, dtype, seed=seed)
     factor = c.T.copy() if lower else c
-    steps = oclla.cholesky_update(factor, v, lower=lower, method="product", queue=queue)
+    with gpu_kernels(queue, dtype, SOLVE="steps"):
+        steps = oclla.cholesky_update(factor, v, lower=lower, method="product", queue=queue)
     saved = update_product.SPLIT_PER_CU
     update_product.SPLIT_PER_CU = (1 << 20) if split else 0
     try:
