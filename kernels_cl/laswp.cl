@@ -115,32 +115,42 @@ __kernel void laswp(__global real *a, const long a_off, const int lda,
 
 /* Rows [0, n) of the ncols columns at a (leading dimension lda) as the interchanges
  * (i, piv[i]), i = 0 .. n-1 (FORWARD: in that order, else reversed; every piv[i] below
- * n) leave them, for the few columns of a solve: one work-group.  The interchanges are
- * first composed into a permutation of the row indices in local memory (perm[r]: the
- * row whose entries row r ends with), walked by one work-item there: a local round trip
- * per interchange instead of laswp's global one per CHUNK.  Then each entry moves
- * once, through w (n x ncols, row stride ncols).  perm and pv hold n ints each (the
- * host sizes them). */
+ * n <= 65536) leave them, for the few columns of a solve: one work-group.  The
+ * interchanges are first composed into a permutation of the row indices in local
+ * memory (perm[r]: the row whose entries row r ends with, n ushorts), walked by one
+ * work-item there: a local round trip per interchange instead of laswp's global one
+ * per CHUNK; the pivots come to local memory (pv, one int per work-item) a work-group
+ * at a time.  Then each entry moves once, through w (n x ncols, row stride ncols). */
 __kernel void permute_rows(__global real *a, const long a_off, const int lda, const int ncols,
                            const int n, __global const int *piv, __global real *w,
-                           __local int *perm, __local int *pv)
+                           __local ushort *perm, __local int *pv)
 {
     const int lid = get_local_id(0), items = get_local_size(0);
     a += a_off;
-    for (int r = lid; r < n; r += items) {
-        perm[r] = r;
-        pv[r] = piv[r];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
+    for (int r = lid; r < n; r += items)
+        perm[r] = (ushort)r;
+    for (int done = 0; done < n; done += items) {
+        const int count = min(items, n - done);
 #if FORWARD
-        for (int i = 0; i < n; i++) {
+        const int first = done;                /* this round: pivots first .. + count */
 #else
-        for (int i = n - 1; i >= 0; i--) {
+        const int first = n - done - count;
 #endif
-            const int p = pv[i], held = perm[i];
-            perm[i] = perm[p];
-            perm[p] = held;
+        barrier(CLK_LOCAL_MEM_FENCE);          /* perm written, pv read */
+        if (lid < count)
+            pv[lid] = piv[first + lid];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {
+#if FORWARD
+            for (int c = 0; c < count; c++) {
+#else
+            for (int c = count - 1; c >= 0; c--) {
+#endif
+                const int i = first + c, p = pv[c];
+                const ushort held = perm[i];
+                perm[i] = perm[p];
+                perm[p] = held;
+            }
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);

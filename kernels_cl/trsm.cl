@@ -75,6 +75,11 @@
 #ifndef ROWS_WIDTH
 #define ROWS_WIDTH 16      /* trsm_rows, trsm_chain: most columns of B per work-group */
 #endif
+#define SUBSTEP 8          /* trsm_rows, trsm_chain: rows of a diagonal block substituted
+                              between two barriers (by one item per column); H200, lu_solve
+                              of one right-hand side, n = 8192: float32 5.54 -> 4.32 ms
+                              against 1 row, 4.63 with 4; 16 took 75 registers, too many
+                              for work-groups of 1024 */
 /* the one few-column kernel the program holds: the device's trsm FEW_ROUTE (the order
  * of oclla/_knobs.py FEW_ROUTES) */
 #define FEW_ROWS 0         /* trsm_rows */
@@ -243,35 +248,70 @@ real subtract_staged(__local real (*Ts)[TRSM_NB + 1], __local real (*xs)[ROWS_WI
     return x;
 }
 
-/* The diagonal block's solve: after every item of the work-group has read xs and Ts
- * (a barrier), with x the item's entry of B_k less the blocks before it, op(T_kk) X_k
+/* D = op(T_kk) (`substitute`) or op(W_k), W_k = T_kk^-1 from trtri_blocks (op: the
+ * transpose where `trans`): the block solve_diagonal applies, staged by every item. */
+void stage_diagonal(__local real (*D)[TRSM_NB + 1], __global const real *T, const int ldt,
+                    __global const real *W, const int k0, const int rows, const int trans,
+                    const int substitute, const int me, const int items)
+{
+    stage_op(D, substitute ? T + AT(k0, k0, ldt) : W + AT(k0, 0, TRSM_NB),
+             substitute ? ldt : TRSM_NB, rows, rows, trans, me, items);
+}
+
+/* The diagonal block's solve: after every item of the work-group has read xs (a
+ * barrier), with x the item's entry of B_k less the blocks before it and D staged
+ * (stage_diagonal; visible after the barrier this function begins with), op(T_kk) X_k
  * = that by substitution with op(T_kk) (`substitute`; backward stable for any
- * conditioning of the block, as LAPACK's xTRSM), else X_k = op(W_k) times it, W_k =
- * T_kk^-1 from trtri_blocks (op(W_k) = W_k^T where trans).  Every item calls it (it
- * holds barriers); in a work-group that does not solve (solver = 0) nothing changes.
- * Returns the item's entry of X_k (x where it does not solve). */
-real solve_diagonal(__local real (*Ts)[TRSM_NB + 1], __local real (*xs)[ROWS_WIDTH],
-                    __global const real *T, const int ldt, __global const real *W,
-                    const int k0, const int rows, const int t, const int cs,
-                    const int live, const int me, const int items, const int trans,
+ * conditioning of the block, as LAPACK's xTRSM), else X_k = op(W_k) times it.  Every
+ * item calls it (it holds barriers); in a work-group that does not solve (solver = 0)
+ * nothing changes.  Returns the item's entry of X_k (x where it does not solve). */
+real solve_diagonal(__local real (*D)[TRSM_NB + 1], __local real (*xs)[ROWS_WIDTH],
+                    const int rows, const int t, const int cs, const int live,
                     const int forward, const int unit, const int substitute,
                     const int solver, real x)
 {
     xs[t][cs] = x;
-    if (solver)
-        stage_op(Ts, substitute ? T + AT(k0, k0, ldt) : W + AT(k0, 0, TRSM_NB),
-                 substitute ? ldt : TRSM_NB, rows, rows, trans, me, items);
     barrier(CLK_LOCAL_MEM_FENCE);
-    /* substitution row by row in the order of the solve */
-    for (int j = 0; j < (substitute ? rows : 0); j++) {
-        const int q = forward ? j : rows - 1 - j;  /* the row this step finishes */
-        if (solver && t == q && live && !unit)
-            xs[q][cs] /= Ts[q][q];
+    /* substitution SUBSTEP rows at a time in the order of the solve (pos: the item's
+     * row's place in it): the item of a step's first row solves the step's triangle
+     * for its column in registers, then every later row subtracts the step's
+     * products; each row's operations in the order of row-by-row substitution */
+#define SOLVE_ROW(j) (forward ? (j) : rows - 1 - (j))
+    const int pos = forward ? t : rows - 1 - t;
+    for (int j0 = 0; j0 < (substitute ? rows : 0); j0 += SUBSTEP) {
+        const int steps = min(SUBSTEP, rows - j0);
+        if (solver && live && pos == j0) {
+            real y[SUBSTEP];
+            #pragma unroll
+            for (int i = 0; i < SUBSTEP; i++)
+                y[i] = i < steps ? xs[SOLVE_ROW(j0 + i)][cs] : ZERO;
+            #pragma unroll
+            for (int i = 0; i < SUBSTEP; i++) {
+                const int q = SOLVE_ROW(j0 + i);
+                if (i < steps && !unit)
+                    y[i] /= D[q][q];
+                #pragma unroll
+                for (int l = i + 1; l < SUBSTEP; l++)
+                    if (l < steps)
+                        y[l] -= D[SOLVE_ROW(j0 + l)][q] * y[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < SUBSTEP; i++)
+                if (i < steps)
+                    xs[SOLVE_ROW(j0 + i)][cs] = y[i];
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (solver && live && (forward ? t > q : t < q))
-            xs[t][cs] -= Ts[t][q] * xs[q][cs];
+        if (solver && live && pos >= j0 + steps) {
+            real v = xs[t][cs];
+            #pragma unroll
+            for (int i = 0; i < SUBSTEP; i++)
+                if (i < steps)
+                    v -= D[t][SOLVE_ROW(j0 + i)] * xs[SOLVE_ROW(j0 + i)][cs];
+            xs[t][cs] = v;
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#undef SOLVE_ROW
     if (!solver || !live)
         return x;
     if (substitute)
@@ -279,7 +319,7 @@ real solve_diagonal(__local real (*Ts)[TRSM_NB + 1], __local real (*xs)[ROWS_WID
     real y = ZERO;
     #pragma unroll 8
     for (int u = 0; u < rows; u++)
-        y += Ts[t][u] * xs[u][cs];
+        y += D[t][u] * xs[u][cs];
     return y;
 }
 
@@ -320,8 +360,9 @@ __kernel void trsm_rows(const int m, const int nrhs, __global const real *T,
     if (live)
         x = subtract_staged(Ts, xs, prows, t, cs, x);
     barrier(CLK_LOCAL_MEM_FENCE);                   /* xs and Ts read by all */
-    x = solve_diagonal(Ts, xs, T, ldt, W, k0, rows, t, cs, live, me, items, trans, forward,
-                       unit, substitute, g == 0, x);
+    if (g == 0)
+        stage_diagonal(Ts, T, ldt, W, k0, rows, trans, substitute, me, items);
+    x = solve_diagonal(Ts, xs, rows, t, cs, live, forward, unit, substitute, g == 0, x);
     if (live)
         B[AT(r, c, ldb)] = x;
 }
@@ -350,6 +391,7 @@ __kernel void trsm_chain(const int m, const int nrhs, __global const real *T,
 {
     __local real xs[TRSM_NB][ROWS_WIDTH];
     __local real Ts[TRSM_NB][TRSM_NB + 1];
+    __local real Ds[TRSM_NB][TRSM_NB + 1];
     __local int ticket;
     if (get_local_id(0) == 0 && get_local_id(1) == 0)
         ticket = atomic_inc(state);
@@ -360,6 +402,7 @@ __kernel void trsm_chain(const int m, const int nrhs, __global const real *T,
     T += t_off;
     B += b_off;
     real x = live ? B[AT(r, c, ldb)] : ZERO;
+    stage_diagonal(Ds, T, ldt, W, k0, rows, trans, substitute, me, items);  /* before any wait */
     for (int i = 0; i < s; i++) {
         const int j0 = (forward ? i : blocks - 1 - i) * TRSM_NB;
         const int jrows = min(TRSM_NB, m - j0);
@@ -378,8 +421,7 @@ __kernel void trsm_chain(const int m, const int nrhs, __global const real *T,
             x = subtract_staged(Ts, xs, jrows, t, cs, x);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    x = solve_diagonal(Ts, xs, T, ldt, W, k0, rows, t, cs, live, me, items, trans, forward,
-                       unit, substitute, 1, x);
+    x = solve_diagonal(Ds, xs, rows, t, cs, live, forward, unit, substitute, 1, x);
     if (live && PUBLISHED(publish(B + AT(r, c, ldb), x)))     /* publish.h */
         B[AT(r, c, ldb)] = x;
     barrier(CLK_GLOBAL_MEM_FENCE);                 /* the work-group's entries, then */

@@ -422,12 +422,14 @@ def rows_width(p: dict, info) -> int:
 
 def _trsm_constraint(p: dict, d: Device) -> str | None:
     """REGISTER = 1 needs TRSM_NB <= 64; a TRSM_NB x (TRSM_NB + 1) block of reals in
-    local memory (and trsm_rows's TRSM_NB x :func:`rows_width` more) and TRSM_NB
+    local memory (trsm_chain: two, the diagonal block staged before its waits; and
+    trsm_rows's and trsm_chain's TRSM_NB x :func:`rows_width` more) and TRSM_NB
     work-items in a work-group."""
     nb = p["TRSM_NB"]
     if p["REGISTER"] and nb > 64:
         return "REGISTER = 1 needs TRSM_NB <= 64"
-    local = nb * (nb + 1 + rows_width(p, d.info)) * d.itemsize
+    blocks = 2 if p["FEW_ROUTE"] == "chain" else 1
+    local = nb * (blocks * (nb + 1) + rows_width(p, d.info)) * d.itemsize
     return None if d.fits_local(local) and d.fits(nb) \
         else "TRSM_NB block does not fit the device"
 

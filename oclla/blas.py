@@ -474,25 +474,28 @@ def permute_rows(queue, a: View, n: int, ncols: int, piv: cl.Buffer, *, dtype,
                  forward: bool = True) -> None:
     """Rows [0, n) of columns [0, ncols) of ``a``, in place, as :func:`laswp` over all n
     pivots leaves them (``piv``: n int32 row indices, each in [0, n)).  For at most the
-    laswp family's FEW_COLS columns, where 2n ints fit in local memory, one launch of one
-    work-group (``permute_rows``, laswp.cl): the pivots composed into one permutation in
-    local memory, then each entry moved once through a scratch copy (laswp walks the
-    pivots CHUNK at a time, a round trip to memory each: H200, one column, n = 1024
-    143-159 -> 39-40 us, n = 4096 556-674 -> 140-142 us).  Otherwise laswp itself."""
+    laswp family's FEW_COLS columns, where n <= 65536 row indices of 16 bits fit in local
+    memory, one launch of one work-group (``permute_rows``, laswp.cl): the pivots composed
+    into one permutation in local memory, then each entry moved once through a scratch
+    copy (laswp walks the pivots CHUNK at a time, a round trip to memory each: H200, one
+    column, n = 1024 143-159 -> 39-40 us, n = 4096 556-674 -> 140-142 us).  Otherwise
+    laswp itself."""
     if n <= 0 or ncols <= 0:
         return
     p = params(queue, "laswp", dtype)
-    if ncols > p["FEW_COLS"] or 8 * n + LOCAL_RESERVE > device_info(queue).local_mem_size:
+    wg = params(queue, "wg1d", dtype)["WG"]
+    local = 2 * round_up(n, 2) + 4 * wg
+    if (ncols > p["FEW_COLS"] or n > 65536
+            or local + LOCAL_RESERVE > device_info(queue).local_mem_size):
         laswp(queue, a, 0, ncols, piv, 0, n, dtype=dtype, forward=forward)
         return
-    wg = params(queue, "wg1d", dtype)["WG"]
     work = scratch_buffer(queue, n * ncols * np.dtype(dtype).itemsize)
     with indices_for(dtype, a):                 # laswp's program: no build of its own
         kernel = get_kernel(queue, "laswp.cl", "permute_rows", dtype, FORWARD=int(forward),
                             VW=p["VW"], CHUNK=p["CHUNK"])
     enqueue(queue, kernel, (wg,), (wg,), a.buf, np.int64(a.off), int_arg(a.ld),
-            int_arg(ncols), int_arg(n), piv, work, cl.LocalMemory(4 * n),
-            cl.LocalMemory(4 * n))
+            int_arg(ncols), int_arg(n), piv, work, cl.LocalMemory(2 * round_up(n, 2)),
+            cl.LocalMemory(4 * wg))
 
 
 def matmul(a, b, *, trans_a: bool = False, trans_b: bool = False, queue=None,

@@ -308,7 +308,8 @@ def test_invert_blocks_inverts_each_diagonal_block(queue, nb, dtype):
 
 #: FEW_RHS 0 sends every solve through the GEMMs; 16 and 64 send the left-side solves of
 #: up to that many right-hand sides to FEW_ROUTE (64 by rows: 19 columns in two chunks of
-#: up to 16); 4 splits the cases below between the two
+#: up to 16); 4 splits the cases below between the two.  TRSM_NB 20 substitutes its blocks
+#: in steps of trsm.cl's SUBSTEP (8) rows and a last step of 4, or fewer in a last block
 TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),
              dict(TRSM_NB=16, INVERSE=1, REGISTER=0, FEW_RHS=64, FEW_ROUTE="rows"),
              dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),
@@ -316,7 +317,8 @@ TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"
              dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="rows"),
              dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16, FEW_ROUTE="columns"),
              dict(TRSM_NB=16, INVERSE=1, REGISTER=0, FEW_RHS=64, FEW_ROUTE="chain"),
-             dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=16, FEW_ROUTE="chain")]
+             dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=16, FEW_ROUTE="chain"),
+             dict(TRSM_NB=20, INVERSE=0, REGISTER=0, FEW_RHS=16, FEW_ROUTE="rows")]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -480,13 +482,15 @@ def _interchanged(b, piv, forward):
 def test_permute_rows_is_the_interchanges_in_order(queue, dtype):
     """permute_rows leaves the rows exactly as the interchanges one after the other do,
     forward and backward, for any pivot rows (before or after their own), on the few
-    columns of a view with columns past them untouched; past FEW_COLS columns it is
-    laswp's launch, as right."""
+    columns of a view with columns past them untouched, the pivots taken a work-group
+    at a time (n = 9000: many rounds); past FEW_COLS columns, and past 65536 rows (its
+    16-bit row indices), it is laswp's launch, as right."""
     _skip_fp64(queue, dtype)
     rng = np.random.default_rng(5)
     few = 16
     _params.override("laswp", dict(FEW_COLS=few))
-    for n, ncols in ((1, 1), (2, 3), (37, 1), (300, few), (45, few + 1)):
+    for n, ncols in ((1, 1), (2, 3), (37, 1), (300, few), (9000, 2), (45, few + 1),
+                     (65537, 1)):
         for forward in (True, False):
             piv = rng.integers(0, n, n).astype(np.int32)
             b = rng.standard_normal((n, ncols + 2)).astype(dtype)
@@ -498,7 +502,7 @@ def test_permute_rows_is_the_interchanges_in_order(queue, dtype):
             want[:, :ncols] = _interchanged(b[:, :ncols], piv, forward)
             np.testing.assert_array_equal(db.get(), want, err_msg=f"n={n} {forward}")
             names = [k.name for k in rec.kernels]
-            assert names == (["laswp"] if ncols > few else ["permute_rows"]), names
+            assert names == (["laswp"] if ncols > few or n > 65536 else ["permute_rows"]), names
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
