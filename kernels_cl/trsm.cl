@@ -75,11 +75,11 @@
 #ifndef ROWS_WIDTH
 #define ROWS_WIDTH 16      /* trsm_rows, trsm_chain: most columns of B per work-group */
 #endif
-#define SUBSTEP 8          /* trsm_rows, trsm_chain: rows of a diagonal block substituted
+#define SUBSTEP 4          /* trsm_rows, trsm_chain: rows of a diagonal block substituted
                               between two barriers (by one item per column); H200, lu_solve
-                              of one right-hand side, n = 8192: float32 5.54 -> 4.32 ms
-                              against 1 row, 4.63 with 4; 16 took 75 registers, too many
-                              for work-groups of 1024 */
+                              of one right-hand side, n = 8192: float32 5.54 -> 4.63 ms
+                              against 1 row (4.32 with 8, whose registers did not fit
+                              trsm_rows' work-groups of 64 x 16 items) */
 /* the one few-column kernel the program holds: the device's trsm FEW_ROUTE (the order
  * of oclla/_knobs.py FEW_ROUTES) */
 #define FEW_ROWS 0         /* trsm_rows */

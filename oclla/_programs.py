@@ -258,10 +258,17 @@ def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *
 
     A host loop that launches one kernel thousands of times calls this alone
     and passes what changes between launches as the global offset: setting
-    arguments costs host time on every launch.
+    arguments costs host time on every launch.  A launch the device refuses (a
+    work-group its compiler gave more registers than the device holds for it:
+    OUT_OF_RESOURCES) raises DeviceError, as a failed build does.
     """
-    event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size, offset,
-                                       wait_for=wait_for)
+    try:
+        event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size, offset,
+                                           wait_for=wait_for)
+    except cl.Error as exc:
+        raise DeviceError(f"launching {kernel.function_name} over {tuple(global_size)} "
+                          f"work-items in groups of {local_size and tuple(local_size)} "
+                          f"failed: {exc}") from exc
     if (recorder := _trace_hooks.active()) is not None:
         recorder.add_kernel(kernel.function_name, event, global_size, local_size)
     return event

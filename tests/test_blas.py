@@ -309,7 +309,8 @@ def test_invert_blocks_inverts_each_diagonal_block(queue, nb, dtype):
 #: FEW_RHS 0 sends every solve through the GEMMs; 16 and 64 send the left-side solves of
 #: up to that many right-hand sides to FEW_ROUTE (64 by rows: 19 columns in two chunks of
 #: up to 16); 4 splits the cases below between the two.  TRSM_NB 20 substitutes its blocks
-#: in steps of trsm.cl's SUBSTEP (8) rows and a last step of 4, or fewer in a last block
+#: in steps of trsm.cl's SUBSTEP (4) rows, the last blocks of 1, 19, 17 and 3 rows ending
+#: in a shorter step
 TRSM_SETS = [dict(TRSM_NB=64, INVERSE=1, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),
              dict(TRSM_NB=16, INVERSE=1, REGISTER=0, FEW_RHS=64, FEW_ROUTE="rows"),
              dict(TRSM_NB=8, INVERSE=0, REGISTER=0, FEW_RHS=0, FEW_ROUTE="rows"),

@@ -143,6 +143,17 @@ def test_build_failure_is_a_device_error_with_the_log(queue):
         _programs.get_kernel(queue, "gemm.cl", "gemm", np.float32, TILE_M="oops")
 
 
+def test_refused_launch_is_a_device_error(queue):
+    """A launch the device refuses (here a work-group past its limit; on NVIDIA also one
+    whose registers do not fit, OUT_OF_RESOURCES) raises DeviceError naming the kernel."""
+    kernel = _programs.get_kernel(queue, "util.cl", "set_identity", np.float32)
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 4)
+    _programs.set_args(kernel, buf, np.int64(0), 1, 1)
+    too_many = 2 * oclla.device_info(queue).max_work_group_size
+    with pytest.raises(DeviceError, match=r"launching set_identity over \(\d+,\) work-items"):
+        _programs.launch(queue, kernel, (too_many,), (too_many,))
+
+
 def test_build_options_are_canonical():
     assert _programs.build_options(np.float64, {"B": 2, "A": 1}) == (
         "-cl-std=CL1.2", "-DA=1", "-DB=2", "-DPRECISION=64")
