@@ -48,7 +48,8 @@
  * its launches.
  *
  * trsm_chain: trsm_rows' blocks in one launch, each work-group solving its
- * block once the blocks before it are stored (at the kernel).
+ * block once the blocks before it are stored (at the kernel); it stages its
+ * diagonal block (or W_k) before it waits for any.
  *
  * trsm_columns: the same system in one launch, one work-item (work-group) per
  * column of B solving it through the whole triangle by substitution in a
@@ -79,7 +80,8 @@
                               between two barriers (by one item per column); H200, lu_solve
                               of one right-hand side, n = 8192: float32 5.54 -> 4.63 ms
                               against 1 row (4.32 with 8, whose registers did not fit
-                              trsm_rows' work-groups of 64 x 16 items) */
+                              trsm_rows' work-groups of 64 x 16 items; benchmarks/results/
+                              nvidia-h200-2026-11-30-solves.txt) */
 /* the one few-column kernel the program holds: the device's trsm FEW_ROUTE (the order
  * of oclla/_knobs.py FEW_ROUTES) */
 #define FEW_ROWS 0         /* trsm_rows */
