@@ -16,7 +16,7 @@ import pytest
 import oclla
 from oclla import _params, _programs, blas
 from oclla.accuracy import THRESHOLD, passes, product_error, solve_backward_error
-from oclla._knobs import rows_width
+from oclla._knobs import LOCAL_RESERVE, rows_width
 from oclla.blas import View, gemm, laswp, matmul, syrk, trsm, view_of
 
 from linalg_helpers import buildable, buildable_width
@@ -490,8 +490,12 @@ def test_permute_rows_is_the_interchanges_in_order(queue, dtype):
     rng = np.random.default_rng(5)
     few = 16
     _params.override("laswp", dict(FEW_COLS=few))
+    wg = _params.params(queue, "wg1d", dtype)["WG"]
+    local = oclla.device_info(queue).local_mem_size
     for n, ncols in ((1, 1), (2, 3), (37, 1), (300, few), (9000, 2), (45, few + 1),
                      (65537, 1)):
+        # its local memory: n 16-bit indices and a work-group's pivots
+        composed = ncols <= few and n <= 65536 and 2 * n + 4 * wg + LOCAL_RESERVE <= local
         for forward in (True, False):
             piv = rng.integers(0, n, n).astype(np.int32)
             b = rng.standard_normal((n, ncols + 2)).astype(dtype)
@@ -503,7 +507,7 @@ def test_permute_rows_is_the_interchanges_in_order(queue, dtype):
             want[:, :ncols] = _interchanged(b[:, :ncols], piv, forward)
             np.testing.assert_array_equal(db.get(), want, err_msg=f"n={n} {forward}")
             names = [k.name for k in rec.kernels]
-            assert names == (["laswp"] if ncols > few or n > 65536 else ["permute_rows"]), names
+            assert names == (["permute_rows"] if composed else ["laswp"]), names
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
