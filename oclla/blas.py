@@ -484,9 +484,9 @@ def permute_rows(queue, a: View, n: int, ncols: int, piv: cl.Buffer, *, dtype,
         return
     p = params(queue, "laswp", dtype)
     wg = params(queue, "wg1d", dtype)["WG"]
-    local = 2 * round_up(n, 2) + 4 * wg
+    perm_bytes = 2 * round_up(n, 2)               # n 16-bit row indices
     if (ncols > p["FEW_COLS"] or n > 65536
-            or local + LOCAL_RESERVE > device_info(queue).local_mem_size):
+            or perm_bytes + 4 * wg + LOCAL_RESERVE > device_info(queue).local_mem_size):
         laswp(queue, a, 0, ncols, piv, 0, n, dtype=dtype, forward=forward)
         return
     work = scratch_buffer(queue, n * ncols * np.dtype(dtype).itemsize)
@@ -494,7 +494,7 @@ def permute_rows(queue, a: View, n: int, ncols: int, piv: cl.Buffer, *, dtype,
         kernel = get_kernel(queue, "laswp.cl", "permute_rows", dtype, FORWARD=int(forward),
                             VW=p["VW"], CHUNK=p["CHUNK"])
     enqueue(queue, kernel, (wg,), (wg,), a.buf, np.int64(a.off), int_arg(a.ld),
-            int_arg(ncols), int_arg(n), piv, work, cl.LocalMemory(2 * round_up(n, 2)),
+            int_arg(ncols), int_arg(n), piv, work, cl.LocalMemory(perm_bytes),
             cl.LocalMemory(4 * wg))
 
 
