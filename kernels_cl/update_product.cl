@@ -126,12 +126,18 @@ inline void add_row(__local real *r, real *x)
     }
 }
 
-/* Rows of x a merge takes: a chunk's CH rows of W, or the KB rows of an R. */
-#define XR (CH > KB ? CH : KB)
+#ifndef FAN
+#define FAN 2              /* R's a prefix level merges: a chunk's and FAN - 1 before it */
+#endif
+/* Rows of x a merge takes: a chunk's CH rows of W, or the FAN - 1 R's (KB rows each)
+ * stacked below the chunk's own. */
+#define XR (CH > (FAN - 1) * KB ? CH : (FAN - 1) * KB)
 
 /* The R (k x k upper, diagonal >= 0) of [r; x] by a work-group of KB items, item q
- * holding column q of r in rq and column q of x (XR rows, zero past its rows: zeros
- * change nothing below) in xq, both in registers; x is overwritten.  Per column p
+ * holding column q of r in rq (local memory, entry p at rq[p * KB]) and column q of
+ * x (XR rows, zero past its rows: zeros change nothing below) in xq, in registers;
+ * x is overwritten.  The loop over the columns is not unrolled, so the code grows
+ * with XR alone, not with KB XR.  Per column p
  * one Householder reflection of [r_pp; x(:, p)] to [h; 0],
  * h = sqrt(r_pp^2 + |x(:, p)|^2): item p forms it, scaling the column by a power of
  * two near its largest entry (exact: no rounding, no square overflows) and dividing
@@ -140,30 +146,36 @@ inline void add_row(__local real *r, real *x)
  * buffers of XR + 1 reals, alternating by column, so one barrier a column keeps a
  * column's readers and the next column's writer apart); the items right of it apply
  * H = I - tau [1; v] [1; v]^T to (r_pq, x(:, q)).  Every item meets every barrier. */
-inline void merge_columns(real *rq, real *xq, __local real *v, const int q)
+#define CHAINS 4           /* a merge's sums over x's rows in that many chains (latency) */
+#define SUM_CHAINS(c) (((c)[0] + (c)[1]) + ((c)[2] + (c)[3]))
+inline void merge_columns(__local real *rq, real *xq, __local real *v, const int q)
 {
-    #pragma unroll
+    #pragma unroll 1
     for (int p = 0; p < KB; p++) {
         __local real *vp = v + (p & 1) * (XR + 1);
         if (q == p) {
-            real big = rq[p];
+            real big[CHAINS] = {rq[p * KB]};
             #pragma unroll
             for (int i = 0; i < XR; i++)
-                big = fmax(big, fabs(xq[i]));
-            const int e = (big > ZERO && isfinite(big))   /* 2^e <= big, within the normals */
-                ? clamp(ilogb(big), REAL_MIN_EXP - 1, 1 - REAL_MIN_EXP) : 0;
+                big[i % CHAINS] = fmax(big[i % CHAINS], fabs(xq[i]));
+            #pragma unroll
+            for (int u = 1; u < CHAINS; u++)
+                big[0] = fmax(big[0], big[u]);
+            const int e = (big[0] > ZERO && isfinite(big[0]))  /* 2^e <= big, normal */
+                ? clamp(ilogb(big[0]), REAL_MIN_EXP - 1, 1 - REAL_MIN_EXP) : 0;
             const real down = ldexp(ONE, -e);          /* |x(:, p)| * down < 4 */
-            real sigma = ZERO;                         /* |x(:, p)|^2 * down^2 */
+            real sq[CHAINS] = {ZERO};                  /* |x(:, p)|^2 * down^2 */
             #pragma unroll
             for (int i = 0; i < XR; i++) {
                 const real t = xq[i] * down;
-                sigma += t * t;
+                sq[i % CHAINS] += t * t;
             }
-            const real a = rq[p] * down, h = sqrt(a * a + sigma);
+            const real sigma = SUM_CHAINS(sq);
+            const real a = rq[p * KB] * down, h = sqrt(a * a + sigma);
             const real v0 = -sigma / (a + h);          /* (r_pp - h) down, no cancellation */
             const int identity = !(sigma > ZERO);      /* also where big = 0 */
             const real scale = identity ? ZERO : down / v0;
-            rq[p] = identity ? rq[p] : ldexp(h, e);
+            rq[p * KB] = identity ? rq[p * KB] : ldexp(h, e);
             #pragma unroll
             for (int i = 0; i < XR; i++)
                 vp[i] = xq[i] * scale;
@@ -171,12 +183,12 @@ inline void merge_columns(real *rq, real *xq, __local real *v, const int q)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (q > p) {
-            real s = rq[p];
+            real dot[CHAINS] = {rq[p * KB]};
             #pragma unroll
             for (int i = 0; i < XR; i++)
-                s += vp[i] * xq[i];
-            s *= vp[XR];
-            rq[p] -= s;
+                dot[i % CHAINS] += vp[i] * xq[i];
+            const real s = SUM_CHAINS(dot) * vp[XR];
+            rq[p * KB] -= s;
             #pragma unroll
             for (int i = 0; i < XR; i++)
                 xq[i] -= s * vp[i];
@@ -186,8 +198,9 @@ inline void merge_columns(real *rq, real *xq, __local real *v, const int q)
 
 /* Work-group c (KB items).  d = 0: the R of chunk c's CH rows of W (r_in = W; with I
  * first for c = 0) into r_out[c].  d > 0: one level of the inclusive prefix over the
- * chunks' R's (distance d), r_out[c] = the R of [r_in[c]; r_in[c - d]] (c >= d), else
- * r_in[c].  One kernel for both, so that merge_columns is compiled once. */
+ * chunks' R's (distance d; the next level's is FAN d), r_out[c] = the R of
+ * [r_in[c]; r_in[c - d]; ...; r_in[c - (FAN - 1) d]] (those of index >= 0: r_in[c]
+ * alone for c < d).  One kernel for both, so that merge_columns is compiled once. */
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1)))
 void chunk_merge(const int n, const int d, __global const real *r_in,
                  __global real *r_out)
@@ -195,19 +208,21 @@ void chunk_merge(const int n, const int d, __global const real *r_in,
     __local real v[2 * (XR + 1)];
     const int c = get_group_id(0), q = get_local_id(0);
     const int rows = min(CH, n - c * CH);          /* d = 0: chunk c's rows of W */
-    real rq[KB], xq[XR];
-    #pragma unroll
+    __local real r[KB * KB];
+    __local real *rq = r + q;                      /* column q of r, (p, q) at rq[p * KB] */
+    real xq[XR];
     for (int p = 0; p < KB; p++)
-        rq[p] = d ? r_in[(size_t)c * KB * KB + p * KB + q] : (c == 0 && p == q) ? ONE : ZERO;
+        rq[p * KB] = d ? r_in[(size_t)c * KB * KB + p * KB + q] : (c == 0 && p == q) ? ONE : ZERO;
     #pragma unroll
-    for (int i = 0; i < XR; i++)                   /* c < d: x = 0, r stays as it is */
-        xq[i] = d ? ((c >= d && i < KB && q >= i) ? r_in[(size_t)(c - d) * KB * KB + i * KB + q]
-                                                  : ZERO)
+    for (int i = 0; i < XR; i++) {                 /* c < d: x = 0, r stays as it is */
+        const int g = i / KB + 1, u = i % KB;      /* row u of r_in[c - g d] */
+        xq[i] = d ? ((c >= g * d && g < FAN && q >= u)
+                     ? r_in[(size_t)(c - g * d) * KB * KB + u * KB + q] : ZERO)
                   : (i < rows ? r_in[((size_t)c * CH + i) * KB + q] : ZERO);
+    }
     merge_columns(rq, xq, v, q);
-    #pragma unroll
     for (int p = 0; p < KB; p++)
-        r_out[(size_t)c * KB * KB + p * KB + q] = rq[p];
+        r_out[(size_t)c * KB * KB + p * KB + q] = rq[p * KB];
 }
 
 __kernel __attribute__((reqd_work_group_size(RC, 1, 1)))
@@ -393,10 +408,123 @@ void solve_step(const int n, const int b, __global const real *a, const long off
             row[q] = x[q];
 }
 
+/* One step of invert_diagonal_block's level h (the pairs of h x h blocks at o = 0,
+ * 2h, ..): first, T = L21 X11 into T's place above the diagonal (T(i, j) at row o + j,
+ * column o + h + i: consecutive items on different banks, and nothing there is read);
+ * second, X21 = -X22 T into L21's place.  ENTRIES entries an item at a time, their
+ * products of h terms interleaved (the loads of local memory go out together). */
+#define ENTRIES 4
+inline void pair_products(__local real *invs, const int h, const int second, const int lid,
+                          const int items)
+{
+    const int is = TB + 1, count = TB * h / 2, rs = second ? 1 : is;
+    for (int e0 = lid; e0 < count; e0 += ENTRIES * items) {
+        int left[ENTRIES], right[ENTRIES], to[ENTRIES];
+        real s[ENTRIES];
+        #pragma unroll
+        for (int u = 0; u < ENTRIES; u++) {
+            const int e = min(e0 + u * items, count - 1);
+            const int o = e / (h * h) * 2 * h, i = e % (h * h) / h, j = e % h;
+            left[u] = (o + h + i) * is + o + (second ? h : 0);   /* L21 or X22, row i */
+            right[u] = second ? (o + j) * is + o + h : o * is + o + j;  /* X11 or T, col j */
+            to[u] = second ? (o + h + i) * is + o + j : (o + j) * is + o + h + i;
+            s[u] = ZERO;
+        }
+        #pragma unroll
+        for (int l = 0; l < h; l++) {
+            #pragma unroll
+            for (int u = 0; u < ENTRIES; u++)
+                s[u] += invs[left[u] + l] * invs[right[u] + l * rs];
+        }
+        #pragma unroll
+        for (int u = 0; u < ENTRIES; u++)
+            if (e0 + u * items < count)
+                invs[to[u]] = second ? -s[u] : s[u];
+    }
+}
+
+/* invs (row stride TB + 1) := X, the inverse of L's diagonal block at rows and
+ * columns r0 .. r0 + kb - 1 (kb <= TB), X(t, p) at invs[t * (TB + 1) + p] (as
+ * diagonal_solve reads a lower factor's inverse), zero above the diagonal, the
+ * identity past kb.  By doubling: L's block staged (the reciprocals on its
+ * diagonal; STAGE loads an item in flight at once), the 8 x 8 diagonal blocks
+ * inverted (an item a column, in registers), then for h = 8, 16, .., TB / 2 every
+ * pair of h x h blocks [X11 0; L21 X22] gets X21 = -X22 (L21 X11) (pair_products),
+ * and T's place is cleared.  Eleven barriers, where a column at a time
+ * (trtri_blocks) takes 2 (TB - 1).  H200, float64, TB = 64, one work-group's
+ * kernel: 26 us with 64 items, 15 us with 256 (39 and 16 us with the loads one at
+ * a time and an entry at a time; trtri_blocks' launch 74 us). */
+#define STAGE 16
+#if TB % 16 || (TB & (TB - 1))
+#error "the doubling inversion takes TB a power of two, at least 16"
+#endif
+inline void invert_diagonal_block(__local real *invs, __global const real *a,
+                                  const long off, const int si, const int sj,
+                                  const int lower, const int r0, const int kb,
+                                  const int lid, const int items)
+{
+    const int is = TB + 1;
+    /* entry e of the block: consecutive items along L's rows in memory */
+#define BLOCK_ENTRY const int r = lower ? e / TB : e % TB, c = lower ? e % TB : e / TB;
+    for (int e0 = lid; e0 < TB * TB; e0 += STAGE * items) {
+        real staged[STAGE];
+        #pragma unroll
+        for (int u = 0; u < STAGE; u++) {
+            const int e = e0 + u * items;
+            BLOCK_ENTRY
+            staged[u] = (e < TB * TB && r < kb && c <= r) ? L_AT(r0 + r, r0 + c) : ZERO;
+        }
+        #pragma unroll
+        for (int u = 0; u < STAGE; u++) {
+            const int e = e0 + u * items;
+            BLOCK_ENTRY
+            if (e < TB * TB)
+                invs[r * is + c] = (r >= kb || c > r) ? ((r == c) ? ONE : ZERO)
+                                 : (r == c) ? ONE / staged[u] : staged[u];
+        }
+    }
+#undef BLOCK_ENTRY
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int g0 = lid / 8 * 8, c = lid % 8;      /* item lid < TB: column c of block g0 */
+    real xr[8];
+    if (lid < TB) {
+        #pragma unroll
+        for (int i = 0; i < 8; i++) {
+            real s = (i == c) ? ONE : ZERO;
+            #pragma unroll
+            for (int l = 0; l < i; l++)
+                s -= invs[(g0 + i) * is + g0 + l] * xr[l];
+            xr[i] = (i < c) ? ZERO : s * invs[(g0 + i) * is + g0 + i];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < TB) {
+        #pragma unroll
+        for (int i = 0; i < 8; i++)
+            if (i >= c)
+                invs[(g0 + i) * is + g0 + c] = xr[i];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
+    for (int h = 8; h < TB; h *= 2) {
+        pair_products(invs, h, 0, lid, items);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        pair_products(invs, h, 1, lid, items);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int e = lid; e < TB * h / 2; e += items) {   /* T's place: zeros again */
+            const int o = e / (h * h) * 2 * h, i = e % (h * h) / h, j = e % h;
+            invs[(o + j) * is + o + h + i] = ZERO;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
 /* W = L^-1 V in one launch (the update knob SOLVE = "chain"): work-group g takes
  * the next ticket from state[0] and solves its part of block t (rows t*TB ..): for
  * each block j < t it subtracts L(block t, block j) W_j (the loads of L issued
- * first), then W_t = inv_t V_t.  Unless split, the ticket is the block and the
+ * first), then W_t = inv_t V_t, inv_t the inverse of block t's diagonal block,
+ * which the work-group forms before it waits (invert_diagonal_block).  Unless
+ * split, the ticket is the block and the
  * work-group takes all KB columns (TB x RPI items, as solve_step's); split, it is
  * t*RPI + h and the work-group (TB items, one per row) takes column group h
  * (QC columns) alone: the column groups are then RPI chains of their own, each
@@ -412,9 +540,7 @@ void solve_step(const int n, const int b, __global const real *a, const long off
  * running work-group making progress and on volatile global accesses reaching
  * the memory all compute units share, which OpenCL does not promise: only a tuned
  * entry measured on the device chooses it.  V as V_ARGS says, not written; state:
- * 1 int, 0 before the launch; inv as in solve_step (held here with a row stride of
- * TB + 1, so that items reading a column of a lower factor's inverse meet
- * different banks); the later sums as there. */
+ * 1 int, 0 before the launch; the later sums as in solve_step. */
 #if PRECISION == 64
 #define UNSTORED 0x7ff4a5a5a5a5a5a5UL  /* a signalling NaN no arithmetic returns */
 #define BITS(v) as_ulong(v)
@@ -424,9 +550,9 @@ void solve_step(const int n, const int b, __global const real *a, const long off
 #endif
 
 __kernel void solve_chain(const int n, __global const real *a, const long off,
-                          const int ld, const int lower, __global const real *inv,
-                          V_ARGS, volatile __global real *w, __global real *later,
-                          volatile __global int *state, const int split)
+                          const int ld, const int lower, V_ARGS, volatile __global real *w,
+                          __global real *later, volatile __global int *state,
+                          const int split)
 {
     L_STRIDES
     __local realqc wj_rows[TB * RPI];              /* block j's rows, as they are read */
@@ -443,12 +569,10 @@ __kernel void solve_chain(const int n, __global const real *a, const long off,
     __local const realqc *rows = wj_rows + (split ? 0 : h);
     volatile __global realqc *wq = (volatile __global realqc *)w;
     real x[QC];
-    for (int e = lid; e < TB * TB; e += items)
-        invs[e / TB * (TB + 1) + e % TB] =
-            (e / TB < kb && e % TB < kb) ? inv[(size_t)r0 * TB + e] : ZERO;
     #pragma unroll
     for (int q = 0; q < QC; q++)
         x[q] = (i < n) ? V_AT(i, h * QC + q) : ZERO;
+    invert_diagonal_block(invs, a, off, si, sj, lower, r0, kb, lid, items);
     for (int j = 0; j < blk; j++) {
         real lv[TB];
         #pragma unroll
@@ -476,7 +600,7 @@ __kernel void solve_chain(const int n, __global const real *a, const long off,
     wj_rows[own] = y.v;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n) {
-        diagonal_solve(x, rows, rs, invs, TB + 1, t, lower);
+        diagonal_solve(x, rows, rs, invs, TB + 1, t, 1);     /* X row by row */
         #pragma unroll
         for (int q = 0; q < QC; q++)
             w[(size_t)i * KB + h * QC + q] = x[q];

@@ -967,7 +967,17 @@ FAMILIES = {f.name: f for f in (
              "relies on every running work-group making progress, which OpenCL does not "
              "promise, so only a tuned entry measured on the device chooses it)",
              _fixed("steps"), choice(*SOLVES), ("oclla/update_product.py",),
-             {"GPU": SOLVES, "CPU": SOLVES[:1]})),
+             {"GPU": SOLVES, "CPU": SOLVES[:1]}),
+        Knob("PREFIX_ROWS", "rows of R's (KB x KB each) the product form's prefix merges "
+             "below each chunk's own R, per level: 1 + max(1, PREFIX_ROWS / KB) R's, so "
+             "that its launches number log(n / CH) to that base (chunk_merge's registers "
+             "hold the rows: fewer launches, each longer).  H200, float64, k = 16 (two "
+             "R's a merge at 8): 48 takes the merges from 0.22 to 0.195 ms at n = 8192 "
+             "but from 0.33 to 0.42 ms at 16384, where its work-groups no longer run at "
+             "once; k = 1 (nine R's a merge at 8) 0.054 -> 0.025 ms; PoCL 3 builds the "
+             "merge in about 100 s at 48 rows, in under a second at 8",
+             _fixed(8), ints(8), ("oclla/update_product.py",),
+             {"GPU": (8, 16, 48), "CPU": (8,)})),
         _update_settle, _update_constraint),
     Family("window", "The per-pivot LU with delayed updates (kernels_cl/lu_window.cl, "
            "oclla/lu_pivot.py).", (

@@ -17,11 +17,12 @@ Nothing here is a chain over the rows (the rotation sweep of
 1. W by a triangular solve: the diagonal blocks of L inverted in one launch,
    then one launch per block of TB rows (``solve_step``) or, where a tuned entry
    chooses it (the ``update`` knob SOLVE), one launch for all blocks whose
-   work-groups wait for the blocks before their own (``solve_chain``; W's entries
-   are their own flags: filled with :data:`UNSTORED` before the launch; for an
-   upper factor each group of 4 columns of W a chain of its own, :func:`splits`);
+   work-groups invert their own diagonal block, then wait for the blocks before
+   theirs (``solve_chain``; W's entries are their own flags: filled with
+   :data:`UNSTORED` before the launch; for an upper factor each group of 4
+   columns of W a chain of its own, :func:`splits`);
 2. the R_j by orthogonal updates: per chunk of CH rows the R of its rows, an
-   inclusive prefix over the chunks in ⌈log₂⌉ launches (the R of two stacked R's
+   inclusive prefix over the chunks in ⌈log_fan⌉ launches (the R of stacked R's
    is associative; each a QR by Householder reflections, one per column, in a
    work-group of k items: ``chunk_merge``), then per row its
    chunk's prefix updated by the rows before it (Givens rotations), and d_j, b_j
@@ -47,12 +48,12 @@ rotations; ``method="product"`` does not.  Updates only: a downdate's M_j
 would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
 
-H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-30-chain.txt, -flags.txt):
-float64 1.39-1.44 ms a call on a fast host, 1.65 on a slow one (cuSOLVER's
-refactorization 15.5 ms), of which the solve for W 0.54 ms (one launch with SOLVE =
-"chain"), the prefix 0.32 ms (its merges 0.26), the row sweep 0.31 ms; float32 0.88 ms
-(solve 0.32, prefix 0.22, sweep 0.15 ms).  A lower factor's sweep and
-solve read rows across the work-items: float64 1.94 ms, float32 1.48 ms.  The chain's
+H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-30-update-inverse.txt):
+float64 1.29-1.30 ms a call (cuSOLVER's refactorization 15.5 ms), of which the solve
+for W 0.56-0.58 ms (one launch with SOLVE = "chain", its work-groups inverting their
+diagonal blocks), the prefix's merges 0.22 ms, row_coefficients 0.05, the row sweep
+0.30 ms; float32 0.82 ms (solve 0.36, merges 0.14, sweep 0.15 ms).  A lower factor's
+sweep and solve read rows across the work-items: float64 1.85 ms.  The chain's
 time is its blocks one after another: before its column groups were chains of their
 own, 5.8 us a block in float64 (timestamps per work-group,
 benchmarks/results/nvidia-h200-2026-11-29-solve.txt: 0.9 us from a block's stores to
@@ -79,7 +80,7 @@ from .blas import View, invert_blocks
 KB = 16
 #: Rows of W per chunk of the k x k prefix: row_coefficients updates its chunk's
 #: prefix by at most CH − 1 rows (serially, in one work-item); the prefix takes
-#: ⌈log₂(n/CH)⌉ launches.  8 rather than 16 or 32 since its merges run in registers
+#: ⌈log(n/CH)⌉ launches to the base :func:`fan`.  8 rather than 16 or 32 since its merges run in registers
 #: (H200, n = 8192, k = 16: row_coefficients 0.10 → 0.05 ms for one more launch of
 #: 0.01 ms; the update 1.61-1.64 → 1.49-1.50 ms in float32, 2.28-2.31 → 2.05-2.22 ms in
 #: float64; 32: slower; benchmarks/results/nvidia-h200-2026-11-28-prefix.txt).
@@ -123,6 +124,12 @@ GUARD = 1e4
 #: The bits of an entry of W that solve_chain has not stored yet, per itemsize (a
 #: signalling NaN's, which no arithmetic returns; kernels_cl/update_product.cl UNSTORED).
 UNSTORED = {8: np.array([0x7ff4a5a5a5a5a5a5], np.uint64), 4: np.array([0x7fa5a5a5], np.uint32)}
+
+
+def fan(kb: int, rows: int) -> int:
+    """R's a level of the prefix merges for a pass of kb columns: a chunk's own and
+    those of the ``rows`` (the ``update`` knob PREFIX_ROWS) below it, at least one."""
+    return 1 + max(1, rows // kb)
 
 
 def splits(queue, n: int, kb: int, lower: bool) -> bool:
@@ -181,9 +188,10 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     d = scratch.buffer(queue, n * item)
     prefix = [scratch.buffer(queue, nc * widest * widest * item) for _ in range(2)]
     sums = scratch.buffer(queue, later_rows(n) * widest * item)
-    inverses = scratch.buffer(queue, blocks * TB * TB * item)
-    chain = params(queue, "update", dtype)["SOLVE"] == "chain"
+    knobs = params(queue, "update", dtype)
+    chain = knobs["SOLVE"] == "chain"
     solve = "solve_chain" if chain else "solve_step"
+    inverses = None if chain else scratch.buffer(queue, blocks * TB * TB * item)
     state = scratch.buffer(queue, 4) if chain else None
     common = (int_arg(n),)
     large = scratch.zeroed_ints(queue)
@@ -192,14 +200,13 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         k = min(KB, k_all - c0)
         kb = pow2_at_least(k)
         rc = row_items(k, item)
+        merged = fan(kb, knobs["PREFIX_ROWS"])
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
-                                    CW=CW, SB=SB, TB=TB, RC=rc)
+                                    CW=CW, SB=SB, TB=TB, RC=rc, FAN=merged)
                    for name in (solve, "chunk_merge", "row_coefficients", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
                         nbytes=(n * n / 2 + 2 * n * k + n * ncw * k / 2) * item,
                         v_rows=(0, n), **extra):
-            invert_blocks(queue, n, TB, View(buf, off, ld), inverses, dtype=dtype, lower=lower,
-                          unit=False)
             items = TB * (kb // min(kb, 4))          # 4 columns of W an item
             v_pass = (v.base_data, np.int64(v.offset // item + c0), int_arg(k_all), int_arg(k))
             if chain:
@@ -207,9 +214,11 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                 cl.enqueue_fill_buffer(queue, w, UNSTORED[item], 0, n * kb * item)
                 cl.enqueue_fill_buffer(queue, state, np.zeros(1, np.int32), 0, 4)
                 enqueue(queue, kernels[solve], (blocks * items,), (TB if split else items,),
-                        *common, buf, np.int64(off), int_arg(ld), int_arg(lower), inverses,
-                        *v_pass, w, sums, state, int_arg(split))
+                        *common, buf, np.int64(off), int_arg(ld), int_arg(lower), *v_pass, w,
+                        sums, state, int_arg(split))
             else:
+                invert_blocks(queue, n, TB, View(buf, off, ld), inverses, dtype=dtype,
+                              lower=lower, unit=False)
                 for block in range(blocks):
                     enqueue(queue, kernels[solve],
                             (round_up(n - block * TB, TB) // TB * items,), (items,), *common,
@@ -225,7 +234,7 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
                 enqueue(queue, kernels["chunk_merge"], (nc * kb,), (kb,), *common,
                         int_arg(step), prefix[src], prefix[1 - src])
                 src = 1 - src
-                step *= 2
+                step *= merged
             enqueue(queue, kernels["row_coefficients"], (round_up(n, rc),), (rc,),
                     *common, w, prefix[src], buf, np.int64(off), int_arg(ld),
                     int_arg(lower), b, d, info.data, real_arg(guard or np.inf, dtype),

@@ -604,8 +604,9 @@ def test_product_form_solve_in_one_launch(queue, dtype, per_cu, monkeypatch):
     """SOLVE = "chain": W in one launch whose work-groups wait for the blocks before
     theirs (orders straddling the solve's TB-row blocks, one to four blocks, a pass of
     fewer than KB columns and two passes, both layouts), with all of W's columns in one
-    chain and, for an upper factor, each group of 4 a chain of its own: the same factor
-    as the launch per block, within rounding, and backward stable."""
+    chain and, for an upper factor, each group of 4 a chain of its own, each work-group
+    inverting its own diagonal block: the same factor as the launch per block, within
+    rounding, and backward stable."""
     monkeypatch.setattr(update_product, "SPLIT_PER_CU", per_cu)
     tb = update_product.TB
     for n in (1, tb - 1, tb + 1, 3 * tb + 5):
@@ -623,10 +624,36 @@ def test_product_form_solve_in_one_launch(queue, dtype, per_cu, monkeypatch):
                                               queue=queue)
                 names = [k.name for s in rec.steps for k in s.kernels]
                 assert "solve_chain" in names and "solve_step" not in names
+                assert "trtri_blocks" not in names     # each work-group inverts its block
                 where = f"n={n} k={k} lower={lower}"
                 assert_updated(at, r, sl.cholesky(at), lower, where)
                 np.testing.assert_allclose(r, steps, rtol=0, err_msg=where,
                                            atol=64 * np.finfo(dtype).eps * np.abs(steps).max())
+
+
+@pytest.mark.parametrize("rows", [8, 12])
+def test_product_form_prefix_merges_fan_r_factors(queue, dtype, rows):
+    """The knob PREFIX_ROWS: each level of the prefix merges a chunk's R with the
+    PREFIX_ROWS / KB R's below it (at least one), so the merges number one for the
+    chunks plus ⌈log(n/CH)⌉ to that base, and the factor is the same, backward stable
+    (ranks 2, 4 and KB + 1: fans of 5 to 2; orders of one chunk to several levels)."""
+    ch = update_product.CH
+    for n in (ch - 1, 3 * ch + 1, 25 * ch + 3):
+        for k in (2, 4, update_product.KB + 1):
+            at, c, v = problem(n, k, 1, dtype, seed=17)
+            with gpu_kernels(queue, dtype, PREFIX_ROWS=rows), oclla.record() as rec:
+                r = oclla.cholesky_update(c, v, method="product", queue=queue)
+            assert_updated(at, r, sl.cholesky(at), False, f"rows={rows} n={n} k={k}")
+            merges = [len([x for x in s.kernels if x.name == "chunk_merge"])
+                      for s in rec.steps if s.phase == "prefix"]
+            expected = []
+            for c0 in range(0, k, update_product.KB):
+                fan = 1 + max(1, rows // pow2_at_least(min(update_product.KB, k - c0)))
+                levels, reach = 0, 1
+                while reach < -(-n // ch):
+                    levels, reach = levels + 1, reach * fan
+                expected.append(1 + levels)
+            assert merges == expected, (rows, n, k)
 
 
 def test_product_form_scratch_holds_exactly_what_it_writes(queue, dtype, monkeypatch):
