@@ -24,7 +24,9 @@
  * trtri_blocks: W_i = inverse of the i-th nb x nb diagonal block of the m x m
  * triangle T (the last one may be smaller; lower or upper, unit diagonal or
  * not, as trsm_block), one work-group of nb items per block, inverting the
- * block in local memory (an upper block through J T J, as above).  W is
+ * block in local memory (an upper block through J T J, as above): with
+ * DOUBLING by doubling (tri_inverse.h; TRSM_NB 8 times a power of two), else a
+ * column at a time.  W is
  * m x nb, block i in rows i*nb ..; entries outside the triangle of each block
  * are set to zero.
  *
@@ -66,6 +68,13 @@
 #include "common.h"
 #include "unroll.h"
 #include "publish.h"
+#ifndef DOUBLING
+#define DOUBLING 0         /* 1: trtri_blocks inverts by doubling (tri_inverse.h) */
+#endif
+#if DOUBLING && TRSM_NB % 8 == 0 && ((TRSM_NB / 8) & (TRSM_NB / 8 - 1)) == 0
+#define INV_N TRSM_NB
+#include "tri_inverse.h"
+#endif
 
 #ifndef TRSM_NB
 #define TRSM_NB 32         /* largest diagonal block a work-group stages */
@@ -176,6 +185,18 @@ __kernel void trtri_blocks(const int m, const int nb,
     W += AT(k0, 0, ldw);
     STAGE_LOWER(Ts, T, ldt, kb, 1, flip, unit, j, get_local_size(0))
     barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef INV_N
+    /* the staged lower block S padded to TRSM_NB with the identity, zeros above its
+     * diagonal (staged from the other triangle), then inverted by doubling (H200,
+     * blocks of 64: 74-78 us for the launch by columns below, 15-26 us so) */
+    for (int idx = j; idx < TRSM_NB * TRSM_NB; idx += get_local_size(0)) {
+        const int r = idx / TRSM_NB, c = idx % TRSM_NB;
+        if (c > r || r >= kb)
+            Ts[r][c] = (r == c) ? ONE : ZERO;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    invert_lower(&Ts[0][0], j, get_local_size(0));
+#else
     /* the staged lower block S inverted in place, its columns right to left (LAPACK's
      * trti2): once the rows and columns after c hold those of S^-1, entry (i, c) of
      * S^-1 below the diagonal is -(S^-1(i, c+1:i+1) S(c+1:i+1, c)) / S(c, c); item j
@@ -202,6 +223,7 @@ __kernel void trtri_blocks(const int m, const int nb,
             Ts[j][c] = -s * Ts[c][c];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
     /* column j of S^-1, zeros above the diagonal; entry (i, j) of the staged order is
      * W(ORDER(i, kb), ORDER(j, kb)) */
     if (j < kb)

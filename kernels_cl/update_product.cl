@@ -63,6 +63,8 @@
 #if CW % TB
 #error "a column chunk of the sweep is whole blocks of the solve"
 #endif
+#define INV_N TB           /* the solve's diagonal blocks are inverted in local memory */
+#include "tri_inverse.h"
 
 /* The row of later that holds t(i, c), i >= (c + 1)*CW: chunk c's rows (those below
  * it, n - (c + 1)*CW of them) follow chunk c - 1's. */
@@ -408,56 +410,13 @@ void solve_step(const int n, const int b, __global const real *a, const long off
             row[q] = x[q];
 }
 
-/* One step of invert_diagonal_block's level h (the pairs of h x h blocks at o = 0,
- * 2h, ..): first, T = L21 X11 into T's place above the diagonal (T(i, j) at row o + j,
- * column o + h + i: consecutive items on different banks, and nothing there is read);
- * second, X21 = -X22 T into L21's place.  ENTRIES entries an item at a time, their
- * products of h terms interleaved (the loads of local memory go out together). */
-#define ENTRIES 4
-inline void pair_products(__local real *invs, const int h, const int second, const int lid,
-                          const int items)
-{
-    const int is = TB + 1, count = TB * h / 2, rs = second ? 1 : is;
-    for (int e0 = lid; e0 < count; e0 += ENTRIES * items) {
-        int left[ENTRIES], right[ENTRIES], to[ENTRIES];
-        real s[ENTRIES];
-        #pragma unroll
-        for (int u = 0; u < ENTRIES; u++) {
-            const int e = min(e0 + u * items, count - 1);
-            const int o = e / (h * h) * 2 * h, i = e % (h * h) / h, j = e % h;
-            left[u] = (o + h + i) * is + o + (second ? h : 0);   /* L21 or X22, row i */
-            right[u] = second ? (o + j) * is + o + h : o * is + o + j;  /* X11 or T, col j */
-            to[u] = second ? (o + h + i) * is + o + j : (o + j) * is + o + h + i;
-            s[u] = ZERO;
-        }
-        #pragma unroll
-        for (int l = 0; l < h; l++) {
-            #pragma unroll
-            for (int u = 0; u < ENTRIES; u++)
-                s[u] += invs[left[u] + l] * invs[right[u] + l * rs];
-        }
-        #pragma unroll
-        for (int u = 0; u < ENTRIES; u++)
-            if (e0 + u * items < count)
-                invs[to[u]] = second ? -s[u] : s[u];
-    }
-}
-
 /* invs (row stride TB + 1) := X, the inverse of L's diagonal block at rows and
  * columns r0 .. r0 + kb - 1 (kb <= TB), X(t, p) at invs[t * (TB + 1) + p] (as
  * diagonal_solve reads a lower factor's inverse), zero above the diagonal, the
- * identity past kb.  By doubling: L's block staged (the reciprocals on its
- * diagonal; STAGE loads an item in flight at once), the 8 x 8 diagonal blocks
- * inverted (an item a column, in registers), then for h = 8, 16, .., TB / 2 every
- * pair of h x h blocks [X11 0; L21 X22] gets X21 = -X22 (L21 X11) (pair_products),
- * and T's place is cleared.  Eleven barriers, where a column at a time
- * (trtri_blocks) takes 2 (TB - 1).  H200, float64, TB = 64, one work-group's
- * kernel: 26 us with 64 items, 15 us with 256 (39 and 16 us with the loads one at
- * a time and an entry at a time; trtri_blocks' launch 74 us). */
+ * identity past kb: L's block staged (STAGE loads an item in flight at once; one at a
+ * time, the staging alone took 21 us of a 64-item work-group on an H200), then
+ * inverted by doubling (tri_inverse.h). */
 #define STAGE 16
-#if TB % 16 || (TB & (TB - 1))
-#error "the doubling inversion takes TB a power of two, at least 16"
-#endif
 inline void invert_diagonal_block(__local real *invs, __global const real *a,
                                   const long off, const int si, const int sj,
                                   const int lower, const int r0, const int kb,
@@ -479,44 +438,12 @@ inline void invert_diagonal_block(__local real *invs, __global const real *a,
             const int e = e0 + u * items;
             BLOCK_ENTRY
             if (e < TB * TB)
-                invs[r * is + c] = (r >= kb || c > r) ? ((r == c) ? ONE : ZERO)
-                                 : (r == c) ? ONE / staged[u] : staged[u];
+                invs[r * is + c] = (r >= kb && r == c) ? ONE : staged[u];
         }
     }
 #undef BLOCK_ENTRY
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int g0 = lid / 8 * 8, c = lid % 8;      /* item lid < TB: column c of block g0 */
-    real xr[8];
-    if (lid < TB) {
-        #pragma unroll
-        for (int i = 0; i < 8; i++) {
-            real s = (i == c) ? ONE : ZERO;
-            #pragma unroll
-            for (int l = 0; l < i; l++)
-                s -= invs[(g0 + i) * is + g0 + l] * xr[l];
-            xr[i] = (i < c) ? ZERO : s * invs[(g0 + i) * is + g0 + i];
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < TB) {
-        #pragma unroll
-        for (int i = 0; i < 8; i++)
-            if (i >= c)
-                invs[(g0 + i) * is + g0 + c] = xr[i];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    #pragma unroll
-    for (int h = 8; h < TB; h *= 2) {
-        pair_products(invs, h, 0, lid, items);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        pair_products(invs, h, 1, lid, items);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = lid; e < TB * h / 2; e += items) {   /* T's place: zeros again */
-            const int o = e / (h * h) * 2 * h, i = e % (h * h) / h, j = e % h;
-            invs[(o + j) * is + o + h + i] = ZERO;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    invert_lower(invs, lid, items);
 }
 
 /* W = L^-1 V in one launch (the update knob SOLVE = "chain"): work-group g takes

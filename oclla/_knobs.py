@@ -689,6 +689,13 @@ FAMILIES = {f.name: f for f in (
              _both((16, 32, 64))),
         Knob("INVERSE", "1: invert the diagonal blocks and apply them by GEMM; 0: solve "
              "each by substitution", _fixed(1), BOOL, ("oclla/blas.py",), _both((0, 1))),
+        Knob("DOUBLING", "1: trtri_blocks inverts a diagonal block by doubling "
+             "(kernels_cl/tri_inverse.h: the 8 x 8 blocks, then pairs of blocks by two "
+             "products, 3 barriers a level; where TRSM_NB is 8 times a power of two); 0: "
+             "a column at a time (LAPACK's trti2, 2 barriers a column, half the flops).  "
+             "H200, blocks of 64: the launch 74-78 -> 15-26 us; PoCL, 2 cores, potrf at "
+             "n = 2048 40 -> 44 ms with it", _by_kind(1, 0), BOOL,
+             ("oclla/blas.py", "kernels_cl/trsm.cl"), _both((0, 1))),
         Knob("REGISTER", "1: keep the substitution's right-hand side in registers "
              "(TRSM_NB <= 64); 0: in a private array", _fixed(0), BOOL, ("oclla/blas.py",),
              _both((0, 1))),

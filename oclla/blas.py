@@ -240,13 +240,13 @@ def _transposed_copy(queue, a: View, rows: int, cols: int, dtype) -> View:
 def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     """A kernel of trsm.cl: one program per block order ``nb`` (default: the device's
     TRSM_NB) and the device's REGISTER, FEW_RHS (its :func:`rows_width`, the few-column
-    kernels' work-group width) and FEW_ROUTE (the program holds that route's kernel
-    alone: trsm_rows, trsm_chain or trsm_columns), for every side, triangle, transpose
-    and diagonal (the kernels' arguments)."""
+    kernels' work-group width), FEW_ROUTE (the program holds that route's kernel
+    alone: trsm_rows, trsm_chain or trsm_columns) and DOUBLING (trtri_blocks' way), for
+    every side, triangle, transpose and diagonal (the kernels' arguments)."""
     p = params(queue, "trsm", dtype)
     return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
                       TRSM_REG=p["REGISTER"], ROWS_WIDTH=rows_width(p, device_info(queue)),
-                      FEW=FEW_ROUTES.index(p["FEW_ROUTE"]))
+                      FEW=FEW_ROUTES.index(p["FEW_ROUTE"]), DOUBLING=p["DOUBLING"])
 
 
 def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans, unit, nb):

@@ -278,33 +278,37 @@ def _triangle(rng, m, lower, unit, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("nb", [1, 8, 64])
-def test_invert_blocks_inverts_each_diagonal_block(queue, nb, dtype):
+@pytest.mark.parametrize("nb", [1, 8, 16, 24, 32, 64])
+@pytest.mark.parametrize("doubling", [0, 1])
+def test_invert_blocks_inverts_each_diagonal_block(queue, nb, dtype, doubling):
     """trtri_blocks: block i of the result (rows i·nb.., nb wide) is the inverse of the
     i-th diagonal block of the triangle (the last one smaller), zeros outside its
-    triangle, for each triangle and diagonal; the other half of the input, garbage, is
-    not read, and the input is not written."""
+    triangle, for each triangle and diagonal, a column at a time or by doubling (which
+    orders 8, 16, 32 and 64 take); the other half of the input, garbage, is not read,
+    and the input is not written."""
     _skip_fp64(queue, dtype)
     rng = np.random.default_rng(nb)
     m = 2 * nb + (nb // 2 or 1)
     eps = np.finfo(dtype).eps
-    for lower, unit in itertools.product((True, False), repeat=2):
-        stored, tri = _triangle(rng, m, lower, unit, dtype)
-        dt = cl_array.to_device(queue, stored)
-        inv = cl_array.to_device(queue, np.full((m, nb), np.nan, dtype))
-        blas.invert_blocks(queue, m, nb, view_of(dt), inv.data, dtype=dtype, lower=lower,
-                           unit=unit)
-        got = inv.get()
-        assert np.array_equal(dt.get(), stored)
-        for k0 in range(0, m, nb):
-            kb = min(nb, m - k0)
-            block = tri[k0:k0 + kb, k0:k0 + kb].astype(np.float64)
-            w = got[k0:k0 + kb, :kb].astype(np.float64)
-            outside = np.triu(w, 1) if lower else np.tril(w, -1)
-            assert not outside.any(), (lower, unit, k0)
-            residual = np.abs(w @ block - np.eye(kb)).max()
-            bound = THRESHOLD * kb * eps * np.abs(w).max() * np.abs(block).max()
-            assert residual <= bound, (lower, unit, k0, residual / bound)
+    knobs = {**_params.params(queue, "trsm", dtype), "DOUBLING": doubling}
+    with _params.trial(queue, "trsm", dtype, knobs):
+        for lower, unit in itertools.product((True, False), repeat=2):
+            stored, tri = _triangle(rng, m, lower, unit, dtype)
+            dt = cl_array.to_device(queue, stored)
+            inv = cl_array.to_device(queue, np.full((m, nb), np.nan, dtype))
+            blas.invert_blocks(queue, m, nb, view_of(dt), inv.data, dtype=dtype, lower=lower,
+                               unit=unit)
+            got = inv.get()
+            assert np.array_equal(dt.get(), stored)
+            for k0 in range(0, m, nb):
+                kb = min(nb, m - k0)
+                block = tri[k0:k0 + kb, k0:k0 + kb].astype(np.float64)
+                w = got[k0:k0 + kb, :kb].astype(np.float64)
+                outside = np.triu(w, 1) if lower else np.tril(w, -1)
+                assert not outside.any(), (lower, unit, k0)
+                residual = np.abs(w @ block - np.eye(kb)).max()
+                bound = THRESHOLD * kb * eps * np.abs(w).max() * np.abs(block).max()
+                assert residual <= bound, (lower, unit, k0, residual / bound)
 
 
 #: FEW_RHS 0 sends every solve through the GEMMs; 16 and 64 send the left-side solves of
@@ -467,8 +471,8 @@ def test_right_hand_sides_past_a_work_group_take_rows_in_column_chunks(queue, dt
 
 def test_register_substitution_needs_a_small_block(queue):
     info = oclla.device_info(queue)
-    problem = _params.check("trsm", dict(TRSM_NB=65, INVERSE=0, REGISTER=1, FEW_RHS=0,
-                                         FEW_ROUTE="rows"), info, 4)
+    problem = _params.check("trsm", dict(TRSM_NB=65, INVERSE=0, DOUBLING=0, REGISTER=1,
+                                         FEW_RHS=0, FEW_ROUTE="rows"), info, 4)
     assert "REGISTER" in problem
 
 
