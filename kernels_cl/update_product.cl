@@ -148,8 +148,8 @@ inline void add_row(__local real *r, real *x)
  * buffers of XR + 1 reals, alternating by column, so one barrier a column keeps a
  * column's readers and the next column's writer apart); the items right of it apply
  * H = I - tau [1; v] [1; v]^T to (r_pq, x(:, q)).  Every item meets every barrier. */
-#define CHAINS 4           /* a merge's sums over x's rows in that many chains (latency) */
-#define SUM_CHAINS(c) (((c)[0] + (c)[1]) + ((c)[2] + (c)[3]))
+#define CHAINS 4           /* a merge's sums over x's rows in four chains (latency) */
+#define SUM_CHAINS(c) (((c)[0] + (c)[1]) + ((c)[2] + (c)[3]))   /* the four added */
 inline void merge_columns(__local real *rq, real *xq, __local real *v, const int q)
 {
     #pragma unroll 1
@@ -473,8 +473,8 @@ inline void invert_diagonal_block(__local real *invs, __global const real *a,
  * each block j < t it subtracts L(block t, block j) W_j (the loads of L issued
  * first), then W_t = inv_t V_t, inv_t the inverse of block t's diagonal block,
  * which the work-group forms before it waits (invert_diagonal_block).  Unless
- * split, the ticket is the block and the
- * work-group takes all KB columns (TB x RPI items, as solve_step's); split, it is
+ * split, the ticket is the block and the work-group takes all KB columns (TB x RPI
+ * items, as solve_step's); split, it is
  * t*RPI + h and the work-group (TB items, one per row) takes column group h
  * (QC columns) alone: the column groups are then RPI chains of their own, each
  * step's products RPI times smaller.  The entries of W are their own flags: w
