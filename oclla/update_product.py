@@ -14,12 +14,12 @@ Cholesky factor R_j of M_j = I + Σ_{l<j} w_l·w_lᵀ (k × k):
 Nothing here is a chain over the rows (the rotation sweep of
 :mod:`oclla.update` is one: row j's rotations wait for row j − 1's):
 
-1. W by a triangular solve: the diagonal blocks of L inverted in one launch,
-   then one launch per block of TB rows (``solve_step``) or, where a tuned entry
-   chooses it (the ``update`` knob SOLVE), one launch for all blocks whose
-   work-groups invert their own diagonal block, then wait for the blocks before
-   theirs (``solve_chain``; W's entries are their own flags: filled with
-   :data:`UNSTORED` before the launch; for an upper factor each group of 4
+1. W by a triangular solve: the diagonal blocks of L inverted in one launch
+   (``trtri_blocks``), then one launch per block of TB rows (``solve_step``) or,
+   where a tuned entry chooses it (the ``update`` knob SOLVE), one launch for all
+   blocks whose work-groups invert their own diagonal block, then wait for the
+   blocks before theirs (``solve_chain``; W's entries are their own flags: filled
+   with :data:`UNSTORED` before the launch; for an upper factor each group of 4
    columns of W a chain of its own, :func:`splits`);
 2. the R_j by orthogonal updates: per chunk of CH rows the R of its rows, an
    inclusive prefix over the chunks in ⌈log_fan⌉ launches (the R of stacked R's
@@ -80,10 +80,11 @@ from .blas import View, invert_blocks
 KB = 16
 #: Rows of W per chunk of the k x k prefix: row_coefficients updates its chunk's
 #: prefix by at most CH − 1 rows (serially, in one work-item); the prefix takes
-#: ⌈log(n/CH)⌉ launches to the base :func:`fan`.  8 rather than 16 or 32 since its merges run in registers
-#: (H200, n = 8192, k = 16: row_coefficients 0.10 → 0.05 ms for one more launch of
-#: 0.01 ms; the update 1.61-1.64 → 1.49-1.50 ms in float32, 2.28-2.31 → 2.05-2.22 ms in
-#: float64; 32: slower; benchmarks/results/nvidia-h200-2026-11-28-prefix.txt).
+#: ⌈log(n/CH)⌉ launches to the base :func:`fan`.  8 rather than 16 or 32 since its
+#: merges run in registers (H200, n = 8192, k = 16: row_coefficients 0.10 → 0.05 ms
+#: for one more launch of 0.01 ms; the update 1.61-1.64 → 1.49-1.50 ms in float32,
+#: 2.28-2.31 → 2.05-2.22 ms in float64; 32: slower;
+#: benchmarks/results/nvidia-h200-2026-11-28-prefix.txt).
 CH = 8
 #: Columns of L per chunk of the row sweep: an apply_product work-item sweeps at
 #: most CW entries of its row; its work-group keeps CW rows of W and of B and their CW
