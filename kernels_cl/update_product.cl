@@ -314,6 +314,15 @@ void row_coefficients(const int n, __global const real *w, __global const real *
  * multiply-add, and their lanes through LANES. */
 typedef REALV(QC) realqc;
 
+/* The products of subtract_block and diagonal_solve (on the chained solve's path) in
+ * two chains of TB / 2 multiply-adds where an item takes fewer than 4 columns of W;
+ * with 4, one chain a column.  H200, float64, n = 8192, the solve's kernel with two
+ * chains: k = 1 0.26 -> 0.24 ms, k = 2 0.31 -> 0.29 ms, but k = 4 and 8 0.31 -> 0.35
+ * and 0.37 -> 0.39 ms (elsewhere with 4 columns mixed: float64 n = 16384, k = 16 1.97
+ * -> 1.91 ms, float32 k = 4 0.27 -> 0.25 ms; benchmarks/results/
+ * nvidia-h200-2026-11-30-solve-chains.txt). */
+#define TWO_CHAINS (QC < 4)
+
 /* x := inv_b times the block's rows for the item's QC columns of W (row t of the
  * block): rows: those QC columns of the block's TB rows of V, row stride rs (in
  * realqc); invs: inv_b with row stride is (of L where lower, else of R = L^T, read
@@ -324,7 +333,7 @@ inline void diagonal_solve(real *x, __local const realqc *rows, const int rs,
                            __local const real *invs, const int is, const int t,
                            const int lower)
 {
-    real odd[QC];                                  /* two chains of TB / 2 (latency) */
+    real odd[QC];                                  /* TWO_CHAINS: the odd p's */
     #pragma unroll
     for (int q = 0; q < QC; q++)
         x[q] = odd[q] = ZERO;
@@ -335,7 +344,7 @@ inline void diagonal_solve(real *x, __local const realqc *rows, const int rs,
         r.v = rows[p * rs];
         #pragma unroll
         for (int q = 0; q < QC; q++) {
-            if (p % 2)
+            if (TWO_CHAINS && p % 2)
                 odd[q] += m * r.s[q];
             else
                 x[q] += m * r.s[q];
@@ -348,10 +357,7 @@ inline void diagonal_solve(real *x, __local const realqc *rows, const int rs,
 
 /* x -= L(row, block) times the block's rows of W for the item's QC columns: lv the
  * row's TB entries of L, rows those QC columns of the block's TB rows of W (row
- * stride rs, in realqc); the block's product in two chains of TB / 2 multiply-adds,
- * then subtracted (on the chained solve's path: H200, float64, the solve's kernel
- * n = 8192, k = 1 0.26 -> 0.24 ms, n = 16384, k = 16 1.97 -> 1.91 ms, a lower factor
- * at 8192, k = 16 0.81 -> 0.77 ms; an upper one at k = 16, split, level). */
+ * stride rs, in realqc); the block's product then subtracted. */
 inline void subtract_block(real *x, const real *lv, __local const realqc *rows, const int rs)
 {
     real even[QC], odd[QC];
@@ -364,7 +370,7 @@ inline void subtract_block(real *x, const real *lv, __local const realqc *rows, 
         r.v = rows[u * rs];
         #pragma unroll
         for (int q = 0; q < QC; q++) {
-            if (u % 2)
+            if (TWO_CHAINS && u % 2)
                 odd[q] += lv[u] * r.s[q];
             else
                 even[q] += lv[u] * r.s[q];
