@@ -26,9 +26,8 @@
  * not, as trsm_block), one work-group of nb items per block, inverting the
  * block in local memory (an upper block through J T J, as above): with
  * DOUBLING by doubling (tri_inverse.h; TRSM_NB 8 times a power of two), else a
- * column at a time.  W is
- * m x nb, block i in rows i*nb ..; entries outside the triangle of each block
- * are set to zero.
+ * column at a time.  W is m x nb, block i in rows i*nb ..; entries outside the
+ * triangle of each block are set to zero.
  *
  * trsm_rows: op(T) X = B (left side) for a few right-hand sides (W from
  * trtri_blocks, unless `substitute`): one launch per diagonal block in the
@@ -68,16 +67,16 @@
 #include "common.h"
 #include "unroll.h"
 #include "publish.h"
+
+#ifndef TRSM_NB
+#define TRSM_NB 32         /* largest diagonal block a work-group stages */
+#endif
 #ifndef DOUBLING
 #define DOUBLING 0         /* 1: trtri_blocks inverts by doubling (tri_inverse.h) */
 #endif
 #if DOUBLING && TRSM_NB % 8 == 0 && ((TRSM_NB / 8) & (TRSM_NB / 8 - 1)) == 0
 #define INV_N TRSM_NB
 #include "tri_inverse.h"
-#endif
-
-#ifndef TRSM_NB
-#define TRSM_NB 32         /* largest diagonal block a work-group stages */
 #endif
 #ifndef TRSM_REG
 #define TRSM_REG 0         /* trsm_block: 1 = right-hand side in registers (TRSM_NB <= 64) */
