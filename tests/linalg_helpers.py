@@ -6,6 +6,8 @@ have a conftest.py, both imported as the module ``conftest``, so ``from conftest
 finds whichever was imported last.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.linalg as sl
@@ -72,6 +74,13 @@ def buildable_width(queue, dtype, width: int) -> int:
     while width > 1 and not _device.vectors_build(queue, itemsize, width):
         width //= 2
     return width
+
+
+def roomy(queue):
+    """The queue's device limits with 64 KiB of local memory: room for the 64-wide blocks
+    of a stored parameter set (a profile's 16 KiB has none), so that a test of a rule
+    checks that rule and not the local memory."""
+    return dataclasses.replace(oclla.device_info(queue), local_mem_size=64 * 1024)
 
 
 def buildable(queue, dtype, p: dict, key: str = "VW") -> dict:

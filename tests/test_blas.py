@@ -7,7 +7,6 @@ transpose, side, triangle and unit flag.  Errors are measured with
 :mod:`oclla.accuracy` (products in units of kε, solves by backward error).
 """
 
-import dataclasses
 import itertools
 
 import numpy as np
@@ -20,7 +19,7 @@ from oclla.accuracy import THRESHOLD, passes, product_error, solve_backward_erro
 from oclla._knobs import LOCAL_RESERVE, rows_width
 from oclla.blas import View, gemm, laswp, matmul, syrk, trsm, view_of
 
-from linalg_helpers import buildable, buildable_width
+from linalg_helpers import buildable, buildable_width, roomy
 
 DTYPES = (np.float32, np.float64)
 
@@ -591,8 +590,7 @@ def test_gemm_sets_stored_before_the_layout_knobs_keep_their_meaning(queue):
     assert "INTERLEAVE" not in old
     assert _params._merge("gemm", {}, old) == full
     # a valid set on any device with room for its tiles (a profile's 16 KiB has none)
-    roomy = dataclasses.replace(oclla.device_info(queue), local_mem_size=64 * 1024)
-    assert _params.check("gemm", old, roomy, 4) is None
+    assert _params.check("gemm", old, roomy(queue), 4) is None
     defines = tile_launch(old, 64, 64, (True, False))[0]
     assert (defines["VEC_LOCAL"], defines["INTERLEAVE"]) == (4, 0)
     assert "TRANS_A" not in defines and "TRANS_B" not in defines

@@ -15,7 +15,7 @@ import oclla
 from oclla import _knobs, _params, accuracy, rfp
 from oclla._device import DeviceError
 
-from linalg_helpers import assert_fails_at_order, forward_units, spd
+from linalg_helpers import assert_fails_at_order, forward_units, roomy, spd
 
 DTYPES = (np.float32, np.float64)
 # straddle the potrf block (64 here), the TRSM block (32) and the gemm tiles (16..64)
@@ -151,22 +151,16 @@ def test_block_width_is_the_leaf_up_to_small_n(queue):
     assert [block_size(queue, np.float32, n) for n in (1, 60, 61)] == [16, 16, 40]
 
 
-def _roomy(queue):
-    """The device's limits with room for a LEAF = 64 block in local memory (a profile's 16
-    KiB has none), so that the rules below are the ones at work."""
-    return dataclasses.replace(oclla.device_info(queue), local_mem_size=64 * 1024)
-
-
 def test_leaf_with_too_few_registers_is_refused(queue):
     p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0, ROW_LEAF=0,
              FUSE_LEAF=0)
-    assert "registers" in _params.check("chol", p, _roomy(queue), 4)
-    assert _params.check("chol", dict(p, WG=64), _roomy(queue), 4) is None
+    assert "registers" in _params.check("chol", p, roomy(queue), 4)
+    assert _params.check("chol", dict(p, WG=64), roomy(queue), 4) is None
 
 
 def test_row_leaf_shapes(queue):
     row_leaf = _params.chol_row_leaf
-    info = _roomy(queue)
+    info = roomy(queue)
     p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0, ROW_LEAF=1,
              FUSE_LEAF=0)
     assert _params.check("chol", p, info, 4) is None          # WG sizes the panel solve only
