@@ -1,6 +1,7 @@
 /* tri_inverse.h -- a lower triangle inverted in local memory by doubling.
  *
- * Needs INV_N, the order: 8 times a power of two.  invert_lower(t, lid, items):
+ * Needs INV_N, the order; defines INV_DOUBLING and invert_lower only where INV_N is
+ * 8 times a power of two (the includer's test of its order).  invert_lower(t, lid, items):
  * t, INV_N x INV_N with row stride INV_N + 1 in local memory, holds a lower
  * triangle L (zeros above the diagonal; a block smaller than INV_N padded with
  * the identity); it becomes X = L^-1, lower, zeros above.  A work-group of
@@ -20,9 +21,8 @@
 #ifndef OCLLA_TRI_INVERSE_H
 #define OCLLA_TRI_INVERSE_H
 
-#if INV_N % 8 || ((INV_N / 8) & (INV_N / 8 - 1))
-#error "invert_lower takes INV_N = 8 times a power of two"
-#endif
+#if INV_N % 8 == 0 && ((INV_N / 8) & (INV_N / 8 - 1)) == 0
+#define INV_DOUBLING 1
 #define INV_S (INV_N + 1)  /* row stride: a column's entries on different banks */
 #define INV_ENTRIES 4      /* entries an item takes at once, their products interleaved */
 
@@ -97,4 +97,5 @@ inline void invert_lower(__local real *t, const int lid, const int items)
     }
 }
 
+#endif
 #endif

@@ -74,7 +74,7 @@
 #ifndef DOUBLING
 #define DOUBLING 0         /* 1: trtri_blocks inverts by doubling (tri_inverse.h) */
 #endif
-#if DOUBLING && TRSM_NB % 8 == 0 && ((TRSM_NB / 8) & (TRSM_NB / 8 - 1)) == 0
+#if DOUBLING               /* INV_DOUBLING where TRSM_NB is 8 times a power of two */
 #define INV_N TRSM_NB
 #include "tri_inverse.h"
 #endif
@@ -184,7 +184,7 @@ __kernel void trtri_blocks(const int m, const int nb,
     W += AT(k0, 0, ldw);
     STAGE_LOWER(Ts, T, ldt, kb, 1, flip, unit, j, get_local_size(0))
     barrier(CLK_LOCAL_MEM_FENCE);
-#ifdef INV_N
+#ifdef INV_DOUBLING
     /* the staged lower block S padded to TRSM_NB with the identity, zeros above its
      * diagonal (staged from the other triangle), then inverted by doubling (H200,
      * blocks of 64: 74-78 us for the launch by columns below, 15-26 us so) */

@@ -65,6 +65,9 @@
 #endif
 #define INV_N TB           /* the solve's diagonal blocks are inverted in local memory */
 #include "tri_inverse.h"
+#ifndef INV_DOUBLING
+#error "the chained solve inverts its blocks by doubling: TB 8 times a power of two"
+#endif
 
 /* The row of later that holds t(i, c), i >= (c + 1)*CW: chunk c's rows (those below
  * it, n - (c + 1)*CW of them) follow chunk c - 1's. */
