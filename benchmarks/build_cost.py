@@ -250,8 +250,8 @@ SETS = {
                   for label, e in SYRK_EDITS.items()],
     "others": [("gemm f32", "gemm.cl", "-DDIRECT=0 -DINDEX64=0 " + SY32, []),
                ("gemm f64", "gemm.cl", "-DDIRECT=0 -DINDEX64=0 " + SY64, []),
-               ("trsm f32", "trsm.cl", "-DFEW=2 -DINDEX64=0 -DPRECISION=32 -DROWS_WIDTH=16 "
-                "-DTRSM_NB=64 -DTRSM_REG=0", []),
+               ("trsm f32", "trsm.cl", "-DDOUBLING=1 -DFEW=2 -DINDEX64=0 -DPRECISION=32 "
+                "-DROWS_WIDTH=16 -DTRSM_NB=64", []),
                ("lu_grid f32", "lu_grid.cl", "-DCPI=4 -DINDEX64=0 -DNO_PIVOT=0 -DPRECISION=32 "
                 "-DRPI=8 -DWX=32 -DWY=8", []),
                ("util f32", "util.cl", "-DINDEX64=0 -DPRECISION=32", [])],

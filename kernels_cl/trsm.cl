@@ -60,7 +60,10 @@
  * core streams the triangle once per column).
  *
  * A program holds one of the three few-column kernels, the device's (FEW):
- * each is compiled only where it is used.
+ * each is compiled only where it is used.  trsm_block is a program of its own
+ * (BLOCK_SOLVE = 1: the other kernels left out), built only where a solve takes
+ * the substituting route: devices that invert the diagonal blocks (trsm INVERSE)
+ * rarely launch it.
  *
  * copy_block: D (rows x cols) = S, both row-major views.
  */
@@ -71,10 +74,13 @@
 #ifndef TRSM_NB
 #define TRSM_NB 32         /* largest diagonal block a work-group stages */
 #endif
+#ifndef BLOCK_SOLVE
+#define BLOCK_SOLVE 0      /* 1: the program holds trsm_block alone, 0: every other kernel */
+#endif
 #ifndef DOUBLING
 #define DOUBLING 0         /* 1: trtri_blocks inverts by doubling (tri_inverse.h) */
 #endif
-#if DOUBLING               /* INV_DOUBLING where TRSM_NB is 8 times a power of two */
+#if DOUBLING && !BLOCK_SOLVE  /* INV_DOUBLING where TRSM_NB is 8 times a power of two */
 #define INV_N TRSM_NB
 #include "tri_inverse.h"
 #endif
@@ -127,6 +133,7 @@
         }                                                                     \
     }
 
+#if BLOCK_SOLVE
 __kernel void trsm_block(const int nb, const int nrhs,
                          __global const real *T, const long t_off, const int ldt,
                          __global real *B, const long b_off, const int ldb,
@@ -170,6 +177,7 @@ __kernel void trsm_block(const int nb, const int nrhs,
 #endif
 #undef Y
 }
+#else
 
 __kernel void trtri_blocks(const int m, const int nb,
                            __global const real *T, const long t_off, const int ldt,
@@ -517,3 +525,4 @@ __kernel void copy_block(const int rows, const int cols,
     if (r < rows && c < cols)
         D[d_off + AT(r, c, ldd)] = S[s_off + AT(r, c, lds)];
 }
+#endif

@@ -238,14 +238,19 @@ def _transposed_copy(queue, a: View, rows: int, cols: int, dtype) -> View:
 
 
 def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
-    """A kernel of trsm.cl: one program per block order ``nb`` (default: the device's
-    TRSM_NB) and the device's REGISTER, FEW_RHS (its :func:`rows_width`, the few-column
+    """A kernel of trsm.cl, for every side, triangle, transpose and diagonal (the
+    kernels' arguments): trsm_block from a program of its own per block order ``nb``
+    (default: the device's TRSM_NB) and the device's REGISTER; the others from one
+    program per ``nb`` and the device's FEW_RHS (its :func:`rows_width`, the few-column
     kernels' work-group width), FEW_ROUTE (the program holds that route's kernel
-    alone: trsm_rows, trsm_chain or trsm_columns) and DOUBLING (trtri_blocks' way), for
-    every side, triangle, transpose and diagonal (the kernels' arguments)."""
+    alone: trsm_rows, trsm_chain or trsm_columns) and DOUBLING (trtri_blocks' way)."""
     p = params(queue, "trsm", dtype)
-    return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb or p["TRSM_NB"],
-                      TRSM_REG=p["REGISTER"], ROWS_WIDTH=rows_width(p, device_info(queue)),
+    nb = nb or p["TRSM_NB"]
+    if name == "trsm_block":
+        return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb, TRSM_REG=p["REGISTER"],
+                          BLOCK_SOLVE=1)
+    return get_kernel(queue, "trsm.cl", name, dtype, TRSM_NB=nb,
+                      ROWS_WIDTH=rows_width(p, device_info(queue)),
                       FEW=FEW_ROUTES.index(p["FEW_ROUTE"]), DOUBLING=p["DOUBLING"])
 
 

@@ -242,18 +242,23 @@ def test_flat_tail_programs_hold_what_their_route_launches(queue):
 
 def test_trsm_programs_hold_the_few_column_route_of_their_device(queue):
     """trsm.cl holds the few-column kernel of one FEW_ROUTE (FEW, in the order of
-    FEW_ROUTES), and the device's program that of its route."""
+    FEW_ROUTES), and the device's program that of its route; trsm_block is a program of
+    its own (BLOCK_SOLVE), which the others' program leaves out."""
     from oclla._knobs import FEW_ROUTES
     from oclla.blas import trsm_kernel
-    common = dict(TRSM_NB=16, TRSM_REG=0, ROWS_WIDTH=4)
-    always = {"trsm_block", "trtri_blocks", "copy_block"}
+    common = dict(TRSM_NB=16, ROWS_WIDTH=4)
+    always = {"trtri_blocks", "copy_block"}
     for few, route in enumerate(FEW_ROUTES):
         assert _names(queue, "trsm.cl", np.float32, FEW=few, **common) == \
             always | {f"trsm_{route}"}
+    assert _names(queue, "trsm.cl", np.float32, TRSM_NB=16, TRSM_REG=0,
+                  BLOCK_SOLVE=1) == {"trsm_block"}
     route = _params.params(queue, "trsm", np.float32)["FEW_ROUTE"]
-    program = trsm_kernel(queue, "copy_block", np.float32).program
-    assert set(program.get_info(cl.program_info.KERNEL_NAMES).split(";")) == \
-        always | {f"trsm_{route}"}
+    programs = {name: trsm_kernel(queue, name, np.float32).program
+                for name in ("copy_block", "trsm_block")}
+    assert set(programs["copy_block"].get_info(cl.program_info.KERNEL_NAMES).split(";")) \
+        == always | {f"trsm_{route}"}
+    assert programs["trsm_block"].get_info(cl.program_info.KERNEL_NAMES) == "trsm_block"
 
 
 def test_blocked_cholesky_builds_one_leaf_program(queue):
