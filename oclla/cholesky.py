@@ -262,6 +262,29 @@ def fuses_leaves(queue, dtype, n: int, block: int | None = None) -> bool:
         params(queue, "chol", dtype), params(queue, "gemm", dtype))
 
 
+def sweeps_fused(queue, dtype, n: int, block: int | None = None) -> bool:
+    """Whether :func:`factor_blocked` of order n (blocks of ``block``, default the
+    device's) factors its leaves in the launches of the updates before them, in blocks
+    of one leaf (:func:`fuses_leaves`) or of several (:func:`_two_level`): a trapezoid
+    (``width``) is then best factored in that one sweep, without a separate TRSM."""
+    nb = block or block_size(queue, dtype, n)
+    return fuses_leaves(queue, dtype, n, nb) or bool(_two_level(queue, dtype, n, nb))
+
+
+def _two_level(queue, dtype, n: int, nb: int) -> int:
+    """The leaf order of :func:`factor_blocked`'s block columns where each is factored
+    by leaves fused into its own updates (blocks of nb > LEAF on a device whose leaves
+    fuse: :func:`fuses_leaves` of an nb x nb block), else 0.  Against a leaf and a TRSM
+    by substitution per block column (H200, blocks of 128, upper / lower, ms): float64
+    n = 16384 129.3 / 131.3 -> 109.7 / 107.4, float32 20480 158.4 / 167.3 -> 137.2 /
+    141.0; with blocks of 512 89-93 and 102-104 ms
+    (benchmarks/results/nvidia-h200-2026-11-30-two-level.txt)."""
+    p = params(queue, "chol", dtype)
+    if _inverting(queue, dtype, n, nb) or min(nb, n) <= p["LEAF"]:
+        return 0
+    return p["LEAF"] if fuses_leaves(queue, dtype, nb, p["LEAF"]) else 0
+
+
 def _update_and_factor_next(queue, a: View, jb: int, rest: int, beyond: int, panel: View,
                             leaf: _Leaf, inverse, *, lower: bool, dtype, info,
                             base: int) -> None:
@@ -324,11 +347,16 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     FUSE_LEAF allows, every leaf after the first is factored in the launch of
     the trailing update before it (one ``syrk`` trace step per block column
     then covers both: its pivot is the next block's, its info ``leaf`` that
-    block's region).
+    block's region).  Block columns wider than a leaf on such a device are
+    two levels (:func:`_two_level`): each block column (its diagonal block
+    and its panel, a trapezoid) is factored by leaves fused into its own
+    updates as above, then the trailing triangle takes one SYRK as deep as
+    the block column, where a leaf's depth makes the updates memory-bound.
     """
     nb = block or block_size(queue, dtype, n)
     leaf = _leaf(queue, dtype, lower, invert=_inverting(queue, dtype, n, nb))
     region = region or (lambda r0, r1, c0, c1: ((r0, r1, c0, c1), {}))
+    inner = _two_level(queue, dtype, n, nb)
     inverse = None
     if leaf.inverting:      # from the queue's pool: an allocation costs more than a leaf
         inverse = scratch.buffer(queue, leaf.order * leaf.order * np.dtype(dtype).itemsize)
@@ -338,6 +366,22 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         rest = n - j - jb                  # order of the trailing triangle
         beyond = width - j - jb            # length of the panel
         diag = a.at(j, j)
+        if inner:                          # the block column's trapezoid in fused leaves
+            factor_blocked(queue, diag, jb, lower=lower, dtype=dtype, info=info,
+                           base=base + j, block=inner, width=jb + beyond,
+                           region=lambda r0, r1, c0, c1, j=j: region(r0 + j, r1 + j,
+                                                                     c0 + j, c1 + j))
+            if rest == 0:
+                break
+            panel = diag.at(jb, 0) if lower else diag.at(0, jb)
+            reg, extra = region(*((j + jb, width, j + jb, n) if lower
+                                  else (j + jb, n, j + jb, width)))
+            with trace.step("syrk", reg, flops=float(rest * (rest + 1) * jb
+                                                     + 2 * rest * (beyond - rest) * jb),
+                            **extra):
+                _update_trailing(queue, diag, jb, rest, panel, lower=lower, dtype=dtype,
+                                 beyond=beyond)
+            continue
         if j == 0 or not leaf.fused:       # else the previous update factored this block
             reg, extra = region(j, j + jb, j, j + jb)
             with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),

@@ -59,7 +59,7 @@ from ._validate import (as_matrix, check_method, checked_beside, checked_values,
                         factor_in_place, is_device_array, read_only, solve_in_place, to_device,
                         unpack_pair)
 from .blas import View, gemm, syrk, trsm, view_of
-from .cholesky import (block_size, factor_blocked, factor_pivot, fuses_leaves,
+from .cholesky import (block_size, factor_blocked, factor_pivot, sweeps_fused,
                        not_positive_definite)
 
 __all__ = ["Layout", "layout", "packed_length", "pack", "unpack", "cholesky",
@@ -365,15 +365,16 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     layout S lies right of T1 in the same rows of that view ([T1 S] is the upper
     trapezoid of the first n1 rows of an upper factor of order n).  Where the
     device factors each next leaf in the trailing update's launch
-    (:func:`oclla.cholesky.fuses_leaves`), potrf(T1) and the TRSM are one blocked
-    sweep over that trapezoid (:func:`factor_blocked`'s ``width``): each block row's
-    panel solve reaches across S, and its trailing update covers T1 and S together,
-    so T1's leaves overlap S's updates as they do in a full factorization.  Without
-    that overlap the one large TRSM is the faster (its products are deeper).
+    (:func:`oclla.cholesky.sweeps_fused`: in blocks of one leaf or, above SMALL_N,
+    of several), potrf(T1) and the TRSM are one blocked sweep over that trapezoid
+    (:func:`factor_blocked`'s ``width``): each block row's panel solve reaches
+    across S, and its trailing update covers T1 and S together, so T1's leaves
+    overlap S's updates as they do in a full factorization.  Without that overlap
+    the one large TRSM is the faster (its products are deeper).
     """
     n1, n2, lda = lay.n1, lay.n2, lay.lda
     t1, s, t2 = _blocks(buf, off, lay)
-    if lay.lower and n2 > 0 and fuses_leaves(queue, dtype, n1, block):
+    if lay.lower and n2 > 0 and sweeps_fused(queue, dtype, n1, block):
         assert lay.s == lay.t1 + n1          # S continues T1's rows
         factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
                        region=_picture_region(lay.t1, lda), width=n1 + n2)

@@ -135,3 +135,50 @@ def test_every_leaf_in_the_fused_kernel(queue):
     for prg in without_leaf:
         kernels = prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
         assert "apply_inverse" in kernels and not any(k.startswith("potf2") for k in kernels)
+
+
+# above SMALL_N (20) blocks of NB = 16, each a trapezoid of fused leaves of 8 (two
+# levels), then one SYRK of rank 16: no TRSM at all
+TWO_LEVEL = dict(NB=16, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=1, TRSM_INVERSE=0,
+                 RFP_TRSM_INVERSE=0, SMALL_N=20)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_two_level_blocks(queue, dtype):
+    fused(TWO_LEVEL)
+    for n in (21, 23, 24, 25, 32, 33, 49, 73):
+        a = spd(n, dtype, seed=11)
+        for lower in (True, False):
+            arf = rfp.pack(a, lower=lower, queue=queue)
+            with oclla.record() as rec:
+                c = oclla.cholesky(a, lower=lower, queue=queue)
+                packed = rfp.cholesky(arf, n, lower=lower, queue=queue)
+            # the packed upper layout's S lies apart from T1: a TRSM of its own there
+            names = {k.name for r in rec.runs[:1 + lower] for k in r.kernels}
+            assert not names & {"trsm_block", "trtri_blocks"}, (n, lower, names)
+            err = accuracy.cholesky_backward_error(a, c, lower)
+            assert accuracy.passes(err), f"n={n} lower={lower}: backward error {err:.3g}"
+            assert accuracy.passes(forward_units(c, sla.cholesky(a.astype(np.float64),
+                                                                 lower=lower)))
+            err = accuracy.cholesky_backward_error(
+                a, rfp.unpack(packed, n, lower=lower, queue=queue), lower)
+            assert accuracy.passes(err), f"packed n={n} lower={lower}: {err:.3g}"
+
+
+@pytest.mark.parametrize("k", (0, 7, 8, 15, 16, 23, 24, 31, 40))
+def test_failing_order_inside_two_level_blocks(queue, k):
+    fused(TWO_LEVEL)
+    assert_fails_at_order(queue, 41, k + 1, np.float32)
+
+
+def test_two_level_trace(queue):
+    """Each block column's first leaf is a panel step at its place in the whole matrix
+    (the inner sweep's regions shifted by the block's corner), the later leaves ride in
+    the inner updates, and the trailing update is one step per block column."""
+    fused(TWO_LEVEL)
+    with oclla.record() as rec:
+        oclla.cholesky(spd(30, np.float64), lower=True, queue=queue)
+    steps = rec.runs[0].steps
+    assert [s.region for s in steps if s.phase == "panel"] == [(0, 8, 0, 8), (16, 24, 16, 24)]
+    outer = [s for s in steps if s.phase == "syrk" and "leaf" not in s.info]
+    assert [s.region for s in outer] == [(16, 30, 16, 30)]
