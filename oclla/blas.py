@@ -218,25 +218,27 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     Only the ``lower`` (or upper) triangle of C is computed and written.  Where the
     gemm set that takes the product (:func:`gemm_shape`, or ``tile``) has a TN_COPY_K,
     AᵀA is taken as A'·A'ᵀ of a scratch copy A' = Aᵀ (n x k); deeper than TN_COPY_K, as
-    the sum of such products over slabs of TN_COPY_K rows of A, each copied in its turn
-    (C read and written once a slab: H200, float64 n = k = 8192 31.1 -> 29.0 ms,
-    the packed Cholesky of order 16384, whose T2 update this is, 110.3 -> 104.9 ms).
+    the sum of such products over slabs of equal depth, at most TN_COPY_K rows of A each,
+    copied in turn and multiplied by the same gemm set (C read and written once a slab:
+    H200, float64 n = k = 8192 31.1 -> 29.0 ms; the packed Cholesky of order 16384,
+    whose T2 update this is, 110.3 -> 104.9 ms).
     """
     if n <= 0:
         return None
     p = _gemm_set(queue, k, dtype, tile)
-    slab = p["TN_COPY_K"] if trans and p["KERNEL"] == "tiled" else 0
-    if 0 < slab < k:
+    triangle = "lower" if lower else "upper"
+    most = p["TN_COPY_K"] if trans and p["KERNEL"] == "tiled" else 0
+    if 0 < most and k > 0:
+        depth = -(-k // -(-k // most))          # ceil(k / slabs), slabs = ceil(k / most)
         event = None
-        for k0 in range(0, k, slab):
-            event = syrk(queue, n, min(slab, k - k0), alpha, a.at(k0, 0),
-                         beta if k0 == 0 else 1.0, c, dtype=dtype, lower=lower, trans=True,
-                         tile=tile)
+        for k0 in range(0, k, depth):
+            kb = min(depth, k - k0)
+            copy = _transposed_copy(queue, a.at(k0, 0), kb, n, dtype)
+            event = _gemm_with(queue, p, n, n, kb, alpha, copy, copy,
+                               beta if k0 == 0 else 1.0, c, dtype, False, True, triangle)
         return event
-    if 0 < k <= slab:
-        a, trans = _transposed_copy(queue, a, k, n, dtype), False
     return _gemm_with(queue, p, n, n, k, alpha, a, a, beta, c, dtype, trans, not trans,
-                      "lower" if lower else "upper")
+                      triangle)
 
 
 def _transposed_copy(queue, a: View, rows: int, cols: int, dtype) -> View:
