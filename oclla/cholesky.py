@@ -323,6 +323,37 @@ def _factor_diagonal(queue, a: View, n: int, leaf: _Leaf, *, lower: bool, dtype,
                      base=base + n1)
 
 
+def _factor_block_column(queue, diag: View, j: int, jb: int, beyond: int, leaf: _Leaf,
+                         inverse, region, *, lower: bool, dtype, info, base: int):
+    """:func:`factor_blocked`'s block column j (jb wide) by one leaf or a recursive potrf
+    of its diagonal block (unless the update before it factored it: ``leaf.fused``), then
+    its panel, ``beyond`` long, by the leaf's inverse or a TRSM; the panel's view, or
+    None where there is none."""
+    if j == 0 or not leaf.fused:           # else the previous update factored this block
+        reg, extra = region(j, j + jb, j, j + jb)
+        with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
+                        **extra):
+            if inverse is not None:
+                _factor_leaf(queue, diag, jb, leaf, lower=lower, info=info, base=base + j,
+                             inverse=inverse)
+            else:
+                _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype,
+                                 info=info, base=base + j)
+    if beyond == 0:
+        return None
+    reg, extra = region(*((j + jb, j + jb + beyond, j, j + jb) if lower
+                          else (j, j + jb, j + jb, j + jb + beyond)))
+    with trace.step("trsm", reg, flops=float(jb * jb * beyond), **extra):
+        if inverse is None:
+            return _solve_panel(queue, diag, jb, beyond, lower=lower, dtype=dtype)
+        panel = diag.at(jb, 0) if lower else diag.at(0, jb)
+        enqueue(queue, leaf.apply, (-(-beyond // leaf.apply_rows) * leaf.apply_wg,),
+                (leaf.apply_wg,),
+                panel.buf, np.int64(panel.off), int_arg(panel.ld), int_arg(beyond),
+                int_arg(jb), inverse, int_arg(leaf.order), info.data, int_arg(lower))
+        return panel
+
+
 def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: int = 0,
                    block: int | None = None, region=None, width: int | None = None) -> None:
     """Right-looking blocked potrf of the n x n matrix at ``a``, in place.
@@ -371,41 +402,10 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
                            base=base + j, block=inner, width=jb + beyond,
                            region=lambda r0, r1, c0, c1, j=j: region(r0 + j, r1 + j,
                                                                      c0 + j, c1 + j))
-            if rest == 0:
-                break
             panel = diag.at(jb, 0) if lower else diag.at(0, jb)
-            reg, extra = region(*((j + jb, width, j + jb, n) if lower
-                                  else (j + jb, n, j + jb, width)))
-            with trace.step("syrk", reg, flops=float(rest * (rest + 1) * jb
-                                                     + 2 * rest * (beyond - rest) * jb),
-                            **extra):
-                _update_trailing(queue, diag, jb, rest, panel, lower=lower, dtype=dtype,
-                                 beyond=beyond)
-            continue
-        if j == 0 or not leaf.fused:       # else the previous update factored this block
-            reg, extra = region(j, j + jb, j, j + jb)
-            with trace.step("panel", reg, pivot=(reg[0], reg[2]), flops=cholesky_flops(jb),
-                            **extra):
-                if inverse is not None:
-                    _factor_leaf(queue, diag, jb, leaf, lower=lower, info=info, base=base + j,
-                                 inverse=inverse)
-                else:
-                    _factor_diagonal(queue, diag, jb, leaf, lower=lower, dtype=dtype,
-                                     info=info, base=base + j)
-        if beyond == 0:
-            break
-        reg, extra = region(*((j + jb, width, j, j + jb) if lower
-                              else (j, j + jb, j + jb, width)))
-        with trace.step("trsm", reg, flops=float(jb * jb * beyond), **extra):
-            if inverse is not None:
-                panel = diag.at(jb, 0) if lower else diag.at(0, jb)
-                enqueue(queue, leaf.apply, (-(-beyond // leaf.apply_rows) * leaf.apply_wg,),
-                        (leaf.apply_wg,),
-                        panel.buf, np.int64(panel.off), int_arg(panel.ld), int_arg(beyond),
-                        int_arg(jb), inverse, int_arg(leaf.order), info.data,
-                        int_arg(lower))
-            else:
-                panel = _solve_panel(queue, diag, jb, beyond, lower=lower, dtype=dtype)
+        else:
+            panel = _factor_block_column(queue, diag, j, jb, beyond, leaf, inverse, region,
+                                         lower=lower, dtype=dtype, info=info, base=base)
         if rest == 0:
             break
         reg, extra = region(*((j + jb, width, j + jb, n) if lower
