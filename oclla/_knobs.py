@@ -838,8 +838,8 @@ FAMILIES = {f.name: f for f in (
            "(oclla/rfp.py).", (
         Knob("NB", "block column width above SMALL_N; where the leaves fuse (FUSE_LEAF) "
              "each block column is a trapezoid of fused leaves and the trailing update one "
-             "SYRK as deep as NB (H200: 512, float64 n = 16384 upper / lower 129 / 131 -> "
-             "93 / 89 ms against blocks of 128 solved by substitution); 256 on CPUs too "
+             "SYRK as deep as NB (H200: 1024, float64 n = 16384 upper / lower 129 / 131 -> "
+             "90 / 87 ms against blocks of 128 solved by substitution); 256 on CPUs too "
              "(PoCL, 2 cores, against 128: "
              "float32 n = 2048 / 4000 45 -> 40 / 257 -> 238 ms, float64 91 -> 73 / 495 -> "
              "400 ms; 384 level)", _fixed(256), ints(1), _CHOL,

@@ -277,7 +277,7 @@ def _two_level(queue, dtype, n: int, nb: int) -> int:
     fuse: :func:`fuses_leaves` of an nb x nb block), else 0.  Against a leaf and a TRSM
     by substitution per block column (H200, blocks of 128, upper / lower, ms): float64
     n = 16384 129.3 / 131.3 -> 109.7 / 107.4, float32 20480 158.4 / 167.3 -> 137.2 /
-    141.0; with blocks of 512 89-93 and 102-104 ms
+    141.0; with blocks of 1024 87-90 and 101-102 ms at n = 16384 and 20480
     (benchmarks/results/nvidia-h200-2026-11-30-two-level.txt)."""
     p = params(queue, "chol", dtype)
     if _inverting(queue, dtype, n, nb) or min(nb, n) <= p["LEAF"]:
