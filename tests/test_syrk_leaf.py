@@ -143,10 +143,14 @@ TWO_LEVEL = dict(NB=16, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=1, TRSM_INVERSE=0,
                  RFP_TRSM_INVERSE=0, SMALL_N=20)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
-def test_two_level_blocks(queue, dtype):
-    fused(TWO_LEVEL)
-    for n in (21, 23, 24, 25, 32, 33, 49, 73):
+@pytest.mark.parametrize("dtype, nb", [(np.float32, 16), (np.float64, 16), (np.float64, 48)],
+                         ids=lambda v: np.dtype(v).name if not isinstance(v, int) else f"NB{v}")
+def test_two_level_blocks(queue, dtype, nb):
+    """Blocks of two and of six leaves (the H200's are sixteen); a block's leaves invert
+    where its order is up to SMALL_N, which is therefore at least NB."""
+    small = max(TWO_LEVEL["SMALL_N"], nb)
+    fused(dict(TWO_LEVEL, NB=nb, SMALL_N=small))
+    for n in [n for n in (21, 23, 24, 25, 32, 33, 49, 73, 97, 100) if n > small][:8]:
         a = spd(n, dtype, seed=11)
         for lower in (True, False):
             arf = rfp.pack(a, lower=lower, queue=queue)
