@@ -843,7 +843,7 @@ FAMILIES = {f.name: f for f in (
              "(PoCL, 2 cores, against 128: "
              "float32 n = 2048 / 4000 45 -> 40 / 257 -> 238 ms, float64 91 -> 73 / 495 -> "
              "400 ms; 384 level)", _fixed(256), ints(1), _CHOL,
-             {"GPU": (64, 128, 256, 384, 512), "CPU": (64, 128, 192, 256, 384)}),
+             {"GPU": (64, 128, 256, 512, 1024), "CPU": (64, 128, 192, 256, 384)}),
         Knob("LEAF", "largest diagonal block factored by one work-group in its registers "
              "(larger ones are split recursively into TRSM and SYRK); 32 on CPUs, where "
              "PoCL (2 cores) factored n = 256 / 1024 in 4.7 / 61 ms with LEAF 32 and WG 64 "
