@@ -237,8 +237,9 @@ def test_syrk_one_triangle(queue, p, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_syrk_of_a_transposed_panel_through_its_copy(queue, dtype):
     """With TN_COPY_K, AᵀA of inner dimension k up to it is taken as A'·A'ᵀ of a copy
-    A' = Aᵀ (one gather), beyond it as the sum of such products over slabs of TN_COPY_K
-    rows of A (a gather each, beta applied once): both triangles, A a block of a larger
+    A' = Aᵀ (one gather), beyond it as the sum of such products over slabs of equal
+    depth, at most TN_COPY_K rows of A (a gather each, beta applied once; k = 19: 7, 7,
+    5): both triangles, A a block of a larger
     array (offset, leading dimension), orders off the tile; C outside its triangle
     untouched."""
     _skip_fp64(queue, dtype)
