@@ -856,6 +856,13 @@ FAMILIES = {f.name: f for f in (
              "(where the 'L' layout does not solve S by block rows beside T1: leaves not "
              "fused into the updates, or the 'U' layout)",
              _fixed(1), BOOL, ("oclla/rfp.py",), _both((0, 1))),
+        Knob("RFP_T2_DEPTH", "where the 'L' layout sweeps T1 and S by block rows: the "
+             "fewest final rows of S a T2 -= SᵀS update takes, on a second queue beside "
+             "the sweep (0: one update after it).  H200, n = 4096, packed / full "
+             "float32 1.09 -> 1.03, float64 1.12 -> 1.07 with 256 (64: 1.36 / 1.64, "
+             "1024: 1.06 / 1.09: small updates take the compute units from the sweep's "
+             "leaves); float64 8192 / 12288 1.05 -> 1.03",
+             _fixed(256), ints(0), ("oclla/rfp.py",), {"GPU": (0, 64, 256, 1024), "CPU": (0,)}),
         Knob("SMALL_N", "up to this order the block width is LEAF and every panel is "
              "solved with its leaf's inverse (fewest launches); the tuner measures the "
              "crossover", _by_kind(4096, 0), ints(0), _CHOL),

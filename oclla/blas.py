@@ -212,19 +212,27 @@ def gemm_shape(queue, k: int, dtype) -> dict:
 
 
 def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, dtype,
-         lower: bool = True, trans: bool = False, tile: dict | None = None):
+         lower: bool = True, trans: bool = False, tile: dict | None = None,
+         width: int | None = None):
     """C = alpha·A·Aᵀ + beta·C (A is n x k) or alpha·AᵀA + beta·C (``trans``, A is k x n).
 
-    Only the ``lower`` (or upper) triangle of C is computed and written.  Where the
-    gemm set that takes the product (:func:`gemm_shape`, or ``tile``) has a TN_COPY_K,
-    AᵀA is taken as A'·A'ᵀ of a scratch copy A' = Aᵀ (n x k); deeper than TN_COPY_K, as
-    the sum of such products over slabs of equal depth, at most TN_COPY_K rows of A each,
-    copied in turn and multiplied by the same gemm set (C read and written once a slab:
-    H200, float64 n = k = 8192 31.1 -> 29.0 ms; the packed Cholesky of order 16384,
-    whose T2 update this is, 110.3 -> 104.9 ms).
+    Only the ``lower`` (or upper) triangle of C is computed and written.  With ``width``
+    > n, C is a trapezoid: its stored triangle of order n and the rectangle beside it,
+    width - n more rows below it (``lower``) or columns right of it, A then width rows
+    (columns with ``trans``) long: C (width x n) = alpha·A·A[:n]ᵀ + beta·C, or C
+    (n x width) = alpha·A[:, :n]ᵀ·A + beta·C (the blocked Cholesky's trailing update
+    where its panel reaches past the trailing triangle).  Where the gemm set that takes
+    the product (:func:`gemm_shape`, or ``tile``) has a TN_COPY_K, AᵀA is taken as
+    A'·A'ᵀ of a scratch copy A' = Aᵀ (width x k); deeper than TN_COPY_K, as the sum of
+    such products over slabs of equal depth, at most TN_COPY_K rows of A each, copied in
+    turn and multiplied by the same gemm set (C read and written once a slab: H200,
+    float64 n = k = 8192 31.1 -> 29.0 ms; the packed Cholesky of order 16384, whose T2
+    update this is, 110.3 -> 104.9 ms).
     """
     if n <= 0:
         return None
+    width = n if width is None else width
+    rows, cols = (width, n) if lower else (n, width)
     p = _gemm_set(queue, k, dtype, tile)
     triangle = "lower" if lower else "upper"
     most = p["TN_COPY_K"] if trans and p["KERNEL"] == "tiled" else 0
@@ -233,11 +241,11 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
         event = None
         for k0 in range(0, k, depth):
             kb = min(depth, k - k0)
-            copy = _transposed_copy(queue, a.at(k0, 0), kb, n, dtype)
-            event = _gemm_with(queue, p, n, n, kb, alpha, copy, copy,
+            copy = _transposed_copy(queue, a.at(k0, 0), kb, width, dtype)
+            event = _gemm_with(queue, p, rows, cols, kb, alpha, copy, copy,
                                beta if k0 == 0 else 1.0, c, dtype, False, True, triangle)
         return event
-    return _gemm_with(queue, p, n, n, k, alpha, a, a, beta, c, dtype, trans, not trans,
+    return _gemm_with(queue, p, rows, cols, k, alpha, a, a, beta, c, dtype, trans, not trans,
                       triangle)
 
 

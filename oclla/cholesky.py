@@ -64,7 +64,7 @@ from ._programs import (enqueue, get_kernel, index_width, int_arg, launch_queue,
 from ._validate import (as_matrix, check_method, checked_beside, factor_in_place,
                         is_device_array, read_only, read_status, solve_in_place, status_flags,
                         unpack_pair)
-from .blas import View, gemm, syrk, tile_grid, tile_launch, trsm, view_of
+from .blas import View, syrk, tile_grid, tile_launch, trsm, view_of
 
 
 def cholesky_flops(n: int) -> float:
@@ -146,15 +146,9 @@ def _update_trailing(queue, a: View, n1: int, rest: int, panel: View, *, lower: 
                      dtype, beyond: int | None = None) -> None:
     """A22 -= L21·L21ᵀ (or U12ᵀ·U12) on the stored triangle of order ``rest`` (SYRK); with
     ``beyond`` > rest on the trapezoid of the stored triangle's rows (columns) ``rest`` by
-    ``beyond`` instead, the panel ``beyond`` long (GEMM on that triangle)."""
-    beyond = rest if beyond is None else beyond
-    if beyond == rest:
-        syrk(queue, rest, n1, -1.0, panel, 1.0, a.at(n1, n1), dtype=dtype, lower=lower,
-             trans=not lower)
-        return
-    m, n = (beyond, rest) if lower else (rest, beyond)
-    gemm(queue, m, n, n1, -1.0, panel, panel, 1.0, a.at(n1, n1), dtype=dtype,
-         trans_a=not lower, trans_b=lower, triangle="lower" if lower else "upper")
+    ``beyond`` instead, the panel ``beyond`` long."""
+    syrk(queue, rest, n1, -1.0, panel, 1.0, a.at(n1, n1), dtype=dtype, lower=lower,
+         trans=not lower, width=beyond)
 
 
 class _Leaf(NamedTuple):
@@ -355,7 +349,8 @@ def _factor_block_column(queue, diag: View, j: int, jb: int, beyond: int, leaf: 
 
 
 def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: int = 0,
-                   block: int | None = None, region=None, width: int | None = None) -> None:
+                   block: int | None = None, region=None, width: int | None = None,
+                   on_final=None) -> None:
     """Right-looking blocked potrf of the n x n matrix at ``a``, in place.
 
     ``lower``: A = L·Lᵀ with L in the row-major lower triangle; else A = Uᵀ·U
@@ -369,7 +364,11 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
     A11; upper: A12, columns right of it) beside A11.  A11 = L11·L11ᵀ and
     A21 := L21 = A21·L11⁻ᵀ, every trailing update confined to the trapezoid;
     A22 is neither read nor written (the packed Cholesky's first half, whose
-    A22 lies elsewhere).
+    A22 lies elsewhere).  ``on_final(j0, j1)``, where given, is called once the
+    factor's rows (``lower``: columns) j0..j1 are final, diagonal block and
+    panel, before the trailing update after them is enqueued: work that needs
+    only those rows may then go to another queue (the packed Cholesky's A22
+    update).
 
     Where a diagonal block is one leaf (always below the device's SMALL_N,
     else with TRSM_INVERSE set), the leaf kernel also writes L11⁻ᵀ and the
@@ -406,6 +405,8 @@ def factor_blocked(queue, a: View, n: int, *, lower: bool, dtype, info, base: in
         else:
             panel = _factor_block_column(queue, diag, j, jb, beyond, leaf, inverse, region,
                                          lower=lower, dtype=dtype, info=info, base=base)
+        if on_final is not None:
+            on_final(j, j + jb)
         if rest == 0:
             break
         reg, extra = region(*((j + jb, width, j + jb, n) if lower

@@ -29,7 +29,9 @@ Functions
     :mod:`oclla.blas` on views of the packed buffer (no copies); in the 'L'
     layout, on devices whose updates factor the next leaf in the same launch,
     the potrf of T1 and the TRSM are one sweep by block rows over T1 and S
-    together (the first half of a full factorization's sweep).
+    together (the first half of a full factorization's sweep), and the SYRK
+    into T2 runs on a second queue beside it, in parts, as block rows of S
+    become final.
     ``method="pivot"`` runs the paper's per-pivot kernels (square root,
     normalization, exact-triangle outer product) directly on the packed
     buffer: each kernel maps the logical (i, j) through ``rfp.h``'s two
@@ -48,13 +50,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import trace
 from ._device import resolve_queue
 from ._params import params
-from ._programs import (enqueue, get_kernel, index_width, int_arg, int_zeros, launch_queue,
-                        round_up)
+from ._programs import (enqueue, flushed_marker, get_kernel, index_width, int_arg, int_zeros,
+                        launch_queue, round_up, side_queue)
 from ._validate import (as_matrix, check_method, checked_beside, checked_values,
                         factor_in_place, is_device_array, read_only, solve_in_place, to_device,
                         unpack_pair)
@@ -369,15 +372,21 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     of several), potrf(T1) and the TRSM are one blocked sweep over that trapezoid
     (:func:`factor_blocked`'s ``width``): each block row's panel solve reaches
     across S, and its trailing update covers T1 and S together, so T1's leaves
-    overlap S's updates as they do in a full factorization.  Without that overlap
-    the one large TRSM is the faster (its products are deeper).
+    overlap S's updates as they do in a full factorization; T2 -= SᵀS then
+    follows the sweep on a second queue, block rows of S as they become final,
+    at least the device's RFP_T2_DEPTH rows a SYRK (a full factorization makes
+    those updates inside the sweep's launches).  Without that overlap the one
+    large TRSM is the faster (its products are deeper).
     """
     n1, n2, lda = lay.n1, lay.n2, lay.lda
     t1, s, t2 = _blocks(buf, off, lay)
     if lay.lower and n2 > 0 and sweeps_fused(queue, dtype, n1, block):
         assert lay.s == lay.t1 + n1          # S continues T1's rows
+        update = _T2Update(queue, s, t2, lay, dtype=dtype)
         factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
-                       region=_picture_region(lay.t1, lda), width=n1 + n2)
+                       region=_picture_region(lay.t1, lda), width=n1 + n2,
+                       on_final=update.rows_final)
+        update.finish()
     else:
         factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
                        region=_picture_region(lay.t1, lda))
@@ -393,12 +402,57 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
             else:             # Fortran TRSM('L', 'L', 'N'): S := T1⁻¹·S
                 trsm(queue, n1, n2, t1, s, dtype=dtype, left=False, lower=False, trans=False,
                      inverse=inverse)
-    p0, q0 = lay.t2 % lda, lay.t2 // lda
-    with trace.step("syrk", (p0, p0 + n2, q0, q0 + n2), flops=float(n2 * (n2 + 1) * n1)):
-        # Fortran SYRK('U', 'N'): T2 -= S·Sᵀ  ('L')  /  SYRK('U', 'T'): T2 -= Sᵀ·S  ('U')
-        syrk(queue, n2, n1, -1.0, s, 1.0, t2, dtype=dtype, lower=True, trans=lay.lower)
+        p0, q0 = lay.t2 % lda, lay.t2 // lda
+        with trace.step("syrk", (p0, p0 + n2, q0, q0 + n2), flops=float(n2 * (n2 + 1) * n1)):
+            # Fortran SYRK('U', 'N'): T2 -= S·Sᵀ  ('L')  /  SYRK('U', 'T'): T2 -= Sᵀ·S  ('U')
+            syrk(queue, n2, n1, -1.0, s, 1.0, t2, dtype=dtype, lower=True, trans=lay.lower)
     factor_blocked(queue, t2, n2, lower=True, dtype=dtype, info=info, base=n1, block=block,
                    region=_picture_region(lay.t2, lda))
+
+
+class _T2Update:
+    """The 'L' layout's T2 -= SᵀS (Fortran SYRK('U', 'N'): T2 -= S·Sᵀ) in parts, each as
+    soon as the sweep over [T1 S] has made its block rows of S final, on a second queue
+    beside the sweep (on ``queue`` itself where the device refuses one); :meth:`finish`
+    updates with the rows left and orders ``queue`` after every part."""
+
+    def __init__(self, queue, s: View, t2: View, lay: Layout, *, dtype):
+        self.queue, self.s, self.t2, self.lay, self.dtype = queue, s, t2, lay, dtype
+        self.side = side_queue(queue) or queue
+        self.depth = params(queue, "chol", dtype)["RFP_T2_DEPTH"]
+        self.done = 0                     # rows of S already in T2
+
+    def rows_final(self, j0: int, j1: int) -> None:
+        """Rows j0..j1 of S are final (the sweep's block row j0): update with every final
+        row not yet applied once they are at least RFP_T2_DEPTH (0: all of S at once)."""
+        if j1 - self.done >= (self.depth or self.lay.n1) or j1 == self.lay.n1:
+            self._update(j1)
+
+    def finish(self) -> None:
+        if self.done < self.lay.n1:
+            self._update(self.lay.n1)
+        if self.side is not self.queue:
+            cl.enqueue_barrier(self.queue, wait_for=[flushed_marker(self.side)])
+
+    def _update(self, j1: int) -> None:
+        lay, j0, k = self.lay, self.done, j1 - self.done
+        if self.side is not self.queue:
+            cl.enqueue_barrier(self.side, wait_for=[flushed_marker(self.queue)])
+        p0, q0 = lay.t2 % lay.lda, lay.t2 // lay.lda
+        with trace.step("syrk", (p0, p0 + lay.n2, q0, q0 + lay.n2),
+                        flops=float(lay.n2 * (lay.n2 + 1) * k)):
+            syrk(self.side, lay.n2, k, -1.0, self.s.at(j0, 0), 1.0, self.t2, dtype=self.dtype,
+                 lower=True, trans=True)
+        self.done = j1
+
+
+def _snapshot(queue, arf: cl_array.Array, n: int) -> np.ndarray:
+    """The picture of the packed array once the side queue's T2 updates are done too
+    (a recording's factorization runs on ``queue`` itself)."""
+    side = side_queue(queue)
+    if side is not None:
+        side.finish()
+    return picture(arf.get(), n)
 
 
 def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: str,
@@ -411,7 +465,7 @@ def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: st
     # the blocked Cholesky's parameters (nor their self-check on an untuned device)
     extra = dict(block=block or block_size(queue, dtype, n)) if method == "blocked" else {}
     with trace.run("rfp_cholesky", method, queue, (n, n), dtype,
-                   lambda: picture(arf.get(), n), lower=lower, packed=True, **extra):
+                   lambda: _snapshot(queue, arf, n), lower=lower, packed=True, **extra):
         with launch_queue(queue) as loop_queue:
             if method == "pivot":
                 factor_pivot(loop_queue, arf.base_data, arf.offset // dtype.itemsize, lay.lda,

@@ -265,6 +265,39 @@ def test_syrk_of_a_transposed_panel_through_its_copy(queue, dtype):
             assert passes(err), f"n={n} k={k} lower={lower}: {err:.3g}"
 
 
+@pytest.mark.parametrize("copy_k", (0, 9), ids=("direct", "copied"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_syrk_of_a_trapezoid(queue, dtype, copy_k):
+    """``width`` > n: the stored triangle of order n and the rectangle beside it (rows
+    below it for ``lower``, columns right of it otherwise), A width long (the blocked
+    Cholesky's trailing update where its panel reaches past the triangle); AᵀA through
+    the transposed copies where TN_COPY_K asks (k = 19: three slabs), as A·Aᵀ directly;
+    every other entry of C untouched."""
+    _skip_fp64(queue, dtype)
+    p = dict(GEMM_SETS[3], TN_COPY_K=copy_k)
+    rng = np.random.default_rng(29)
+    for n, width, k in [(1, 2, 1), (17, 40, 9), (33, 34, 19), (5, 37, 4)]:
+        for lower, trans in itertools.product((True, False), repeat=2):
+            a = rng.standard_normal((k, width) if trans else (width, k)).astype(dtype)
+            shape = (width, n) if lower else (n, width)
+            c0 = rng.standard_normal(shape).astype(dtype)
+            da, dc = cl_array.to_device(queue, a), cl_array.to_device(queue, c0)
+            with oclla.record() as rec:
+                syrk(queue, n, k, -1.5, view_of(da), 0.5, view_of(dc), dtype=dtype,
+                     lower=lower, trans=trans, tile=p, width=width)
+            gathers = [kk.name for kk in rec.kernels].count("gather")
+            assert gathers == (-(-k // copy_k) if trans and copy_k else 0), (n, k, gathers)
+            op = a.T if trans else a                       # width x k
+            left, right = (op, op[:n].T) if lower else (op[:n], op.T)
+            r, c = np.indices(shape)
+            keep = c <= r if lower else r <= c
+            got = dc.get()
+            np.testing.assert_array_equal(got[~keep], c0[~keep])
+            full = np.where(keep, got, -1.5 * (left @ right) + 0.5 * c0)
+            err = product_error(full, left, right, alpha=-1.5, beta=0.5, c0=c0)
+            assert passes(err), f"n={n} width={width} k={k} lower={lower} trans={trans}"
+
+
 def _triangle(rng, m, lower, unit, dtype):
     """A well-conditioned triangle (diagonal dominant), garbage in the other half."""
     t = rng.uniform(-1, 1, (m, m))

@@ -152,8 +152,8 @@ def test_block_width_is_the_leaf_up_to_small_n(queue):
 
 
 def test_leaf_with_too_few_registers_is_refused(queue):
-    p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0, ROW_LEAF=0,
-             FUSE_LEAF=0)
+    p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, RFP_T2_DEPTH=0,
+             SMALL_N=0, ROW_LEAF=0, FUSE_LEAF=0)
     assert "registers" in _params.check("chol", p, roomy(queue), 4)
     assert _params.check("chol", dict(p, WG=64), roomy(queue), 4) is None
 
@@ -161,8 +161,8 @@ def test_leaf_with_too_few_registers_is_refused(queue):
 def test_row_leaf_shapes(queue):
     row_leaf = _params.chol_row_leaf
     info = roomy(queue)
-    p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0, ROW_LEAF=1,
-             FUSE_LEAF=0)
+    p = dict(NB=64, LEAF=64, WG=32, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, RFP_T2_DEPTH=0,
+             SMALL_N=0, ROW_LEAF=1, FUSE_LEAF=0)
     assert _params.check("chol", p, info, 4) is None          # WG sizes the panel solve only
     assert [row_leaf(dict(p, LEAF=leaf)) for leaf in (8, 12, 16, 64, 72)] == \
         [True, False, True, True, False]
@@ -176,8 +176,8 @@ def test_row_leaf_shapes(queue):
 def test_panel_solve_larger_than_local_memory_is_refused(queue):
     """apply_inverse stages the leaf's inverse and its rows of the panel in local memory:
     a set whose leaf fits but whose panel solve does not is refused."""
-    p = dict(NB=64, LEAF=64, WG=256, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0,
-             ROW_LEAF=1, FUSE_LEAF=0)
+    p = dict(NB=64, LEAF=64, WG=256, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, RFP_T2_DEPTH=0,
+             SMALL_N=0, ROW_LEAF=1, FUSE_LEAF=0)
     leaf_bytes = (65 * 65 + 5 * 64) * 8                    # the row leaf's, float64
     solve_bytes = (64 * 64 + 16 * 65) * 8                  # the inverse and 16 rows of 65
     assert _params.chol_apply_rows(p) == 16
@@ -193,8 +193,8 @@ def test_panel_solve_larger_than_local_memory_is_refused(queue):
 def test_leaf_larger_than_local_memory_is_refused(queue):
     info = oclla.device_info(queue)
     leaf = int(np.sqrt(info.local_mem_size / 4)) + 1
-    p = dict(NB=64, LEAF=leaf, WG=1024, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0,
-             ROW_LEAF=0, FUSE_LEAF=0)
+    p = dict(NB=64, LEAF=leaf, WG=1024, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, RFP_T2_DEPTH=0,
+             SMALL_N=0, ROW_LEAF=0, FUSE_LEAF=0)
     assert "local memory" in _params.check("chol", p, info, 4)
 
 

@@ -76,7 +76,8 @@ def test_fused_leaf_shapes(queue):
     assert not rule(p, dict(FUSED_GEMM, WPT_M=8, WPT_N=8))     # 8 items for 16 rows
     assert not rule(p, dict(KERNEL="direct", RM=8, VW=8, NV=2, LX=1))
     info = oclla.device_info(queue)
-    q = dict(NB=8, LEAF=8, WG=16, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0, SMALL_N=0)
+    q = dict(NB=8, LEAF=8, WG=16, ROW_LEAF=1, TRSM_INVERSE=1, RFP_TRSM_INVERSE=0,
+             RFP_T2_DEPTH=0, SMALL_N=0)
     assert _params.check("chol", dict(q, FUSE_LEAF=1), info, 4) is None
     assert "FUSE_LEAF" in _params.check("chol", dict(q, FUSE_LEAF=2), info, 4)
 
@@ -143,13 +144,19 @@ TWO_LEVEL = dict(NB=16, LEAF=8, WG=16, ROW_LEAF=1, FUSE_LEAF=1, TRSM_INVERSE=0,
                  RFP_TRSM_INVERSE=0, SMALL_N=20)
 
 
-@pytest.mark.parametrize("dtype, nb", [(np.float32, 16), (np.float64, 16), (np.float64, 48)],
-                         ids=lambda v: np.dtype(v).name if not isinstance(v, int) else f"NB{v}")
-def test_two_level_blocks(queue, dtype, nb):
+@pytest.mark.parametrize("dtype, nb, copy_k", [(np.float32, 16, 0), (np.float64, 16, 0),
+                                               (np.float64, 48, 0), (np.float64, 16, 8)],
+                         ids=("float32-NB16", "float64-NB16", "float64-NB48",
+                              "float64-NB16-copied"))
+def test_two_level_blocks(queue, dtype, nb, copy_k):
     """Blocks of two and of six leaves (the H200's are sixteen); a block's leaves invert
-    where its order is up to SMALL_N, which is therefore at least NB."""
+    where its order is up to SMALL_N, which is therefore at least NB.  With TN_COPY_K
+    the upper factor's updates AᵀA (the packed lower layout's too, trapezoids over T1
+    and S) go through transposed copies, in slabs of 8 rows."""
     small = max(TWO_LEVEL["SMALL_N"], nb)
     fused(dict(TWO_LEVEL, NB=nb, SMALL_N=small))
+    _params.override("gemm", dict(FUSED_GEMM, TN_COPY_K=copy_k))
+    _params.override("gemm_thin", dict(FUSED_GEMM, MAX_K=0))   # every product by that set
     for n in [n for n in (21, 23, 24, 25, 32, 33, 49, 73, 97, 100) if n > small][:8]:
         a = spd(n, dtype, seed=11)
         for lower in (True, False):
@@ -160,6 +167,11 @@ def test_two_level_blocks(queue, dtype, nb):
             # the packed upper layout's S lies apart from T1: a TRSM of its own there
             names = {k.name for r in rec.runs[:1 + lower] for k in r.kernels}
             assert not names & {"trsm_block", "trtri_blocks"}, (n, lower, names)
+            if lower and copy_k:          # T2's SYRK, then each T1 block column's trapezoid
+                n1 = rfp.layout(n, True).n1
+                slabs = -(-n1 // copy_k) + 2 * (-(-n1 // nb) - 1)
+                gathers = [k.name for k in rec.runs[1].kernels].count("gather")
+                assert gathers == slabs, (n, gathers, slabs)
             err = accuracy.cholesky_backward_error(a, c, lower)
             assert accuracy.passes(err), f"n={n} lower={lower}: backward error {err:.3g}"
             assert accuracy.passes(forward_units(c, sla.cholesky(a.astype(np.float64),
@@ -167,6 +179,33 @@ def test_two_level_blocks(queue, dtype, nb):
             err = accuracy.cholesky_backward_error(
                 a, rfp.unpack(packed, n, lower=lower, queue=queue), lower)
             assert accuracy.passes(err), f"packed n={n} lower={lower}: {err:.3g}"
+
+
+@pytest.mark.parametrize("depth, ranks", [(0, ([1], [9], [21], [20])),
+                                          (1, ([1], [8, 1], [8, 8, 5], [8, 8, 4])),
+                                          (16, ([1], [9], [16, 5], [16, 4]))],
+                         ids=lambda v: f"depth{v}" if isinstance(v, int) else None)
+@pytest.mark.parametrize("dtype", (np.float32, np.float64), ids=lambda d: np.dtype(d).name)
+def test_packed_t2_updates_beside_the_sweep(queue, dtype, depth, ranks):
+    """Where the 'L' layout sweeps T1 and S by block rows (blocks of 8 here), T2 -= SᵀS
+    is made in parts on a second queue as the block rows of S become final: at least
+    RFP_T2_DEPTH rows a part (0: one part after the sweep), the last part whatever is
+    left; the factor as LAPACK's, at even and odd orders."""
+    fused(dict(FUSED_SETS[0], RFP_T2_DEPTH=depth))
+    for n, expected in zip((2, 17, 41, 40), ranks):
+        a = spd(n, dtype, seed=5)
+        lay = rfp.layout(n, True)
+        with oclla.record() as rec:
+            packed = rfp.cholesky(rfp.pack(a, queue=queue), n, queue=queue)
+        p0, q0 = lay.t2 % lay.lda, lay.t2 // lay.lda
+        t2 = (p0, p0 + lay.n2, q0, q0 + lay.n2)
+        got = [round(s.flops / (lay.n2 * (lay.n2 + 1))) for s in rec.runs[-1].steps
+               if s.phase == "syrk" and s.region == t2]
+        assert got == expected, (n, got)
+        err = accuracy.cholesky_backward_error(a, rfp.unpack(packed, n, queue=queue), True)
+        assert accuracy.passes(err), f"n={n}: {err:.3g}"
+        assert accuracy.passes(forward_units(rfp.unpack(packed, n, queue=queue),
+                                             sla.cholesky(a.astype(np.float64), lower=True)))
 
 
 @pytest.mark.parametrize("k", (0, 7, 8, 15, 16, 23, 24, 31, 40))
