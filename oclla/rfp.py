@@ -372,11 +372,11 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     of several), potrf(T1) and the TRSM are one blocked sweep over that trapezoid
     (:func:`factor_blocked`'s ``width``): each block row's panel solve reaches
     across S, and its trailing update covers T1 and S together, so T1's leaves
-    overlap S's updates as they do in a full factorization; T2 -= SᵀS then
-    follows the sweep on a second queue, block rows of S as they become final,
-    at least the device's RFP_T2_DEPTH rows a SYRK (a full factorization makes
-    those updates inside the sweep's launches).  Without that overlap the one
-    large TRSM is the faster (its products are deeper).
+    overlap S's updates as they do in a full factorization; T2 -= SᵀS runs on a
+    second queue beside the sweep, in parts as block rows of S become final, at
+    least the device's RFP_T2_DEPTH rows a SYRK (a full factorization makes those
+    updates inside the sweep's launches).  Without that overlap the one large
+    TRSM is the faster (its products are deeper).
     """
     n1, n2, lda = lay.n1, lay.n2, lay.lda
     t1, s, t2 = _blocks(buf, off, lay)

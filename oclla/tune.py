@@ -14,8 +14,9 @@ Search space and metric, in one place (:data:`SPACE`, :data:`METRIC`):
   ``TN_COPY_K`` (the time of a SYRK AᵀA of rank ``TN_COPY_RANK``), each both
   ways.
 * ``chol``: block width, diagonal leaf order, leaf kind (one item per row or
-  entries spread over a work-group), work-group and the
-  triangular solves' method of the blocked Cholesky, by coordinate descent.
+  entries spread over a work-group), work-group, the triangular solves'
+  method of the blocked Cholesky and the packed one's T2 parts
+  (``RFP_T2_DEPTH``), by coordinate descent.
   Metric: time of the blocked Cholesky in full plus in packed (RFP) storage
   at n = ``LU_N`` (best of 3 each).  ``SMALL_N`` is the largest order in
   ``CHOL_SMALL_SIZES`` at which single-leaf block columns with inverted
@@ -97,7 +98,7 @@ LU_ORDER = (("lu", "PANEL"), ("lu", "REG_SLOTS"), ("lu", "NB"), ("lu", "PANEL_SP
             ("lu", "LOOKAHEAD"), ("lu", "GRID_FEWEST"))
 #: The same for the blocked Cholesky; ``quick`` keeps the first 3.
 CHOL_ORDER = tuple(("chol", key) for key in ("NB", "LEAF", "TRSM_INVERSE", "RFP_TRSM_INVERSE",
-                                             "ROW_LEAF", "FUSE_LEAF", "WG"))
+                                             "ROW_LEAF", "FUSE_LEAF", "RFP_T2_DEPTH", "WG"))
 
 
 def _axes(order, kind: str) -> list[tuple[str, str, tuple]]:
