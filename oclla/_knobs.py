@@ -466,6 +466,9 @@ def _lu_constraint(p: dict, d: Device) -> str | None:
 SOLVES = ("steps", "chain")
 #: The blocked LU's panel strategies (``lu`` PANEL; :class:`oclla.lu_blocked.Panels`).
 PANELS = ("leaf", "columns", "grid")
+#: register rows per item a grid panel's program may hold (the lu knob GRID_RPI; the blocked
+#: LU builds a taller panel's program for up to four times GRID_RPI, at most the largest)
+GRID_RPIS = (0, 1, 2, 4, 8, 16, 32)
 
 
 # ---- chol ----
@@ -809,9 +812,11 @@ FAMILIES = {f.name: f for f in (
              _fixed(0), ints(0), _LU, {"GPU": (0, 16, 32, 64), "CPU": (0,)}),
         Knob("GRID_RPI", 'PANEL = "grid": the most rows per work-item held in registers '
              '(the program is built for this many; a panel that needs fewer passes its '
-             'count as an argument; 0: none).  On an H100, 8 was as fast as 16 or faster '
-             'at every order from 1024 to 16384 and builds in half the time',
-             _by_kind(8, 4), choice(0, 1, 2, 4, 8, 16, 32), _LU,
+             'count as an argument; 0: none; a panel taller than the work-groups that '
+             'run at once hold takes a program with twice or four times as many).  On an '
+             'H100, 8 was as fast as 16 or faster at every order from 1024 to 16384 and '
+             'builds in half the time',
+             _by_kind(8, 4), choice(*GRID_RPIS), _LU,
              {"GPU": (4, 8, 16, 32), "CPU": (0, 2, 4, 8)}),
         Knob("FLAT_N", "the trailing matrix is factored as one panel once its order is at "
              "most FLAT_N and its rows fit the register leaves (a rank-LEAF_W GEMM on all "

@@ -17,7 +17,7 @@ import pyopencl.array as cl_array
 
 from . import trace
 from ._device import device_info
-from ._knobs import LOCAL_RESERVE
+from ._knobs import GRID_RPIS, LOCAL_RESERVE
 from ._params import params
 from ._programs import (copy, enqueue, flushed_marker, get_kernel, int_arg, int_zeros, launch,
                         round_up, set_args, side_queue)
@@ -259,15 +259,18 @@ class Panels:
     def _grid(self, c0: int, w: int) -> None:
         """The panel in one launch of getrf_grid (one barrier across work-groups per column).
 
-        One program for every order: built for the widest panel of the factorization
-        (NB, or PANEL_SPLIT where that is narrower) and GRID_RPI register rows per item;
-        the rows this panel asks for (the fewest that hold its row blocks, at most
-        GRID_RPI) are an argument."""
+        One program for every order up to the one whose panels the work-groups hold in
+        GRID_RPI register rows per item: built for the widest panel of the
+        factorization (NB, or PANEL_SPLIT where that is narrower) and those rows; the
+        rows this panel asks for (the fewest that hold its row blocks, at most the
+        program's) are an argument.  A taller panel takes the program with twice (four
+        times) the rows (:meth:`_grid_rows`)."""
         wx, wy = self.p["GRID_WX"], self.p["GRID_WY"]
         split, nb = self.p["PANEL_SPLIT"], self.p["NB"]
         cpi = -(-max(w, min(split, nb) if split else nb) // wx)
         blocks = -(-(self.n - c0) // wy)
-        groups = self._grid_groups(blocks)
+        most = self._grid_rows(blocks)
+        groups = self._grid_groups(blocks, most)
         bufs = self._grid_buffers
         if bufs is None or bufs[1].size < 2 * groups or bufs[3].size < 2 * groups * cpi * wx:
             q, width = self.queue, cpi * wx
@@ -277,22 +280,37 @@ class Panels:
                 cl_array.empty(q, 2 * groups * width, self.dtype),
                 cl_array.empty(q, 2 * width, self.dtype))
         rpi = -(-blocks // groups)                           # row blocks per work-group
-        key = ("getrf_grid", wx, wy, cpi)
+        key = ("getrf_grid", wx, wy, cpi, most)
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._kernels[key] = get_kernel(
                 self.queue, "lu_grid.cl", "getrf_grid", self.dtype, WX=wx, WY=wy, CPI=cpi,
-                RPI=self.p["GRID_RPI"], NO_PIVOT=int(self.no_pivot))
+                RPI=most, NO_PIVOT=int(self.no_pivot))
         enqueue(self.queue, kernel, (groups * wx, wy), (wx, wy), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
                 bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]), int_arg(rpi))
 
-    def _grid_groups(self, blocks: int) -> int:
+    def _grid_rows(self, blocks: int) -> int:
+        """Register rows per item of a grid panel of ``blocks`` row blocks: GRID_RPI, or
+        (where that many leave rows in memory on every work-group that can run at once)
+        the fewest of twice and four times as many that hold them, at most the knob's
+        largest choice.  H200 (GRID_RPI 8, against it throughout): sgetrf 10240 / 12288 /
+        16384 72.4 / 106.3 / 197.8 -> 69.5 / 99.0 / 183.9 ms, dgetrf 12288 / 16384 138.7 /
+        271.6 -> 137.1 / 262.3 (10240 94.2 -> 95.5); 8192, whose panels 8 hold, level
+        (benchmarks/results/nvidia-h200-2026-11-30-grid-rows-2.txt)."""
+        rpi = self.p["GRID_RPI"]
+        for _ in range(2):
+            if not rpi or rpi >= max(GRID_RPIS) or blocks <= self.grid_groups * rpi:
+                break
+            rpi *= 2
+        return rpi
+
+    def _grid_groups(self, blocks: int, rpi: int) -> int:
         """Work-groups of a grid panel of ``blocks`` row blocks: compute units x
-        GRID_PER_CU, or with GRID_FEWEST = g > 0 the fewest whose GRID_RPI register rows
+        GRID_PER_CU, or with GRID_FEWEST = g > 0 the fewest whose ``rpi`` register rows
         hold the blocks, at least g and at most that many."""
-        fewest, rpi = self.p["GRID_FEWEST"], self.p["GRID_RPI"]
-        if not fewest:
+        fewest = self.p["GRID_FEWEST"]
+        if not fewest or not rpi:
             return self.grid_groups
         return min(self.grid_groups, max(fewest, -(-blocks // rpi)))
 

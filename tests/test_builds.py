@@ -11,7 +11,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import oclla
-from oclla import _params, _programs, _warmup, accuracy
+from oclla import _knobs, _params, _programs, _warmup, accuracy
 
 # the CPU code path (the device's own parameters) and a GPU one (gemm tiles with vector
 # loads, row leaves, one SMALL_N route) on the same device
@@ -293,26 +293,60 @@ GRID = dict(NB=16, PANEL="grid", GRID_WX=4, GRID_WY=2, GRID_RPI=4, SMALL_N=0, LO
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 def test_grid_panels_build_one_program_for_every_order(queue, dtype):
-    """getrf_grid is built once for every order and panel width: its register rows per
-    item (1 to GRID_RPI, by the order) and narrow last panels are run-time values."""
+    """getrf_grid is built once for every order and panel width up to the panels that
+    the work-groups hold in GRID_RPI register rows per item: those rows (1 to GRID_RPI,
+    by the order) and narrow last panels are run-time values; taller panels take one
+    program with twice and one with four times GRID_RPI, whatever their order."""
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("no fp64")
     _params.override("lu", GRID)
     start = _programs.build_count()       # earlier tests of this process built their own
     try:
         rng = np.random.default_rng(4)
-        # 2 work-groups of 2 rows on PoCL: 1, 2, 3, 4 and more register rows per item;
-        # panels 3 to 16 wide
-        for n in (3, 7, 12, 16, 23, 40):
+        # blocks of 2 rows: up to 4 register rows per item on every work-group (one per
+        # compute unit), then 8, then 16; panels 3 to 16 wide
+        for n in (3, 7, 12, 16, 23, 40, 61, 64, 90, 130):
             a = rng.standard_normal((n, n)).astype(dtype)
             lu, piv = oclla.lu_factor(a, method="blocked", queue=queue)
             assert accuracy.lu_backward_error(a, lu, piv) < 30
-        grids = [b for b in _programs.builds()[start:] if b.source == "lu_grid.cl"
+        grids = {b.options for b in _programs.builds()[start:] if b.source == "lu_grid.cl"
                  and {"-DWX=4", "-DWY=2", _programs.build_options(dtype, {})[1]}
-                 <= set(b.options)]
-        assert len(grids) <= 1, grids     # none where an earlier test built the same one
+                 <= set(b.options)}
+        rows = {o for options in grids for o in options if o.startswith("-DRPI=")}
+        # none where an earlier test built the same ones
+        assert rows <= {"-DRPI=4", "-DRPI=8", "-DRPI=16"} and len(grids) == len(rows), grids
     finally:
         _params.override("lu", None)
+
+
+def test_taller_grid_panels_take_more_register_rows(queue, monkeypatch):
+    """A grid panel whose row blocks the work-groups that run at once cannot hold in
+    GRID_RPI register rows per item takes the program with twice, then four times as
+    many (the fewest that hold it), never more than the knob's largest; shorter panels
+    of the same factorization go back to GRID_RPI's."""
+    from oclla import lu_blocked
+    groups = oclla.device_info(queue).compute_units              # GRID_PER_CU 1
+    seen = []
+
+    def recording(queue_, source, name, dtype, **defines):
+        if name == "getrf_grid":
+            seen.append(defines["RPI"])
+        return get_kernel(queue_, source, name, dtype, **defines)
+
+    get_kernel = lu_blocked.get_kernel
+    monkeypatch.setattr(lu_blocked, "get_kernel", recording)
+    _params.override("lu", GRID)
+    rng = np.random.default_rng(6)
+    # the first panel's blocks of 2 rows: 4 / 8 / 16 / 32 (and more) per work-group
+    for per_group, rows in ((4, {4}), (8, {4, 8}), (16, {4, 8, 16}), (64, {4, 8, 16})):
+        seen.clear()
+        n = 2 * per_group * groups
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        lu, piv = oclla.lu_factor(a, method="blocked", queue=queue)
+        assert accuracy.lu_backward_error(a, lu, piv) < 30
+        assert set(seen) == rows and seen[0] == max(rows), (n, seen)
+        assert seen == sorted(seen, reverse=True), seen      # panels shorten
+    assert GRID["GRID_RPI"] * 4 <= max(_knobs.GRID_RPIS)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
