@@ -466,8 +466,9 @@ def _lu_constraint(p: dict, d: Device) -> str | None:
 SOLVES = ("steps", "chain")
 #: The blocked LU's panel strategies (``lu`` PANEL; :class:`oclla.lu_blocked.Panels`).
 PANELS = ("leaf", "columns", "grid")
-#: register rows per item a grid panel's program may hold (the lu knob GRID_RPI; the blocked
-#: LU builds a taller panel's program for up to four times GRID_RPI, at most the largest)
+#: The register rows per item a grid panel's program may hold (the lu knob GRID_RPI; the
+#: blocked LU builds a taller panel's program for up to four times GRID_RPI, at most the
+#: largest).
 GRID_RPIS = (0, 1, 2, 4, 8, 16, 32)
 
 

@@ -293,7 +293,7 @@ class Panels:
     def _grid_rows(self, blocks: int) -> int:
         """Register rows per item of a grid panel of ``blocks`` row blocks: GRID_RPI, or
         (where that many leave rows in memory on every work-group that can run at once)
-        the fewest of twice and four times as many that hold them, at most the knob's
+        twice as many, or four times where twice still leaves some, at most the knob's
         largest choice.  H200 (GRID_RPI 8, against it throughout): sgetrf 10240 / 12288 /
         16384 72.4 / 106.3 / 197.8 -> 69.5 / 99.0 / 183.9 ms, dgetrf 12288 / 16384 138.7 /
         271.6 -> 137.1 / 262.3 (10240 94.2 -> 95.5); 8192, whose panels 8 hold, level
