@@ -208,6 +208,38 @@ def test_packed_t2_updates_beside_the_sweep(queue, dtype, depth, ranks):
                                              sla.cholesky(a.astype(np.float64), lower=True)))
 
 
+def test_packed_t2_parts_in_snapshots(queue):
+    """A recording with snapshots of the packed factorization whose T2 update comes in
+    parts: T2's entries change at each part's step and at no other step of T1's sweep,
+    and the last snapshot is the packed factor."""
+    fused(dict(FUSED_SETS[0], RFP_T2_DEPTH=1))
+    n = 33
+    a = spd(n, np.float64, seed=9)
+    lay = rfp.layout(n, True)
+    with oclla.record(snapshots=True) as rec:
+        packed = rfp.cholesky(rfp.pack(a, queue=queue), n, queue=queue)
+    run = rec.runs[-1]
+    p0, q0 = lay.t2 % lay.lda, lay.t2 // lay.lda
+    t2 = (p0, p0 + lay.n2, q0, q0 + lay.n2)
+    i, j = np.tril_indices(lay.n2)                         # T2: logical rows >= n1
+    where = rfp._offsets(i + lay.n1, j + lay.n1, n, True)
+    rows = np.zeros(run.initial.shape, bool)
+    rows[where % lay.lda, where // lay.lda] = True
+    parts = 0
+    before = run.initial
+    for i, step in enumerate(run.steps):
+        after = run.snapshot_at(i)
+        if step.region == t2 and step.phase == "syrk":
+            parts += 1
+            assert not np.array_equal(after[rows], before[rows]), i
+        elif parts < 3:                  # T1's sweep: T2 untouched outside its parts
+            assert np.array_equal(after[rows], before[rows]), (i, step.phase)
+        before = after
+    assert parts == 3                    # block rows of 8, 8 and 1 (n1 = 17)
+    np.testing.assert_array_equal(run.snapshot_at(len(run.steps) - 1),
+                                  rfp.picture(packed, n))
+
+
 @pytest.mark.parametrize("k", (0, 7, 8, 15, 16, 23, 24, 31, 40))
 def test_failing_order_inside_two_level_blocks(queue, k):
     fused(TWO_LEVEL)
