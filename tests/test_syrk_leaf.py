@@ -221,19 +221,19 @@ def test_packed_t2_parts_in_snapshots(queue):
     run = rec.runs[-1]
     p0, q0 = lay.t2 % lay.lda, lay.t2 // lay.lda
     t2 = (p0, p0 + lay.n2, q0, q0 + lay.n2)
-    i, j = np.tril_indices(lay.n2)                         # T2: logical rows >= n1
-    where = rfp._offsets(i + lay.n1, j + lay.n1, n, True)
-    rows = np.zeros(run.initial.shape, bool)
-    rows[where % lay.lda, where // lay.lda] = True
+    r, c = np.tril_indices(lay.n2)                         # T2: logical rows >= n1
+    where = rfp._offsets(r + lay.n1, c + lay.n1, n, True)
+    in_t2 = np.zeros(run.initial.shape, bool)               # its entries in the picture
+    in_t2[where % lay.lda, where // lay.lda] = True
     parts = 0
     before = run.initial
-    for i, step in enumerate(run.steps):
-        after = run.snapshot_at(i)
+    for k, step in enumerate(run.steps):
+        after = run.snapshot_at(k)
         if step.region == t2 and step.phase == "syrk":
             parts += 1
-            assert not np.array_equal(after[rows], before[rows]), i
+            assert not np.array_equal(after[in_t2], before[in_t2]), k
         elif parts < 3:                  # T1's sweep: T2 untouched outside its parts
-            assert np.array_equal(after[rows], before[rows]), (i, step.phase)
+            assert np.array_equal(after[in_t2], before[in_t2]), (k, step.phase)
         before = after
     assert parts == 3                    # block rows of 8, 8 and 1 (n1 = 17)
     np.testing.assert_array_equal(run.snapshot_at(len(run.steps) - 1),
