@@ -174,9 +174,9 @@ def test_grid_panels_one_launch_per_panel(queue, dtype, pivoting, monkeypatch):
 def test_grid_panels_on_the_fewest_work_groups(queue, dtype, fewest):
     """GRID_FEWEST = g: each panel's launch takes the fewest work-groups whose register
     rows hold its row blocks, at least g and at most compute units x GRID_PER_CU (a
-    panel that all of them cannot hold in GRID_RPI rows per item takes twice as many:
-    the first one on two compute units); the factors and pivots are those of every
-    work-group."""
+    panel that all of them cannot hold in GRID_RPI rows per item takes twice or four
+    times as many: the first one on two compute units); the factors and pivots are
+    those of every work-group."""
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
     p = dict(GRID_SET, GRID_PER_CU=8, GRID_FEWEST=fewest)
@@ -189,8 +189,14 @@ def test_grid_panels_on_the_fewest_work_groups(queue, dtype, fewest):
     launched = [k.global_size[0] // p["GRID_WX"] for k in rec.runs[-1].kernels
                 if k.name == "getrf_grid"]
     blocks = [-(-(n - c0) // p["GRID_WY"]) for c0 in range(0, n, p["NB"])]
-    rows = [p["GRID_RPI"] * (2 if b > most * p["GRID_RPI"] else 1) for b in blocks]
-    assert launched == [min(most, max(fewest, -(-b // r))) for b, r in zip(blocks, rows)]
+
+    def rows(b):                         # twice, then four times GRID_RPI for taller panels
+        r = p["GRID_RPI"]
+        for _ in range(2):
+            r *= 2 if b > most * r else 1
+        return r
+
+    assert launched == [min(most, max(fewest, -(-b // rows(b)))) for b in blocks]
     assert len(set(launched)) > 1 or fewest == 99
     assert passes(lu_backward_error(a, lu, piv))
     np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
