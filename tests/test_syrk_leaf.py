@@ -208,6 +208,20 @@ def test_packed_t2_updates_beside_the_sweep(queue, dtype, depth, ranks):
                                              sla.cholesky(a.astype(np.float64), lower=True)))
 
 
+@pytest.mark.parametrize("k", (0, 5, 16, 20, 21, 30, 40))
+def test_failing_order_with_packed_t2_parts(queue, k):
+    """LAPACK's order where a pivot fails in T1 (k < 21), in T2 after its parts, or at
+    its first leaf (the packed order 41: n1 = 21), the T2 update in parts of one block
+    row."""
+    fused(dict(FUSED_SETS[0], RFP_T2_DEPTH=1))
+
+    def packed(a, *, lower, queue):
+        return rfp.cholesky(rfp.pack(a, lower=lower, queue=queue), 41, lower=lower,
+                            queue=queue)
+
+    assert_fails_at_order(queue, 41, k + 1, np.float64, routine=packed)
+
+
 def test_packed_t2_parts_in_snapshots(queue):
     """A recording with snapshots of the packed factorization whose T2 update comes in
     parts: T2's entries change at each part's step and at no other step of T1's sweep,
