@@ -268,8 +268,9 @@ def sweeps_fused(queue, dtype, n: int, block: int | None = None) -> bool:
 def _two_level(queue, dtype, n: int, nb: int) -> int:
     """The leaf order of :func:`factor_blocked`'s block columns where each is factored
     by leaves fused into its own updates (blocks of nb > LEAF on a device whose leaves
-    fuse: :func:`fuses_leaves` of an nb x nb block, so nb up to SMALL_N), else 0.  Against a leaf and a TRSM
-    by substitution per block column (H200, blocks of 128, upper / lower, ms): float64
+    fuse: :func:`fuses_leaves` of an nb x nb block, so nb up to SMALL_N), else 0.
+    Against a leaf and a TRSM by substitution per block column (H200, blocks of 128,
+    upper / lower, ms): float64
     n = 16384 129.3 / 131.3 -> 109.7 / 107.4, float32 20480 158.4 / 167.3 -> 137.2 /
     141.0; with blocks of 1024 87-90 and 101-102 ms at n = 16384 and 20480
     (benchmarks/results/nvidia-h200-2026-11-30-two-level.txt)."""
