@@ -5,7 +5,8 @@ All routines work on row-major device buffers addressed by a :class:`View`
 never wait for the device.  Dimensions follow BLAS:
 
 * :func:`gemm`   C = alpha·op(A)·op(B) + beta·C            (M x N, inner K)
-* :func:`syrk`   C = alpha·A·Aᵀ + beta·C, one triangle only  (N x N, inner K)
+* :func:`syrk`   C = alpha·A·Aᵀ + beta·C, one triangle only  (N x N, inner K; or
+  that triangle and the rectangle beside it, N x WIDTH)
 * :func:`trsm`   op(T)·X = B or X·op(T) = B, X overwrites B
 * :func:`laswp`  row interchanges from a device pivot vector
 
@@ -227,11 +228,13 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     such products over slabs of equal depth, at most TN_COPY_K rows of A each, copied in
     turn and multiplied by the same gemm set (C read and written once a slab: H200,
     float64 n = k = 8192 31.1 -> 29.0 ms; the packed Cholesky of order 16384, whose T2
-    update this is, 110.3 -> 104.9 ms).
+    update this is, 110.3 -> 104.9 ms).  ValueError for a ``width`` below n.
     """
+    width = n if width is None else width
+    if width < n:
+        raise ValueError(f"syrk's width must be at least n = {n}, got {width}")
     if n <= 0:
         return None
-    width = n if width is None else width
     rows, cols = (width, n) if lower else (n, width)
     p = _gemm_set(queue, k, dtype, tile)
     triangle = "lower" if lower else "upper"

@@ -296,6 +296,8 @@ def test_syrk_of_a_trapezoid(queue, dtype, copy_k):
             full = np.where(keep, got, -1.5 * (left @ right) + 0.5 * c0)
             err = product_error(full, left, right, alpha=-1.5, beta=0.5, c0=c0)
             assert passes(err), f"n={n} width={width} k={k} lower={lower} trans={trans}"
+    with pytest.raises(ValueError, match="width must be at least n = 5, got 4"):
+        syrk(queue, 5, 2, 1.0, view_of(da), 0.0, view_of(dc), dtype=dtype, width=4)
 
 
 def _triangle(rng, m, lower, unit, dtype):
