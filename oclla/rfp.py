@@ -340,6 +340,11 @@ def _picture_region(origin: int, lda: int):
     return region
 
 
+def _t2_box(lay: Layout) -> tuple:
+    """T2's box in the picture (the region of its SYRK steps)."""
+    return _picture_region(lay.t2, lay.lda)(0, lay.n2, 0, lay.n2)[0]
+
+
 def _logical_regions(n: int, lower: bool):
     """Map a region of the logical lower factor to picture boxes (two parts)."""
     lda = n + 1 - n % 2
@@ -402,8 +407,7 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
             else:             # Fortran TRSM('L', 'L', 'N'): S := T1⁻¹·S
                 trsm(queue, n1, n2, t1, s, dtype=dtype, left=False, lower=False, trans=False,
                      inverse=inverse)
-        p0, q0 = lay.t2 % lda, lay.t2 // lda
-        with trace.step("syrk", (p0, p0 + n2, q0, q0 + n2), flops=float(n2 * (n2 + 1) * n1)):
+        with trace.step("syrk", _t2_box(lay), flops=float(n2 * (n2 + 1) * n1)):
             # Fortran SYRK('U', 'N'): T2 -= S·Sᵀ  ('L')  /  SYRK('U', 'T'): T2 -= Sᵀ·S  ('U')
             syrk(queue, n2, n1, -1.0, s, 1.0, t2, dtype=dtype, lower=True, trans=lay.lower)
     factor_blocked(queue, t2, n2, lower=True, dtype=dtype, info=info, base=n1, block=block,
@@ -438,9 +442,7 @@ class _T2Update:
         lay, j0, k = self.lay, self.done, j1 - self.done
         if self.side is not self.queue:
             cl.enqueue_barrier(self.side, wait_for=[flushed_marker(self.queue)])
-        p0, q0 = lay.t2 % lay.lda, lay.t2 // lay.lda
-        with trace.step("syrk", (p0, p0 + lay.n2, q0, q0 + lay.n2),
-                        flops=float(lay.n2 * (lay.n2 + 1) * k)):
+        with trace.step("syrk", _t2_box(lay), flops=float(lay.n2 * (lay.n2 + 1) * k)):
             syrk(self.side, lay.n2, k, -1.0, self.s.at(j0, 0), 1.0, self.t2, dtype=self.dtype,
                  lower=True, trans=True)
         self.done = j1
