@@ -77,18 +77,21 @@ def profile(run) -> str:
 
 
 def idle(kernels) -> str:
-    """Where the device waited between consecutive kernels (profiling clock): the
-    span from the first start to the last end, the host's span from the first to the
-    last enqueue, and the idle time between kernels, split into gaps that began
-    before the next kernel was enqueued (the host behind) and the rest (launch)."""
+    """Where the device waited (profiling clock): the span from the first start to the
+    last end, the host's span from the first to the last enqueue, and the time no
+    kernel ran (the kernels of both queues of a look-ahead taken together), split into
+    gaps that began before the next kernel was enqueued (the host behind) and the rest
+    (launch and cross-queue waits)."""
     kernels = sorted(kernels, key=lambda k: k.start)
     late = launch = 0
-    for prev, k in zip(kernels, kernels[1:]):
-        gap = max(0, k.start - prev.end)
-        behind = min(gap, max(0, k.queued - prev.end))
+    busy_until = kernels[0].end
+    for k in kernels[1:]:
+        gap = max(0, k.start - busy_until)
+        behind = min(gap, max(0, k.queued - busy_until))
         late += behind
         launch += gap - behind
-    span = kernels[-1].end - kernels[0].start
+        busy_until = max(busy_until, k.end)
+    span = busy_until - kernels[0].start
     host = kernels[-1].queued - kernels[0].queued
     return (f"device span {span / 1e6:.2f} ms, host enqueue span {host / 1e6:.2f} ms, idle "
             f"{(late + launch) / 1e6:.2f} ms ({late / 1e6:.2f} ms with the host behind, "
