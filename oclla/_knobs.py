@@ -990,7 +990,10 @@ FAMILIES = {f.name: f for f in (
              'block of rows, solve_step) or "chain" (one launch whose work-groups each '
              "solve a block as soon as the blocks before it are stored, solve_chain: it "
              "relies on every running work-group making progress, which OpenCL does not "
-             "promise, so only a tuned entry measured on the device chooses it)",
+             "promise, so only a tuned entry measured on the device chooses it); "
+             '"chain" also sends rank-1 updates of upper factors to update_rank1, the '
+             "same chain sweeping each tile of the factor as soon as its w is solved (H200, "
+             "float64 n = 16384 1.34 -> 1.17 ms, 1000 0.34 -> 0.23 ms, 8192 level)",
              _fixed("steps"), choice(*SOLVES), ("oclla/update_product.py",),
              {"GPU": SOLVES, "CPU": SOLVES[:1]}),
         Knob("PREFIX_ROWS", "rows of R's (KB x KB each) the product form's prefix merges "

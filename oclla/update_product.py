@@ -47,6 +47,11 @@ rotation sweep stays backward stable.  So the blocked method's route here
 rotations; ``method="product"`` does not.  Updates only: a downdate's M_j
 would need hyperbolic steps.  Full storage only.  V goes KB columns per pass
 (each pass a full product-form update of the factor the previous pass left).
+A rank-1 update of an upper factor, where the solve is the chained one, takes
+:func:`update_rank1` instead: one launch that sweeps each tile of L as soon as the
+chain has solved the w of its columns (L read and written once), the guard checked
+block by block (a block past it stops the launch there and leaves the trailing
+factor's update to the rotations).
 
 H200, n = 8192, k = 16 (benchmarks/results/nvidia-h200-2026-11-30-update-inverse.txt):
 float64 1.29-1.30 ms a call (cuSOLVER's refactorization 15.5 ms), of which the solve
@@ -248,3 +253,51 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         if guard is not None and large.get()[0]:
             return c0                  # apply_product left the factor as it was
     return k_all
+
+
+def fuses_rank1(queue, dtype, k: int, lower: bool) -> bool:
+    """Whether an update of rank k takes :func:`update_rank1`: rank 1 of an upper factor
+    where the device's solve for W is the chained one (the ``update`` knob SOLVE =
+    "chain": a tuned entry that trusts work-groups of one launch to wait for each
+    other)."""
+    return k == 1 and not lower and params(queue, "update", dtype)["SOLVE"] == "chain"
+
+
+def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: float) -> int:
+    """Update the upper factor R at ``buf[off:]`` (order n, leading dimension ``ld``,
+    A = RᵀR) by the dense (n, 1) device array ``v`` in one launch that reads and writes
+    the factor once (``update_rank1``, kernels_cl/update_product.cl): the chained
+    solve for w = R⁻ᵀv, and each tile of a row block swept with the product form's
+    coefficients as soon as the chain has published the w of its columns, x keeping
+    the row's sum v_i − Σ_{l≤j} L(i, l)·w_l.  Where a block of w has an entry past
+    ``guard`` in magnitude (or one that is not finite), every row stops before that
+    block's first row K: rows and columns before K are final, and v's rows from K
+    hold y with R̃₂₂ᵀR̃₂₂ = R₂₂ᵀR₂₂ + y·yᵀ, which the caller applies to the trailing
+    factor R₂₂ (order n − K).  Returns K (n: the whole update done; the host waits
+    for the launch to read it).
+
+    H200, upper factors of rank-1 updates against the product form's four kernels (the
+    launches interleaved, best of two rounds, benchmarks/results/
+    nvidia-h200-2026-11-30-rank1.txt): float64 n = 16384 1.34 -> 1.17 ms, n = 1000 0.34
+    -> 0.23 ms, 8192 level (0.57 / 0.58 ms); float32 16384 1.05 -> 0.91 ms.  The launch
+    runs at about 4 us a block of TB rows: each work-group sweeps its tiles one after the
+    other (the loads of a tile, then its TB steps), so the groups of the later blocks,
+    not the chain, set the pace.
+    """
+    dtype = v.dtype
+    item = dtype.itemsize
+    knobs = params(queue, "update", dtype)
+    kernel = get_kernel(queue, "update_product.cl", "update_rank1", dtype, KB=1, CH=CH,
+                        CW=CW, SB=SB, TB=TB, RC=row_items(1, item),
+                        FAN=fan(1, knobs["PREFIX_ROWS"]))
+    w = scratch.buffer(queue, 3 * n * item)             # w, then d and b
+    cl.enqueue_fill_buffer(queue, w, UNSTORED[item], 0, 3 * n * item)
+    state = scratch.zeroed_ints(queue, 2)
+    blocks = -(-n // TB)
+    reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
+    with trace.step("sweep", reg, flops=4.0 * n * n, nbytes=float(n) * (n + 1) * item,
+                    **extra):
+        enqueue(queue, kernel, (blocks * TB,), (TB,), int_arg(n), buf, np.int64(off),
+                int_arg(ld), v.base_data, np.int64(v.offset // item), w, state.data,
+                real_arg(guard, dtype))
+    return n - int(state.get()[1])

@@ -1,0 +1,124 @@
+"""The fused rank-1 update (oclla.update_product.update_rank1): one launch that solves
+for w and sweeps each tile of the upper factor as soon as the chain has reached it,
+stopping at a block of w past the guard (the rotations then update the trailing
+factor)."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+from hypothesis import given, settings, strategies as st
+from numpy.linalg import LinAlgError
+
+import oclla
+from oclla import update_product
+
+from test_update import assert_updated, gpu_kernels, problem
+
+TB = update_product.TB
+
+
+def fused(queue, dtype, **knobs):
+    """The device's update knobs with the chained solve (the fused route's condition)
+    and the product form for rank 1."""
+    return gpu_kernels(queue, dtype, SOLVE="chain", PRODUCT=16, **knobs)
+
+
+def kernel_names(rec) -> list:
+    return [k.name for s in rec.steps for k in s.kernels]
+
+
+@pytest.mark.parametrize("n", [1, TB - 1, TB, TB + 1, 3 * TB + 5])
+def test_one_launch_gives_the_product_forms_factor(queue, dtype, n):
+    """Orders straddling the blocks of TB rows: one update_rank1 launch and nothing of
+    the four-kernel product form, backward stable, and the product form's factor within
+    rounding."""
+    at, c, v = problem(n, 1, 1, dtype, seed=3)
+    with fused(queue, dtype):
+        assert update_product.fuses_rank1(queue, np.dtype(dtype), 1, False)
+        product = oclla.cholesky_update(c, v, method="product", queue=queue)
+        with oclla.record() as rec:
+            r = oclla.cholesky_update(c, v, queue=queue)
+    names = kernel_names(rec)
+    assert names.count("update_rank1") == 1
+    product_form = {"solve_chain", "apply_product", "chunk_merge", "row_coefficients"}
+    assert not (product_form | {"factor_panel", "factor_panel_local"}) & set(names)
+    assert_updated(at, r, sl.cholesky(at), False, f"n={n}")
+    np.testing.assert_allclose(r, product, rtol=0,
+                               atol=64 * np.finfo(dtype).eps * np.abs(product).max())
+
+
+def test_other_updates_keep_their_routes(queue):
+    """A lower factor, rank 2, a downdate and method="product" do not take it."""
+    dtype = np.float32
+    at, c, v = problem(2 * TB + 3, 2, 1, dtype, seed=4)
+    with fused(queue, dtype):
+        for kwargs, vv in (({"lower": True}, v[:, :1]), ({}, v), ({"method": "product"},
+                                                                 v[:, :1])):
+            factor = c.T.copy() if kwargs.get("lower") else c
+            with oclla.record() as rec:
+                oclla.cholesky_update(factor, vv, queue=queue, **kwargs)
+            assert "update_rank1" not in kernel_names(rec), kwargs
+        _, cd, vd = problem(2 * TB + 3, 1, -1, dtype, seed=4)
+        with oclla.record() as rec:
+            oclla.cholesky_update(cd, vd, sign=-1, queue=queue)
+        assert "update_rank1" not in kernel_names(rec)
+
+
+@pytest.mark.parametrize("block", [0, 1, 2])
+def test_a_block_past_the_guard_leaves_the_rest_to_the_rotations(queue, dtype, block,
+                                                                 monkeypatch):
+    """w small in the blocks before ``block`` and large from it on, the guard between:
+    the launch stops at that block's first row (its return value), the rotations update
+    the trailing factor by the vector it leaves in v, and the whole is backward stable
+    and the caller's V untouched."""
+    n = 3 * TB + 9
+    at, c, _ = problem(n, 1, 1, dtype, seed=6)
+    v = np.zeros((n, 1), dtype)
+    v[:block * TB] = 1e-3
+    v[block * TB:] = 2.0
+    v_before = v.copy()
+    a = c.astype(np.float64).T @ c.astype(np.float64)
+    at = a + v.astype(np.float64) @ v.astype(np.float64).T
+    w = sl.solve_triangular(c.astype(np.float64), v.astype(np.float64), trans="T")
+    small = np.abs(w[:block * TB]).max(initial=0.0)
+    large = np.abs(w[block * TB:TB * (block + 1)]).max()
+    assert small < large
+    monkeypatch.setattr(update_product, "GUARD", float(np.sqrt(max(small, 1e-9) * large)))
+    stops = []
+    real = update_product.update_rank1
+
+    def spy(*args, **kwargs):
+        stops.append(real(*args, **kwargs))
+        return stops[-1]
+
+    monkeypatch.setattr(update_product, "update_rank1", spy)
+    with fused(queue, dtype), oclla.record() as rec:
+        r = oclla.cholesky_update(c, v, queue=queue)
+    assert stops == [block * TB]
+    names = kernel_names(rec)
+    assert names.index("update_rank1") < min(i for i, name in enumerate(names)
+                                             if name.startswith("factor_panel"))
+    assert_updated(at, r, sl.cholesky(at), False, f"block={block}")
+    np.testing.assert_array_equal(v, v_before)
+
+
+@pytest.mark.parametrize("bad", [0, TB + 3, 2 * TB + 10])
+def test_zero_diagonal_is_named_at_its_order(queue, bad):
+    """A zero diagonal entry makes w not finite in its block: the launch stops there and
+    the rotations name the entry's order in the whole factor (LAPACK's order)."""
+    n = 3 * TB
+    c = np.triu(np.ones((n, n), np.float32)) + n * np.eye(n, dtype=np.float32)
+    c[bad, bad] = 0.0
+    with fused(queue, np.float32):
+        with pytest.raises(LinAlgError, match=f"zero diagonal entry at order {bad + 1}"):
+            oclla.cholesky_update(c, np.ones(n, np.float32), queue=queue)
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 4 * TB + 3), seed=st.integers(0, 2 ** 16), double=st.booleans())
+def test_any_order_is_backward_stable(queue, n, seed, double):
+    dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
+    at, c, v = problem(n, 1, 1, dtype, seed=seed)
+    with fused(queue, dtype):
+        r = oclla.cholesky_update(c, v[:, 0], queue=queue)
+    assert_updated(at, r, sl.cholesky(at), False, f"n={n}")
