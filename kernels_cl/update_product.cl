@@ -31,6 +31,9 @@
  *   apply_product    item (i, c): g = t(i, c), then L~(i, j) for j in chunk c
  *                    from right to left, g gaining L(i, j) w_j after each; nothing
  *                    where *large is set (the caller then takes another route)
+ * and, for a rank-1 update of an upper factor, all of it in one launch:
+ *   update_rank1     the chained solve, each tile swept as its w, d and b arrive
+ *                    (below: the guard block by block)
  * t(i, c), the sum of L(i, l) w_l over l <= i in the column chunks after c (CW
  * columns each), is what the solve's row i holds once it has subtracted the
  * blocks of chunks 0 .. c from v_i: v_i = sum_{l <= i} L(i, l) w_l.  The solve
@@ -633,14 +636,22 @@ __kernel void apply_product(const int n, __global real *a, const long off,
 }
 
 #if KB == 1
-/* The sum over the work-group's TB items of x (every item gets it; scan: TB reals). */
-inline real group_sum(const real x, __local real *scan, const int t)
+#ifndef PARTS
+#define PARTS 1            /* update_rank1's items per row, each a part of a tile's columns */
+#endif
+#define PW (TB / PARTS)    /* the columns of a part */
+#define RANK1_ITEMS (TB * PARTS)
+
+/* The sum over the rows of x (given by the items lid < TB; every item gets it; scan:
+ * TB reals).  Every item of the work-group calls it. */
+inline real group_sum(const real x, __local real *scan, const int lid)
 {
-    scan[t] = x;
+    if (lid < TB)
+        scan[lid] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = TB / 2; h > 0; h /= 2) {
-        if (t < h)
-            scan[t] += scan[t + h];
+        if (lid < h)
+            scan[lid] += scan[lid + h];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     const real sum = scan[0];
@@ -648,31 +659,37 @@ inline real group_sum(const real x, __local real *scan, const int t)
     return sum;
 }
 
-/* A block's coefficients: item t holds e = w_l, l = r0 + t (zero past the factor's
- * order), tsum the sum of w^2 over the rows before the block.  With t_l = 1 + sum_{l'
- * <= l} w_l'^2, d_l = sqrt(t_l / t_(l-1)) and b_l = w_l / (t_(l-1) d_l) (R_l =
- * sqrt(t_(l-1)) for one column) go to ds[t] and bs[t].  Returns (in every item)
- * whether an entry of the block passed guard in magnitude or is not finite. */
+/* A block's coefficients: item t < TB holds e = w_l, l = r0 + t (zero past the
+ * factor's order), tsum the sum of w^2 over the rows before the block.  With t_l = 1
+ * + sum_{l' <= l} w_l'^2, d_l = sqrt(t_l / t_(l-1)) and b_l = w_l / (t_(l-1) d_l)
+ * (R_l = sqrt(t_(l-1)) for one column) go to ds[t] and bs[t].  Returns (in every
+ * item) whether an entry of the block passed guard in magnitude or is not finite.
+ * Every item of the work-group calls it. */
 inline int rank1_coefficients(const real e, const real tsum, __local real *ds,
                               __local real *bs, __local real *scan, __local int *stop,
-                              const real guard, const int t)
+                              const real guard, const int lid)
 {
-    if (t == 0)
+    const int row = lid < TB;
+    if (lid == 0)
         *stop = 0;
-    scan[t] = e * e;
+    if (row)
+        scan[lid] = e * e;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = 1; h < TB; h *= 2) {              /* inclusive scan over the block */
-        const real add = t >= h ? scan[t - h] : ZERO;
+        const real add = (row && lid >= h) ? scan[lid - h] : ZERO;
         barrier(CLK_LOCAL_MEM_FENCE);
-        scan[t] += add;
+        if (row)
+            scan[lid] += add;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const real before = ONE + tsum + (scan[t] - e * e), through = before + e * e;
-    const real d = sqrt(through / before);
-    ds[t] = d;
-    bs[t] = e / (before * d);
-    if (!(fabs(e) <= guard))
-        *stop = 1;
+    if (row) {
+        const real before = ONE + tsum + (scan[lid] - e * e), through = before + e * e;
+        const real d = sqrt(through / before);
+        ds[lid] = d;
+        bs[lid] = e / (before * d);
+        if (!(fabs(e) <= guard))
+            *stop = 1;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int stopped = *stop;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -689,6 +706,25 @@ inline real stored(volatile __global real *p)
     return e;
 }
 
+/* parts[h * TB + t] := the sum of L(i, l) w_l over part h's columns of the tile (lv,
+ * ws: the block's w), then x before part h's columns and after the whole tile. */
+#define PART_SUMS(ws)                                                           \
+    {                                                                           \
+        real sum = ZERO;                                                        \
+        _Pragma("unroll")                                                       \
+        for (int u = 0; u < PW; u++)                                            \
+            sum += lv[u] * (ws)[c0 + u];                                        \
+        parts[h * TB + t] = sum;                                                \
+        barrier(CLK_LOCAL_MEM_FENCE);                                           \
+        start = after = x;                                                      \
+        for (int g = 0; g < PARTS; g++) {                                       \
+            if (g < h)                                                          \
+                start -= parts[g * TB + t];                                     \
+            after -= parts[g * TB + t];                                         \
+        }                                                                       \
+        barrier(CLK_LOCAL_MEM_FENCE);                                           \
+    }
+
 /* The rank-1 update of an upper factor (A = R^T R, L = R^T) in one launch, L read and
  * written once: solve_chain's chain (tickets in state[0], each work-group's diagonal
  * block inverted before it waits, the entries of w, d and b their own flags), and
@@ -697,20 +733,20 @@ inline real stored(volatile __global real *p)
  * on entry, for each column l of the block
  *     x -= L(i, l) w_l,   L~(i, l) = d_l L(i, l) + b_l x
  * (x is then the sum of L(i, l') w_l' over j < l' <= i, since v_i = sum_{l' <= i}
- * L(i, l') w_l').  On the chain's path only: block t - 1's w read, subtracted, block
- * t solved and its w stored; then its d and b (its rows' squares summed in the
- * items' order, the rows before it in a fixed tree: one value per block, from its
- * work-group alone) before the tile of block t - 1 and the diagonal tile are swept.
- * Each other tile's loads (L's entries, w, d, b) go out together.  A block one of
- * whose entries of w passes guard in magnitude (or is not finite: a zero diagonal)
- * stores d = -1 for all its rows and stops the update at its first row K in every
- * work-group that reads it: columns before K are final in every row, and each row i
- * >= K leaves y_i = x / sqrt(1 + sum_{l < K} w_l^2) in v, so that the factor of A +
- * v v^T is what the rank-1 update of the trailing factor (order n - K) by y gives;
- * state[1] becomes the largest n - K.  v: n reals from voff, overwritten only on a
- * stop; w: 3n reals (w, d, b), UNSTORED on entry; state: 2 ints, 0 on entry.
- * Work-groups of TB items. */
-__kernel __attribute__((reqd_work_group_size(TB, 1, 1)))
+ * L(i, l') w_l').  PARTS items a row, each sweeping TB / PARTS of a tile's columns
+ * from x less the parts before its own.  On the chain's path only: block t - 1's w
+ * read, subtracted, block t solved and its w stored; then its d and b (its rows'
+ * squares summed in a fixed tree, one value per block, from its work-group alone)
+ * before the tile of block t - 1 and the diagonal tile are swept.  Each other tile's
+ * loads (L's entries, w, d, b) go out together.  A block one of whose entries of w
+ * passes guard in magnitude (or is not finite: a zero diagonal) stores d = -1 for
+ * all its rows and stops the update at its first row K in every work-group that
+ * reads it: columns before K are final in every row, and each row i >= K leaves y_i
+ * = x / sqrt(1 + sum_{l < K} w_l^2) in v, so that the factor of A + v v^T is what the
+ * rank-1 update of the trailing factor (order n - K) by y gives; state[1] becomes the
+ * largest n - K.  v: n reals from voff, overwritten only on a stop; w: 3n reals (w,
+ * d, b), UNSTORED on entry; state: 2 ints, 0 on entry.  Work-groups of RANK1_ITEMS. */
+__kernel __attribute__((reqd_work_group_size(RANK1_ITEMS, 1, 1)))
 void update_rank1(const int n, __global real *a, const long off, const int ld,
                   __global real *v, const long voff, volatile __global real *w,
                   volatile __global int *state, const real guard)
@@ -718,25 +754,25 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
     const int lower = 0;
     volatile __global real *db = w + n;
     L_STRIDES
-    __local real ws[TB], ds[TB], bs[TB], own_d[TB], own_b[TB], scan[TB];
+    __local real ws[TB], ds[TB], bs[TB], own_d[TB], own_b[TB], scan[TB], parts[PARTS * TB];
     __local real invs[TB * (TB + 1)];
     __local int ticket, stop;
-    const int t = get_local_id(0);
-    if (t == 0)
+    const int lid = get_local_id(0), t = lid % TB, h = lid / TB, c0 = h * PW;
+    if (lid == 0)
         ticket = atomic_inc(state);
     barrier(CLK_LOCAL_MEM_FENCE);
     const int blk = ticket, r0 = blk * TB, i = r0 + t, kb = min(TB, n - r0);
-    real x = (i < n) ? v[voff + i] : ZERO, squares = ZERO, own = ZERO;
-    invert_diagonal_block(invs, a, off, si, sj, lower, r0, kb, t, TB);
+    real x = (i < n) ? v[voff + i] : ZERO, squares = ZERO, own = ZERO, start, after;
+    invert_diagonal_block(invs, a, off, si, sj, lower, r0, kb, lid, RANK1_ITEMS);
     int stopped = -1;                              /* the block that stopped it */
     for (int j = 0; j <= blk; j++) {
-        real lv[TB];
+        real lv[PW];
         #pragma unroll
-        for (int u = 0; u < TB; u++)
-            lv[u] = (i < n && (j < blk || u <= t)) ? L_AT(i, j * TB + u) : ZERO;
+        for (int u = 0; u < PW; u++)
+            lv[u] = (i < n && (j < blk || c0 + u <= t)) ? L_AT(i, j * TB + c0 + u) : ZERO;
         const int chain = j == (blk > 0 ? blk - 1 : 0);
         real e = ZERO, d = ZERO, b = ZERO;
-        if (j < blk) {                             /* block j is whole and another's */
+        if (j < blk && h == 0) {                   /* block j is whole and another's */
             volatile __global real *wj = w + j * TB + t;
             int unstored;
             do {
@@ -749,42 +785,45 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
                     || (!chain && (BITS(d) == UNSTORED || BITS(b) == UNSTORED));
             } while (unstored);
         }
-        ws[t] = e;
+        if (h == 0)
+            ws[t] = e;
         barrier(CLK_LOCAL_MEM_FENCE);
+        PART_SUMS(ws)                              /* zero for the diagonal tile */
         if (chain) {                               /* this block's w, d and b first */
-            real y[1] = {x};
-            if (blk > 0)
-                subtract_block(y, lv, (__local const realqc *)ws, 1);
-            scan[t] = y[0];
+            real y[1];
+            if (h == 0)
+                scan[t] = after;
             barrier(CLK_LOCAL_MEM_FENCE);
             diagonal_solve(y, (__local const realqc *)scan, 1, invs, TB + 1, t, 1);
             own = (i < n) ? y[0] : ZERO;
-            if (i < n)
+            if (i < n && h == 0)
                 w[i] = own;
             barrier(CLK_LOCAL_MEM_FENCE);
-            const int large = rank1_coefficients(own, group_sum(squares + e * e, scan, t),
-                                                 own_d, own_b, scan, &stop, guard, t);
-            if (i < n) {
+            const int large = rank1_coefficients(own, group_sum(squares + e * e, scan, lid),
+                                                 own_d, own_b, scan, &stop, guard, lid);
+            if (i < n && h == 0) {
                 db[n + i] = own_b[t];
                 db[i] = large ? -ONE : own_d[t];
             }
-            if (large && t == 0)
+            if (large && lid == 0)
                 own_d[0] = -ONE;
-            if (j < blk) {
+            if (j < blk && h == 0) {
                 d = stored(db + j * TB + t);
                 b = stored(db + n + j * TB + t);
             }
         }
-        if (j < blk) {
+        if (j < blk && h == 0) {
             ds[t] = d;
             bs[t] = b;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         __local const real *dj = j < blk ? ds : own_d, *bj = j < blk ? bs : own_b;
         __local const real *wv = j < blk ? ws : scan;
-        if (j == blk) {
-            scan[t] = own;
+        if (j == blk) {                            /* the diagonal tile, by its own w */
+            if (h == 0)
+                scan[t] = own;
             barrier(CLK_LOCAL_MEM_FENCE);
+            PART_SUMS(scan)
         }
         if (dj[0] < ZERO) {                        /* the same in every item */
             stopped = j;
@@ -792,21 +831,25 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
         }
         squares += e * e;
         if (i < n) {
+            real xs = start;
             #pragma unroll
-            for (int u = 0; u < TB; u++) {
-                if (j == blk && u > t)
+            for (int u = 0; u < PW; u++) {
+                const int col = c0 + u;
+                if (j == blk && col > t)
                     break;
-                x -= lv[u] * wv[u];
-                L_AT(i, j * TB + u) = dj[u] * lv[u] + bj[u] * (j == blk && u == t ? ZERO : x);
+                xs -= lv[u] * wv[col];
+                L_AT(i, j * TB + col) = dj[col] * lv[u]
+                    + bj[col] * (j == blk && col == t ? ZERO : xs);
             }
         }
+        x = after;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+    const real tsum = group_sum(squares, scan, lid);   /* out of the branch: PoCL */
     if (stopped >= 0) {                            /* x: before the stopping block */
-        const real tsum = group_sum(squares, scan, t);
-        if (i < n)
+        if (i < n && h == 0)
             v[voff + i] = x / sqrt(ONE + tsum);
-        if (t == 0)
+        if (lid == 0)
             atomic_max(state + 1, n - stopped * TB);
     }
 }

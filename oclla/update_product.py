@@ -121,6 +121,12 @@ TB = 64
 #: 0.18 / 0.32 ms; at n = 16384 (8 work-groups per compute unit) float64 1.81 ->
 #: 2.15 ms; a lower factor's rows, read across the items, 1.3-2.7x slower split.
 SPLIT_PER_CU = 4
+#: Work-items per row of :func:`update_rank1`, each sweeping TB / RANK1_PARTS of a tile's
+#: columns from the row's sum less the parts before its own (a build option of
+#: update_product.cl's programs, the same for all of them).  H200, 1 / 2 / 4: float64
+#: n = 16384 1.20 / 1.04 / 1.12 ms, 8192 0.58 / 0.48 / 0.46, 2048 0.23 / 0.19 / 0.18;
+#: float32 16384 0.97 / 0.78 / 0.75 (benchmarks/results/nvidia-h200-2026-11-30-rank1.txt).
+RANK1_PARTS = 2
 #: The route of the ``blocked`` method (the ``update`` knob PRODUCT) takes the product
 #: form only while every entry of W stays below GUARD in magnitude; a pass past it is
 #: left to the rotations (it is found before the factor is touched).  The square-root
@@ -208,7 +214,8 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
         rc = row_items(k, item)
         merged = fan(kb, knobs["PREFIX_ROWS"])
         kernels = {name: get_kernel(queue, "update_product.cl", name, dtype, KB=kb, CH=CH,
-                                    CW=CW, SB=SB, TB=TB, RC=rc, FAN=merged)
+                                    CW=CW, SB=SB, TB=TB, RC=rc, FAN=merged,
+                                    PARTS=RANK1_PARTS)
                    for name in (solve, "chunk_merge", "row_coefficients", "apply_product")}
         with trace.step("solve", reg, flops=float(k) * n * n,
                         nbytes=(n * n / 2 + 2 * n * k + n * ncw * k / 2) * item,
@@ -276,20 +283,21 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     factor R₂₂ (order n − K).  Returns K (n: the whole update done; the host waits
     for the launch to read it).
 
-    H200, upper factors of rank-1 updates against the product form's four kernels (the
-    launches interleaved, best of two rounds, benchmarks/results/
-    nvidia-h200-2026-11-30-rank1.txt): float64 n = 16384 1.34 -> 1.17 ms, n = 1000 0.34
-    -> 0.23 ms, 8192 level (0.57 / 0.58 ms); float32 16384 1.05 -> 0.91 ms.  The launch
-    runs at about 4 us a block of TB rows: each work-group sweeps its tiles one after the
-    other (the loads of a tile, then its TB steps), so the groups of the later blocks,
-    not the chain, set the pace.
+    H200, upper factors of rank-1 updates (benchmarks/results/
+    nvidia-h200-2026-11-30-rank1.txt, calls interleaved in one process): with one item a
+    row against the product form's four kernels, float64 n = 16384 1.34 -> 1.17 ms,
+    n = 1000 0.34 -> 0.23 ms, 8192 level (0.57 / 0.58 ms), float32 16384 1.05 -> 0.91
+    ms; with RANK1_PARTS = 2 against one item a row, float64 16384 1.20 -> 1.04 ms (43 %
+    of the bandwidth roof), 8192 0.58 -> 0.48, float32 16384 0.97 -> 0.78.  Each
+    work-group sweeps its tiles one after the other (the loads of a tile, then its
+    steps), so the groups of the later blocks, not the chain, set the pace.
     """
     dtype = v.dtype
     item = dtype.itemsize
     knobs = params(queue, "update", dtype)
     kernel = get_kernel(queue, "update_product.cl", "update_rank1", dtype, KB=1, CH=CH,
                         CW=CW, SB=SB, TB=TB, RC=row_items(1, item),
-                        FAN=fan(1, knobs["PREFIX_ROWS"]))
+                        FAN=fan(1, knobs["PREFIX_ROWS"]), PARTS=RANK1_PARTS)
     w = scratch.buffer(queue, 3 * n * item)             # w, then d and b
     cl.enqueue_fill_buffer(queue, w, UNSTORED[item], 0, 3 * n * item)
     state = scratch.zeroed_ints(queue, 2)
@@ -297,7 +305,8 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
     with trace.step("sweep", reg, flops=4.0 * n * n, nbytes=float(n) * (n + 1) * item,
                     **extra):
-        enqueue(queue, kernel, (blocks * TB,), (TB,), int_arg(n), buf, np.int64(off),
+        items = TB * RANK1_PARTS
+        enqueue(queue, kernel, (blocks * items,), (items,), int_arg(n), buf, np.int64(off),
                 int_arg(ld), v.base_data, np.int64(v.offset // item), w, state.data,
                 real_arg(guard, dtype))
     return n - int(state.get()[1])

@@ -47,6 +47,24 @@ def test_one_launch_gives_the_product_forms_factor(queue, dtype, n):
                                atol=64 * np.finfo(dtype).eps * np.abs(product).max())
 
 
+@pytest.mark.parametrize("parts", [1, 4])
+def test_items_per_row_give_the_same_factor(queue, dtype, parts, monkeypatch):
+    """RANK1_PARTS items a row, each a part of a tile's columns: the factor of the
+    shipped count within rounding, backward stable, and past the guard the same stop."""
+    n = 2 * TB + 7
+    at, c, v = problem(n, 1, 1, dtype, seed=8)
+    with fused(queue, dtype):
+        shipped = oclla.cholesky_update(c, v, queue=queue)
+        monkeypatch.setattr(update_product, "RANK1_PARTS", parts)
+        r = oclla.cholesky_update(c, v, queue=queue)
+        monkeypatch.setattr(update_product, "GUARD", 0.0)
+        stopped = oclla.cholesky_update(c, v, queue=queue)
+    assert_updated(at, r, sl.cholesky(at), False, f"parts={parts}")
+    assert_updated(at, stopped, sl.cholesky(at), False, f"parts={parts}, stopped")
+    np.testing.assert_allclose(r, shipped, rtol=0,
+                               atol=64 * np.finfo(dtype).eps * np.abs(shipped).max())
+
+
 def test_other_updates_keep_their_routes(queue):
     """A lower factor, rank 2, a downdate and method="product" do not take it."""
     dtype = np.float32
