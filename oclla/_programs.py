@@ -327,6 +327,12 @@ def side_queue(queue: cl.CommandQueue):
     return _side_queues[queue]
 
 
+def side_queue_made(queue: cl.CommandQueue):
+    """``queue``'s second queue if :func:`side_queue` has made one, else None (none is
+    made here: a wait for work that could not have been enqueued)."""
+    return _side_queues.get(queue)
+
+
 def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, src_offset=0, dest_offset=0,
          label="copy") -> cl.Event:
     """Device-to-device copy, reported to an active recorder like a kernel."""

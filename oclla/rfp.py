@@ -57,7 +57,7 @@ from . import trace
 from ._device import resolve_queue
 from ._params import params
 from ._programs import (enqueue, flushed_marker, get_kernel, index_width, int_arg, int_zeros,
-                        launch_queue, round_up, side_queue)
+                        launch_queue, round_up, side_queue, side_queue_made)
 from ._validate import (as_matrix, check_method, checked_beside, checked_values,
                         factor_in_place, is_device_array, read_only, solve_in_place, to_device,
                         unpack_pair)
@@ -450,8 +450,9 @@ class _T2Update:
 
 def _snapshot(queue, arf: cl_array.Array, n: int) -> np.ndarray:
     """The picture of the packed array once the side queue's T2 updates are done too
-    (a recording's factorization runs on ``queue`` itself)."""
-    side = side_queue(queue)
+    (a recording's factorization runs on ``queue`` itself; a run that never made the
+    side queue, per-pivot or on one queue, does not make it here)."""
+    side = side_queue_made(queue)
     if side is not None:
         side.finish()
     return picture(arf.get(), n)

@@ -243,3 +243,24 @@ def test_pivot_trace_two_triangles(queue, uplo):
         assert len(s.info["regions"]) == (2 if k + 1 < n1 else 1)
     assert run.snapshots[0].shape == (n + 1 - n % 2, (n + 1) // 2)
     assert np.array_equal(run.result, rfp.picture(c, n))
+
+
+@pytest.mark.parametrize("method", ["pivot", "blocked"])
+def test_snapshots_make_no_second_queue(queue, method):
+    """A recording with snapshots waits for the packed factorization's second queue only
+    where the run made one: a per-pivot run (and a blocked one on a device whose sweeps
+    are not fused) leaves its queue without one."""
+    import pyopencl as cl
+    from oclla import _programs
+    from oclla.cholesky import sweeps_fused
+    fresh = cl.CommandQueue(queue.context, queue.device,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    if method == "blocked" and sweeps_fused(fresh, np.dtype(np.float32), 17):
+        pytest.skip("this device's packed sweep takes a second queue")
+    a = spd(33, np.float32, seed=2)
+    with oclla.record(snapshots=True) as rec:
+        packed = rfp.cholesky(rfp.pack(a, queue=fresh), 33, method=method, queue=fresh)
+    assert rec.runs[-1].steps
+    assert fresh not in _programs._side_queues
+    np.testing.assert_allclose(rfp.unpack(packed, 33, queue=fresh),
+                               np.linalg.cholesky(a.astype(np.float64)), atol=1e-4)
