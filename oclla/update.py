@@ -434,22 +434,22 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     factor), :func:`oclla.update_product.update_product` (the product form, up to the
     ``update`` knob PRODUCT; a pass past its guard, the rotations), else the rotations."""
     from .update_product import GUARD, fuses_rank1, update_product, update_rank1
+    region = region or _full_region(lower)
+    stop = 0                           # rows and columns before it already final
     if method == "blocked" and products(queue, v.dtype, v.shape[1], sign, packed) and \
             fuses_rank1(queue, v.dtype, v.shape[1], lower):
         with launch_queue(queue) as loop_queue:
-            stop = update_rank1(loop_queue, buf, off, ld, n, v, guard=GUARD,
-                                region=region or _full_region(lower))
+            stop = update_rank1(loop_queue, buf, off, ld, n, v, guard=GUARD, region=region)
         if stop == n:
-            return                     # else the rotations, from row `stop` on
-        _trailing_rotations(queue, buf, off + stop * (ld + 1), ld, n - stop,
-                            v[stop:].copy(), stop, sign=sign, info=info,
-                            region=region or _full_region(lower))
-        return
-    if method == "product" or (method == "blocked" and
-                               products(queue, v.dtype, v.shape[1], sign, packed)):
+            return                     # else the rotations on the trailing factor
+        whole = region
+        off, n, v = off + stop * (ld + 1), n - stop, v[stop:].copy()
+        region = lambda r0, r1, c0, c1: whole(r0 + stop, r1 + stop, c0 + stop, c1 + stop)
+    elif method == "product" or (method == "blocked" and
+                                 products(queue, v.dtype, v.shape[1], sign, packed)):
         with launch_queue(queue) as loop_queue:
             done = update_product(loop_queue, buf, off, ld, n, v, lower=lower, info=info,
-                                  region=region or _full_region(lower),
+                                  region=region,
                                   guard=None if method == "product" else GUARD)
         if done == v.shape[1]:
             return                     # else max|W| passed GUARD: the rotations instead
@@ -460,25 +460,12 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     algorithm = update_pivot if method == "pivot" else update_blocked
     with launch_queue(queue) as loop_queue:
         algorithm(loop_queue, buf, off, ld, n, v, rot, kp, lower=lower, packed=packed,
-                  sign=sign, info=info, region=region or _full_region(lower))
-
-
-def _trailing_rotations(queue, buf, off: int, ld: int, n: int, v, shift: int, *, sign: int,
-                        info, region) -> None:
-    """The blocked rotations on the trailing upper factor of order n at ``buf[off:]``
-    (rows and columns ``shift`` on of the whole) by the (n, 1) device array ``v``; a
-    failing row's order in ``info`` counted in the whole factor."""
-    rot, kp = rotations(queue, n, 1, v.dtype, panel_rows(queue, v.dtype),
-                        reflect=reflects(queue, v.dtype, 1, sign))
-    with launch_queue(queue) as loop_queue:
-        update_blocked(loop_queue, buf, off, ld, n, v, rot, kp, lower=False, packed=False,
-                       sign=sign, info=info,
-                       region=lambda r0, r1, c0, c1: region(r0 + shift, r1 + shift,
-                                                            c0 + shift, c1 + shift))
-    flags = info.get()
-    if flags[0]:
-        flags[0] += shift
-        info.set(flags)
+                  sign=sign, info=info, region=region)
+    if stop:                           # a failing row's order in the whole factor
+        flags = info.get()
+        if flags[0]:
+            flags[0] += stop
+            info.set(flags)
 
 
 def _columns_from(queue, v: cl_array.Array, c0: int) -> cl_array.Array:
