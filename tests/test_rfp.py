@@ -261,6 +261,6 @@ def test_snapshots_make_no_second_queue(queue, method):
     with oclla.record(snapshots=True) as rec:
         packed = rfp.cholesky(rfp.pack(a, queue=fresh), 33, method=method, queue=fresh)
     assert rec.runs[-1].steps
-    assert fresh not in _programs._side_queues
+    assert _programs.side_queue_made(fresh) is None
     np.testing.assert_allclose(rfp.unpack(packed, 33, queue=fresh),
                                np.linalg.cholesky(a.astype(np.float64)), atol=1e-4)
