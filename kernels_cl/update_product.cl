@@ -725,6 +725,12 @@ inline real stored(volatile __global real *p)
         barrier(CLK_LOCAL_MEM_FENCE);                                           \
     }
 
+/* Row i's entries of tile j in part h's columns (the diagonal tile's up to column i). */
+#define LOAD_TILE(dst, j)                                                       \
+    _Pragma("unroll")                                                           \
+    for (int u = 0; u < PW; u++)                                                \
+        dst[u] = (i < n && ((j) < blk || c0 + u <= t)) ? L_AT(i, (j) * TB + c0 + u) : ZERO;
+
 /* The rank-1 update of an upper factor (A = R^T R, L = R^T) in one launch, L read and
  * written once: solve_chain's chain (tickets in state[0], each work-group's diagonal
  * block inverted before it waits, the entries of w, d and b their own flags), and
@@ -737,15 +743,17 @@ inline real stored(volatile __global real *p)
  * from x less the parts before its own.  On the chain's path only: block t - 1's w
  * read, subtracted, block t solved and its w stored; then its d and b (its rows'
  * squares summed in a fixed tree, one value per block, from its work-group alone)
- * before the tile of block t - 1 and the diagonal tile are swept.  Each other tile's
- * loads (L's entries, w, d, b) go out together.  A block one of whose entries of w
- * passes guard in magnitude (or is not finite: a zero diagonal) stores d = -1 for
- * all its rows and stops the update at its first row K in every work-group that
- * reads it: columns before K are final in every row, and each row i >= K leaves y_i
- * = x / sqrt(1 + sum_{l < K} w_l^2) in v, so that the factor of A + v v^T is what the
- * rank-1 update of the trailing factor (order n - K) by y gives; state[1] becomes the
- * largest n - K.  v: n reals from voff, overwritten only on a stop; w: 3n reals (w,
- * d, b), UNSTORED on entry; state: 2 ints, 0 on entry.  Work-groups of RANK1_ITEMS. */
+ * before the tile of block t - 1 and the diagonal tile are swept.  A tile's w, d and b
+ * are read together; the next tile's entries of L are loaded once they are in, and
+ * are in flight while this tile is swept (loaded at a tile's start, they came before
+ * the wait).  A block one of whose entries of w passes guard in magnitude (or is not
+ * finite: a zero diagonal) stores d = -1 for all its rows and stops the update at
+ * its first row K in every work-group that reads it: columns before K are final in
+ * every row, and each row i >= K leaves y_i = x / sqrt(1 + sum_{l < K} w_l^2) in v,
+ * so that the factor of A + v v^T is what the rank-1 update of the trailing factor
+ * (order n - K) by y gives; state[1] becomes the largest n - K.  v: n reals from
+ * voff, overwritten only on a stop; w: 3n reals (w, d, b), UNSTORED on entry; state:
+ * 2 ints, 0 on entry.  Work-groups of RANK1_ITEMS. */
 __kernel __attribute__((reqd_work_group_size(RANK1_ITEMS, 1, 1)))
 void update_rank1(const int n, __global real *a, const long off, const int ld,
                   __global real *v, const long voff, volatile __global real *w,
@@ -763,13 +771,11 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
     barrier(CLK_LOCAL_MEM_FENCE);
     const int blk = ticket, r0 = blk * TB, i = r0 + t, kb = min(TB, n - r0);
     real x = (i < n) ? v[voff + i] : ZERO, squares = ZERO, own = ZERO, start, after;
+    real lv[PW], next[PW];                         /* this tile's entries, the next one's */
+    LOAD_TILE(lv, 0)
     invert_diagonal_block(invs, a, off, si, sj, lower, r0, kb, lid, RANK1_ITEMS);
     int stopped = -1;                              /* the block that stopped it */
     for (int j = 0; j <= blk; j++) {
-        real lv[PW];
-        #pragma unroll
-        for (int u = 0; u < PW; u++)
-            lv[u] = (i < n && (j < blk || c0 + u <= t)) ? L_AT(i, j * TB + c0 + u) : ZERO;
         const int chain = j == (blk > 0 ? blk - 1 : 0);
         real e = ZERO, d = ZERO, b = ZERO;
         if (j < blk && h == 0) {                   /* block j is whole and another's */
@@ -788,6 +794,9 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
         if (h == 0)
             ws[t] = e;
         barrier(CLK_LOCAL_MEM_FENCE);
+        if (j < blk) {                             /* in flight while this tile is swept */
+            LOAD_TILE(next, j + 1)
+        }
         PART_SUMS(ws)                              /* zero for the diagonal tile */
         if (chain) {                               /* this block's w, d and b first */
             real y[1];
@@ -843,6 +852,9 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
             }
         }
         x = after;
+        #pragma unroll
+        for (int u = 0; u < PW; u++)
+            lv[u] = next[u];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     const real tsum = group_sum(squares, scan, lid);   /* out of the branch: PoCL */
