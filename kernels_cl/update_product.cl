@@ -744,9 +744,8 @@ inline real stored(volatile __global real *p)
  * read, subtracted, block t solved and its w stored; then its d and b (its rows'
  * squares summed in a fixed tree, one value per block, from its work-group alone)
  * before the tile of block t - 1 and the diagonal tile are swept.  A tile's w, d and b
- * are read together; the next tile's entries of L are loaded once they are in, and
- * are in flight while this tile is swept (loaded at a tile's start, they came before
- * the wait).  A block one of whose entries of w passes guard in magnitude (or is not
+ * are read together; the next tile's entries of L are loaded once they are in (loaded
+ * at a tile's start, they came before the wait).  A block one of whose entries of w passes guard in magnitude (or is not
  * finite: a zero diagonal) stores d = -1 for all its rows and stops the update at
  * its first row K in every work-group that reads it: columns before K are final in
  * every row, and each row i >= K leaves y_i = x / sqrt(1 + sum_{l < K} w_l^2) in v,
@@ -794,7 +793,7 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
         if (h == 0)
             ws[t] = e;
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (j < blk) {                             /* in flight while this tile is swept */
+        if (j < blk) {                             /* the next tile's entries */
             LOAD_TILE(next, j + 1)
         }
         PART_SUMS(ws)                              /* zero for the diagonal tile */

@@ -126,8 +126,8 @@ SPLIT_PER_CU = 4
 #: update_product.cl's programs, the same for all of them).  H200, 1 / 2 / 4 with each
 #: tile's loads at its start: float64 n = 16384 1.20 / 1.04 / 1.12 ms, 8192 0.58 / 0.48 /
 #: 0.46, 2048 0.23 / 0.19 / 0.18; float32 16384 0.97 / 0.78 / 0.75 (benchmarks/results/
-#: nvidia-h200-2026-11-30-rank1.txt).  With the next tile's loads in flight during a
-#: sweep, 4 against 2: float64 16384 level (1.00-1.04 / 0.99-1.01 ms), 8192 0.43-0.46 /
+#: nvidia-h200-2026-11-30-rank1.txt).  With the next tile's loads issued after a tile's
+#: wait, 4 against 2: float64 16384 level (1.00-1.04 / 0.99-1.01 ms), 8192 0.43-0.46 /
 #: 0.44-0.47, 5000 0.33 / 0.37; float32 16384 0.69-0.79 / 0.72-0.78 (one item a row
 #: spills: 3x slower; nvidia-h200-2026-11-30-rank1-3.txt).
 RANK1_PARTS = 4
@@ -293,13 +293,15 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     n = 1000 0.34 -> 0.23 ms, 8192 level (0.57 / 0.58 ms), float32 16384 1.05 -> 0.91
     ms; with RANK1_PARTS = 2 against one item a row, float64 16384 1.20 -> 1.04 ms (43 %
     of the bandwidth roof), 8192 0.58 -> 0.48, float32 16384 0.97 -> 0.78.  With the
-    next tile's entries loaded after a tile's wait (in flight while it is swept) and
-    four items a row (nvidia-h200-2026-11-30-rank1-3.txt): float64 16384 1.02-1.07 ->
-    1.00-1.04 ms, 8192 0.47-0.49 -> 0.43-0.46, float32 16384 0.77-0.88 -> 0.69-0.79.
-    Each work-group sweeps its tiles one after the other, about 4 us a tile at every
-    order, and every group moves at that pace: with w, d and b stored beforehand (no
-    wait) the launch is as slow, and the chain alone (its waits, solves and
-    coefficients) takes 0.42 of float64 16384's 1.07 ms.
+    next tile's entries loaded after a tile's wait and four items a row
+    (nvidia-h200-2026-11-30-rank1-3.txt): float64 16384 1.02-1.07 -> 1.00-1.04 ms, 8192
+    0.47-0.49 -> 0.43-0.46, float32 16384 0.77-0.88 -> 0.69-0.79.  Each work-group
+    sweeps its tiles one after the other, about 3-4 us a tile at every order, and every
+    group moves at that pace: with w, d and b stored beforehand (no wait) the launch is
+    as slow, and the chain alone (its waits, solves and coefficients) takes 0.42 of
+    float64 16384's 1.07 ms.  Clock stamps put a tile's time in its loads (a work-group's
+    16-64 KB), wherever they are issued: the wait finds the entries in registers now,
+    and the tile's sums, which follow the next tile's loads, take their time instead.
     """
     dtype = v.dtype
     item = dtype.itemsize
