@@ -47,6 +47,33 @@ def test_one_launch_gives_the_product_forms_factor(queue, dtype, n):
                                atol=64 * np.finfo(dtype).eps * np.abs(product).max())
 
 
+def guarded_problem(dtype, block: int, monkeypatch):
+    """An upper factor c of order 3 TB + 9 and v with w = c^-T v small in the blocks
+    before ``block`` and large from it on, GUARD set between; returns Ã, c, v and the
+    list that each call of update_rank1 appends its returned stop row to."""
+    n = 3 * TB + 9
+    _, c, _ = problem(n, 1, 1, dtype, seed=6)
+    v = np.zeros((n, 1), dtype)
+    v[:block * TB] = 1e-3
+    v[block * TB:] = 2.0
+    a = c.astype(np.float64).T @ c.astype(np.float64)
+    at = a + v.astype(np.float64) @ v.astype(np.float64).T
+    w = sl.solve_triangular(c.astype(np.float64), v.astype(np.float64), trans="T")
+    small = np.abs(w[:block * TB]).max(initial=0.0)
+    large = np.abs(w[block * TB:TB * (block + 1)]).max()
+    assert small < large
+    monkeypatch.setattr(update_product, "GUARD", float(np.sqrt(max(small, 1e-9) * large)))
+    stops = []
+    real = update_product.update_rank1
+
+    def spy(*args, **kwargs):
+        stops.append(real(*args, **kwargs))
+        return stops[-1]
+
+    monkeypatch.setattr(update_product, "update_rank1", spy)
+    return at, c, v, stops
+
+
 @pytest.mark.parametrize("parts", [p for p in (1, 2, 4)
                                    if p != update_product.RANK1_PARTS])
 def test_items_per_row_give_the_same_factor(queue, dtype, parts, monkeypatch):
@@ -58,12 +85,14 @@ def test_items_per_row_give_the_same_factor(queue, dtype, parts, monkeypatch):
         shipped = oclla.cholesky_update(c, v, queue=queue)
         monkeypatch.setattr(update_product, "RANK1_PARTS", parts)
         r = oclla.cholesky_update(c, v, queue=queue)
-        monkeypatch.setattr(update_product, "GUARD", 0.0)
-        stopped = oclla.cholesky_update(c, v, queue=queue)
     assert_updated(at, r, sl.cholesky(at), False, f"parts={parts}")
-    assert_updated(at, stopped, sl.cholesky(at), False, f"parts={parts}, stopped")
     np.testing.assert_allclose(r, shipped, rtol=0,
                                atol=64 * np.finfo(dtype).eps * np.abs(shipped).max())
+    at, c, v, stops = guarded_problem(dtype, 1, monkeypatch)
+    with fused(queue, dtype):
+        stopped = oclla.cholesky_update(c, v, queue=queue)
+    assert stops == [TB]
+    assert_updated(at, stopped, sl.cholesky(at), False, f"parts={parts}, stopped")
 
 
 def test_other_updates_keep_their_routes(queue):
@@ -90,27 +119,8 @@ def test_a_block_past_the_guard_leaves_the_rest_to_the_rotations(queue, dtype, b
     the launch stops at that block's first row (its return value), the rotations update
     the trailing factor by the vector it leaves in v, and the whole is backward stable
     and the caller's V untouched."""
-    n = 3 * TB + 9
-    at, c, _ = problem(n, 1, 1, dtype, seed=6)
-    v = np.zeros((n, 1), dtype)
-    v[:block * TB] = 1e-3
-    v[block * TB:] = 2.0
+    at, c, v, stops = guarded_problem(dtype, block, monkeypatch)
     v_before = v.copy()
-    a = c.astype(np.float64).T @ c.astype(np.float64)
-    at = a + v.astype(np.float64) @ v.astype(np.float64).T
-    w = sl.solve_triangular(c.astype(np.float64), v.astype(np.float64), trans="T")
-    small = np.abs(w[:block * TB]).max(initial=0.0)
-    large = np.abs(w[block * TB:TB * (block + 1)]).max()
-    assert small < large
-    monkeypatch.setattr(update_product, "GUARD", float(np.sqrt(max(small, 1e-9) * large)))
-    stops = []
-    real = update_product.update_rank1
-
-    def spy(*args, **kwargs):
-        stops.append(real(*args, **kwargs))
-        return stops[-1]
-
-    monkeypatch.setattr(update_product, "update_rank1", spy)
     with fused(queue, dtype), oclla.record() as rec:
         r = oclla.cholesky_update(c, v, queue=queue)
     assert stops == [block * TB]
