@@ -745,14 +745,14 @@ inline real stored(volatile __global real *p)
  * squares summed in a fixed tree, one value per block, from its work-group alone)
  * before the tile of block t - 1 and the diagonal tile are swept.  A tile's w, d and b
  * are read together; the next tile's entries of L are loaded once they are in (loaded
- * at a tile's start, they came before the wait).  A block one of whose entries of w passes guard in magnitude (or is not
- * finite: a zero diagonal) stores d = -1 for all its rows and stops the update at
- * its first row K in every work-group that reads it: columns before K are final in
- * every row, and each row i >= K leaves y_i = x / sqrt(1 + sum_{l < K} w_l^2) in v,
- * so that the factor of A + v v^T is what the rank-1 update of the trailing factor
- * (order n - K) by y gives; state[1] becomes the largest n - K.  v: n reals from
- * voff, overwritten only on a stop; w: 3n reals (w, d, b), UNSTORED on entry; state:
- * 2 ints, 0 on entry.  Work-groups of RANK1_ITEMS. */
+ * at a tile's start, they came before the wait).  A block one of whose entries of w
+ * passes guard in magnitude (or is not finite: a zero diagonal) stores d = -1 for
+ * all its rows and stops the update at its first row K in every work-group that
+ * reads it: columns before K are final in every row, and each row i >= K leaves y_i
+ * = x / sqrt(1 + sum_{l < K} w_l^2) in v, so that the factor of A + v v^T is what the
+ * rank-1 update of the trailing factor (order n - K) by y gives; state[1] becomes the
+ * largest n - K.  v: n reals from voff, overwritten only on a stop; w: 3n reals (w,
+ * d, b), UNSTORED on entry; state: 2 ints, 0 on entry.  Work-groups of RANK1_ITEMS. */
 __kernel __attribute__((reqd_work_group_size(RANK1_ITEMS, 1, 1)))
 void update_rank1(const int n, __global real *a, const long off, const int ld,
                   __global real *v, const long voff, volatile __global real *w,
