@@ -88,10 +88,12 @@ _ZEROS = np.zeros(1, np.int32)
 def zeroed_ints(queue: cl.CommandQueue, size: int = 1) -> cl_array.Array:
     """A device int32 array of ``size`` zeros (flags, counters) from the queue's pool,
     zeroed by a fill command on ``queue``; like every scratch buffer, for commands on
-    ``queue`` and reads through it only."""
+    ``queue`` and reads through it only.  The array carries the fill's event, so that
+    its reads wait for the fill on an out-of-order queue too."""
     data = buffer(queue, 4 * size)
-    cl.enqueue_fill_buffer(queue, data, _ZEROS, 0, 4 * size)
-    return int_array(queue, data, size)
+    zeroed = int_array(queue, data, size)
+    zeroed.add_event(cl.enqueue_fill_buffer(queue, data, _ZEROS, 0, 4 * size))
+    return zeroed
 
 
 def free_held() -> None:
