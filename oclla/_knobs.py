@@ -993,7 +993,7 @@ FAMILIES = {f.name: f for f in (
              "promise, so only a tuned entry measured on the device chooses it); "
              '"chain" also sends rank-1 updates of upper factors to update_rank1, the '
              "same chain sweeping each tile of the factor as soon as its w is solved (H200, "
-             "float64 n = 16384 1.34 -> 1.00-1.04 ms, 8192 0.57 -> 0.43-0.46 ms; 1000 0.34 "
+             "float64 n = 16384 1.34 -> 0.97-0.99 ms, 8192 0.57 -> 0.41-0.42 ms; 1000 0.34 "
              "-> 0.23 ms with one item a row)",
              _fixed("steps"), choice(*SOLVES), ("oclla/update_product.py",),
              {"GPU": SOLVES, "CPU": SOLVES[:1]}),
