@@ -297,7 +297,10 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     (nvidia-h200-2026-11-30-rank1-3.txt): float64 16384 1.02-1.07 -> 1.00-1.04 ms, 8192
     0.47-0.49 -> 0.43-0.46, float32 16384 0.77-0.88 -> 0.69-0.79; with a tile's entries
     addressed from one base and int offsets (nvidia-h200-2026-11-30-rank1-4.txt, section
-    8): float64 16384 1.01 -> 0.97 ms, 8192 0.43 -> 0.41.  Each work-group
+    8): float64 16384 1.01 -> 0.97 ms, 8192 0.43 -> 0.41; with the diagonal tile's
+    entries loaded after the chain's solve and coefficients
+    (nvidia-h200-2026-12-01-rank1-5.txt): float64 16384 0.96 -> 0.95 ms, 8192 0.41 ->
+    0.39, float32 16384 0.69 -> 0.66.  Each work-group
     sweeps its tiles one after the other, about 3-4 us a tile at every order, and every
     group moves at that pace: with w, d and b stored beforehand (no wait) the launch is
     as slow, and the chain alone (its waits, solves and coefficients) takes 0.42 of
