@@ -6,6 +6,17 @@
  *   unpack:  a[r*ld + c] = the stored entry for r >= c (`lower`) or r <= c,
  *            0 in the other triangle (one work-item per entry of a), as
  *            LAPACK's ?tfttr returns it.
+ *   transpose: dst[o'] = src[o], o' the offset of (c, r) in the other triangle's
+ *            layout where (r, c) is the entry stored at o of src (`lower`: src
+ *            holds r >= c): a symmetric matrix between the two layouts, or a
+ *            Cholesky factor L (A = L L^T) to U = L^T and back.  Work-groups of
+ *            T x R items, each a T x T tile of src's picture (lda x nc, entry
+ *            (p, q) at offset q*lda + p) read down its columns into local memory
+ *            (tile: T x (T + 1) reals, row by row): T1's and T2's entries land
+ *            down dst's columns too and are written as read, S's land across them
+ *            (a row of S becomes a column) and are written from the tile read
+ *            across, so a row of items reads and writes consecutive offsets
+ *            either way.
  *
  * The triangle is an argument (1: lower, 'L'; 0: upper, 'U'), so one program
  * serves both.
@@ -32,4 +43,32 @@ __kernel void unpack(__global const real *arf, const long arf_off, const int n,
     const int stored = lower ? r >= c : r <= c;
     a[a_off + AT(r, c, ld)] = !stored ? ZERO
         : arf[arf_off + (lower ? rfp_lower(r, c, n) : rfp_upper(r, c, n))];
+}
+
+__kernel void transpose(__global const real *src, const long src_off, const int n,
+                        __global real *dst, const long dst_off, const int lower,
+                        __local real *tile)
+{
+    const int e = 1 - (n & 1), lda = n + e, nc = (n + 1) / 2;
+    const int t = get_local_size(0), rows = get_local_size(1);
+    const int x = get_local_id(0), p0 = get_group_id(0) * t, q0 = get_group_id(1) * t;
+    const int split = lower ? n - n / 2 : n / 2;          /* S: one index on each side */
+    for (int y = get_local_id(1); y < t; y += rows)
+        if (p0 + x < lda && q0 + y < nc)
+            tile[y * (t + 1) + x] = src[src_off + AT(q0 + y, p0 + x, lda)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int y = get_local_id(1); y < t; y += rows) {
+        for (int across = 0; across < 2; across++) {
+            const int p = p0 + (across ? y : x), q = q0 + (across ? x : y);
+            if (p >= lda || q >= nc)
+                continue;
+            const int2 rc = lower ? rfp_entry_lower(AT(q, p, lda), n)
+                                  : rfp_entry_upper(AT(q, p, lda), n);
+            const int in_s = lower ? rc.y < split && rc.x >= split
+                                   : rc.x < split && rc.y >= split;
+            if (in_s == across)
+                dst[dst_off + (lower ? rfp_upper(rc.y, rc.x, n) : rfp_lower(rc.y, rc.x, n))]
+                    = across ? tile[x * (t + 1) + y] : tile[y * (t + 1) + x];
+        }
+    }
 }

@@ -31,7 +31,8 @@ Functions
     the potrf of T1 and the TRSM are one sweep by block rows over T1 and S
     together (the first half of a full factorization's sweep), and the SYRK
     into T2 runs on a second queue beside it, in parts, as block rows of S
-    become final.
+    become final; the 'U' layout takes that sweep too, through a transposed
+    copy in the 'L' layout (a second packed array for the call).
     ``method="pivot"`` runs the paper's per-pivot kernels (square root,
     normalization, exact-triangle outer product) directly on the packed
     buffer: each kernel maps the logical (i, j) through ``rfp.h``'s two
@@ -53,8 +54,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from . import trace
-from ._device import resolve_queue
+from . import _scratch, _trace_hooks, trace
+from ._device import device_info, resolve_queue
+from ._knobs import fits_wg, pow2_at_most
 from ._params import params
 from ._programs import (enqueue, flushed_marker, get_kernel, index_width, int_arg, int_zeros,
                         launch_queue, round_up, side_queue, side_queue_made)
@@ -381,8 +383,13 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     second queue beside the sweep, in parts as block rows of S become final, at
     least the device's RFP_T2_DEPTH rows a SYRK (a full factorization makes those
     updates inside the sweep's launches).  Without that overlap the one large
-    TRSM is the faster (its products are deeper).
+    TRSM is the faster (its products are deeper).  The 'U' layout, whose S lies
+    apart from T1 in every view, takes that sweep through the 'L' layout
+    (:func:`_pftrf_transposed`) where it is fused and no recording is made.
     """
+    if _through_lower(queue, lay, dtype=dtype, block=block):
+        _pftrf_transposed(queue, buf, off, lay, dtype=dtype, info=info, block=block)
+        return
     n1, n2, lda = lay.n1, lay.n2, lay.lda
     t1, s, t2 = _blocks(buf, off, lay)
     if lay.lower and n2 > 0 and sweeps_fused(queue, dtype, n1, block):
@@ -412,6 +419,60 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
             syrk(queue, n2, n1, -1.0, s, 1.0, t2, dtype=dtype, lower=True, trans=lay.lower)
     factor_blocked(queue, t2, n2, lower=True, dtype=dtype, info=info, base=n1, block=block,
                    region=_picture_region(lay.t2, lda))
+
+
+def _through_lower(queue, lay: Layout, *, dtype, block) -> bool:
+    """Whether the blocked ?pftrf of the 'U' layout ``lay`` goes through the 'L' layout
+    (:func:`_pftrf_transposed`): where the 'L' layout's T1 and S are one fused sweep
+    (:func:`oclla.cholesky.sweeps_fused`), and not in a recording, whose steps are
+    boxes of the packed array the caller holds."""
+    if lay.lower or lay.n < 2 or _trace_hooks.active() is not None:
+        return False
+    return sweeps_fused(queue, dtype, layout(lay.n, True).n1, block)
+
+
+#: rfp.cl ``transpose``'s work-groups: tiles of up to TRANSPOSE_TILE x TRANSPOSE_TILE
+#: entries (local memory for TRANSPOSE_TILE x (TRANSPOSE_TILE + 1) reals), that many
+#: items a row and up to TRANSPOSE_ROWS rows of them.
+TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8
+
+
+def _transpose_packed(queue, src, src_off: int, dst, dst_off: int, n: int, *, lower: bool,
+                      dtype) -> None:
+    """dst := the RFP array at ``src[src_off:]`` (layout ``lower``) in the other layout,
+    transposed (rfp.cl ``transpose``): the same symmetric matrix, or the factor U = Lᵀ
+    of the factor L, and back."""
+    info, item = device_info(queue), np.dtype(dtype).itemsize
+    tile = pow2_at_most(min(TRANSPOSE_TILE, info.max_work_group_size,
+                            info.max_work_item_sizes[0]))
+    while tile > 1 and tile * (tile + 1) * item > info.local_mem_size // 2:
+        tile //= 2
+    rows = TRANSPOSE_ROWS
+    while rows > 1 and not fits_wg(info, tile, rows):
+        rows //= 2
+    lda, nc = n + 1 - n % 2, (n + 1) // 2
+    with index_width(max(src.size, dst.size) // item):
+        kernel = get_kernel(queue, "rfp.cl", "transpose", dtype)
+    enqueue(queue, kernel, (round_up(lda, tile), -(-nc // tile) * rows), (tile, rows), src,
+            np.int64(src_off), int_arg(n), dst, np.int64(dst_off), int_arg(lower),
+            cl.LocalMemory(tile * (tile + 1) * item))
+
+
+def _pftrf_transposed(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> None:
+    """The 'U' layout's blocked ?pftrf through the 'L' layout: A (U11ᵀ, U12, U22 of the
+    packed array at ``buf[off:]``) copied into scratch as the 'L' layout's L11, L21 =
+    U12ᵀ, L22ᵀ, factored there by the fused sweep over T1 and S, and the factor L
+    copied back as U = Lᵀ (partial where a pivot fails: LAPACK's order is the same in
+    both layouts).  The call takes a second packed array of device memory.  H200, 'U'
+    packed / full upper factor, n = 4096 / 8192 / 16384: float64 1.70 / 1.36 / 1.15 ->
+    1.04 / 1.00 / 1.03, float32 1.61 / 1.34 / 1.18 -> 1.04 / 1.01 / 1.05; each copy
+    0.08 / 0.22 / 0.82 ms in float64 (benchmarks/results/
+    nvidia-h200-2026-12-01-packed-upper.txt)."""
+    n = lay.n
+    work = _scratch.buffer(queue, packed_length(n) * np.dtype(dtype).itemsize)
+    _transpose_packed(queue, buf, off, work, 0, n, lower=False, dtype=dtype)
+    _pftrf_blocked(queue, work, 0, layout(n, True), dtype=dtype, info=info, block=block)
+    _transpose_packed(queue, work, 0, buf, off, n, lower=True, dtype=dtype)
 
 
 class _T2Update:
@@ -502,6 +563,14 @@ def cholesky(arf, n: int, *, lower: bool = True, method: str = "blocked",
     queue : pyopencl.CommandQueue, optional
         The queue to run on, with profiling enabled (default: the queue of the
         default device, :func:`oclla.get_queue`)
+
+    Notes
+    -----
+    On devices whose blocked Cholesky factors each next leaf in the launch of
+    the update before it (GPUs), the 'U' layout is factored in the 'L' layout
+    of a transposed copy and copied back: device memory for a second packed
+    array during the call (outside a recording, which keeps the 'U' layout's
+    own route).
 
     Returns
     -------

@@ -78,6 +78,29 @@ def test_pack_reads_one_triangle(queue):
 
 # ---- Cholesky ------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", (True, False))
+@pytest.mark.parametrize("tile", ((32, 8), (4, 2)), ids=("tile32", "tile4"))
+def test_transpose_between_layouts(queue, dtype, lower, tile, monkeypatch):
+    """rfp.cl's transpose: the packed triangle of x in one layout becomes the other
+    layout's packed triangle of xᵀ, bit for bit (so a symmetric matrix keeps its
+    entries, a factor L becomes U = Lᵀ), at orders within one tile and across several,
+    odd and even, from and to offsets inside larger buffers; nothing else written."""
+    monkeypatch.setattr(rfp, "TRANSPOSE_TILE", tile[0])
+    monkeypatch.setattr(rfp, "TRANSPOSE_ROWS", tile[1])
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 4, 5, 31, 32, 33, 64, 65, 100, 129):
+        x = rng.standard_normal((n, n)).astype(dtype)
+        size = rfp.packed_length(n)
+        src = cl_array.to_device(queue, np.concatenate([np.full(3, 7, dtype),
+                                                        rfp.pack(x, lower=lower)]))
+        dst = cl_array.to_device(queue, np.full(size + 7, -1, dtype))
+        rfp._transpose_packed(queue, src.data, 3, dst.data, 5, n, lower=lower, dtype=dtype)
+        out = dst.get()
+        assert np.array_equal(out[5:5 + size], rfp.pack(x.T, lower=not lower)), n
+        assert np.all(out[:5] == -1) and np.all(out[5 + size:] == -1), n
+
+
 def check_factor(a, c, ref, n, uplo, dtype):
     lower = uplo == "L"
     full = rfp.unpack(c, n, lower=lower)

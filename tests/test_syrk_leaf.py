@@ -2,6 +2,7 @@
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 import pytest
 import scipy.linalg as sla
 
@@ -208,11 +209,53 @@ def test_packed_t2_updates_beside_the_sweep(queue, dtype, depth, ranks):
                                              sla.cholesky(a.astype(np.float64), lower=True)))
 
 
+@pytest.mark.parametrize("dtype", (np.float32, np.float64), ids=lambda d: np.dtype(d).name)
+def test_packed_upper_through_the_lower_sweep(queue, dtype, monkeypatch):
+    """Where the 'L' layout's T1 and S are one fused sweep, the 'U' layout is factored
+    through it (A copied into the 'L' arrangement transposed, the factor copied back as
+    U = Lᵀ): LAPACK's factor at even and odd orders, from one leaf to several blocks of
+    T1, the caller's device array factored in place; a recording keeps the 'U'
+    layout's own route (its steps are boxes of the array the caller holds)."""
+    fused(FUSED_SETS[0])
+    through = []
+    transposed = rfp._pftrf_transposed
+
+    def counted(queue, buf, off, lay, **kw):
+        through.append(lay.n)
+        transposed(queue, buf, off, lay, **kw)
+
+    monkeypatch.setattr(rfp, "_pftrf_transposed", counted)
+    orders = (2, 3, 8, 9, 17, 40, 41)
+    for n in orders:
+        a = spd(n, dtype, seed=3)
+        arf = rfp.pack(a, lower=False, queue=queue)
+        dev = cl_array.to_device(queue, arf)
+        packed = rfp.cholesky(dev, n, lower=False, overwrite_a=True, queue=queue)
+        assert packed.data.int_ptr == dev.data.int_ptr
+        packed = packed.get()
+        lapack, info = sla.lapack.get_lapack_funcs("pftrf", dtype=dtype)(
+            n, arf.copy(), transr="N", uplo="U")
+        assert info == 0
+        ours = rfp.unpack(packed, n, lower=False, queue=queue)
+        err = accuracy.cholesky_backward_error(a, ours, False)
+        assert accuracy.passes(err), f"n={n}: backward error {err:.3g}"
+        assert accuracy.passes(forward_units(ours, rfp.unpack(lapack, n, lower=False,
+                                                              queue=queue).astype(np.float64)))
+    assert through == list(orders)
+    with oclla.record() as rec:
+        packed = rfp.cholesky(rfp.pack(a, lower=False, queue=queue), 41, lower=False,
+                              queue=queue)
+    assert through == list(orders)
+    assert "transpose" not in {k.name for k in rec.runs[-1].kernels}
+    assert accuracy.passes(forward_units(rfp.unpack(packed, 41, lower=False, queue=queue),
+                                         sla.cholesky(a.astype(np.float64))))
+
+
 @pytest.mark.parametrize("k", (0, 5, 16, 20, 21, 30, 40))
 def test_failing_order_with_packed_t2_parts(queue, k):
     """LAPACK's order where a pivot fails in T1 (k < 21), in T2 after its parts, or at
     its first leaf (the packed order 41: n1 = 21), the T2 update in parts of one block
-    row."""
+    row; in the 'U' layout through the 'L' layout's sweep."""
     fused(dict(FUSED_SETS[0], RFP_T2_DEPTH=1))
 
     def packed(a, *, lower, queue):
