@@ -62,8 +62,8 @@ __kernel void transpose(__global const real *src, const long src_off, const int 
             const int p = p0 + (across ? y : x), q = q0 + (across ? x : y);
             if (p >= lda || q >= nc)
                 continue;
-            const int2 rc = lower ? rfp_entry_lower(AT(q, p, lda), n)
-                                  : rfp_entry_upper(AT(q, p, lda), n);
+            const int2 rc = lower ? rfp_entry_lower_at(p, q, n)
+                                  : rfp_entry_upper_at(p, q, n);
             const int in_s = lower ? rc.y < split && rc.x >= split
                                    : rc.x < split && rc.y >= split;
             if (in_s == across)

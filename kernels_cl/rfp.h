@@ -53,24 +53,33 @@ inline size_t rfp_upper(const int r, const int c, const int n)
                      : AT(r, n2 + e + c, lda);
 }
 
+/* The entry (r, c) stored at ARF(p, q) of a lower RFP array. */
+inline int2 rfp_entry_lower_at(const int p, const int q, const int n)
+{
+    const int e = 1 - (n & 1);
+    const int n1 = e ? n / 2 : n - n / 2;
+    return (p >= q + e) ? (int2)(p - e, q) : (int2)(q + n1 - 1 + e, p + n1);
+}
+
+/* The entry (r, c) stored at ARF(p, q) of an upper RFP array. */
+inline int2 rfp_entry_upper_at(const int p, const int q, const int n)
+{
+    const int n1 = n / 2;
+    return (p <= q + n1) ? (int2)(p, q + n1) : (int2)(q, p - n1 - 1);
+}
+
 /* The entry (r, c) stored at offset o of a lower RFP array (inverse of rfp_lower). */
 inline int2 rfp_entry_lower(const size_t o, const int n)
 {
-    const int e = 1 - (n & 1);
-    const int lda = n + e;
-    const int n1 = e ? n / 2 : n - n / 2;
-    const int p = (int)(o % lda), q = (int)(o / lda);
-    return (p >= q + e) ? (int2)(p - e, q) : (int2)(q + n1 - 1 + e, p + n1);
+    const int lda = n + 1 - (n & 1);
+    return rfp_entry_lower_at((int)(o % lda), (int)(o / lda), n);
 }
 
 /* The entry (r, c) stored at offset o of an upper RFP array (inverse of rfp_upper). */
 inline int2 rfp_entry_upper(const size_t o, const int n)
 {
-    const int e = 1 - (n & 1);
-    const int lda = n + e;
-    const int n1 = n / 2;
-    const int p = (int)(o % lda), q = (int)(o / lda);
-    return (p <= q + n1) ? (int2)(p, q + n1) : (int2)(q, p - n1 - 1);
+    const int lda = n + 1 - (n & 1);
+    return rfp_entry_upper_at((int)(o % lda), (int)(o / lda), n);
 }
 
 #endif
