@@ -9,6 +9,8 @@ against the profile's limits.
 """
 
 import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
 import pytest
 import scipy.linalg as sl
 from numpy.linalg import LinAlgError
@@ -136,6 +138,32 @@ def test_packed_cholesky(profiled, queue, pdtype):
             b = _random(n, pdtype, seed=8, m=2)
             x = rfp.cho_solve((c, lower), b, queue=queue)
             assert accuracy.passes(accuracy.solve_backward_error(a, x, b)), n
+
+
+def test_packed_transpose(profiled, queue, pdtype, monkeypatch):
+    """rfp.cl's transpose (the packed upper Cholesky's copies on GPUs whose leaves fuse)
+    with work-groups and a tile sized by the profile's limits: each launch within its
+    work-group and local-memory limits, the packed triangle of xᵀ in the other layout."""
+    launches = []
+    enqueue = rfp.enqueue
+
+    def recorded(queue, kernel, global_size, local_size, *args):
+        local = [a.size for a in args if isinstance(a, cl.LocalMemory)]
+        launches.append((int(np.prod(local_size)), sum(local)))
+        return enqueue(queue, kernel, global_size, local_size, *args)
+
+    monkeypatch.setattr(rfp, "enqueue", recorded)
+    for n in (1, 31, 64, 97):
+        x = _random(n, pdtype, seed=4)
+        for lower in (True, False):
+            src = cl_array.to_device(queue, rfp.pack(x, lower=lower))
+            dst = cl_array.to_device(queue, np.zeros(rfp.packed_length(n), pdtype))
+            rfp._transpose_packed(queue, src.data, 0, dst.data, 0, n, lower=lower,
+                                  dtype=pdtype)
+            np.testing.assert_array_equal(dst.get(), rfp.pack(x.T, lower=not lower))
+    info = oclla.device_info(queue)
+    assert launches and all(items <= profiled.max_work_group_size
+                            and local <= info.local_mem_size for items, local in launches)
 
 
 def test_gemm_and_ad2at(profiled, queue, pdtype):
