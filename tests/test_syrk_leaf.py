@@ -233,13 +233,13 @@ def test_packed_upper_through_the_lower_sweep(queue, dtype, monkeypatch):
         packed = rfp.cholesky(dev, n, lower=False, overwrite_a=True, queue=queue)
         assert packed.data.int_ptr == dev.data.int_ptr
         packed = packed.get()
-        lapack, info = sla.lapack.get_lapack_funcs("pftrf", dtype=dtype)(
+        reference, info = sla.lapack.get_lapack_funcs("pftrf", dtype=dtype)(
             n, arf.copy(), transr="N", uplo="U")
         assert info == 0
         ours = rfp.unpack(packed, n, lower=False, queue=queue)
         err = accuracy.cholesky_backward_error(a, ours, False)
         assert accuracy.passes(err), f"n={n}: backward error {err:.3g}"
-        assert accuracy.passes(forward_units(ours, rfp.unpack(lapack, n, lower=False,
+        assert accuracy.passes(forward_units(ours, rfp.unpack(reference, n, lower=False,
                                                               queue=queue).astype(np.float64)))
     assert through == list(orders)
     with oclla.record() as rec:
