@@ -509,6 +509,14 @@ inline void invert_diagonal_block(__local real *invs, __global const real *a,
 #define UNSTORED 0x7fa5a5a5U
 #define BITS(v) as_uint(v)
 #endif
+/* Int word k (0, 1) of the bits of two reals filled with UNSTORED, in memory order. */
+#if PRECISION == 64 && defined(__ENDIAN_LITTLE__)
+#define UNSTORED_WORD(k) ((int)(uint)(UNSTORED >> 32 * (k)))
+#elif PRECISION == 64
+#define UNSTORED_WORD(k) ((int)(uint)(UNSTORED >> 32 * (1 - (k))))
+#else
+#define UNSTORED_WORD(k) ((int)UNSTORED)
+#endif
 
 __kernel void solve_chain(const int n, __global const real *a, const long off,
                           const int ld, const int lower, V_ARGS, volatile __global real *w,
@@ -760,22 +768,26 @@ inline real stored(volatile __global real *p)
  * that reads it: columns before K are final in every row, and each row i >= K leaves y_i
  * = x / sqrt(1 + sum_{l < K} w_l^2) in v, so that the factor of A + v v^T is what the
  * rank-1 update of the trailing factor (order n - K) by y gives; state[1] becomes the
- * largest n - K.  v: n reals from voff, overwritten only on a stop; w: 3n reals (w,
- * d, b), UNSTORED on entry; state: 2 ints, 0 on entry.  Work-groups of RANK1_ITEMS. */
+ * smallest K.  v: n reals from voff, overwritten only on a stop; w: 3n reals (w, d,
+ * b) and then the state, 8 bytes, all UNSTORED on entry (one fill, one allocation and
+ * one read for the host): its two int words start at UNSTORED_WORD(0) and (1), the
+ * ticket counter (tickets counted from its start) and K (a minimum: none stopped while
+ * it stays above n).  Work-groups of RANK1_ITEMS. */
 __kernel __attribute__((reqd_work_group_size(RANK1_ITEMS, 1, 1)))
 void update_rank1(const int n, __global real *a, const long off, const int ld,
                   __global real *v, const long voff, volatile __global real *w,
-                  volatile __global int *state, const real guard)
+                  const real guard)
 {
     const int lower = 0;
     volatile __global real *db = w + n;
+    volatile __global int *state = (volatile __global int *)(w + 3 * n);
     L_STRIDES
     __local real ws[TB], ds[TB], bs[TB], own_d[TB], own_b[TB], scan[TB], parts[PARTS * TB];
     __local real invs[TB * (TB + 1)];
     __local int ticket, stop;
     const int lid = get_local_id(0), t = lid % TB, h = lid / TB, c0 = h * PW;
     if (lid == 0)
-        ticket = atomic_inc(state);
+        ticket = atomic_inc(state) - UNSTORED_WORD(0);
     barrier(CLK_LOCAL_MEM_FENCE);
     const int blk = ticket, r0 = blk * TB, i = r0 + t, kb = min(TB, n - r0);
     real x = (i < n) ? v[voff + i] : ZERO, squares = ZERO, own = ZERO, start, after;
@@ -873,7 +885,7 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
         if (i < n && h == 0)
             v[voff + i] = x / sqrt(ONE + tsum);
         if (lid == 0)
-            atomic_max(state + 1, n - stopped * TB);
+            atomic_min(state + 1, stopped * TB);
     }
 }
 #endif

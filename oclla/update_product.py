@@ -300,7 +300,10 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     8): float64 16384 1.01 -> 0.97 ms, 8192 0.43 -> 0.41; with the diagonal tile's
     entries loaded after the chain's solve and coefficients
     (nvidia-h200-2026-12-01-rank1-5.txt): float64 16384 0.96 -> 0.95 ms, 8192 0.41 ->
-    0.39, float32 16384 0.69 -> 0.66.  Each work-group
+    0.39, float32 16384 0.69 -> 0.66.  With one scratch buffer whose one fill also sets the
+    launch's state, read back by one copy (nvidia-h200-2026-12-01-rank1-6.txt, the host's
+    part): float64 16384 0.98 -> 0.94 ms, 8192 0.41 -> 0.37, float32 16384 0.70 -> 0.65.
+    Each work-group
     sweeps its tiles one after the other, about 3-4 us a tile at every order, and every
     group moves at that pace: with w, d and b stored beforehand (no wait) the launch is
     as slow, and the chain alone (its waits, solves and coefficients) takes 0.42 of
@@ -314,15 +317,17 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     kernel = get_kernel(queue, "update_product.cl", "update_rank1", dtype, KB=1, CH=CH,
                         CW=CW, SB=SB, TB=TB, RC=row_items(1, item),
                         FAN=fan(1, knobs["PREFIX_ROWS"]), PARTS=RANK1_PARTS)
-    w = scratch.buffer(queue, 3 * n * item)             # w, then d and b
-    cl.enqueue_fill_buffer(queue, w, UNSTORED[item], 0, 3 * n * item)
-    state = scratch.zeroed_ints(queue, 2)
+    flags = 3 * n * item                                # w, d and b, then the state
+    work = scratch.buffer(queue, flags + 8)
+    cl.enqueue_fill_buffer(queue, work, UNSTORED[item], 0, flags + 8)
     blocks = -(-n // TB)
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
     with trace.step("sweep", reg, flops=4.0 * n * n, nbytes=float(n) * (n + 1) * item,
                     **extra):
         items = TB * RANK1_PARTS
         enqueue(queue, kernel, (blocks * items,), (items,), int_arg(n), buf, np.int64(off),
-                int_arg(ld), v.base_data, np.int64(v.offset // item), w, state.data,
+                int_arg(ld), v.base_data, np.int64(v.offset // item), work,
                 real_arg(guard, dtype))
-    return n - int(state.get()[1])
+    state = np.empty(2, np.int32)
+    cl.enqueue_copy(queue, state, work, src_offset=flags)
+    return min(n, int(state[1]))
