@@ -302,7 +302,7 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     (nvidia-h200-2026-12-01-rank1-5.txt): float64 16384 0.96 -> 0.95 ms, 8192 0.41 ->
     0.39, float32 16384 0.69 -> 0.66.  With one scratch buffer whose one fill also sets the
     launch's state, read back by one copy (nvidia-h200-2026-12-01-rank1-6.txt, the host's
-    part): float64 16384 0.98 -> 0.94 ms, 8192 0.41 -> 0.37, float32 16384 0.70 -> 0.65.
+    part): float64 16384 0.97 -> 0.94 ms, 8192 0.40 -> 0.37, float32 16384 0.69 -> 0.65.
     Each work-group
     sweeps its tiles one after the other, about 3-4 us a tile at every order, and every
     group moves at that pace: with w, d and b stored beforehand (no wait) the launch is
