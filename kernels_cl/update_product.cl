@@ -502,20 +502,16 @@ inline void invert_diagonal_block(__local real *invs, __global const real *a,
  * the memory all compute units share, which OpenCL does not promise: only a tuned
  * entry measured on the device chooses it.  V as V_ARGS says, not written; state:
  * 1 int, 0 before the launch; the later sums as in solve_step. */
+/* A signalling NaN no arithmetic returns; each 32-bit word of its bits is
+ * UNSTORED_WORD, a positive int, whatever the device's byte order. */
 #if PRECISION == 64
-#define UNSTORED 0x7ff4a5a5a5a5a5a5UL  /* a signalling NaN no arithmetic returns */
+#define UNSTORED 0x7ff4a5a57ff4a5a5UL
+#define UNSTORED_WORD 0x7ff4a5a5
 #define BITS(v) as_ulong(v)
 #else
 #define UNSTORED 0x7fa5a5a5U
+#define UNSTORED_WORD 0x7fa5a5a5
 #define BITS(v) as_uint(v)
-#endif
-/* Int word k (0, 1) of the bits of two reals filled with UNSTORED, in memory order. */
-#if PRECISION == 64 && defined(__ENDIAN_LITTLE__)
-#define UNSTORED_WORD(k) ((int)(uint)(UNSTORED >> 32 * (k)))
-#elif PRECISION == 64
-#define UNSTORED_WORD(k) ((int)(uint)(UNSTORED >> 32 * (1 - (k))))
-#else
-#define UNSTORED_WORD(k) ((int)UNSTORED)
 #endif
 
 __kernel void solve_chain(const int n, __global const real *a, const long off,
@@ -770,9 +766,9 @@ inline real stored(volatile __global real *p)
  * rank-1 update of the trailing factor (order n - K) by y gives; state[1] becomes the
  * smallest K.  v: n reals from voff, overwritten only on a stop; w: 3n reals (w, d,
  * b) and then the state, 8 bytes, all UNSTORED on entry (one fill, one allocation and
- * one read for the host): its two int words start at UNSTORED_WORD(0) and (1), the
- * ticket counter (tickets counted from its start) and K (a minimum: none stopped while
- * it stays above n).  Work-groups of RANK1_ITEMS. */
+ * one read for the host): two ints that start at UNSTORED_WORD, the ticket counter
+ * (tickets counted from there) and K (a minimum: none stopped while it stays above n).
+ * Work-groups of RANK1_ITEMS. */
 __kernel __attribute__((reqd_work_group_size(RANK1_ITEMS, 1, 1)))
 void update_rank1(const int n, __global real *a, const long off, const int ld,
                   __global real *v, const long voff, volatile __global real *w,
@@ -787,7 +783,7 @@ void update_rank1(const int n, __global real *a, const long off, const int ld,
     __local int ticket, stop;
     const int lid = get_local_id(0), t = lid % TB, h = lid / TB, c0 = h * PW;
     if (lid == 0)
-        ticket = atomic_inc(state) - UNSTORED_WORD(0);
+        ticket = atomic_inc(state) - UNSTORED_WORD;
     barrier(CLK_LOCAL_MEM_FENCE);
     const int blk = ticket, r0 = blk * TB, i = r0 + t, kb = min(TB, n - r0);
     real x = (i < n) ? v[voff + i] : ZERO, squares = ZERO, own = ZERO, start, after;

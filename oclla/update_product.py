@@ -138,8 +138,9 @@ RANK1_PARTS = 4
 #: reached ~290 at 5.8·10⁵ (benchmarks/update_product_form.py).
 GUARD = 1e4
 #: The bits of an entry of W that solve_chain has not stored yet, per itemsize (a
-#: signalling NaN's, which no arithmetic returns; kernels_cl/update_product.cl UNSTORED).
-UNSTORED = {8: np.array([0x7ff4a5a5a5a5a5a5], np.uint64), 4: np.array([0x7fa5a5a5], np.uint32)}
+#: signalling NaN's, which no arithmetic returns, each of whose 32-bit words is the same
+#: positive int; kernels_cl/update_product.cl UNSTORED).
+UNSTORED = {8: np.array([0x7ff4a5a57ff4a5a5], np.uint64), 4: np.array([0x7fa5a5a5], np.uint32)}
 
 
 def fan(kb: int, rows: int) -> int:
