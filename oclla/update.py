@@ -438,7 +438,7 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     stop = 0                           # rows and columns before it already final
     if method == "blocked" and products(queue, v.dtype, v.shape[1], sign, packed) and \
             fuses_rank1(queue, v.dtype, v.shape[1], lower):
-        # one launch (and two fills): on the caller's queue, not a twin of launch_queue,
+        # one fill and one launch: on the caller's queue, not a twin of launch_queue,
         # whose two cross-queue waits cost about 10 us of a 1 ms update (H200)
         stop = update_rank1(queue, buf, off, ld, n, v, guard=GUARD, region=region)
         if stop == n:
