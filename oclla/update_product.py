@@ -318,9 +318,10 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     kernel = get_kernel(queue, "update_product.cl", "update_rank1", dtype, KB=1, CH=CH,
                         CW=CW, SB=SB, TB=TB, RC=row_items(1, item),
                         FAN=fan(1, knobs["PREFIX_ROWS"]), PARTS=RANK1_PARTS)
-    flags = 3 * n * item                                # w, d and b, then the state
-    work = scratch.buffer(queue, flags + 8)
-    cl.enqueue_fill_buffer(queue, work, UNSTORED[item], 0, flags + 8)
+    state = np.empty(2, np.int32)                       # the tickets, then the stop row
+    state_at = 3 * n * item                             # after w, d and b
+    work = scratch.buffer(queue, state_at + state.nbytes)
+    cl.enqueue_fill_buffer(queue, work, UNSTORED[item], 0, state_at + state.nbytes)
     blocks = -(-n // TB)
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
     with trace.step("sweep", reg, flops=4.0 * n * n, nbytes=float(n) * (n + 1) * item,
@@ -329,6 +330,5 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
         enqueue(queue, kernel, (blocks * items,), (items,), int_arg(n), buf, np.int64(off),
                 int_arg(ld), v.base_data, np.int64(v.offset // item), work,
                 real_arg(guard, dtype))
-    state = np.empty(2, np.int32)
-    cl.enqueue_copy(queue, state, work, src_offset=flags)
+    cl.enqueue_copy(queue, state, work, src_offset=state_at)
     return min(n, int(state[1]))
