@@ -480,6 +480,18 @@ inline void invert_diagonal_block(__local real *invs, __global const real *a,
     invert_lower(invs, lid, items);
 }
 
+/* A signalling NaN no arithmetic returns; each 32-bit word of its bits is
+ * UNSTORED_WORD, a positive int, whatever the device's byte order. */
+#if PRECISION == 64
+#define UNSTORED 0x7ff4a5a57ff4a5a5UL
+#define UNSTORED_WORD 0x7ff4a5a5
+#define BITS(v) as_ulong(v)
+#else
+#define UNSTORED 0x7fa5a5a5U
+#define UNSTORED_WORD 0x7fa5a5a5
+#define BITS(v) as_uint(v)
+#endif
+
 /* W = L^-1 V in one launch (the update knob SOLVE = "chain"): work-group g takes
  * the next ticket from state[0] and solves its part of block t (rows t*TB ..): for
  * each block j < t it subtracts L(block t, block j) W_j (the loads of L issued
@@ -502,18 +514,6 @@ inline void invert_diagonal_block(__local real *invs, __global const real *a,
  * the memory all compute units share, which OpenCL does not promise: only a tuned
  * entry measured on the device chooses it.  V as V_ARGS says, not written; state:
  * 1 int, 0 before the launch; the later sums as in solve_step. */
-/* A signalling NaN no arithmetic returns; each 32-bit word of its bits is
- * UNSTORED_WORD, a positive int, whatever the device's byte order. */
-#if PRECISION == 64
-#define UNSTORED 0x7ff4a5a57ff4a5a5UL
-#define UNSTORED_WORD 0x7ff4a5a5
-#define BITS(v) as_ulong(v)
-#else
-#define UNSTORED 0x7fa5a5a5U
-#define UNSTORED_WORD 0x7fa5a5a5
-#define BITS(v) as_uint(v)
-#endif
-
 __kernel void solve_chain(const int n, __global const real *a, const long off,
                           const int ld, const int lower, V_ARGS, volatile __global real *w,
                           __global real *later, volatile __global int *state,
