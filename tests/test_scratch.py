@@ -82,7 +82,7 @@ def test_product_update_allocates_nothing_the_second_time(own_queue, dtype):
 
     first = oclla.cholesky_update(dc, dv, method="product", queue=own_queue).get()
     pool = _scratch._pools[_programs._twins[own_queue]]      # the update's launch queue
-    assert pool.managed_bytes >= 2 * n * 16 * dtype.itemsize  # W and B at least
+    assert pool.managed_bytes >= 2 * n * k * dtype.itemsize   # W and B at least
     assert pool.active_bytes == 0                             # all handed back
     before = managed()
     second = oclla.cholesky_update(dc, dv, method="product", queue=own_queue).get()
@@ -97,7 +97,7 @@ def test_host_operands_are_copied_into_pooled_memory_on_cpus(own_queue, dtype):
     factor and right-hand side) comes from the queue's pool and goes back to it: a
     second host call of the same shapes allocates nothing there and returns the same
     numpy result; nothing is left in use.  Other devices take new buffers (the pool
-    stays empty)."""
+    holds the calls' flags alone)."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((40, 40))
     a = (x @ x.T + 40 * np.eye(40)).astype(dtype)
@@ -106,7 +106,7 @@ def test_host_operands_are_copied_into_pooled_memory_on_cpus(own_queue, dtype):
     first = oclla.cholesky(a, queue=own_queue)
     assert isinstance(first, np.ndarray)
     if not own_queue.device.type & cl.device_type.CPU:
-        assert pool.managed_bytes == 0
+        assert pool.managed_bytes < a.nbytes
     else:
         assert pool.managed_bytes >= a.nbytes
     assert pool.active_bytes == 0
