@@ -16,8 +16,9 @@ interleaved so that a shared machine's load hits them alike.  The test
 matrices are X·Xᵀ/n + I, formed with CuPy where it runs.
 
 GFLOP/s of the update count 3k·n² + 3k·n (:func:`oclla.update.update_flops`),
-GB/s the bytes the blocked update moves (the triangle read and written once,
-V read and written once per panel); ``roof`` is the larger of GFLOP/s over
+GB/s the bytes no method avoids (the triangle read and written once, V read
+once: what the fused rank-1 launch moves; the blocked method reads and
+writes V once more per panel, which the figure does not credit); ``roof`` is the larger of GFLOP/s over
 the device's vector peak and GB/s over its memory bandwidth, where this
 module knows them (:data:`BANDWIDTH`, :data:`oclla.bench.PEAKS`).  The
 ``x`` columns are refactorization time / update time; err is the update's
@@ -78,11 +79,10 @@ def problem(b, c, k: int, sign: int, seed: int = 0):
     return a, np.ascontiguousarray(sla.cholesky(a)).astype(dtype), v, b
 
 
-def moved_bytes(n: int, k: int, itemsize: int, rows: int) -> float:
-    """Bytes of the blocked update with panels of ``rows`` rows: the triangle in and
-    out, V in and out per panel."""
-    panels = -(-n // rows)
-    return float(itemsize) * (n * (n + 1) + 2.0 * n * k * panels)
+def moved_bytes(n: int, k: int, itemsize: int) -> float:
+    """Bytes every update of an order-n factor by n x k V moves: the triangle's
+    n(n+1)/2 entries read and written once, V read once."""
+    return float(itemsize) * (n * (n + 1) + n * k)
 
 
 def roof(device: str, dtype: str, gflops: float, gbs: float) -> float | None:
@@ -144,10 +144,9 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
             best = {key: min(best[key], elapsed[key]) for key in best}
     if int(info.get()[0]):
         raise RuntimeError(f"the update of order {n}, rank {k} failed")
-    rows = update.panel_rows(queue, dtype)
     row = dict(dtype=dtype.name, n=n, k=k, ms=1e3 * best["update"],
                gflops=update.update_flops(n, k) / best["update"] / 1e9,
-               gbs=moved_bytes(n, k, dtype.itemsize, rows) / best["update"] / 1e9,
+               gbs=moved_bytes(n, k, dtype.itemsize) / best["update"] / 1e9,
                oclla=best["oclla"] / best["update"],
                err=accuracy.cholesky_backward_error(at, result.get(), False)
                if n <= err_max_n else None)
@@ -276,7 +275,7 @@ def _run(args) -> int:
     print(f"cholesky_update ({'update' if args.sign > 0 else 'downdate'}, {args.method}) on "
           f"{info.name}; x = refactorization time / update time; roof = the larger of "
           f"GFLOP/s / vector peak and GB/s / memory bandwidth")
-    print(f"{'dtype':>7} {'n':>6} {'k':>4} {'ms':>9} {'GFLOP/s':>8} {'GB/s':>7} {'roof':>5}"
+    print(f"{'dtype':>7} {'n':>6} {'k':>4} {'ms':>9} {'GFLOP/s':>8} {'GB/s':>7} {'roof':>6}"
           + (f" {'x scipy':>7}" if scipy else "") + f" {'x oclla':>7}"
           + (f" {'x cupy':>7}" if cp else "") + f" {'err':>7}")
     for dtype in dtypes:
@@ -292,7 +291,7 @@ def _run(args) -> int:
                             scipy=scipy, err_max_n=args.err_max_n)
                 frac = roof(info.name, r["dtype"], r["gflops"], r["gbs"])
                 print(f"{r['dtype']:>7} {n:6d} {k:4d} {r['ms']:9.2f} {r['gflops']:8.2f} "
-                      f"{r['gbs']:7.2f} {'-' if frac is None else f'{100 * frac:4.0f}%':>5}"
+                      f"{r['gbs']:7.2f} {'-' if frac is None else f'{100 * frac:5.1f}%':>6}"
                       + (f" {r['scipy']:7.2f}" if scipy else "") + f" {r['oclla']:7.2f}"
                       + (f" {r['cupy']:7.2f}" if cp else "")
                       + (f" {r['err']:7.3f}" if r["err"] is not None else f" {'-':>7}"),

@@ -99,6 +99,17 @@ def test_bench_update_potri_logdet_print_tables(capsys):
     assert float(out[2].split()[-1]) < 1e-5                       # relative error
 
 
+def test_bench_update_counts_the_bytes_no_method_avoids():
+    """GB/s of ``oclla bench update``: the triangle read and written once and V read once
+    (n = 4, k = 2 in float64: 2 x 10 + 8 entries), whatever route or panel size ran; the
+    roof is the larger of the two fractions, where the device's figures are known."""
+    from oclla import bench_update
+    assert bench_update.moved_bytes(4, 2, 8) == 8.0 * (2 * 10 + 8)
+    bw = bench_update.BANDWIDTH["H200"]
+    assert bench_update.roof("NVIDIA H200", "float64", 1.0, bw / 2) == pytest.approx(0.5)
+    assert bench_update.roof("a device of no figures", "float64", 1.0, 1.0) is None
+
+
 def test_bench_update_potri_logdet_errors(capsys):
     for sub, argv, words in (("update", ["--ranks", "x"], "--ranks"),
                              ("update", ["--dtype", "float16"], "--dtype"),
