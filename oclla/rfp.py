@@ -465,9 +465,10 @@ def _pftrf_transposed(queue, buf, off: int, lay: Layout, *, dtype, info, block) 
     copied back as U = Lᵀ (partial where a pivot fails: LAPACK's order is the same in
     both layouts).  The call takes a second packed array of device memory.  H200, 'U'
     packed / full upper factor, n = 4096 / 8192 / 16384: float64 1.70 / 1.36 / 1.15 ->
-    1.04-1.06 / 1.00 / 1.03, float32 1.61 / 1.34 / 1.18 -> 1.04 / 0.99-1.01 / 1.05; each
-    copy 0.08 / 0.22 / 0.82 ms in float64 (benchmarks/results/
-    nvidia-h200-2026-12-01-packed-upper.txt; the 'L' layout 1.00-1.04 in the same runs)."""
+    1.04-1.06 / 1.00 / 1.03, float32 1.61 / 1.34 / 1.18 -> 1.04 / 0.99-1.01 / 1.05
+    (benchmarks/results/nvidia-h200-2026-12-01-packed-upper.txt; the 'L' layout
+    1.00-1.04 in the same runs); each copy's kernel 0.04 / 0.70 ms at float64 4096 /
+    16384, 3.0-3.2 TB/s (nvidia-h200-2026-12-01-rfp-transpose.txt)."""
     n = lay.n
     work = _scratch.buffer(queue, packed_length(n) * np.dtype(dtype).itemsize)
     _transpose_packed(queue, buf, off, work, 0, n, lower=False, dtype=dtype)
