@@ -20,9 +20,9 @@ GB/s the bytes no method avoids (the triangle read and written once, V read
 once: what the fused rank-1 launch moves; the blocked method also reads and
 writes V once per panel, which the figure does not credit); ``roof`` is the
 larger of GFLOP/s over the device's vector peak and GB/s over its memory
-bandwidth, where this
-module knows them (:data:`BANDWIDTH`, :data:`oclla.bench.PEAKS`).  The
-``x`` columns are refactorization time / update time; err is the update's
+bandwidth, where this module knows them (:data:`BANDWIDTH`,
+:data:`oclla.bench.PEAKS`).  The ``x`` columns are refactorization time /
+update time; err is the update's
 backward error ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε) (:mod:`oclla.accuracy`).
 
 ``--stream`` times a host factor streamed through the device a panel at a
