@@ -22,8 +22,8 @@ writes V once per panel, which the figure does not credit); ``roof`` is the
 larger of GFLOP/s over the device's vector peak and GB/s over its memory
 bandwidth, where this module knows them (:data:`BANDWIDTH`,
 :data:`oclla.bench.PEAKS`).  The ``x`` columns are refactorization time /
-update time; err is the update's
-backward error ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε) (:mod:`oclla.accuracy`).
+update time; err is the update's backward error ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε)
+(:mod:`oclla.accuracy`).
 
 ``--stream`` times a host factor streamed through the device a panel at a
 time (:func:`oclla.update_stream.stream_update`, in place): seconds, GFLOP/s
