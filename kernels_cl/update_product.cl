@@ -485,10 +485,12 @@ inline void invert_diagonal_block(__local real *invs, __global const real *a,
 #if PRECISION == 64
 #define UNSTORED 0x7ff4a5a57ff4a5a5UL
 #define UNSTORED_WORD 0x7ff4a5a5
+#define UNSTORED_T ulong
 #define BITS(v) as_ulong(v)
 #else
 #define UNSTORED 0x7fa5a5a5U
 #define UNSTORED_WORD 0x7fa5a5a5
+#define UNSTORED_T uint
 #define BITS(v) as_uint(v)
 #endif
 
@@ -764,28 +766,43 @@ inline real stored(volatile __global real *p)
  * that reads it: columns before K are final in every row, and each row i >= K leaves y_i
  * = x / sqrt(1 + sum_{l < K} w_l^2) in v, so that the factor of A + v v^T is what the
  * rank-1 update of the trailing factor (order n - K) by y gives; state[1] becomes the
- * smallest K.  v: n reals from voff, overwritten only on a stop; w: 3n reals (w, d,
- * b) and then the state, 8 bytes, all UNSTORED on entry (one fill, one allocation and
- * one read for the host): two ints that start at UNSTORED_WORD, the ticket counter
- * (tickets counted from there) and K (a minimum: none stopped while it stays above n).
+ * smallest K.  v: n reals from voff, overwritten only on a stop.  scratch: two
+ * regions of 3 cap reals (cap >= n, a multiple of TB) and the state, two ints; the
+ * launch takes w, d and b (n reals each, UNSTORED on entry) from the region numbered
+ * region and stores UNSTORED in the other's first clear reals (those the launch before
+ * wrote), each work-group a share as it starts, so that the host fills nothing between
+ * launches.  The state's ints hold UNSTORED_WORD between launches: the ticket counter
+ * (tickets counted from there; the last ticket's work-group puts it back) and K (a
+ * minimum: none stopped while it stays above n; the host puts it back after a stop).
  * Work-groups of RANK1_ITEMS. */
 __kernel __attribute__((reqd_work_group_size(RANK1_ITEMS, 1, 1)))
 void update_rank1(const int n, __global real *a, const long off, const int ld,
-                  __global real *v, const long voff, volatile __global real *w,
-                  const real guard)
+                  __global real *v, const long voff, volatile __global real *scratch,
+                  const int region, const int cap, const int clear, const real guard)
 {
     const int lower = 0;
-    volatile __global real *db = w + n;
-    volatile __global int *state = (volatile __global int *)(w + 3 * n);
+    volatile __global real *w = scratch + (size_t)region * 3 * cap, *db = w + n;
+    __global UNSTORED_T *next_region =
+        (__global UNSTORED_T *)(scratch + (size_t)(1 - region) * 3 * cap);
+    volatile __global int *state = (volatile __global int *)(scratch + (size_t)6 * cap);
     L_STRIDES
     __local real ws[TB], ds[TB], bs[TB], own_d[TB], own_b[TB], scan[TB], parts[PARTS * TB];
     __local real invs[TB * (TB + 1)];
     __local int ticket, stop;
     const int lid = get_local_id(0), t = lid % TB, h = lid / TB, c0 = h * PW;
-    if (lid == 0)
+    if (lid == 0) {
         ticket = atomic_inc(state) - UNSTORED_WORD;
+        if (ticket == get_num_groups(0) - 1)       /* every ticket taken */
+            atomic_xchg(state, UNSTORED_WORD);
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int blk = ticket, r0 = blk * TB, i = r0 + t, kb = min(TB, n - r0);
+    /* this work-group's share of the next launch's region, stored UNSTORED (a loop not
+     * unrolled: unrolled, here or at the end, 128 -> 220 registers in float32, H200) */
+    const int share = (clear + get_num_groups(0) - 1) / get_num_groups(0);
+    #pragma unroll 1
+    for (int p = blk * share + lid; p < min(clear, (blk + 1) * share); p += RANK1_ITEMS)
+        next_region[p] = UNSTORED;
     real x = (i < n) ? v[voff + i] : ZERO, squares = ZERO, own = ZERO, start, after;
     real lv[PW], next[PW];                         /* this tile's entries, the next one's */
     LOAD_TILE(lv, 0)

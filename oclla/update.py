@@ -198,7 +198,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
-from . import trace
+from . import trace, update_product as product_form
 from ._device import resolve_queue, vector_width
 from ._knobs import pow2_at_least
 from ._params import params
@@ -433,14 +433,14 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     solve; from the row where its guard stops it, the rotations on the trailing
     factor), :func:`oclla.update_product.update_product` (the product form, up to the
     ``update`` knob PRODUCT; a pass past its guard, the rotations), else the rotations."""
-    from .update_product import GUARD, fuses_rank1, update_product, update_rank1
     region = region or _full_region(lower)
     stop = 0                           # rows and columns before it already final
-    if method == "blocked" and products(queue, v.dtype, v.shape[1], sign, packed) and \
-            fuses_rank1(queue, v.dtype, v.shape[1], lower):
-        # one fill and one launch: on the caller's queue, not a twin of launch_queue,
-        # whose two cross-queue waits cost about 10 us of a 1 ms update (H200)
-        stop = update_rank1(queue, buf, off, ld, n, v, guard=GUARD, region=region)
+    if method == "blocked" and sign > 0 and not packed and \
+            product_form.fuses_rank1(queue, v.dtype, v.shape[1], lower):
+        # one launch on the caller's queue, not a twin of launch_queue, whose two
+        # cross-queue waits cost about 10 us of a 1 ms update (H200)
+        stop = product_form.update_rank1(queue, buf, off, ld, n, v, guard=product_form.GUARD,
+                                         region=region)
         if stop == n:
             return                     # else the rotations on the trailing factor
         whole = region
@@ -449,9 +449,9 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     elif method == "product" or (method == "blocked" and
                                  products(queue, v.dtype, v.shape[1], sign, packed)):
         with launch_queue(queue) as loop_queue:
-            done = update_product(loop_queue, buf, off, ld, n, v, lower=lower, info=info,
-                                  region=region,
-                                  guard=None if method == "product" else GUARD)
+            done = product_form.update_product(
+                loop_queue, buf, off, ld, n, v, lower=lower, info=info, region=region,
+                guard=None if method == "product" else product_form.GUARD)
         if done == v.shape[1]:
             return                     # else max|W| passed GUARD: the rotations instead
         if done:                       # for the columns from the pass that stopped

@@ -68,6 +68,8 @@ now 4.2 us.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pyopencl as cl
 
@@ -75,7 +77,7 @@ from . import _scratch as scratch, trace
 from ._device import device_info
 from ._knobs import pow2_at_least
 from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up
+from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up, wide_indices
 from .blas import View, invert_blocks
 
 #: Most columns of V per pass.  A pass of k columns runs the kernels built for the
@@ -268,11 +270,15 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
 
 
 def fuses_rank1(queue, dtype, k: int, lower: bool) -> bool:
-    """Whether an update of rank k takes :func:`update_rank1`: rank 1 of an upper factor
-    where the device's solve for W is the chained one (the ``update`` knob SOLVE =
-    "chain": a tuned entry that trusts work-groups of one launch to wait for each
-    other)."""
-    return k == 1 and not lower and params(queue, "update", dtype)["SOLVE"] == "chain"
+    """Whether an update (sign +1) of rank k of a full factor by the blocked method takes
+    :func:`update_rank1`: rank 1 of an upper factor where the product form takes rank 1
+    (the ``update`` knob PRODUCT >= 1) and the device's solve for W is the chained one
+    (SOLVE = "chain": a tuned entry that trusts work-groups of one launch to wait for
+    each other).  One parameter lookup: it is on the path of every rank-1 update."""
+    if k != 1 or lower:
+        return False
+    knobs = params(queue, "update", dtype)
+    return knobs["PRODUCT"] >= 1 and knobs["SOLVE"] == "chain"
 
 
 def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: float) -> int:
@@ -311,23 +317,87 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     16-64 KB), wherever they are issued: the wait finds the entries in registers now,
     and the tile's sums, which follow the next tile's loads, take their time instead.
     """
-    dtype = v.dtype
-    item = dtype.itemsize
-    knobs = params(queue, "update", dtype)
-    kernel = get_kernel(queue, "update_product.cl", "update_rank1", dtype, KB=1, CH=CH,
-                        CW=CW, SB=SB, TB=TB, RC=row_items(1, item),
-                        FAN=fan(1, knobs["PREFIX_ROWS"]), PARTS=RANK1_PARTS)
-    state = np.empty(2, np.int32)                       # the tickets, then the stop row
-    state_at = 3 * n * item                             # after w, d and b
-    work = scratch.buffer(queue, state_at + state.nbytes)
-    cl.enqueue_fill_buffer(queue, work, UNSTORED[item], 0, state_at + state.nbytes)
+    item = v.dtype.itemsize
+    kept = _Rank1Scratch.of(queue, n, item)
     blocks = -(-n // TB)
+    items = TB * RANK1_PARTS
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
-    with trace.step("sweep", reg, flops=4.0 * n * n, nbytes=float(n) * (n + 1) * item,
-                    **extra):
-        items = TB * RANK1_PARTS
-        enqueue(queue, kernel, (blocks * items,), (items,), int_arg(n), buf, np.int64(off),
-                int_arg(ld), v.base_data, np.int64(v.offset // item), work,
-                real_arg(guard, dtype))
-    cl.enqueue_copy(queue, state, work, src_offset=state_at)
-    return min(n, int(state[1]))
+    with kept.lock:
+        with trace.step("sweep", reg, flops=4.0 * n * n, nbytes=float(n) * (n + 1) * item,
+                        **extra):
+            launch = enqueue(queue, kept.kernel(v.dtype), (blocks * items,), (items,),
+                             int_arg(n), buf, np.int64(off), int_arg(ld), v.base_data,
+                             np.int64(v.offset // item), kept.buffer, int_arg(kept.region),
+                             int_arg(kept.cap), int_arg(kept.written[1 - kept.region]),
+                             real_arg(guard, v.dtype))
+        return kept.launched(launch, n)
+
+
+class _Rank1Scratch:
+    """:func:`update_rank1`'s scratch on one queue for one size of real, kept between
+    calls: two regions of 3·cap reals (each launch's w, d and b in one, the launch
+    storing :data:`UNSTORED` over what the launch before wrote in the other) and the
+    state's two ints after them (UNSTORED's words between launches).  So a call fills
+    nothing and allocates nothing but at an order larger than any before on the queue.
+    A call holds :attr:`lock` from its launch to its read of the state, which waits for
+    the launch (so launches never overlap, on an out-of-order queue too), and launches
+    the scratch's own kernel object (:meth:`kernel`), which nothing else sets arguments
+    of.
+
+    H200, the rank-1 route against one pool buffer and one fill a call, interleaved, the
+    factor's buffer reused (benchmarks/results/nvidia-h200-2026-12-01-rank1-path.txt):
+    float64 n = 16384 0.880 -> 0.852 ms (beyond the kernel 76 -> 54 us), 8192 0.361 ->
+    0.336, 1000 0.131 -> 0.101; float32 16384 0.630 -> 0.586, 1000 0.131 -> 0.100."""
+
+    _kept: dict = {}                  # (queue, itemsize) -> _Rank1Scratch
+    _lock = threading.Lock()
+
+    def __init__(self, queue, cap: int, item: int):
+        self.queue, self.cap, self.item = queue, cap, item
+        self.state_at = 6 * cap * item
+        self.buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, self.state_at + 8)
+        cl.enqueue_fill_buffer(queue, self.buffer, UNSTORED[item], 0, self.state_at + 8).wait()
+        self.region = 0                          # the next launch's
+        self.written = [0, 0]                    # each region's leading reals not UNSTORED
+        self.state = np.empty(2, np.int32)
+        self.lock = threading.Lock()
+        self._kernels: dict = {}
+
+    @classmethod
+    def of(cls, queue, n: int, item: int) -> _Rank1Scratch:
+        """The queue's scratch for orders up to n (a new one past the largest so far)."""
+        kept = cls._kept.get((queue, item))
+        if kept is None or kept.cap < n:
+            with cls._lock:
+                kept = cls._kept.get((queue, item))
+                if kept is None or kept.cap < n:
+                    kept = cls._kept[queue, item] = cls(queue, round_up(n, TB), item)
+        return kept
+
+    def kernel(self, dtype) -> cl.Kernel:
+        """This scratch's update_rank1 kernel object for ``dtype`` (of the program that
+        :func:`oclla._programs.get_kernel` builds; call with :attr:`lock` held)."""
+        prefix_rows = params(self.queue, "update", dtype)["PREFIX_ROWS"]
+        key = (prefix_rows, RANK1_PARTS, wide_indices())
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            built = get_kernel(self.queue, "update_product.cl", "update_rank1", dtype, KB=1,
+                               CH=CH, CW=CW, SB=SB, TB=TB, RC=row_items(1, self.item),
+                               FAN=fan(1, prefix_rows), PARTS=RANK1_PARTS)
+            kernel = self._kernels[key] = cl.Kernel(built.program, "update_rank1")
+        return kernel
+
+    def launched(self, launch: cl.Event, n: int) -> int:
+        """After the ``launch`` of order n on :attr:`region`, which stores UNSTORED over
+        the other region's :attr:`written` reals (its ``clear``): the other region takes
+        the next launch.  Reads K (the stop row, n if none) once the launch is done and
+        puts the state back after a stop."""
+        self.written[self.region], self.written[1 - self.region] = 3 * n, 0
+        self.region = 1 - self.region
+        cl.enqueue_copy(self.queue, self.state, self.buffer, src_offset=self.state_at,
+                        wait_for=[launch])
+        stop = int(self.state[1])
+        if stop < n:
+            cl.enqueue_fill_buffer(self.queue, self.buffer, UNSTORED[self.item].view(
+                np.int32)[:1], self.state_at + 4, 4).wait()
+        return min(n, stop)

@@ -151,3 +151,71 @@ def test_any_order_is_backward_stable(queue, n, seed, double):
     with fused(queue, dtype):
         r = oclla.cholesky_update(c, v[:, 0], queue=queue)
     assert_updated(at, r, sl.cholesky(at), False, f"n={n}")
+
+
+def kept_scratch(queue, dtype):
+    """The queue's kept scratch of update_rank1 for ``dtype``: (the object, its regions as
+    the integer words of their reals, its state's two ints)."""
+    item = np.dtype(dtype).itemsize
+    kept = update_product._Rank1Scratch._kept[queue, item]
+    bits = update_product.UNSTORED[item]
+    words = np.empty(kept.state_at // item, bits.dtype)
+    state = np.empty(2, np.int32)
+    import pyopencl as cl
+    cl.enqueue_copy(queue, words, kept.buffer)
+    cl.enqueue_copy(queue, state, kept.buffer, src_offset=kept.state_at)
+    return kept, words.reshape(2, -1), state
+
+
+def test_kept_scratch_is_left_ready_for_the_next_launch(queue, dtype, monkeypatch):
+    """Orders up, down and equal on one queue, and a launch stopped by the guard between:
+    every factor right; after each launch the region the next one takes is UNSTORED
+    whole and the state's ints hold UNSTORED_WORD again (the ticket count put back by
+    the launch, the stop row by the host), with nothing filled by the host once the
+    scratch holds the largest order."""
+    word = int(update_product.UNSTORED[np.dtype(dtype).itemsize].view(np.int32)[0])
+    import pyopencl as cl
+    fills = []
+    real_fill = cl.enqueue_fill_buffer
+    monkeypatch.setattr(cl, "enqueue_fill_buffer",
+                        lambda *args, **kwargs: fills.append(args[1]) or real_fill(*args, **kwargs))
+    largest, guard = 0, update_product.GUARD
+    with fused(queue, dtype):
+        for n in (2 * TB + 5, 3 * TB, TB - 3, 2 * TB + 5, 1, 3 * TB):
+            at, c, v = problem(n, 1, 1, dtype, seed=n)
+            fills.clear()
+            r = oclla.cholesky_update(c, v, queue=queue)
+            assert_updated(at, r, sl.cholesky(at), False, f"n={n}")
+            kept, regions, state = kept_scratch(queue, dtype)
+            assert kept.cap >= n and kept.cap % TB == 0
+            assert (regions[kept.region] == update_product.UNSTORED[kept.item][0]).all(), n
+            assert (state == word).all(), (n, state)
+            if n <= largest:                   # only a larger order than before fills
+                assert not [f for f in fills if f is kept.buffer], n
+            largest = max(largest, n)
+        at, c, v, stops = guarded_problem(dtype, 1, monkeypatch)
+        stopped = oclla.cholesky_update(c, v, queue=queue)
+        assert stops == [TB]
+        assert_updated(at, stopped, sl.cholesky(at), False, "stopped")
+        assert (kept_scratch(queue, dtype)[2] == word).all()
+        monkeypatch.setattr(update_product, "GUARD", guard)
+        at, c, v = problem(3 * TB + 9, 1, 1, dtype, seed=1)
+        assert_updated(at, oclla.cholesky_update(c, v, queue=queue), sl.cholesky(at), False,
+                       "after the stop")
+        assert stops[-1] == 3 * TB + 9                 # this one ran to the end
+
+
+def test_threads_on_one_queue_take_the_kept_scratch_in_turn(queue):
+    """Rank-1 updates from four threads on one queue at once: each thread's factors
+    right (the scratch is held from a launch to its read of the state)."""
+    from concurrent.futures import ThreadPoolExecutor
+    dtype = np.float32
+    cases = [problem(n, 1, 1, dtype, seed=n) for n in (TB + 1, 2 * TB, 3 * TB - 1, 70)]
+    with fused(queue, dtype):
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(
+                lambda case: [oclla.cholesky_update(case[1], case[2], queue=queue)
+                              for _ in range(3)], cases))
+    for (at, _, _), factors in zip(cases, results):
+        for r in factors:
+            assert_updated(at, r, sl.cholesky(at), False, f"n={at.shape[0]}")
