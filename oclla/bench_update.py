@@ -6,9 +6,11 @@
     oclla bench update --stream --sizes 65536 --ranks 16 --dtype float64
 
 Per (dtype, n, k): the time of ``cholesky_update`` on a factor already on the
-device (the kernels alone, ``--method`` as given), against refactoring
-A ± V·Vᵀ: with oclla's own blocked ``cholesky`` on the device
-(the same syrk + potrf there), and with the reference: ``--reference cpu``
+device (the kernels alone, ``--method`` as given; the factor updated in place in one
+device buffer, copied back in before each call, as a resident factor is updated call
+after call), against refactoring A ± V·Vᵀ: with oclla's own blocked ``cholesky`` on
+the device (the same syrk + potrf there, also in one buffer; CuPy's pool reuses its
+memory alike), and with the reference: ``--reference cpu``
 scipy (``?syrk`` + ``?potrf`` on the host), ``--reference cuda`` (or
 ``auto`` where CuPy sees a CUDA device) CuPy (cuBLAS syrk, or a GEMM where
 CuPy has no syrk, + cuSOLVER potrf).  Best of ``--repeat``, the contenders
@@ -21,7 +23,12 @@ once: what the fused rank-1 launch moves; the blocked method also reads and
 writes V once per panel, which the figure does not credit); ``roof`` is the
 larger of GFLOP/s over the device's vector peak and GB/s over its memory
 bandwidth, where this module knows them (:data:`BANDWIDTH`,
-:data:`oclla.bench.PEAKS`).  The ``x`` columns are refactorization time /
+:data:`oclla.bench.PEAKS`).  ``dev ms`` is the update's kernels' own time (their
+profiling events, summed; best of up to three calls under :func:`oclla.record`, apart
+from the timed ones) and ``dev roof`` the roof by it: the device's share of the wall,
+without the host's part of a call (its Python and the driver's launch and read, tens of
+microseconds, several times longer on a host core that has idled, e.g. after a long
+wait for the device).  The ``x`` columns are refactorization time /
 update time; err is the update's backward error ‖Ã − R̃ᵀR̃‖∞/(n‖Ã‖∞ε)
 (:mod:`oclla.accuracy`).
 
@@ -103,10 +110,11 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
     rank k: the update, oclla's refactorization, and scipy's (``scipy``) and/or
     CuPy's (``cp``); the backward error where n <= ``err_max_n`` (a host product of
     order n)."""
+    import pyopencl as cl
     import pyopencl.array as cl_array
     from scipy.linalg import blas, lapack
 
-    from . import _scratch, accuracy, blas as oblas, update
+    from . import _scratch, accuracy, blas as oblas, trace, update
     from ._bench import cupy_best_of
     from .cholesky import factor_device
     a, c, v, at = problem(b, c, k, sign)
@@ -117,24 +125,23 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
     af, vf = (np.asfortranarray(a), np.asfortranarray(v)) if scipy else (None, None)
     vt_dev = cl_array.to_device(queue, np.ascontiguousarray(v.T))
     best = dict.fromkeys(("update", "oclla") + (("scipy",) if scipy else ()), float("inf"))
-    result = info = None
+    work, vw, work_a = d_c.copy(), d_v.copy(), d_a.copy()
     for i in range(repeat + 1):                   # the first round is a warm-up
+        for copy, original in ((work, d_c), (vw, d_v), (work_a, d_a)):
+            cl.enqueue_copy(queue, copy.data, original.data)
         # info as cholesky_update makes it (the pool's, zeroed by a command on the queue)
-        work, vw, info = d_c.copy(), d_v.copy(), _scratch.zeroed_ints(queue)
+        info = _scratch.zeroed_ints(queue)
         queue.finish()
         t = time.perf_counter()
         update.modify_device(queue, work.data, 0, n, n, vw, lower=False, sign=sign,
                              method=method, info=info)
         queue.finish()
         elapsed = {"update": time.perf_counter() - t}
-        result = work
         if scipy:
             t = time.perf_counter()
             potrf(syrk(float(sign), vf, beta=1.0, c=af, trans=0, lower=0, overwrite_c=0),
                   lower=0, overwrite_a=1, clean=0)            # A ± V·Vᵀ, then its factor
             elapsed["scipy"] = time.perf_counter() - t
-        work_a = d_a.copy()
-        queue.finish()
         t = time.perf_counter()
         oblas.syrk(queue, n, k, float(sign), oblas.view_of(vt_dev), 1.0,
                    oblas.view_of(work_a), dtype=dtype, lower=False, trans=True)
@@ -145,11 +152,21 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
             best = {key: min(best[key], elapsed[key]) for key in best}
     if int(info.get()[0]):
         raise RuntimeError(f"the update of order {n}, rank {k} failed")
-    row = dict(dtype=dtype.name, n=n, k=k, ms=1e3 * best["update"],
+    device_s = float("inf")
+    for _ in range(min(repeat, 3)):               # the kernels' own time, recorded apart
+        for copy, original in ((work, d_c), (vw, d_v)):
+            cl.enqueue_copy(queue, copy.data, original.data)
+        with trace.record() as rec:
+            update.modify_device(queue, work.data, 0, n, n, vw, lower=False, sign=sign,
+                                 method=method, info=_scratch.zeroed_ints(queue))
+        device_s = min(device_s, 1e-9 * sum(kernel.duration_ns for kernel in rec.kernels
+                                            if kernel.device != "host"))
+    row = dict(dtype=dtype.name, n=n, k=k, ms=1e3 * best["update"], device_ms=1e3 * device_s,
+               device_gbs=moved_bytes(n, k, dtype.itemsize) / device_s / 1e9,
                gflops=update.update_flops(n, k) / best["update"] / 1e9,
                gbs=moved_bytes(n, k, dtype.itemsize) / best["update"] / 1e9,
                oclla=best["oclla"] / best["update"],
-               err=accuracy.cholesky_backward_error(at, result.get(), False)
+               err=accuracy.cholesky_backward_error(at, work.get(), False)
                if n <= err_max_n else None)
     if scipy:
         row["scipy"] = best["scipy"] / best["update"]
@@ -275,8 +292,10 @@ def _run(args) -> int:
     from . import update
     print(f"cholesky_update ({'update' if args.sign > 0 else 'downdate'}, {args.method}) on "
           f"{info.name}; x = refactorization time / update time; roof = the larger of "
-          f"GFLOP/s / vector peak and GB/s / memory bandwidth")
+          f"GFLOP/s / vector peak and GB/s / memory bandwidth; dev = the update's kernels' "
+          f"own time and the roof by it")
     print(f"{'dtype':>7} {'n':>6} {'k':>4} {'ms':>9} {'GFLOP/s':>8} {'GB/s':>7} {'roof':>6}"
+          f" {'dev ms':>8} {'dev roof':>8}"
           + (f" {'x scipy':>7}" if scipy else "") + f" {'x oclla':>7}"
           + (f" {'x cupy':>7}" if cp else "") + f" {'err':>7}")
     for dtype in dtypes:
@@ -291,8 +310,12 @@ def _run(args) -> int:
                 r = measure(b, c, k, args.sign, args.method, queue, args.repeat, cp=cp,
                             scipy=scipy, err_max_n=args.err_max_n)
                 frac = roof(info.name, r["dtype"], r["gflops"], r["gbs"])
+                scale = r["ms"] / r["device_ms"]
+                device = roof(info.name, r["dtype"], r["gflops"] * scale, r["device_gbs"])
                 print(f"{r['dtype']:>7} {n:6d} {k:4d} {r['ms']:9.2f} {r['gflops']:8.2f} "
                       f"{r['gbs']:7.2f} {'-' if frac is None else f'{100 * frac:5.1f}%':>6}"
+                      f" {r['device_ms']:8.3f} "
+                      f"{'-' if device is None else f'{100 * device:7.1f}%':>8}"
                       + (f" {r['scipy']:7.2f}" if scipy else "") + f" {r['oclla']:7.2f}"
                       + (f" {r['cupy']:7.2f}" if cp else "")
                       + (f" {r['err']:7.3f}" if r["err"] is not None else f" {'-':>7}"),

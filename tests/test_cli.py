@@ -72,11 +72,12 @@ def test_bench_update_potri_logdet_print_tables(capsys):
                  "--repeat", "1", "--reference", "cpu"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "cholesky_update (update, blocked) on" in out[0]
-    assert out[1].split() == ["dtype", "n", "k", "ms", "GFLOP/s", "GB/s", "roof", "x",
-                              "scipy", "x", "oclla", "err"]
+    assert out[1].split() == ["dtype", "n", "k", "ms", "GFLOP/s", "GB/s", "roof", "dev", "ms",
+                              "dev", "roof", "x", "scipy", "x", "oclla", "err"]
     rows = [line.split() for line in out[2:]]
     assert [(r[0], r[1], r[2]) for r in rows] == [("float32", "40", "1"), ("float32", "40", "3")]
     assert all(float(r[-1]) < 30 for r in rows)                  # the backward error
+    assert all(0 < float(r[7]) < 1.5 * float(r[3]) for r in rows)   # kernels: within the wall
     assert main(["bench", "update", "--sizes", "40", "--ranks", "2", "--dtype", "float32",
                  "--sign", "-1", "--repeat", "1", "--reference", "cpu", "--err-max-n", "8"]) == 0
     out = capsys.readouterr().out.splitlines()
