@@ -310,12 +310,14 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     0.39, float32 16384 0.69 -> 0.66.  With one scratch buffer whose one fill also sets
     the launch's state, read back by one copy (nvidia-h200-2026-12-01-rank1-6.txt, the
     host's part): float64 16384 0.97 -> 0.94 ms, 8192 0.40 -> 0.37, float32 16384 0.69
-    -> 0.65.  Each work-group sweeps its tiles one after the other, about 3-4 us a tile
-    at every order, and every group moves at that pace: with w, d and b stored
-    beforehand (no wait) the launch is as slow, and the chain alone (its waits, solves
-    and coefficients) takes 0.42 of float64 16384's 1.07 ms.  Clock stamps put a tile's time in its loads (a work-group's
-    16-64 KB), wherever they are issued: the wait finds the entries in registers now,
-    and the tile's sums, which follow the next tile's loads, take their time instead.
+    -> 0.65; with that scratch kept by the queue (:class:`_Rank1Scratch`), its numbers.
+    Each work-group sweeps its tiles one after the other, about 3-4 us a tile at every
+    order, and every group moves at that pace: with w, d and b stored beforehand (no
+    wait) the launch is as slow, and the chain alone (its waits, solves and
+    coefficients) takes 0.42 of float64 16384's 1.07 ms.  Clock stamps put a tile's time
+    in its loads (a work-group's 16-64 KB), wherever they are issued: the wait finds the
+    entries in registers now, and the tile's sums, which follow the next tile's loads,
+    take their time instead.
     """
     item = v.dtype.itemsize
     kept = _Rank1Scratch.of(queue, n, item)
