@@ -3,7 +3,10 @@ for w and sweeps each tile of the upper factor as soon as the chain has reached 
 stopping at a block of w past the guard (the rotations then update the trailing
 factor)."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
+import pyopencl as cl
 import pytest
 import scipy.linalg as sl
 from hypothesis import given, settings, strategies as st
@@ -161,7 +164,6 @@ def kept_scratch(queue, dtype):
     bits = update_product.UNSTORED[item]
     words = np.empty(kept.state_at // item, bits.dtype)
     state = np.empty(2, np.int32)
-    import pyopencl as cl
     cl.enqueue_copy(queue, words, kept.buffer)
     cl.enqueue_copy(queue, state, kept.buffer, src_offset=kept.state_at)
     return kept, words.reshape(2, -1), state
@@ -174,11 +176,10 @@ def test_kept_scratch_is_left_ready_for_the_next_launch(queue, dtype, monkeypatc
     the launch, the stop row by the host), with nothing filled by the host once the
     scratch holds the largest order."""
     word = int(update_product.UNSTORED[np.dtype(dtype).itemsize].view(np.int32)[0])
-    import pyopencl as cl
-    fills = []
+    fills = []                                  # the buffers filled
     real_fill = cl.enqueue_fill_buffer
     monkeypatch.setattr(cl, "enqueue_fill_buffer",
-                        lambda *args, **kwargs: fills.append(args[1]) or real_fill(*args, **kwargs))
+                        lambda *args, **kw: fills.append(args[1]) or real_fill(*args, **kw))
     largest, guard = 0, update_product.GUARD
     with fused(queue, dtype):
         for n in (2 * TB + 5, 3 * TB, TB - 3, 2 * TB + 5, 1, 3 * TB):
@@ -208,7 +209,6 @@ def test_kept_scratch_is_left_ready_for_the_next_launch(queue, dtype, monkeypatc
 def test_threads_on_one_queue_take_the_kept_scratch_in_turn(queue):
     """Rank-1 updates from four threads on one queue at once: each thread's factors
     right (the scratch is held from a launch to its read of the state)."""
-    from concurrent.futures import ThreadPoolExecutor
     dtype = np.float32
     cases = [problem(n, 1, 1, dtype, seed=n) for n in (TB + 1, 2 * TB, 3 * TB - 1, 70)]
     with fused(queue, dtype):
