@@ -325,6 +325,7 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     items = TB * RANK1_PARTS
     reg, extra = region(0, n, 0, n) if trace.recording() else ((0, 0, 0, 0), {})
     with kept.lock:
+        kept.begin()
         with trace.step("sweep", reg, flops=4.0 * n * n, nbytes=float(n) * (n + 1) * item,
                         **extra):
             launch = enqueue(queue, kept.kernel(v.dtype), (blocks * items,), (items,),
@@ -344,7 +345,8 @@ class _Rank1Scratch:
     A call holds :attr:`lock` from its launch to its read of the state, which waits for
     the launch (so launches never overlap, on an out-of-order queue too), and launches
     the scratch's own kernel object (:meth:`kernel`), which nothing else sets arguments
-    of.
+    of.  A call that does not reach its read (an exception, a KeyboardInterrupt) leaves
+    the scratch unsettled, and the next call fills it whole first (:meth:`begin`).
 
     H200, the rank-1 route against one pool buffer and one fill a call, interleaved, the
     factor's buffer reused (benchmarks/results/nvidia-h200-2026-12-01-rank1-path.txt):
@@ -358,12 +360,21 @@ class _Rank1Scratch:
         self.queue, self.cap, self.item = queue, cap, item
         self.state_at = 6 * cap * item
         self.buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, self.state_at + 8)
-        cl.enqueue_fill_buffer(queue, self.buffer, UNSTORED[item], 0, self.state_at + 8).wait()
-        self.region = 0                          # the next launch's
-        self.written = [0, 0]                    # each region's leading reals not UNSTORED
+        self.settled = False                     # whether the bookkeeping below holds
         self.state = np.empty(2, np.int32)
         self.lock = threading.Lock()
         self._kernels: dict = {}
+
+    def begin(self) -> None:
+        """Before a launch (with :attr:`lock` held): a scratch that a call left
+        unsettled (an exception between its launch and its read of the state, a
+        KeyboardInterrupt included) or a new one is filled whole with UNSTORED first."""
+        if not self.settled:
+            cl.enqueue_fill_buffer(self.queue, self.buffer, UNSTORED[self.item], 0,
+                                   self.state_at + 8).wait()
+            self.region = 0                      # the next launch's
+            self.written = [0, 0]                # each region's leading reals not UNSTORED
+        self.settled = False                     # until launched() has read the state
 
     @classmethod
     def of(cls, queue, n: int, item: int) -> _Rank1Scratch:
@@ -402,4 +413,5 @@ class _Rank1Scratch:
         if stop < n:
             cl.enqueue_fill_buffer(self.queue, self.buffer, UNSTORED[self.item].view(
                 np.int32)[:1], self.state_at + 4, 4).wait()
+        self.settled = True
         return min(n, stop)

@@ -219,3 +219,37 @@ def test_threads_on_one_queue_take_the_kept_scratch_in_turn(queue):
     for (at, _, _), factors in zip(cases, results):
         for r in factors:
             assert_updated(at, r, sl.cholesky(at), False, f"n={at.shape[0]}")
+
+
+def test_a_call_stopped_between_launch_and_read_leaves_no_stale_scratch(queue, dtype,
+                                                                         monkeypatch):
+    """An exception (here a KeyboardInterrupt) after the launch and before its read of the
+    state leaves the kept scratch unsettled: the next call, of another factor and v,
+    fills it whole first (the interrupted launch's w, d and b are where it would look
+    for UNSTORED; on a CPU its work-groups happen to overwrite them before reading) and
+    gets its own factor; the call after that fills nothing."""
+    n = 2 * TB + 3
+    real = update_product._Rank1Scratch.launched
+    fills = []                                  # the buffers filled
+    real_fill = cl.enqueue_fill_buffer
+    monkeypatch.setattr(cl, "enqueue_fill_buffer",
+                        lambda *args, **kw: fills.append(args[1]) or real_fill(*args, **kw))
+
+    def interrupted(self, launch, order):
+        launch.wait()
+        raise KeyboardInterrupt
+    with fused(queue, dtype):
+        _, c, v = problem(n, 1, 1, dtype, seed=11)
+        oclla.cholesky_update(c, v, queue=queue)
+        monkeypatch.setattr(update_product._Rank1Scratch, "launched", interrupted)
+        _, c, v = problem(n, 1, 1, dtype, seed=12)
+        with pytest.raises(KeyboardInterrupt):
+            oclla.cholesky_update(c, v, queue=queue)
+        monkeypatch.setattr(update_product._Rank1Scratch, "launched", real)
+        for seed, refilled in ((13, True), (14, False)):
+            fills.clear()
+            at, c, v = problem(n, 1, 1, dtype, seed=seed)
+            assert_updated(at, oclla.cholesky_update(c, v, queue=queue), sl.cholesky(at),
+                           False, f"seed {seed}")
+            kept = update_product._Rank1Scratch._kept[queue, np.dtype(dtype).itemsize]
+            assert any(f is kept.buffer for f in fills) == refilled, seed
