@@ -360,21 +360,12 @@ class _Rank1Scratch:
         self.queue, self.cap, self.item = queue, cap, item
         self.state_at = 6 * cap * item
         self.buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, self.state_at + 8)
-        self.settled = False                     # whether the bookkeeping below holds
+        self.settled = False                     # whether the buffer is as recorded here
+        self.region = 0                          # the next launch's
+        self.written = [0, 0]                    # each region's leading reals not UNSTORED
         self.state = np.empty(2, np.int32)
         self.lock = threading.Lock()
         self._kernels: dict = {}
-
-    def begin(self) -> None:
-        """Before a launch (with :attr:`lock` held): a scratch that a call left
-        unsettled (an exception between its launch and its read of the state, a
-        KeyboardInterrupt included) or a new one is filled whole with UNSTORED first."""
-        if not self.settled:
-            cl.enqueue_fill_buffer(self.queue, self.buffer, UNSTORED[self.item], 0,
-                                   self.state_at + 8).wait()
-            self.region = 0                      # the next launch's
-            self.written = [0, 0]                # each region's leading reals not UNSTORED
-        self.settled = False                     # until launched() has read the state
 
     @classmethod
     def of(cls, queue, n: int, item: int) -> _Rank1Scratch:
@@ -386,6 +377,16 @@ class _Rank1Scratch:
                 if kept is None or kept.cap < n:
                     kept = cls._kept[queue, item] = cls(queue, round_up(n, TB), item)
         return kept
+
+    def begin(self) -> None:
+        """Before a launch (with :attr:`lock` held): a scratch that a call left
+        unsettled (an exception between its launch and its read of the state, a
+        KeyboardInterrupt included) or a new one is filled whole with UNSTORED first."""
+        if not self.settled:
+            cl.enqueue_fill_buffer(self.queue, self.buffer, UNSTORED[self.item], 0,
+                                   self.state_at + 8).wait()
+            self.region, self.written = 0, [0, 0]
+        self.settled = False                     # until launched() has read the state
 
     def kernel(self, dtype) -> cl.Kernel:
         """This scratch's update_rank1 kernel object for ``dtype`` (of the program that
