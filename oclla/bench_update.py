@@ -126,15 +126,22 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
     vt_dev = cl_array.to_device(queue, np.ascontiguousarray(v.T))
     best = dict.fromkeys(("update", "oclla") + (("scipy",) if scipy else ()), float("inf"))
     work, vw, work_a = d_c.copy(), d_v.copy(), d_a.copy()
-    for i in range(repeat + 1):                   # the first round is a warm-up
-        for copy, original in ((work, d_c), (vw, d_v), (work_a, d_a)):
+
+    def restore(*copies):
+        for copy, original in copies:
             cl.enqueue_copy(queue, copy.data, original.data)
+
+    def update_work(info):
+        update.modify_device(queue, work.data, 0, n, n, vw, lower=False, sign=sign,
+                             method=method, info=info)
+
+    for i in range(repeat + 1):                   # the first round is a warm-up
+        restore((work, d_c), (vw, d_v), (work_a, d_a))
         # info as cholesky_update makes it (the pool's, zeroed by a command on the queue)
         info = _scratch.zeroed_ints(queue)
         queue.finish()
         t = time.perf_counter()
-        update.modify_device(queue, work.data, 0, n, n, vw, lower=False, sign=sign,
-                             method=method, info=info)
+        update_work(info)
         queue.finish()
         elapsed = {"update": time.perf_counter() - t}
         if scipy:
@@ -154,14 +161,13 @@ def measure(b, c, k: int, sign: int, method: str, queue, repeat: int, *, cp=None
         raise RuntimeError(f"the update of order {n}, rank {k} failed")
     device_s = float("inf")
     for _ in range(min(repeat, 3)):               # the kernels' own time, recorded apart
-        for copy, original in ((work, d_c), (vw, d_v)):
-            cl.enqueue_copy(queue, copy.data, original.data)
+        restore((work, d_c), (vw, d_v))
         with trace.record() as rec:
-            update.modify_device(queue, work.data, 0, n, n, vw, lower=False, sign=sign,
-                                 method=method, info=_scratch.zeroed_ints(queue))
+            update_work(_scratch.zeroed_ints(queue))
         device_s = min(device_s, 1e-9 * sum(kernel.duration_ns for kernel in rec.kernels
                                             if kernel.device != "host"))
     row = dict(dtype=dtype.name, n=n, k=k, ms=1e3 * best["update"], device_ms=1e3 * device_s,
+               device_gflops=update.update_flops(n, k) / device_s / 1e9,
                device_gbs=moved_bytes(n, k, dtype.itemsize) / device_s / 1e9,
                gflops=update.update_flops(n, k) / best["update"] / 1e9,
                gbs=moved_bytes(n, k, dtype.itemsize) / best["update"] / 1e9,
@@ -310,8 +316,7 @@ def _run(args) -> int:
                 r = measure(b, c, k, args.sign, args.method, queue, args.repeat, cp=cp,
                             scipy=scipy, err_max_n=args.err_max_n)
                 frac = roof(info.name, r["dtype"], r["gflops"], r["gbs"])
-                scale = r["ms"] / r["device_ms"]
-                device = roof(info.name, r["dtype"], r["gflops"] * scale, r["device_gbs"])
+                device = roof(info.name, r["dtype"], r["device_gflops"], r["device_gbs"])
                 print(f"{r['dtype']:>7} {n:6d} {k:4d} {r['ms']:9.2f} {r['gflops']:8.2f} "
                       f"{r['gbs']:7.2f} {'-' if frac is None else f'{100 * frac:5.1f}%':>6}"
                       f" {r['device_ms']:8.3f} "
