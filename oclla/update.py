@@ -308,10 +308,11 @@ def reflects(queue, dtype, k: int, sign: int) -> bool:
     return sign > 0 and 0 < knobs["REFLECT"] <= k <= knobs["KF"]
 
 
-def products(queue, dtype, k: int, sign: int, packed: bool) -> bool:
-    """Whether the blocked method takes the product form: an update (sign +1) of a
-    full factor of rank k up to the knob PRODUCT (0: never)."""
-    return sign > 0 and not packed and 0 < k <= params(queue, "update", dtype)["PRODUCT"]
+def products(knobs: dict, k: int, sign: int, packed: bool) -> bool:
+    """Whether the blocked method takes the product form, by the device's ``update``
+    ``knobs``: an update (sign +1) of a full factor of rank k up to the knob PRODUCT
+    (0: never)."""
+    return sign > 0 and not packed and 0 < k <= knobs["PRODUCT"]
 
 
 def _panel_kernels(queue, dtype, k: int, lower: bool, packed: bool, sign: int) -> _Panels:
@@ -435,8 +436,9 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
     ``update`` knob PRODUCT; a pass past its guard, the rotations), else the rotations."""
     region = region or _full_region(lower)
     stop = 0                           # rows and columns before it already final
-    if method == "blocked" and sign > 0 and not packed and \
-            product_form.fuses_rank1(queue, v.dtype, v.shape[1], lower):
+    knobs = params(queue, "update", v.dtype)      # one lookup: on every update's path
+    blocked_product = method == "blocked" and products(knobs, v.shape[1], sign, packed)
+    if blocked_product and product_form.fuses_rank1(knobs, v.shape[1], lower):
         # one launch on the caller's queue, not a twin of launch_queue, whose two
         # cross-queue waits cost about 10 us of a 1 ms update (H200)
         stop = product_form.update_rank1(queue, buf, off, ld, n, v, guard=product_form.GUARD,
@@ -446,8 +448,7 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
         whole = region
         off, n, v = off + stop * (ld + 1), n - stop, v[stop:].copy()
         region = lambda r0, r1, c0, c1: whole(r0 + stop, r1 + stop, c0 + stop, c1 + stop)
-    elif method == "product" or (method == "blocked" and
-                                 products(queue, v.dtype, v.shape[1], sign, packed)):
+    elif method == "product" or blocked_product:
         with launch_queue(queue) as loop_queue:
             done = product_form.update_product(
                 loop_queue, buf, off, ld, n, v, lower=lower, info=info, region=region,

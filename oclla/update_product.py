@@ -269,16 +269,12 @@ def update_product(queue, buf, off: int, ld: int, n: int, v, *, lower: bool, inf
     return k_all
 
 
-def fuses_rank1(queue, dtype, k: int, lower: bool) -> bool:
-    """Whether an update (sign +1) of rank k of a full factor by the blocked method takes
-    :func:`update_rank1`: rank 1 of an upper factor where the product form takes rank 1
-    (the ``update`` knob PRODUCT >= 1) and the device's solve for W is the chained one
-    (SOLVE = "chain": a tuned entry that trusts work-groups of one launch to wait for
-    each other).  One parameter lookup: it is on the path of every rank-1 update."""
-    if k != 1 or lower:
-        return False
-    knobs = params(queue, "update", dtype)
-    return knobs["PRODUCT"] >= 1 and knobs["SOLVE"] == "chain"
+def fuses_rank1(knobs: dict, k: int, lower: bool) -> bool:
+    """Whether an update of rank k that the blocked method gives the product form takes
+    :func:`update_rank1`, by the device's ``update`` ``knobs``: rank 1 of an upper factor
+    where the solve for W is the chained one (SOLVE = "chain": a tuned entry that trusts
+    work-groups of one launch to wait for each other)."""
+    return k == 1 and not lower and knobs["SOLVE"] == "chain"
 
 
 def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: float) -> int:

@@ -14,6 +14,7 @@ from numpy.linalg import LinAlgError
 
 import oclla
 from oclla import update_product
+from oclla._params import params
 
 from test_update import assert_updated, gpu_kernels, problem
 
@@ -37,7 +38,7 @@ def test_one_launch_gives_the_product_forms_factor(queue, dtype, n):
     rounding."""
     at, c, v = problem(n, 1, 1, dtype, seed=3)
     with fused(queue, dtype):
-        assert update_product.fuses_rank1(queue, np.dtype(dtype), 1, False)
+        assert update_product.fuses_rank1(params(queue, "update", dtype), 1, False)
         product = oclla.cholesky_update(c, v, method="product", queue=queue)
         with oclla.record() as rec:
             r = oclla.cholesky_update(c, v, queue=queue)
