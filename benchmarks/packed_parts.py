@@ -13,7 +13,8 @@ lower layout's three parts timed apart (the sweep over T1 and S, T2 -= SᵀS, th
 of T2; the device finished between them), and the device time per kernel of one
 recorded call of the full and of each packed layout (``oclla.record``).  Backward errors
 ‖A − LLᵀ‖∞/(n‖A‖∞ε) (oclla.accuracy) where n <= ``--check-up-to``.  The default device,
-or OCLLA_DEVICE.
+or OCLLA_DEVICE.  ``--t2-in-place`` adds the lower layout with T2 factored in place
+(the route of a recording) beside its factor through an upper copy.
 """
 
 import argparse
@@ -60,8 +61,7 @@ def parts(queue, work, n: int, dtype) -> list:
                                     block=nb, width=lay.n1 + lay.n2),
              lambda: syrk(queue, lay.n2, lay.n1, -1.0, s, 1.0, t2, dtype=dtype, lower=True,
                           trans=True),
-             lambda: factor_blocked(queue, t2, lay.n2, lower=True, dtype=dtype, info=info,
-                                    base=lay.n1, block=nb))
+             lambda: rfp._factor_t2(queue, t2, lay, dtype=dtype, info=info, block=nb))
     out = []
     for step in steps:
         start = time.perf_counter()
@@ -86,7 +86,19 @@ def kernels(queue, src, work, factor) -> str:
     return f"{sum(ms.values()):.2f}: " + ", ".join(f"{k} {t:.2f} ({count[k]})" for k, t in top)
 
 
-def measure(queue, n: int, dtype, depths, rounds: int, repeat: int, check: int) -> None:
+def t2_in_place(call):
+    """``call()`` with the packed Cholesky's T2 factored in place (lower), as a recording
+    factors it, where it would go through an upper copy (:func:`oclla.rfp._factor_t2`)."""
+    keep = rfp.chol_fused_leaf
+    rfp.chol_fused_leaf = lambda p, gemm: False
+    try:
+        return call()
+    finally:
+        rfp.chol_fused_leaf = keep
+
+
+def measure(queue, n: int, dtype, depths, rounds: int, repeat: int, check: int,
+            compare_t2: bool = False) -> None:
     a = spd(n, dtype)
     full = cl_array.to_device(queue, a)
     lower = rfp.pack(full, lower=True, queue=queue)
@@ -101,6 +113,10 @@ def measure(queue, n: int, dtype, depths, rounds: int, repeat: int, check: int) 
             lambda w: factor_packed(queue, w, n, lower=True, method="blocked"))
     variants["packed U"] = (upper, {},
                             lambda w: factor_packed(queue, w, n, lower=False, method="blocked"))
+    if compare_t2:
+        variants["packed L, T2 in place"] = (
+            lower, {}, lambda w: t2_in_place(lambda: factor_packed(queue, w, n, lower=True,
+                                                                   method="blocked")))
     best = collections.defaultdict(list)
     for _ in range(rounds):
         for label, (src, change, factor) in variants.items():
@@ -150,6 +166,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--check-up-to", type=int, default=4096)
+    ap.add_argument("--t2-in-place", action="store_true",
+                    help="also the lower layout with T2 factored in place (a recording's route)")
     args = ap.parse_args()
     queue = oclla.get_queue()
     depths = [int(d) for d in args.depths.split(",") if d] or [None]
@@ -157,7 +175,7 @@ def main() -> None:
     for name in args.dtype.split(","):
         for n in (int(s) for s in args.sizes.split(",")):
             measure(queue, n, np.dtype(name), depths, args.rounds, args.repeat,
-                    args.check_up_to)
+                    args.check_up_to, args.t2_in_place)
 
 
 if __name__ == "__main__":

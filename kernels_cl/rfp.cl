@@ -17,6 +17,12 @@
  *            (a row of S becomes a column) and are written from the tile read
  *            across, so a row of items reads and writes consecutive offsets
  *            either way.
+ *   transpose_triangle: dst[c*ldd + r] = src[r*lds + c] for the entries (r, c) of
+ *            the n x n triangle of src (`lower`: r >= c, else r <= c), so that
+ *            dst's other triangle holds it transposed; nothing else of either
+ *            matrix is read or written (the packed Cholesky's T2 through an upper
+ *            copy and back).  Work-groups as transpose's: a T x T tile of src read
+ *            along its rows into local memory, written along dst's rows.
  *
  * The triangle is an argument (1: lower, 'L'; 0: upper, 'U'), so one program
  * serves both.
@@ -70,5 +76,24 @@ __kernel void transpose(__global const real *src, const long src_off, const int 
                 dst[dst_off + (lower ? rfp_upper(rc.y, rc.x, n) : rfp_lower(rc.y, rc.x, n))]
                     = across ? tile[x * (t + 1) + y] : tile[y * (t + 1) + x];
         }
+    }
+}
+
+__kernel void transpose_triangle(__global const real *src, const long src_off, const int lds,
+                                 __global real *dst, const long dst_off, const int ldd,
+                                 const int n, const int lower, __local real *tile)
+{
+    const int t = get_local_size(0), rows = get_local_size(1), x = get_local_id(0);
+    const int c0 = get_group_id(0) * t, r0 = get_group_id(1) * t;    /* src's tile */
+    for (int y = get_local_id(1); y < t; y += rows) {
+        const int r = r0 + y, c = c0 + x;
+        if (r < n && c < n && (lower ? c <= r : c >= r))
+            tile[y * (t + 1) + x] = src[src_off + AT(r, c, lds)];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int y = get_local_id(1); y < t; y += rows) {
+        const int r = r0 + x, c = c0 + y;            /* src's (r, c) to dst's (c, r) */
+        if (r < n && c < n && (lower ? c <= r : c >= r))
+            dst[dst_off + AT(c, r, ldd)] = tile[x * (t + 1) + y];
     }
 }

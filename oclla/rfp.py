@@ -57,13 +57,13 @@ import pyopencl.array as cl_array
 from . import _scratch, _trace_hooks, trace
 from ._device import device_info, resolve_queue
 from ._knobs import fits_wg, pow2_at_most
-from ._params import params
+from ._params import chol_fused_leaf, params
 from ._programs import (enqueue, flushed_marker, get_kernel, index_width, int_arg, int_zeros,
                         launch_queue, round_up, side_queue, side_queue_made)
 from ._validate import (as_matrix, check_method, checked_beside, checked_values,
                         factor_in_place, is_device_array, read_only, solve_in_place, to_device,
                         unpack_pair)
-from .blas import View, gemm, syrk, trsm, view_of
+from .blas import View, gemm, indices_for, syrk, trsm, view_of
 from .cholesky import (block_size, factor_blocked, factor_pivot, sweeps_fused,
                        not_positive_definite)
 
@@ -417,8 +417,38 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
         with trace.step("syrk", _t2_box(lay), flops=float(n2 * (n2 + 1) * n1)):
             # Fortran SYRK('U', 'N'): T2 -= S·Sᵀ  ('L')  /  SYRK('U', 'T'): T2 -= Sᵀ·S  ('U')
             syrk(queue, n2, n1, -1.0, s, 1.0, t2, dtype=dtype, lower=True, trans=lay.lower)
-    factor_blocked(queue, t2, n2, lower=True, dtype=dtype, info=info, base=n1, block=block,
-                   region=_picture_region(lay.t2, lda))
+    _factor_t2(queue, t2, lay, dtype=dtype, info=info, block=block)
+
+
+def _factor_t2(queue, t2: View, lay: Layout, *, dtype, info, block) -> None:
+    """The blocked potrf of T2 (order n2, the row-major lower triangle of ``t2``:
+    A22 = L22·L22ᵀ), in place; a failing pivot at order k of it sets ``info`` to
+    n1 + k.
+
+    Where syrk_leaf.cl factors the leaves (:func:`oclla._params.chol_fused_leaf`),
+    whose triangle is a build option, T2 goes through scratch as an upper triangle
+    (U22 = L22ᵀ, rfp.cl ``transpose_triangle`` there and back), so that the packed
+    Cholesky builds only the upper program, the one T1 and the full Cholesky's
+    default factor build: one program fewer, about 1 s of NVIDIA's compiler per
+    dtype (H200: 0.76-0.79 s; float64's six routines of the cold-start table 15 programs
+    in 5.0-5.5 s, where they were 16 in 5.9-7.2 s).  The call then takes n2² reals of
+    device memory more, and the copies move 4·n2² reals: the 'L' layout's factor against
+    T2 in place, float32 n = 4096 / 8192 / 16384: 3.74 / 11.91 / 56.74 ms against 3.68 /
+    11.78 / 56.46, float64 level (4.77 / 17.04 / 91.20 against 4.77 / 17.06 / 91.40;
+    benchmarks/results/nvidia-h200-2026-12-01-packed-t2.txt).  A recording factors T2 in
+    place: its steps are boxes of the packed array."""
+    n2 = lay.n2
+    region = _picture_region(lay.t2, lay.lda)
+    if (_trace_hooks.active() is not None or n2 == 0
+            or not chol_fused_leaf(params(queue, "chol", dtype), params(queue, "gemm", dtype))):
+        factor_blocked(queue, t2, n2, lower=True, dtype=dtype, info=info, base=lay.n1,
+                       block=block, region=region)
+        return
+    upper = View(_scratch.buffer(queue, n2 * n2 * np.dtype(dtype).itemsize), 0, n2)
+    _transpose_triangle(queue, t2, upper, n2, lower=True, dtype=dtype)
+    factor_blocked(queue, upper, n2, lower=False, dtype=dtype, info=info, base=lay.n1,
+                   block=block)
+    _transpose_triangle(queue, upper, t2, n2, lower=False, dtype=dtype)
 
 
 def _through_lower(queue, lay: Layout, *, dtype, block) -> bool:
@@ -437,11 +467,10 @@ def _through_lower(queue, lay: Layout, *, dtype, block) -> bool:
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8
 
 
-def _transpose_packed(queue, src, src_off: int, dst, dst_off: int, n: int, *, lower: bool,
-                      dtype) -> None:
-    """dst := the RFP array at ``src[src_off:]`` (layout ``lower``) in the other layout,
-    transposed (rfp.cl ``transpose``): the same symmetric matrix, or the factor U = Lᵀ
-    of the factor L, and back."""
+def _transpose_shape(queue, dtype) -> tuple[int, int]:
+    """(tile, rows) of rfp.cl's transposing kernels on this device: tiles of up to
+    TRANSPOSE_TILE x TRANSPOSE_TILE entries in at most half its local memory, tile x rows
+    items a work-group."""
     info, item = device_info(queue), np.dtype(dtype).itemsize
     tile = pow2_at_most(min(TRANSPOSE_TILE, info.max_work_group_size,
                             info.max_work_item_sizes[0]))
@@ -450,12 +479,36 @@ def _transpose_packed(queue, src, src_off: int, dst, dst_off: int, n: int, *, lo
     rows = TRANSPOSE_ROWS
     while rows > 1 and not fits_wg(info, tile, rows):
         rows //= 2
+    return tile, rows
+
+
+def _transpose_packed(queue, src, src_off: int, dst, dst_off: int, n: int, *, lower: bool,
+                      dtype) -> None:
+    """dst := the RFP array at ``src[src_off:]`` (layout ``lower``) in the other layout,
+    transposed (rfp.cl ``transpose``): the same symmetric matrix, or the factor U = Lᵀ
+    of the factor L, and back."""
+    tile, rows = _transpose_shape(queue, dtype)
+    item = np.dtype(dtype).itemsize
     lda, nc = n + 1 - n % 2, (n + 1) // 2
     with index_width(max(src.size, dst.size) // item):
         kernel = get_kernel(queue, "rfp.cl", "transpose", dtype)
     enqueue(queue, kernel, (round_up(lda, tile), -(-nc // tile) * rows), (tile, rows), src,
             np.int64(src_off), int_arg(n), dst, np.int64(dst_off), int_arg(lower),
             cl.LocalMemory(tile * (tile + 1) * item))
+
+
+def _transpose_triangle(queue, src: View, dst: View, n: int, *, lower: bool, dtype) -> None:
+    """The other triangle of the n x n matrix at ``dst`` := the triangle ``lower`` of the
+    one at ``src``, transposed (rfp.cl ``transpose_triangle``); nothing else of either
+    is touched."""
+    tile, rows = _transpose_shape(queue, dtype)
+    groups = -(-n // tile)
+    with indices_for(dtype, src, dst):
+        kernel = get_kernel(queue, "rfp.cl", "transpose_triangle", dtype)
+    enqueue(queue, kernel, (groups * tile, groups * rows), (tile, rows), src.buf,
+            np.int64(src.off), int_arg(src.ld), dst.buf, np.int64(dst.off), int_arg(dst.ld),
+            int_arg(n), int_arg(lower),
+            cl.LocalMemory(tile * (tile + 1) * np.dtype(dtype).itemsize))
 
 
 def _pftrf_transposed(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> None:

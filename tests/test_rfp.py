@@ -101,6 +101,28 @@ def test_transpose_between_layouts(queue, dtype, lower, tile, monkeypatch):
         assert np.all(out[:5] == -1) and np.all(out[5 + size:] == -1), n
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_transpose_triangle_touches_only_the_two_triangles(queue, dtype):
+    """rfp.cl's transpose_triangle: dst's entry (c, r) := src's (r, c) for the entries
+    (r, c) of src's triangle, bit for bit, at orders within one tile and across several,
+    between views at offsets inside larger buffers with their own leading dimensions;
+    nothing else of dst written, src untouched."""
+    from oclla.blas import View
+    rng = np.random.default_rng(9)
+    for n, lower in ((1, True), (2, False), (31, True), (33, False), (64, True), (70, False)):
+        lds, ldd, so, do = n + 3, n + 5, 7, 11
+        src = rng.standard_normal(so + n * lds + 2).astype(dtype)
+        dst = rng.standard_normal(do + n * ldd + 2).astype(dtype)
+        d_src, d_dst = cl_array.to_device(queue, src), cl_array.to_device(queue, dst)
+        rfp._transpose_triangle(queue, View(d_src.data, so, lds), View(d_dst.data, do, ldd),
+                                n, lower=lower, dtype=dtype)
+        r, c = np.tril_indices(n) if lower else np.triu_indices(n)
+        want = dst.copy()
+        want[do + c * ldd + r] = src[so + r * lds + c]
+        assert np.array_equal(d_dst.get(), want), (n, lower)
+        assert np.array_equal(d_src.get(), src), (n, lower)
+
+
 def check_factor(a, c, ref, n, uplo, dtype):
     lower = uplo == "L"
     full = rfp.unpack(c, n, lower=lower)

@@ -314,3 +314,76 @@ def test_two_level_trace(queue):
     assert [s.region for s in steps if s.phase == "panel"] == [(0, 8, 0, 8), (16, 24, 16, 24)]
     outer = [s for s in steps if s.phase == "syrk" and "leaf" not in s.info]
     assert [s.region for s in outer] == [(16, 30, 16, 30)]
+
+
+def _t2_triangles(monkeypatch) -> list:
+    """The ``lower`` of each factor_blocked call the packed Cholesky makes, from now on."""
+    triangles, factor = [], rfp.factor_blocked
+
+    def spy(*args, **kwargs):
+        triangles.append(kwargs["lower"])
+        return factor(*args, **kwargs)
+
+    monkeypatch.setattr(rfp, "factor_blocked", spy)
+    return triangles
+
+
+@pytest.mark.parametrize("dtype, p", [(np.float32, FUSED_SETS[1]), (np.float64, FUSED_SETS[0])],
+                         ids=["float32-LEAF16", "float64-LEAF8"])
+def test_packed_t2_through_an_upper_copy(queue, dtype, p, monkeypatch):
+    """Where syrk_leaf.cl factors the leaves (its triangle a build option), the packed
+    Cholesky factors T2 as an upper triangle in scratch and copies it back: both layouts
+    take the upper factor's programs alone.  A recording factors T2 in place (lower).
+    The factors are LAPACK's, at orders whose T2 is one leaf and several."""
+    fused(p)
+    triangles = _t2_triangles(monkeypatch)
+    for n in (1, 2, 9, 33, 40, 41):
+        a = spd(n, dtype, seed=2)
+        for lower in (True, False):
+            uplo, n2 = "L" if lower else "U", rfp.layout(n, lower).n2
+            arf = rfp.pack(a, lower=lower, queue=queue)
+            del triangles[:]
+            packed = rfp.cholesky(arf, n, lower=lower, queue=queue)
+            assert triangles and not any(triangles), (n, uplo, triangles)
+            ref, info = getattr(sla.lapack, ("s" if dtype == np.float32 else "d") + "pftrf")(
+                n, arf, uplo=uplo)
+            assert info == 0
+            tol = 30 * n * np.finfo(dtype).eps * np.abs(ref).max()
+            np.testing.assert_allclose(packed, ref, rtol=0, atol=tol, err_msg=f"{n} {uplo}")
+            del triangles[:]
+            with oclla.record():
+                rfp.cholesky(arf, n, lower=lower, queue=queue)
+            assert triangles[-1] == (n2 > 0), (n, uplo, triangles)
+
+
+def test_failing_order_inside_a_copied_t2(queue):
+    """A failing pivot of T2 factored in its upper copy: LAPACK's order (n1 + its order
+    in T2), and the caller's matrix left as it was."""
+    fused(FUSED_SETS[1])
+
+    def packed(a, lower, queue):
+        n = a.shape[0]
+        return rfp.cholesky(rfp.pack(a, lower=lower, queue=queue), n, lower=lower,
+                            queue=queue)
+
+    for order in (21, 22, 30, 41):              # n1 = 21 ('L') or 20 ('U')
+        assert_fails_at_order(queue, 41, order, np.float32, routine=packed)
+
+
+def test_warmup_builds_the_recorded_packed_route(queue):
+    """The recorded packed Cholesky factors T2 in place, on programs the unrecorded one
+    does not build: the warm-up records a packed call too (where it runs the teaching
+    methods), so that a recorded run after it builds nothing.  Tiles of their own here
+    (2-wide loads): programs no other test builds."""
+    from oclla import _programs, _warmup
+    fused(FUSED_SETS[1])
+    _params.override("gemm", dict(FUSED_GEMM, VEC=2))
+    _warmup.call_every_routine(queue, np.float32, 41, np.random.default_rng(0),
+                               families=("rfp",))
+    count = _programs.build_count()
+    for n in (40, 41):
+        for lower in (True, False):
+            with oclla.record():
+                rfp.cholesky(rfp.pack(spd(n, np.float32), lower=lower, queue=queue), n,
+                             lower=lower, queue=queue)
+    assert _programs.builds()[count:] == []

@@ -252,8 +252,10 @@ def _warm_up(spec, variant, a, options, queue) -> None:
     sparse ``a``).
 
     The first call of a kernel includes its build and the device's warm-up;
-    the recorded run then shows steady-state times.  A mathematical failure
-    here is ignored: the recorded run meets it again and reports it.
+    the recorded run then shows steady-state times.  The run is recorded (and the
+    recording dropped), since a recording may take a route of its own (the packed
+    Cholesky's T2 in place).  A mathematical failure here is ignored: the recorded
+    run meets it again and reports it.
     """
     m = min(a.shape[0], WARMUP_N)
     # a sparse matrix whole: its large supernodes' BLAS-3 kernels are built too
@@ -261,7 +263,8 @@ def _warm_up(spec, variant, a, options, queue) -> None:
     try:
         if spec.prepare is not None:
             small = spec.prepare(small, options, queue)
-        spec.call(small, variant, options, queue)
+        with oclla.record():
+            spec.call(small, variant, options, queue)
     except LinAlgError:
         pass
 

@@ -23,6 +23,29 @@ def test_a_run_gives_a_recording_with_its_source():
     assert run.snapshots and run.initial.dtype == np.float64
 
 
+def test_the_warm_up_takes_the_recorded_route(monkeypatch):
+    """The untimed first run is recorded too (and the recording dropped): where the
+    leaves are fused, the packed Cholesky's unrecorded call factors T2 through an upper
+    copy, its recorded one in place (lower), on programs of its own; the warm-up takes
+    the recorded run's route, so that the run builds nothing."""
+    from oclla import _params, rfp
+    _params.override("gemm", dict(KERNEL="tiled", TILE_M=16, TILE_N=32, TILE_K=8, WPT_M=2,
+                                  WPT_N=4, VEC=4))
+    _params.override("chol", dict(NB=8, LEAF=16, WG=16, ROW_LEAF=1, FUSE_LEAF=1,
+                                  TRSM_INVERSE=0, SMALL_N=200))
+    triangles, factor = [], rfp.factor_blocked
+
+    def spy(*args, **kwargs):
+        triangles.append(kwargs["lower"])
+        return factor(*args, **kwargs)
+
+    monkeypatch.setattr(rfp, "factor_blocked", spy)
+    out = execute(RunRequest("rfp_cholesky", "blocked", n=40, dtype="float32", family="spd",
+                             snapshots=False))
+    assert out.error is None
+    assert triangles == [False, True] * 2          # T1 upper, T2 in place: warm-up, run
+
+
 def test_cancel_stops_at_a_step_boundary():
     cancel = threading.Event()
 
