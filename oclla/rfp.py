@@ -26,13 +26,15 @@ Functions
     The packed factor, identical in layout to ``?pftrf`` and accepted by
     ``?pftrs``.  ``method="blocked"`` follows ``?pftrf``: a blocked potrf of
     T1, a TRSM for S, a SYRK into T2 and a blocked potrf of T2, all through
-    :mod:`oclla.blas` on views of the packed buffer (no copies); in the 'L'
+    :mod:`oclla.blas` on views of the packed buffer; in the 'L'
     layout, on devices whose updates factor the next leaf in the same launch,
     the potrf of T1 and the TRSM are one sweep by block rows over T1 and S
     together (the first half of a full factorization's sweep), and the SYRK
     into T2 runs on a second queue beside it, in parts, as block rows of S
     become final; the 'U' layout takes that sweep too, through a transposed
-    copy in the 'L' layout (a second packed array for the call).
+    copy in the 'L' layout (a second packed array for the call).  On those
+    devices T2 is factored as an upper triangle in scratch (n2² reals for
+    the call), so that the packed factor builds the upper leaf program alone.
     ``method="pivot"`` runs the paper's per-pivot kernels (square root,
     normalization, exact-triangle outer product) directly on the packed
     buffer: each kernel maps the logical (i, j) through ``rfp.h``'s two
