@@ -14,7 +14,8 @@ of T2; the device finished between them), and the device time per kernel of one
 recorded call of the full and of each packed layout (``oclla.record``).  Backward errors
 ‖A − LLᵀ‖∞/(n‖A‖∞ε) (oclla.accuracy) where n <= ``--check-up-to``.  The default device,
 or OCLLA_DEVICE.  ``--t2-in-place`` adds the lower layout with T2 factored in place
-(the route of a recording) beside its factor through an upper copy.
+(the route of a recording) beside its factor through an upper copy, and the upper
+layout likewise.
 """
 
 import argparse
@@ -114,9 +115,10 @@ def measure(queue, n: int, dtype, depths, rounds: int, repeat: int, check: int,
     variants["packed U"] = (upper, {},
                             lambda w: factor_packed(queue, w, n, lower=False, method="blocked"))
     if compare_t2:
-        variants["packed L, T2 in place"] = (
-            lower, {}, lambda w: t2_in_place(lambda: factor_packed(queue, w, n, lower=True,
-                                                                   method="blocked")))
+        for name, src, low in (("L", lower, True), ("U", upper, False)):
+            variants[f"packed {name}, T2 in place"] = (
+                src, {}, lambda w, low=low: t2_in_place(
+                    lambda: factor_packed(queue, w, n, lower=low, method="blocked")))
     best = collections.defaultdict(list)
     for _ in range(rounds):
         for label, (src, change, factor) in variants.items():
@@ -151,7 +153,7 @@ def measure(queue, n: int, dtype, depths, rounds: int, repeat: int, check: int,
                 cl.enqueue_copy(queue, work[id(src)].data, src.data)
                 factor(work[id(src)])
                 got = work[id(src)].get()
-            is_lower = label != "packed U"
+            is_lower = not label.startswith("packed U")
             c = got if label == "full" else rfp.unpack(got, n, lower=is_lower)
             err = accuracy.cholesky_backward_error(a, c, is_lower)
             print(f"  {label} backward error {err:.3f} units", flush=True)
@@ -167,7 +169,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--check-up-to", type=int, default=4096)
     ap.add_argument("--t2-in-place", action="store_true",
-                    help="also the lower layout with T2 factored in place (a recording's route)")
+                    help="also both layouts with T2 factored in place (a recording's route)")
     args = ap.parse_args()
     queue = oclla.get_queue()
     depths = [int(d) for d in args.depths.split(",") if d] or [None]

@@ -14,8 +14,8 @@ them on that same queue.  Every scratch buffer must therefore be used on the que
 it was taken for (a twin queue of :func:`oclla._programs.launch_queue` has its own
 pool), or on another queue only by commands that the queue's later commands wait for
 (a twin's, inside its block; the status flags), and out-of-order queues get plain
-allocations.  The pool holds at most :data:`HELD_BYTES` of memory nobody uses; beyond
-that it frees what it holds.
+allocations.  The pool holds at most :func:`held_limit` bytes of memory nobody uses;
+beyond that it frees what it holds.
 """
 
 from __future__ import annotations
@@ -27,14 +27,29 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
+from ._device import device_info
 from ._programs import int_array
 
-#: Most bytes a queue's pool keeps unused between calls: past it, the pool frees what
-#: it holds before its next allocation (the update's scratch at n = 16384, k = 16 in
-#: float64 is 0.28 GiB; a routine whose scratch is larger, as that update's from
-#: n ≈ 22600, allocates it anew on every call: 0.9 ms of host time at 567 MiB on an
-#: H200, benchmarks/results/nvidia-h200-2026-11-30-chain.txt).
+#: Most bytes a queue's pool keeps unused between calls, at least: past its bound
+#: (:func:`held_limit`) the pool frees what it holds before its next allocation (the
+#: update's scratch at n = 16384, k = 16 in float64 is 0.28 GiB; a routine whose
+#: scratch is larger, as that update's from n ≈ 22600, allocates it anew on every
+#: call: 0.9 ms of host time at 567 MiB on an H200,
+#: benchmarks/results/nvidia-h200-2026-11-30-chain.txt).
 HELD_BYTES = 512 * 2 ** 20
+
+#: A pool's bound is also its device's global memory over this: the packed upper
+#: Cholesky of order 8192 in float64 holds a packed array, its T2 and the slabs of
+#: its products, more than HELD_BYTES, and a fresh packed array each call made its
+#: first copy 0.98 ms instead of 0.23 (H200,
+#: benchmarks/results/nvidia-h200-2026-12-01-packed-t2.txt).
+HELD_SHARE = 32
+
+
+def held_limit(queue: cl.CommandQueue) -> int:
+    """Most bytes the queue's pool keeps unused: HELD_BYTES, or its device's global
+    memory over HELD_SHARE where that is more (an H200's 139 GiB: 4.4 GiB)."""
+    return max(HELD_BYTES, device_info(queue).global_mem_size // HELD_SHARE)
 
 #: Largest device copy of a host operand (:func:`private_copy`) taken from the pool;
 #: larger ones are plain allocations, freed when the call ends.
@@ -64,7 +79,7 @@ def buffer(queue: cl.CommandQueue, nbytes: int):
     pool = _pool(queue)
     if pool is None:
         return cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(1, nbytes))
-    if pool.managed_bytes - pool.active_bytes > HELD_BYTES:
+    if pool.managed_bytes - pool.active_bytes > held_limit(queue):
         pool.free_held()
     return pool.allocate(max(1, nbytes))
 

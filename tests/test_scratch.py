@@ -46,6 +46,7 @@ def test_zeroed_ints_are_zero_in_reused_memory(own_queue):
 
 def test_pools_hold_at_most_held_bytes(own_queue, monkeypatch):
     monkeypatch.setattr(_scratch, "HELD_BYTES", 4096)
+    monkeypatch.setattr(_scratch, "HELD_SHARE", 2 ** 62)     # no share of the device's
     pool = _scratch._pool(own_queue)
     big = _scratch.buffer(own_queue, 8192)
     del big
@@ -54,6 +55,25 @@ def test_pools_hold_at_most_held_bytes(own_queue, monkeypatch):
     assert pool.managed_bytes < 8192
     _scratch.free_held()
     assert pool.held_blocks == 0
+
+
+def test_pools_hold_a_share_of_their_devices_memory(own_queue, monkeypatch):
+    """The bound is the device's global memory over HELD_SHARE where that is more than
+    HELD_BYTES: a pool keeps what it holds below it and frees it past it."""
+    memory = oclla.device_info(own_queue).global_mem_size
+    assert _scratch.held_limit(own_queue) == max(_scratch.HELD_BYTES, memory // 32)
+    monkeypatch.setattr(_scratch, "HELD_BYTES", 1024)
+    monkeypatch.setattr(_scratch, "HELD_SHARE", memory // 8192)     # a bound of 8 KiB
+    assert 8192 <= _scratch.held_limit(own_queue) < 8192 + 8192
+    pool = _scratch._pool(own_queue)
+    _scratch.free_held()
+    block = _scratch.buffer(own_queue, 4096)
+    del block
+    _scratch.buffer(own_queue, 100)        # 4 KiB held: below the bound, kept
+    assert pool.managed_bytes >= 4096
+    monkeypatch.setattr(_scratch, "HELD_SHARE", memory // 2048)     # 2 KiB
+    _scratch.buffer(own_queue, 100)        # past it: freed first
+    assert pool.managed_bytes < 4096
 
 
 def test_out_of_order_queues_get_plain_buffers(queue):
