@@ -8,6 +8,7 @@ import scipy.linalg as sla
 
 import oclla
 from oclla import _params, accuracy, rfp
+from oclla.cholesky import sweeps_fused
 
 from linalg_helpers import assert_fails_at_order, forward_units, spd
 
@@ -328,14 +329,18 @@ def _t2_triangles(monkeypatch) -> list:
     return triangles
 
 
-@pytest.mark.parametrize("dtype, p", [(np.float32, FUSED_SETS[1]), (np.float64, FUSED_SETS[0])],
-                         ids=["float32-LEAF16", "float64-LEAF8"])
-def test_packed_t2_through_an_upper_copy(queue, dtype, p, monkeypatch):
+@pytest.mark.parametrize("dtype, p, swept",
+                         [(np.float32, FUSED_SETS[1], True), (np.float64, FUSED_SETS[0], True),
+                          (np.float64, dict(FUSED_SETS[0], TRSM_INVERSE=0), False)],
+                         ids=["float32-LEAF16", "float64-LEAF8", "float64-LEAF8-trsm"])
+def test_packed_t2_through_an_upper_copy(queue, dtype, p, swept, monkeypatch):
     """Where syrk_leaf.cl factors the leaves (its triangle a build option), the packed
     Cholesky factors T2 as an upper triangle in scratch and copies it back: both layouts
-    take the upper factor's programs alone.  A recording factors T2 in place (lower).
-    The factors are LAPACK's, at orders whose T2 is one leaf and several."""
+    take the upper factor's programs alone, whether T1 and S are one fused sweep or T1,
+    a TRSM and a SYRK (leaves that do not invert).  A recording factors T2 in place
+    (lower).  The factors are LAPACK's, at orders whose T2 is one leaf and several."""
     fused(p)
+    assert sweeps_fused(queue, dtype, rfp.layout(41, True).n1) == swept
     triangles = _t2_triangles(monkeypatch)
     for n in (1, 2, 9, 33, 40, 41):
         a = spd(n, dtype, seed=2)
