@@ -434,9 +434,10 @@ def _factor_t2(queue, t2: View, lay: Layout, *, dtype, info, block) -> None:
     default factor build: one program fewer, about 1 s of NVIDIA's compiler per
     dtype (H200: 0.76-0.79 s; float64's six routines of the cold-start table 15 programs
     in 5.0-5.5 s, where they were 16 in 5.9-7.2 s).  The call then takes n2² reals of
-    device memory more, and the copies move 4·n2² reals: the 'L' layout's factor against
-    T2 in place, float32 n = 4096 / 8192 / 16384: 3.74 / 11.91 / 56.74 ms against 3.68 /
-    11.78 / 56.46, float64 level (4.77 / 17.04 / 91.20 against 4.77 / 17.06 / 91.40;
+    device memory more; the copies (4·n2² reals moved) and the upper factor, 1-3 % slower
+    than the lower one, cost the 'L' layout's factor against T2 in place, float32 n =
+    4096 / 8192 / 16384: 3.74 / 11.91 / 56.74 ms against 3.68 / 11.78 / 56.46; float64
+    level (4.77 / 17.04 / 91.20 against 4.77 / 17.06 / 91.40;
     benchmarks/results/nvidia-h200-2026-12-01-packed-t2.txt).  A recording factors T2 in
     place: its steps are boxes of the packed array."""
     n2 = lay.n2

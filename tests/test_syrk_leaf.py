@@ -363,7 +363,7 @@ def test_packed_t2_through_an_upper_copy(queue, dtype, p, swept, monkeypatch):
 
 def test_failing_order_inside_a_copied_t2(queue):
     """A failing pivot of T2 factored in its upper copy: LAPACK's order (n1 + its order
-    in T2), and the caller's matrix left as it was."""
+    in T2), in both layouts."""
     fused(FUSED_SETS[1])
 
     def packed(a, lower, queue):
