@@ -442,7 +442,7 @@ def modify_device(queue, buf, off: int, ld: int, n: int, v: cl_array.Array, *, l
         # one launch on the caller's queue, not a twin of launch_queue, whose two
         # cross-queue waits cost about 10 us of a 1 ms update (H200)
         stop = product_form.update_rank1(queue, buf, off, ld, n, v, guard=product_form.GUARD,
-                                         region=region)
+                                         region=region, prefix_rows=knobs["PREFIX_ROWS"])
         if stop == n:
             return                     # else the rotations on the trailing factor
         whole = region

@@ -277,7 +277,8 @@ def fuses_rank1(knobs: dict, k: int, lower: bool) -> bool:
     return k == 1 and not lower and knobs["SOLVE"] == "chain"
 
 
-def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: float) -> int:
+def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: float,
+                 prefix_rows: int) -> int:
     """Update the upper factor R at ``buf[off:]`` (order n, leading dimension ``ld``,
     A = RᵀR) by the dense (n, 1) device array ``v`` in one launch that reads and writes
     the factor once (``update_rank1``, kernels_cl/update_product.cl): the chained
@@ -287,8 +288,9 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
     ``guard`` in magnitude (or one that is not finite), every row stops before that
     block's first row K: rows and columns before K are final, and v's rows from K
     hold y with R̃₂₂ᵀR̃₂₂ = R₂₂ᵀR₂₂ + y·yᵀ, which the caller applies to the trailing
-    factor R₂₂ (order n − K).  Returns K (n: the whole update done; the host waits
-    for the launch to read it).
+    factor R₂₂ (order n − K).  ``prefix_rows``: the device's ``update`` knob
+    PREFIX_ROWS (the caller's lookup).  Returns K (n: the whole update done; the host
+    waits for the launch to read it).
 
     H200, upper factors of rank-1 updates (benchmarks/results/
     nvidia-h200-2026-11-30-rank1.txt, calls interleaved in one process): with one item a
@@ -324,8 +326,8 @@ def update_rank1(queue, buf, off: int, ld: int, n: int, v, *, region, guard: flo
         kept.begin()
         with trace.step("sweep", reg, flops=4.0 * n * n, nbytes=float(n) * (n + 1) * item,
                         **extra):
-            launch = enqueue(queue, kept.kernel(v.dtype), (blocks * items,), (items,),
-                             int_arg(n), buf, np.int64(off), int_arg(ld), v.base_data,
+            launch = enqueue(queue, kept.kernel(v.dtype, prefix_rows), (blocks * items,),
+                             (items,), int_arg(n), buf, np.int64(off), int_arg(ld), v.base_data,
                              np.int64(v.offset // item), kept.buffer, int_arg(kept.region),
                              int_arg(kept.cap), int_arg(kept.written[1 - kept.region]),
                              real_arg(guard, v.dtype))
@@ -384,10 +386,10 @@ class _Rank1Scratch:
             self.region, self.written = 0, [0, 0]
         self.settled = False                     # until launched() has read the state
 
-    def kernel(self, dtype) -> cl.Kernel:
-        """This scratch's update_rank1 kernel object for ``dtype`` (of the program that
-        :func:`oclla._programs.get_kernel` builds; call with :attr:`lock` held)."""
-        prefix_rows = params(self.queue, "update", dtype)["PREFIX_ROWS"]
+    def kernel(self, dtype, prefix_rows: int) -> cl.Kernel:
+        """This scratch's update_rank1 kernel object for ``dtype`` and the ``update`` knob
+        PREFIX_ROWS (of the program that :func:`oclla._programs.get_kernel` builds; call
+        with :attr:`lock` held)."""
         key = (prefix_rows, RANK1_PARTS, wide_indices())
         kernel = self._kernels.get(key)
         if kernel is None:
