@@ -441,11 +441,10 @@ def _factor_t2(queue, t2: View, lay: Layout, *, dtype, info, block) -> None:
     benchmarks/results/nvidia-h200-2026-12-01-packed-t2.txt).  A recording factors T2 in
     place: its steps are boxes of the packed array."""
     n2 = lay.n2
-    region = _picture_region(lay.t2, lay.lda)
     if (_trace_hooks.active() is not None or n2 == 0
             or not chol_fused_leaf(params(queue, "chol", dtype), params(queue, "gemm", dtype))):
         factor_blocked(queue, t2, n2, lower=True, dtype=dtype, info=info, base=lay.n1,
-                       block=block, region=region)
+                       block=block, region=_picture_region(lay.t2, lay.lda))
         return
     upper = View(_scratch.buffer(queue, n2 * n2 * np.dtype(dtype).itemsize), 0, n2)
     _transpose_triangle(queue, t2, upper, n2, lower=True, dtype=dtype)
