@@ -10,8 +10,8 @@
  *   outer_product_add  C(i, j) += A(i, k) * b(j), for exactly   m(m+1)/2 work-items
  *                      the entries i >= j of the triangle      (triangle_entry)
  *
- * Fast variant: scale_columns writes W = A diag(d2) once, then the BLAS
- * layer's gemm forms W A^T on the stored triangle only (or on the three
+ * Fast variant: scale_transpose writes W^T = diag(d2) A^T (n x m) once, then
+ * the BLAS layer's gemm forms A W^T on the stored triangle only (or on the three
  * blocks of the packed array), tile by tile.
  *
  * symmetrize: copies the stored triangle of a full m x m matrix into the other.
@@ -41,13 +41,24 @@ __kernel void outer_product_add(__global real *c, const long c_off, const int ld
     TRI(c, ij.x, ij.y) += a[a_off + AT(ij.x, k, lda)] * b[ij.y];
 }
 
-__kernel void scale_columns(__global const real *a, const long a_off, const int lda,
-                            const int m, const int n, __global const real *d2,
-                            __global real *w)
+/* Work-groups of T x R items (T = the local size along dimension 0), each a T x T tile
+ * of A (rows i0.., columns k0..) read along A's rows into local memory (tile: T x (T + 1)
+ * reals), scaled, and written along wt's rows; global size (ceil(n / T) T, ceil(m / T) R). */
+__kernel void scale_transpose(__global const real *a, const long a_off, const int lda,
+                              const int m, const int n, __global const real *d2,
+                              __global real *wt, const long wt_off, const int ldw,
+                              __local real *tile)
 {
-    const int k = get_global_id(0), i = get_global_id(1);
-    if (i < m && k < n)
-        w[AT(i, k, n)] = d2[k] * a[a_off + AT(i, k, lda)];
+    const int t = get_local_size(0), rows = get_local_size(1);
+    const int x = get_local_id(0), y = get_local_id(1);
+    const int i0 = get_group_id(1) * t, k0 = get_group_id(0) * t;
+    for (int p = y; p < t; p += rows)
+        if (i0 + p < m && k0 + x < n)
+            tile[p * (t + 1) + x] = d2[k0 + x] * a[a_off + AT(i0 + p, k0 + x, lda)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int p = y; p < t; p += rows)
+        if (k0 + p < n && i0 + x < m)
+            wt[wt_off + AT(k0 + p, i0 + x, ldw)] = tile[x * (t + 1) + p];
 }
 
 #if !PACKED

@@ -366,11 +366,13 @@ def _gemm_knobs(thin: bool) -> tuple:
              blas + ("kernels_cl/gemm.cl",), None, tiled),
         Knob("TN_COPY_K", "tiled: a SYRK AᵀA (A k x n: the upper Cholesky's trailing "
              "updates, the packed one's T2 update) copies A transposed into an n x k "
-             "scratch matrix, k up to this, and takes the product as A·Aᵀ, whose operands "
-             "are contiguous along k; a deeper one in slabs of this many rows of A (0: "
-             "never). H200 float64, n = 16256, k = 128: AᵀA 3.13 ms, A·Aᵀ 2.09 ms; n = k = "
-             "8192 in slabs of 512: 31.1 -> 29.0 ms; float32 level. oclla tune times such a "
-             "SYRK of rank 128 both ways for the tile set it found (0 or 256)",
+             "scratch matrix A', k up to this, and takes the product as A'·A, the blocked "
+             "LU's product shape (one program between them where PER_SHAPE builds one per "
+             "shape; A copied as it is too where its rows are not aligned for the vector "
+             "loads, as an RFP array's); a deeper one in slabs of this many rows of A (0: "
+             "never). H200 float64, n = 16256, k = 128: AᵀA 3.13 ms, through the copy 2.09 "
+             "ms; n = k = 8192 in slabs of 512: 31.1 -> 29.0 ms; float32 level. oclla tune "
+             "times such a SYRK of rank 128 both ways for the tile set it found (0 or 256)",
              _fixed(GEMM_LATER["TN_COPY_K"]), ints(0), blas, None, tiled),
     )
 

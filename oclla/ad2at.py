@@ -16,10 +16,12 @@ the other triangle zero -- or both triangles with ``symmetric=True``.
 Methods
 -------
 ``method="blocked"`` (default)
-    One kernel writes W = A·diag(d2) (a device temporary of A's size), then
-    the BLAS layer's tiled gemm forms W·Aᵀ on the stored triangle only --
+    One kernel writes Wᵀ = diag(d2)·Aᵀ (a device temporary of A's size), then
+    the BLAS layer's tiled gemm forms A·Wᵀ on the stored triangle only --
     or, packed, on the three blocks of the RFP array (T1 and T2 triangles,
-    S full), each an ordinary strided view of the packed buffer.
+    S full), each an ordinary strided view of the packed buffer.  The product
+    is the blocked LU's shape (AB, neither operand transposed): where the
+    device's GEMM builds a program per shape (PER_SHAPE), the two share one.
 ``method="pivot"``
     Jung & O'Leary's Algorithm 3: per column k a column-scaling kernel
     b = d2[k]·a_k and an outer-product kernel C += a_k·bᵀ whose NDRange
@@ -31,6 +33,7 @@ Methods
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import trace
@@ -40,7 +43,7 @@ from ._programs import enqueue, get_kernel, int_arg, round_up
 from ._validate import (as_matrix, check_fits, check_method, check_shape,
                         is_device_array, read_only, validate_weights)
 from .blas import View, gemm, view_of
-from .rfp import layout, packed_length, picture
+from .rfp import layout, packed_length, picture, transpose_shape
 
 __all__ = ["assemble_ad2at", "ad2at_flops"]
 
@@ -77,19 +80,27 @@ def _assemble_pivot(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> Non
                     int_arg(k), b.data)
 
 
+def scale_transpose(queue, a: View, m: int, n: int, d2, wt: View, *, dtype) -> None:
+    """The n x m matrix at ``wt`` := diag(d2)·Aᵀ for the m x n matrix at ``a`` and the
+    device buffer ``d2`` of n weights (ad2at.cl scale_transpose: tiles through local
+    memory, so that A is read and Wᵀ written along rows)."""
+    tile, rows = transpose_shape(queue, dtype)
+    scale = get_kernel(queue, "ad2at.cl", "scale_transpose", dtype)
+    enqueue(queue, scale, (-(-n // tile) * tile, -(-m // tile) * rows), (tile, rows), a.buf,
+            np.int64(a.off), int_arg(a.ld), int_arg(m), int_arg(n), d2, wt.buf,
+            np.int64(wt.off), int_arg(wt.ld),
+            cl.LocalMemory(tile * (tile + 1) * np.dtype(dtype).itemsize))
+
+
 def _assemble_blocked(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> None:
     check_fits(queue, m * n * np.dtype(dtype).itemsize, "the scaled copy of a")
-    w = cl_array.empty(queue, (m, n), dtype)
-    loc = params(queue, "local2d", dtype)
-    scale = get_kernel(queue, "ad2at.cl", "scale_columns", dtype)
+    wt = cl_array.empty(queue, (n, m), dtype)
     with trace.step("scale", (0, m, 0, n), flops=float(m * n), matrix="A"):
-        enqueue(queue, scale, (round_up(n, loc["X"]), round_up(m, loc["Y"])),
-                (loc["X"], loc["Y"]), a.buf, np.int64(a.off), int_arg(a.ld), int_arg(m),
-                int_arg(n), d2.data, w.data)
-    W = view_of(w)
+        scale_transpose(queue, a, m, n, d2.data, view_of(wt), dtype=dtype)
+    Wt = view_of(wt)
     if not packed:
         with trace.step("syrk", (0, m, 0, m), flops=float(m * (m + 1) * n)):
-            gemm(queue, m, m, n, 1.0, W, a, 0.0, view_of(c), dtype=dtype, trans_b=True,
+            gemm(queue, m, m, n, 1.0, a, Wt, 0.0, view_of(c), dtype=dtype,
                  triangle="lower" if lower else "upper")
         return
     # Packed: C11 -> T1 (its row-major view holds the upper triangle), C22 -> T2 (view
@@ -103,21 +114,20 @@ def _assemble_blocked(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> N
         return (p0, p0 + cols, q0, q0 + rows)
 
     with trace.step("syrk", box(lay.t1, n1, n1), flops=float(n1 * (n1 + 1) * n)):
-        gemm(queue, n1, n1, n, 1.0, W, a, 0.0, View(c.base_data, base + lay.t1, lda),
-             dtype=dtype, trans_b=True, triangle="upper")
+        gemm(queue, n1, n1, n, 1.0, a, Wt, 0.0, View(c.base_data, base + lay.t1, lda),
+             dtype=dtype, triangle="upper")
     if n2 == 0:
         return
     s = View(c.base_data, base + lay.s, lda)
     if lower:
         with trace.step("gemm", box(lay.s, n1, n2), flops=2.0 * n1 * n2 * n):
-            gemm(queue, n1, n2, n, 1.0, W, a.at(n1, 0), 0.0, s, dtype=dtype, trans_b=True)
+            gemm(queue, n1, n2, n, 1.0, a, Wt.at(0, n1), 0.0, s, dtype=dtype)
     else:
         with trace.step("gemm", box(lay.s, n2, n1), flops=2.0 * n1 * n2 * n):
-            gemm(queue, n2, n1, n, 1.0, W.at(n1, 0), a, 0.0, s, dtype=dtype, trans_b=True)
+            gemm(queue, n2, n1, n, 1.0, a.at(n1, 0), Wt, 0.0, s, dtype=dtype)
     with trace.step("syrk", box(lay.t2, n2, n2), flops=float(n2 * (n2 + 1) * n)):
-        gemm(queue, n2, n2, n, 1.0, W.at(n1, 0), a.at(n1, 0), 0.0,
-             View(c.base_data, base + lay.t2, lda), dtype=dtype, trans_b=True,
-             triangle="lower")
+        gemm(queue, n2, n2, n, 1.0, a.at(n1, 0), Wt.at(0, n1), 0.0,
+             View(c.base_data, base + lay.t2, lda), dtype=dtype, triangle="lower")
 
 
 def assemble_device(queue, a: cl_array.Array, d2: cl_array.Array, *, packed: bool,

@@ -68,6 +68,15 @@ def _vector_width(widest: int, contiguous_extent: int, per_item: int) -> int:
     return 1
 
 
+def load_widths(p: dict) -> tuple[int, int]:
+    """The widths (VEC_A, VEC_B) of the tiled kernel's global loads of A and B with the
+    tiled gemm parameters ``p`` (:func:`_vector_width` of each operand's slab)."""
+    tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
+    threads = (tm // wm) * (tn // wn)
+    return (_vector_width(p["VEC"], math.gcd(tm, tk), tm * tk // threads),
+            _vector_width(p["VEC"], math.gcd(tk, tn), tn * tk // threads))
+
+
 def tile_launch(p: dict, m: int, n: int, transposes: tuple | None = None
                 ) -> tuple[dict, tuple, tuple]:
     """``(defines, global size, local size)`` of a launch of gemm_tile (gemm_tile.h) over
@@ -78,9 +87,7 @@ def tile_launch(p: dict, m: int, n: int, transposes: tuple | None = None
     (TRANS_A, TRANS_B); so the global loads' widths divide the slab's extent along both
     dimensions, which either transpose makes contiguous."""
     tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
-    threads = (tm // wm) * (tn // wn)
-    vec_a = _vector_width(p["VEC"], math.gcd(tm, tk), tm * tk // threads)
-    vec_b = _vector_width(p["VEC"], math.gcd(tk, tn), tn * tk // threads)
+    vec_a, vec_b = load_widths(p)
     p = complete_gemm(p)
     defines = dict(TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a,
                    VEC_B=vec_b, VEC_LOCAL=p["VEC_LOCAL"], INTERLEAVE=p["INTERLEAVE"])
@@ -224,9 +231,13 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     (n x width) = alpha·A[:, :n]ᵀ·A + beta·C (the blocked Cholesky's trailing update
     where its panel reaches past the trailing triangle).  Where the gemm set that takes
     the product (:func:`gemm_shape`, or ``tile``) has a TN_COPY_K, AᵀA is taken as
-    A'·A'ᵀ of a scratch copy A' = Aᵀ (width x k); deeper than TN_COPY_K, as the sum of
-    such products over slabs of equal depth, at most TN_COPY_K rows of A each, copied in
-    turn and multiplied by the same gemm set (C read and written once a slab: H200,
+    A'·A of a scratch copy A' = Aᵀ (width x k), A itself copied too where its leading
+    dimension would deny the product its vector loads (an RFP array's, always odd): the
+    product shape (AB) of the blocked LU's updates and of AD²Aᵀ, so that a process
+    running those and this builds one GEMM program where each shape has its own
+    (PER_SHAPE); deeper than TN_COPY_K, as the sum
+    of such products over slabs of equal depth, at most TN_COPY_K rows of A each, copied
+    in turn and multiplied by the same gemm set (C read and written once a slab: H200,
     float64 n = k = 8192 31.1 -> 29.0 ms; the packed Cholesky of order 16384, whose T2
     update this is, 110.3 -> 104.9 ms).  ValueError for a ``width`` below n.
     """
@@ -241,15 +252,29 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     most = p["TN_COPY_K"] if trans and p["KERNEL"] == "tiled" else 0
     if 0 < most and k > 0:
         depth = -(-k // -(-k // most))          # ceil(k / slabs), slabs = ceil(k / most)
+        dense = a.ld % load_widths(p)[1] != 0      # A's rows not aligned for B's loads
         event = None
         for k0 in range(0, k, depth):
             kb = min(depth, k - k0)
-            copy = _transposed_copy(queue, a.at(k0, 0), kb, width, dtype)
-            event = _gemm_with(queue, p, rows, cols, kb, alpha, copy, copy,
-                               beta if k0 == 0 else 1.0, c, dtype, False, True, triangle)
+            slab = a.at(k0, 0)
+            copy = _transposed_copy(queue, slab, kb, width, dtype)
+            if dense:
+                slab = _dense_copy(queue, slab, kb, width, dtype)
+            event = _gemm_with(queue, p, rows, cols, kb, alpha, copy, slab,
+                               beta if k0 == 0 else 1.0, c, dtype, False, False, triangle)
         return event
     return _gemm_with(queue, p, rows, cols, k, alpha, a, a, beta, c, dtype, trans, not trans,
                       triangle)
+
+
+def _dense_copy(queue, a: View, rows: int, cols: int, dtype) -> View:
+    """A dense copy (leading dimension cols) of the rows x cols matrix at ``a``, in a
+    scratch buffer of ``queue``'s: the operand of a product whose own leading dimension
+    is not a multiple of the global loads' width (an RFP array's odd one), which would
+    take the kernel's scalar loads; one kernel, no wait."""
+    out = scratch_buffer(queue, rows * cols * np.dtype(dtype).itemsize)
+    gather_entries(queue, a.buf, a.off, a.ld, 1, cols, rows * cols, out, dtype)
+    return View(out, 0, cols)
 
 
 def _transposed_copy(queue, a: View, rows: int, cols: int, dtype) -> View:

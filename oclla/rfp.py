@@ -469,10 +469,10 @@ def _through_lower(queue, lay: Layout, *, dtype, block) -> bool:
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8
 
 
-def _transpose_shape(queue, dtype) -> tuple[int, int]:
-    """(tile, rows) of rfp.cl's transposing kernels on this device: tiles of up to
-    TRANSPOSE_TILE x TRANSPOSE_TILE entries in at most half its local memory, tile x rows
-    items a work-group."""
+def transpose_shape(queue, dtype) -> tuple[int, int]:
+    """(tile, rows) of a transposing kernel's work-groups on this device (rfp.cl's and
+    ad2at.cl's scale_transpose): tiles of up to TRANSPOSE_TILE x TRANSPOSE_TILE entries in
+    at most half its local memory, tile x rows items a work-group."""
     info, item = device_info(queue), np.dtype(dtype).itemsize
     tile = pow2_at_most(min(TRANSPOSE_TILE, info.max_work_group_size,
                             info.max_work_item_sizes[0]))
@@ -489,7 +489,7 @@ def _transpose_packed(queue, src, src_off: int, dst, dst_off: int, n: int, *, lo
     """dst := the RFP array at ``src[src_off:]`` (layout ``lower``) in the other layout,
     transposed (rfp.cl ``transpose``): the same symmetric matrix, or the factor U = Lᵀ
     of the factor L, and back."""
-    tile, rows = _transpose_shape(queue, dtype)
+    tile, rows = transpose_shape(queue, dtype)
     item = np.dtype(dtype).itemsize
     lda, nc = n + 1 - n % 2, (n + 1) // 2
     with index_width(max(src.size, dst.size) // item):
@@ -503,7 +503,7 @@ def _transpose_triangle(queue, src: View, dst: View, n: int, *, lower: bool, dty
     """The other triangle of the n x n matrix at ``dst`` := the triangle ``lower`` of the
     one at ``src``, transposed (rfp.cl ``transpose_triangle``); nothing else of either
     is touched."""
-    tile, rows = _transpose_shape(queue, dtype)
+    tile, rows = transpose_shape(queue, dtype)
     groups = -(-n // tile)
     with indices_for(dtype, src, dst):
         kernel = get_kernel(queue, "rfp.cl", "transpose_triangle", dtype)

@@ -8,9 +8,9 @@ device ``chunk`` columns (observations) at a time::
 
     for each block of columns K (k0 .. k0 + kc):
         upload A[:, K] and d2[K]
-        W = A[:, K]·diag(d2[K])                      (scale_columns, kernels_cl/ad2at.cl)
+        Wᵀ = diag(d2[K])·A[:, K]ᵀ                    (scale_transpose, kernels_cl/ad2at.cl)
         for each panel p of C (lower: columns P, rows R = p0 .. m):
-            C[R, P] (+)= W[R, :]·A[P, :]ᵀ              one GEMM, the diagonal tile's
+            C[R, P] (+)= A[R, :]·Wᵀ[:, P]              one GEMM, the diagonal tile's
                                                      stored triangle only
 
 The first block writes C (beta = 0), the others accumulate; the diagonal
@@ -28,9 +28,8 @@ import pyopencl.array as cl_array
 
 from . import trace
 from ._device import DeviceError, device_info
-from ._params import params
-from ._programs import enqueue, get_kernel, int_arg, round_up
 from ._validate import check_dtype, check_fp64, check_shape, is_device_array, validate_weights
+from .ad2at import scale_transpose
 from .blas import View, gemm
 from .cholesky import zero_other_triangle
 from .tiled import MEMORY_SHARE, TiledMatrix, check_finite_rows
@@ -85,14 +84,12 @@ def assemble_tiles(a: np.ndarray, d2: np.ndarray, *, lower: bool = True,
     block = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, m * kc * item)
     scaled = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, m * kc * item)
     weights = cl_array.empty(queue, kc, dtype)
-    loc = params(queue, "local2d", dtype)
-    scale = get_kernel(queue, "ad2at.cl", "scale_columns", dtype)
     tri = None if symmetric else triangle
     with trace.run("ad2at", "tiled", queue, (m, n), dtype, lower=lower, tile=c.tile,
                    chunk=kc):
         for k0 in range(0, n, kc):
             kb = min(kc, n - k0)
-            A, W = View(block, 0, kb), View(scaled, 0, kb)
+            A, Wt = View(block, 0, kb), View(scaled, 0, m)
             with trace.step("upload", (0, m, k0, k0 + kb), nbytes=m * kb * item):
                 cl.enqueue_copy(queue, block, a, buffer_origin=(0, 0),   # blocking: the
                                 host_origin=(k0 * item, 0), region=(kb * item, m),  # in-order
@@ -100,21 +97,19 @@ def assemble_tiles(a: np.ndarray, d2: np.ndarray, *, lower: bool = True,
                                 host_pitches=(a.strides[0],))   # after the GEMMs
                 cl.enqueue_copy(queue, weights.data, np.ascontiguousarray(d2[k0:k0 + kb]))
             with trace.step("scale", (0, m, k0, k0 + kb), flops=float(m * kb), matrix="A"):
-                enqueue(queue, scale, (round_up(kb, loc["X"]), round_up(m, loc["Y"])),
-                        (loc["X"], loc["Y"]), block, np.int64(0), int_arg(kb), int_arg(m),
-                        int_arg(kb), weights.data, scaled)
+                scale_transpose(queue, A, m, kb, weights.data, Wt, dtype=dtype)
             beta = 0.0 if k0 == 0 else 1.0
             for p in c.panels:
                 if triangle == "upper":          # block row: rows P, columns p0 .. m
                     rows, cols = (p.r0, p.r0 + p.h), (p.c0, m)
                     with trace.step("syrk", (*rows, *cols), flops=2.0 * p.h * p.w * kb):
-                        gemm(queue, p.h, p.w, kb, 1.0, W.at(p.r0, 0), A.at(p.c0, 0), beta,
-                             p.view(p.r0, p.c0), dtype=dtype, trans_b=True, triangle=tri)
+                        gemm(queue, p.h, p.w, kb, 1.0, A.at(p.r0, 0), Wt.at(0, p.c0), beta,
+                             p.view(p.r0, p.c0), dtype=dtype, triangle=tri)
                 else:                            # block column: columns P, rows r0 .. m
                     rows, cols = (p.r0, m), (p.c0, p.c0 + p.w)
                     with trace.step("syrk", (*rows, *cols), flops=2.0 * p.h * p.w * kb):
-                        gemm(queue, p.h, p.w, kb, 1.0, W.at(p.r0, 0), A.at(p.c0, 0), beta,
-                             p.view(p.r0, p.c0), dtype=dtype, trans_b=True, triangle=tri)
+                        gemm(queue, p.h, p.w, kb, 1.0, A.at(p.r0, 0), Wt.at(0, p.c0), beta,
+                             p.view(p.r0, p.c0), dtype=dtype, triangle=tri)
         if triangle is not None:                 # the diagonal tiles' other triangle
             with trace.step("zero", (0, m, 0, m)):
                 for p in c.panels:

@@ -235,13 +235,21 @@ def test_syrk_one_triangle(queue, p, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def _tn_copies(p: dict, ld: int, k: int) -> int:
+    """The gathers of a SYRK AᵀA of depth k through TN_COPY_K copies, A's rows ``ld``
+    apart: per slab the transposed copy, and a plain one of the slab where ld is not a
+    multiple of the width of the product's vector loads of B."""
+    slabs = -(-k // p["TN_COPY_K"])
+    return slabs * (2 if ld % blas.load_widths(p)[1] else 1)
+
+
 def test_syrk_of_a_transposed_panel_through_its_copy(queue, dtype):
-    """With TN_COPY_K, AᵀA of inner dimension k up to it is taken as A'·A'ᵀ of a copy
-    A' = Aᵀ (one gather), beyond it as the sum of such products over slabs of equal
-    depth, at most TN_COPY_K rows of A (a gather each, beta applied once; k = 19: 7, 7,
-    5): both triangles, A a block of a larger
-    array (offset, leading dimension), orders off the tile; C outside its triangle
-    untouched."""
+    """With TN_COPY_K, AᵀA of inner dimension k up to it is taken as A'·A of a copy
+    A' = Aᵀ (one gather; two where A's rows lie a distance apart that is not a multiple of
+    the vector loads' width), beyond it as the sum of such products over slabs of equal depth, at most
+    TN_COPY_K rows of A (k = 19: 7, 7, 5; beta applied once): both triangles, A a block
+    of a larger array (offset, leading dimension), orders off the tile; C outside its
+    triangle untouched."""
     _skip_fp64(queue, dtype)
     p = dict(GEMM_SETS[3], TN_COPY_K=9)
     rng = np.random.default_rng(23)
@@ -256,7 +264,7 @@ def test_syrk_of_a_transposed_panel_through_its_copy(queue, dtype):
                 syrk(queue, n, k, -1.5, View(d_whole.data, (n + 5) + 2, n + 5), 0.5,
                      view_of(dc), dtype=dtype, lower=lower, trans=True, tile=p)
             names = [kk.name for kk in rec.kernels]
-            assert names.count("gather") == -(-k // 9), (n, k, names)
+            assert names.count("gather") == _tn_copies(p, n + 5, k), (n, k, names)
             c = dc.get()
             keep = np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
             np.testing.assert_array_equal(c[~keep], c0[~keep])
@@ -286,7 +294,8 @@ def test_syrk_of_a_trapezoid(queue, dtype, copy_k):
                 syrk(queue, n, k, -1.5, view_of(da), 0.5, view_of(dc), dtype=dtype,
                      lower=lower, trans=trans, tile=p, width=width)
             gathers = [kk.name for kk in rec.kernels].count("gather")
-            assert gathers == (-(-k // copy_k) if trans and copy_k else 0), (n, k, gathers)
+            assert gathers == (_tn_copies(p, width, k) if trans and copy_k else 0), \
+                (n, k, gathers)
             op = a.T if trans else a                       # width x k
             left, right = (op, op[:n].T) if lower else (op[:n], op.T)
             r, c = np.indices(shape)

@@ -1,5 +1,6 @@
 """Programs are built per dtype, device parameters and variant, never per matrix order."""
 
+import itertools
 import subprocess
 import threading
 import time
@@ -668,6 +669,56 @@ def test_per_shape_tiles_build_a_program_per_product_shape(queue):
                           key=str)
     assert len(shapes_built) == 4 and len({tuple(o) for o in shapes_built}) == 4, programs
     assert "TRANS_A" not in tile_launch(tile, 16, 16)[0]
+
+
+def test_per_shape_sets_take_one_product_shape_for_lu_syrk_and_ad2at(queue, monkeypatch):
+    """Where each product shape has a program of its own (PER_SHAPE), the SYRK AᵀA of the
+    upper and the packed Cholesky (through TN_COPY_K, in slabs and in one) and AD²Aᵀ (full
+    and packed, both triangles) take the blocked LU's shape, AB: all of them together
+    launch one gemm.cl program; and each result is right."""
+    from oclla import blas
+    from oclla.blas import syrk, view_of
+    shapes = set()
+
+    def get_kernel(queue, source, name, dtype, **defines):
+        if name == "gemm_tiled":
+            shapes.add((defines.get("TRANS_A"), defines.get("TRANS_B")))
+        return _programs.get_kernel(queue, source, name, dtype, **defines)
+
+    monkeypatch.setattr(blas, "get_kernel", get_kernel)
+    tile = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=4,
+                PER_SHAPE=1, TN_COPY_K=16)
+    _params.override("gemm", tile)
+    _params.override("gemm_thin", dict(tile, MAX_K=0))
+    _params.override("lu", dict(SMALL_N=8, NB=16, FLAT_N=0, LOOKAHEAD=0))
+    try:
+        rng = np.random.default_rng(23)
+        # one slab and three; rows of A 29 apart (copied for the vector loads) and 32
+        for k, n, lower in itertools.product((12, 40), (29, 32), (True, False)):
+            a = rng.standard_normal((k, n)).astype(np.float32)
+            c0 = rng.standard_normal((n, n)).astype(np.float32)
+            dc = cl_array.to_device(queue, c0)
+            syrk(queue, n, k, -1.0, view_of(cl_array.to_device(queue, a)), 1.0,
+                 view_of(dc), dtype=np.float32, lower=lower, trans=True)
+            part = np.tril if lower else np.triu
+            np.testing.assert_allclose(part(dc.get()), part(c0 - a.T @ a),
+                                       rtol=1e-4, atol=1e-4)
+        a = rng.standard_normal((23, 41)).astype(np.float32)
+        d2 = rng.uniform(0.5, 2.0, 41).astype(np.float32)
+        want = (a * d2) @ a.T
+        for packed in (False, True):
+            for lower in (True, False):
+                c = oclla.assemble_ad2at(a, d2, packed=packed, lower=lower, queue=queue)
+                full = oclla.rfp.unpack(c, 23, lower=lower) if packed else c
+                part = np.tril if lower else np.triu
+                np.testing.assert_allclose(full, part(want), rtol=1e-4, atol=1e-4)
+        x = rng.standard_normal((50, 50)).astype(np.float32)
+        lu, piv = oclla.lu_factor(x, queue=queue)
+        assert accuracy.lu_backward_error(x, lu, piv) < 30
+    finally:
+        for family in ("gemm", "gemm_thin", "lu"):
+            _params.override(family, None)
+    assert shapes == {(0, 0)}, shapes
 
 
 def test_packed_and_in_place_operands_share_the_direct_gemm_program(queue, monkeypatch):

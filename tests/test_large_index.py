@@ -239,7 +239,7 @@ ROUTINES = {
     "rfp blocked and solve": (lambda q: _cholesky(q, True, True, INVERTING),
                               {"potf2_block", "apply_inverse", "trtri_blocks"}),
     "ad2at per column": (lambda q: _ad2at(q, False), {"scale_column", "outer_product_add"}),
-    "ad2at blocked": (lambda q: _ad2at(q, True), {"scale_columns"}),
+    "ad2at blocked": (lambda q: _ad2at(q, True), {"scale_transpose"}),
     "count_nonfinite": (_count, {"count_nonfinite"}),
 }
 
