@@ -232,14 +232,14 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     where its panel reaches past the trailing triangle).  Where the gemm set that takes
     the product (:func:`gemm_shape`, or ``tile``) has a TN_COPY_K, AᵀA is taken as
     A'·A of a scratch copy A' = Aᵀ (width x k), A itself copied too where its leading
-    dimension would deny the product its vector loads (an RFP array's, always odd): the
-    product shape (AB) of the blocked LU's updates and of AD²Aᵀ, so that a process
-    running those and this builds one GEMM program where each shape has its own
-    (PER_SHAPE); deeper than TN_COPY_K, as the sum
-    of such products over slabs of equal depth, at most TN_COPY_K rows of A each, copied
-    in turn and multiplied by the same gemm set (C read and written once a slab: H200,
-    float64 n = k = 8192 31.1 -> 29.0 ms; the packed Cholesky of order 16384, whose T2
-    update this is, 110.3 -> 104.9 ms).  ValueError for a ``width`` below n.
+    dimension would deny the product its vector loads (an RFP array's, always odd).
+    That is the product shape (AB) of the blocked LU's updates and of AD²Aᵀ, so that a
+    process running those and this builds one GEMM program where each shape has its
+    own (PER_SHAPE).  Deeper than TN_COPY_K, it is the sum of such products over slabs
+    of equal depth, at most TN_COPY_K rows of A each, copied in turn and multiplied by
+    the same gemm set (C read and written once a slab: H200, float64 n = k = 8192 31.1
+    -> 29.0 ms; the packed Cholesky of order 16384, whose T2 update this is, 110.3 ->
+    104.9 ms).  ValueError for a ``width`` below n.
     """
     width = n if width is None else width
     if width < n:
