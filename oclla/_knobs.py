@@ -866,7 +866,8 @@ FAMILIES = {f.name: f for f in (
              _fixed(1), BOOL, ("oclla/rfp.py",), _both((0, 1))),
         Knob("RFP_T2_DEPTH", "where the 'L' layout sweeps T1 and S by block rows: the "
              "fewest final rows of S a T2 -= SᵀS update takes, on a second queue beside "
-             "the sweep (0: one update after it).  H200, n = 4096, packed / full "
+             "the sweep (0: one update after it; fewer rows than this left after a part "
+             "join the last one).  H200, n = 4096, packed / full "
              "float32 1.09 -> 1.03, float64 1.12 -> 1.07 with 256 (64: 1.36 / 1.64, "
              "1024: 1.06 / 1.09: small updates take the compute units from the sweep's "
              "leaves); float64 8192 / 12288 1.05 -> 1.03",

@@ -545,8 +545,13 @@ class _T2Update:
 
     def rows_final(self, j0: int, j1: int) -> None:
         """Rows j0..j1 of S are final (the sweep's block row j0): update with every final
-        row not yet applied once they are at least RFP_T2_DEPTH (0: all of S at once)."""
-        if j1 - self.done >= (self.depth or self.lay.n1) or j1 == self.lay.n1:
+        row not yet applied once they are at least RFP_T2_DEPTH (0: all of S at once),
+        and where fewer than that many rows would be left after them, with those too at
+        the end: no part thinner than RFP_T2_DEPTH but the only one, since each part
+        reads and writes all of T2 (n = 2049 in parts of 256 ended with a rank-1 update
+        of T2, which also took a GEMM program of its own, the thin products')."""
+        depth, n1 = self.depth or self.lay.n1, self.lay.n1
+        if j1 == n1 or j1 - self.done >= depth and n1 - j1 >= depth:
             self._update(j1)
 
     def finish(self) -> None:

@@ -185,18 +185,20 @@ def test_two_level_blocks(queue, dtype, nb, copy_k):
             assert accuracy.passes(err), f"packed n={n} lower={lower}: {err:.3g}"
 
 
-@pytest.mark.parametrize("depth, ranks", [(0, ([1], [9], [21], [20])),
-                                          (1, ([1], [8, 1], [8, 8, 5], [8, 8, 4])),
-                                          (16, ([1], [9], [16, 5], [16, 4]))],
+@pytest.mark.parametrize("depth, ranks", [(0, ([1], [9], [21], [20], [37])),
+                                          (1, ([1], [8, 1], [8, 8, 5], [8, 8, 4],
+                                               [8, 8, 8, 8, 5])),
+                                          (16, ([1], [9], [21], [20], [16, 21]))],
                          ids=lambda v: f"depth{v}" if isinstance(v, int) else None)
 @pytest.mark.parametrize("dtype", (np.float32, np.float64), ids=lambda d: np.dtype(d).name)
 def test_packed_t2_updates_beside_the_sweep(queue, dtype, depth, ranks):
     """Where the 'L' layout sweeps T1 and S by block rows (blocks of 8 here), T2 -= SᵀS
     is made in parts on a second queue as the block rows of S become final: at least
-    RFP_T2_DEPTH rows a part (0: one part after the sweep), the last part whatever is
-    left; the factor as LAPACK's, at even and odd orders."""
+    RFP_T2_DEPTH rows a part (0: one part after the sweep), and fewer than that left
+    after a part are the last part's too (n = 73, n1 = 37: 16 and 21, not 16, 16, 5);
+    the factor as LAPACK's, at even and odd orders."""
     fused(dict(FUSED_SETS[0], RFP_T2_DEPTH=depth))
-    for n, expected in zip((2, 17, 41, 40), ranks):
+    for n, expected in zip((2, 17, 41, 40, 73), ranks):
         a = spd(n, dtype, seed=5)
         lay = rfp.layout(n, True)
         with oclla.record() as rec:
