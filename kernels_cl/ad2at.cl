@@ -10,9 +10,10 @@
  *   outer_product_add  C(i, j) += A(i, k) * b(j), for exactly   m(m+1)/2 work-items
  *                      the entries i >= j of the triangle      (triangle_entry)
  *
- * Fast variant: scale_transpose writes W^T = diag(d2) A^T (n x m) once, then
- * the BLAS layer's gemm forms A W^T on the stored triangle only (or on the three
- * blocks of the packed array), tile by tile.
+ * Fast variant: scale_columns writes W = A diag(d2) once (or scale_transpose
+ * W^T = diag(d2) A^T, n x m), then the BLAS layer's gemm forms W A^T (or A W^T)
+ * on the stored triangle only (or on the three blocks of the packed array), tile
+ * by tile.
  *
  * symmetrize: copies the stored triangle of a full m x m matrix into the other.
  * count_invalid_weights: counts the d2 entries that are negative or NaN.
@@ -39,6 +40,15 @@ __kernel void outer_product_add(__global real *c, const long c_off, const int ld
     const int2 ij = triangle_entry(id);
     c += c_off;
     TRI(c, ij.x, ij.y) += a[a_off + AT(ij.x, k, lda)] * b[ij.y];
+}
+
+__kernel void scale_columns(__global const real *a, const long a_off, const int lda,
+                            const int m, const int n, __global const real *d2,
+                            __global real *w)
+{
+    const int k = get_global_id(0), i = get_global_id(1);
+    if (i < m && k < n)
+        w[AT(i, k, n)] = d2[k] * a[a_off + AT(i, k, lda)];
 }
 
 /* Work-groups of T x R items (T = the local size along dimension 0), each a T x T tile

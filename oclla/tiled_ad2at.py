@@ -8,10 +8,11 @@ device ``chunk`` columns (observations) at a time::
 
     for each block of columns K (k0 .. k0 + kc):
         upload A[:, K] and d2[K]
-        Wᵀ = diag(d2[K])·A[:, K]ᵀ                    (scale_transpose, kernels_cl/ad2at.cl)
+        W = A[:, K]·diag(d2[K])                      (oclla.ad2at.Scaled: on GPUs Wᵀ)
         for each panel p of C (lower: columns P, rows R = p0 .. m):
-            C[R, P] (+)= A[R, :]·Wᵀ[:, P]              one GEMM, the diagonal tile's
-                                                     stored triangle only
+            C[R, P] (+)= W[R, :]·A[P, :]ᵀ              one GEMM (on GPUs A[R, :]·Wᵀ[:, P]),
+                                                     the diagonal tile's stored
+                                                     triangle only
 
 The first block writes C (beta = 0), the others accumulate; the diagonal
 tiles' other triangle is zeroed at the end.  The result is
@@ -29,7 +30,7 @@ import pyopencl.array as cl_array
 from . import trace
 from ._device import DeviceError, device_info
 from ._validate import check_dtype, check_fp64, check_shape, is_device_array, validate_weights
-from .ad2at import scale_transpose
+from .ad2at import Scaled
 from .blas import View, gemm
 from .cholesky import zero_other_triangle
 from .tiled import MEMORY_SHARE, TiledMatrix, check_finite_rows
@@ -89,7 +90,7 @@ def assemble_tiles(a: np.ndarray, d2: np.ndarray, *, lower: bool = True,
                    chunk=kc):
         for k0 in range(0, n, kc):
             kb = min(kc, n - k0)
-            A, Wt = View(block, 0, kb), View(scaled, 0, m)
+            A = View(block, 0, kb)
             with trace.step("upload", (0, m, k0, k0 + kb), nbytes=m * kb * item):
                 cl.enqueue_copy(queue, block, a, buffer_origin=(0, 0),   # blocking: the
                                 host_origin=(k0 * item, 0), region=(kb * item, m),  # in-order
@@ -97,19 +98,21 @@ def assemble_tiles(a: np.ndarray, d2: np.ndarray, *, lower: bool = True,
                                 host_pitches=(a.strides[0],))   # after the GEMMs
                 cl.enqueue_copy(queue, weights.data, np.ascontiguousarray(d2[k0:k0 + kb]))
             with trace.step("scale", (0, m, k0, k0 + kb), flops=float(m * kb), matrix="A"):
-                scale_transpose(queue, A, m, kb, weights.data, Wt, dtype=dtype)
+                w = Scaled(queue, A, m, kb, weights.data, scaled, dtype=dtype)
             beta = 0.0 if k0 == 0 else 1.0
             for p in c.panels:
                 if triangle == "upper":          # block row: rows P, columns p0 .. m
                     rows, cols = (p.r0, p.r0 + p.h), (p.c0, m)
                     with trace.step("syrk", (*rows, *cols), flops=2.0 * p.h * p.w * kb):
-                        gemm(queue, p.h, p.w, kb, 1.0, A.at(p.r0, 0), Wt.at(0, p.c0), beta,
-                             p.view(p.r0, p.c0), dtype=dtype, triangle=tri)
+                        x, y, trans_b = w.operands(p.r0, p.c0)
+                        gemm(queue, p.h, p.w, kb, 1.0, x, y, beta, p.view(p.r0, p.c0),
+                             dtype=dtype, trans_b=trans_b, triangle=tri)
                 else:                            # block column: columns P, rows r0 .. m
                     rows, cols = (p.r0, m), (p.c0, p.c0 + p.w)
                     with trace.step("syrk", (*rows, *cols), flops=2.0 * p.h * p.w * kb):
-                        gemm(queue, p.h, p.w, kb, 1.0, A.at(p.r0, 0), Wt.at(0, p.c0), beta,
-                             p.view(p.r0, p.c0), dtype=dtype, triangle=tri)
+                        x, y, trans_b = w.operands(p.r0, p.c0)
+                        gemm(queue, p.h, p.w, kb, 1.0, x, y, beta, p.view(p.r0, p.c0),
+                             dtype=dtype, trans_b=trans_b, triangle=tri)
         if triangle is not None:                 # the diagonal tiles' other triangle
             with trace.step("zero", (0, m, 0, m)):
                 for p in c.panels:

@@ -203,7 +203,9 @@ def _cholesky(queue, packed, blocked, chol=CHOLESKY):
                                                offset=4 * BIG), lower=True)
 
 
-def _ad2at(queue, blocked):
+def _ad2at(queue, blocked, gemm=None):
+    if gemm is not None:          # the product's kernel decides whether W is transposed
+        _params.override("gemm", gemm)
     buf = _small(queue)
     d2, c = cl_array.empty(queue, 12, F32), cl_array.empty(queue, (6, 6), F32)
     assemble = ad2at._assemble_blocked if blocked else ad2at._assemble_pivot
@@ -239,7 +241,9 @@ ROUTINES = {
     "rfp blocked and solve": (lambda q: _cholesky(q, True, True, INVERTING),
                               {"potf2_block", "apply_inverse", "trtri_blocks"}),
     "ad2at per column": (lambda q: _ad2at(q, False), {"scale_column", "outer_product_add"}),
-    "ad2at blocked": (lambda q: _ad2at(q, True), {"scale_transpose"}),
+    "ad2at blocked, W": (lambda q: _ad2at(q, True, dict(KERNEL="direct", RM=3, VW=4, NV=1,
+                                                         LX=4)), {"scale_columns"}),
+    "ad2at blocked, Wᵀ": (lambda q: _ad2at(q, True, GEMM_TILED), {"scale_transpose"}),
     "count_nonfinite": (_count, {"count_nonfinite"}),
 }
 

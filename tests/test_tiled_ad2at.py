@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import oclla
-from oclla import accuracy, tiled_ad2at
+from oclla import _params, accuracy, tiled_ad2at
 
 
 def problem(m, n, dtype, seed=0):
@@ -20,9 +20,16 @@ def reference(a, d2):
     return (a64 * d2.astype(np.float64)) @ a64.T
 
 
+#: a tiled GEMM set: the products then take W transposed (oclla.ad2at.Scaled)
+TILED = dict(KERNEL="tiled", TILE_M=16, TILE_N=16, TILE_K=8, WPT_M=2, WPT_N=2, VEC=2)
+
+
 @pytest.mark.parametrize("m, n, tile, chunk", [(1, 3, 16, 2), (37, 50, 16, 16), (40, 93, 20, 31)])
 @pytest.mark.parametrize("storage", ["lower", "upper", "symmetric"])
-def test_tiles(queue, dtype, m, n, tile, chunk, storage):
+@pytest.mark.parametrize("gemm", [None, TILED], ids=["device", "tiled"])
+def test_tiles(queue, dtype, m, n, tile, chunk, storage, gemm):
+    if gemm is not None:
+        _params.override("gemm", gemm)
     a, d2 = problem(m, n, dtype)
     c = tiled_ad2at.assemble_tiles(a, d2, lower=storage != "upper",
                                    symmetric=storage == "symmetric", queue=queue, tile=tile,
