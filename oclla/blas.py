@@ -68,7 +68,7 @@ def _vector_width(widest: int, contiguous_extent: int, per_item: int) -> int:
     return 1
 
 
-def load_widths(p: dict) -> tuple[int, int]:
+def _load_widths(p: dict) -> tuple[int, int]:
     """The widths (VEC_A, VEC_B) of the tiled kernel's global loads of A and B with the
     tiled gemm parameters ``p`` (:func:`_vector_width` of each operand's slab)."""
     tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
@@ -87,7 +87,7 @@ def tile_launch(p: dict, m: int, n: int, transposes: tuple | None = None
     (TRANS_A, TRANS_B); so the global loads' widths divide the slab's extent along both
     dimensions, which either transpose makes contiguous."""
     tm, tn, tk, wm, wn = p["TILE_M"], p["TILE_N"], p["TILE_K"], p["WPT_M"], p["WPT_N"]
-    vec_a, vec_b = load_widths(p)
+    vec_a, vec_b = _load_widths(p)
     p = complete_gemm(p)
     defines = dict(TILE_M=tm, TILE_N=tn, TILE_K=tk, WPT_M=wm, WPT_N=wn, VEC_A=vec_a,
                    VEC_B=vec_b, VEC_LOCAL=p["VEC_LOCAL"], INTERLEAVE=p["INTERLEAVE"])
@@ -252,7 +252,7 @@ def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, 
     most = p["TN_COPY_K"] if trans and p["KERNEL"] == "tiled" else 0
     if 0 < most and k > 0:
         depth = -(-k // -(-k // most))          # ceil(k / slabs), slabs = ceil(k / most)
-        dense = a.ld % load_widths(p)[1] != 0      # A's rows not aligned for B's loads
+        dense = a.ld % _load_widths(p)[1] != 0      # A's rows not aligned for B's loads
         event = None
         for k0 in range(0, k, depth):
             kb = min(depth, k - k0)

@@ -240,7 +240,7 @@ def _tn_copies(p: dict, ld: int, k: int) -> int:
     apart: per slab the transposed copy, and a plain one of the slab where ld is not a
     multiple of the width of the product's vector loads of B."""
     slabs = -(-k // p["TN_COPY_K"])
-    return slabs * (2 if ld % blas.load_widths(p)[1] else 1)
+    return slabs * (2 if ld % blas._load_widths(p)[1] else 1)
 
 
 def test_syrk_of_a_transposed_panel_through_its_copy(queue, dtype):
