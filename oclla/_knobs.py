@@ -841,15 +841,7 @@ FAMILIES = {f.name: f for f in (
         Knob("FLAT_AHEAD", "1: launch each leaf of the last panel of register leaves with "
              "the previous leaf's update (the leaf's work-group updates its own columns as "
              "it loads them, the launch's other work-groups the rest)", _fixed(0), BOOL,
-             _LU, _both((0, 1))),
-        Knob("FLAT_WPT_M", "rows of the last panel's updates per work-item (0: the thin "
-             "products' WPT_M, gemm_thin); a tile keeps its work-items, so its rows are "
-             "this many times the items along a column (H200, float32: 2 instead of the "
-             "thin set's 4, tiles of 32 rows beside leaves of 256 items, sgetrf 256 / 512 / "
-             "1024 / 2048 / 4096 1.06 / 1.55 / 2.75 / 6.20 / 17.1 -> 0.89 / 1.33 / 2.71 / "
-             "6.02 / 16.8 ms; float64's 2 x 2 tiles lost 19 % at 2048 with 1 row)",
-             _fixed(0), choice(0, 1, 2, 4, 8), _LU, {"GPU": (0, 1, 2, 4), "CPU": (0,)})),
-        _lu_settle, _lu_constraint),
+             _LU, _both((0, 1)))), _lu_settle, _lu_constraint),
     Family("chol", "The blocked Cholesky (oclla/cholesky.py) and the packed (RFP) one "
            "(oclla/rfp.py).", (
         Knob("NB", "block column width above SMALL_N; where the leaves fuse (FUSE_LEAF) "

@@ -197,7 +197,7 @@ class Panels:
         identity = np.arange(n, dtype=np.int32)                # both maps (flat_tail.h)
         maps = cl_array.to_device(queue, np.concatenate([identity, identity]), async_=True)
         linv = cl_array.empty(queue, (n // lw + 1) * lw * lw, dtype)
-        tile = flat_tile(queue, dtype, lw, self.p["FLAT_WPT_M"])
+        tile = flat_tile(queue, dtype, lw)
         nx, ny = tile["TILE_N"] // tile["WPT_N"], tile["TILE_M"] // tile["WPT_M"]
         update = None                     # flat_update, built where a leaf cannot fuse it
         buf, ld, mbuf, lbuf = A.buf, A.ld, maps.data, linv.data
@@ -365,19 +365,13 @@ class Panels:
             laswp(queue, A, c0, w1, self.piv.data, c0 + w1, c0 + w, dtype=dtype)
 
 
-def flat_tile(queue, dtype, k: int, rows_per_item: int = 0) -> dict:
+def flat_tile(queue, dtype, k: int) -> dict:
     """flat_update's tile: the device's GEMM shape for inner dimension k where it is
-    tiled, else 16 x 16 by 2 x 2 items; with ``rows_per_item`` (the lu knob FLAT_WPT_M)
-    that many rows per item instead, the same items (TILE_M scaled with WPT_M)."""
+    tiled; else 16 x 16 by 2 x 2 items."""
     shape = gemm_shape(queue, k, dtype)
     if shape["KERNEL"] == "tiled":
-        tile = {key: shape[key] for key in ("TILE_M", "TILE_N", "WPT_M", "WPT_N")}
-    else:
-        tile = dict(TILE_M=16, TILE_N=16, WPT_M=2, WPT_N=2)
-    if rows_per_item:
-        tile.update(TILE_M=tile["TILE_M"] // tile["WPT_M"] * rows_per_item,
-                    WPT_M=rows_per_item)
-    return tile
+        return {key: shape[key] for key in ("TILE_M", "TILE_N", "WPT_M", "WPT_N")}
+    return dict(TILE_M=16, TILE_N=16, WPT_M=2, WPT_N=2)
 
 
 def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,

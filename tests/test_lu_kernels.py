@@ -262,19 +262,16 @@ def test_register_leaf_takes_the_fewest_items_that_hold_its_rows(queue):
        shape=st.sampled_from([(4, 4, 16), (8, 8, 16), (16, 4, 64), (8, 16, 32)]),
        flat=st.sampled_from([0, 24, 1000]), scan=st.sampled_from([2, 4, 32]),
        leaf_wg=st.sampled_from([0, 1, 4]), ahead=st.sampled_from([0, 1]),
-       rows=st.sampled_from([0, 1, 4]), double=st.booleans())
-def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ahead, rows,
-                                  double):
+       double=st.booleans())
+def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ahead, double):
     """Register leaves of any shape (LEAF_W, PANEL_WG, REG_SLOTS, LEAF_WG), with or
-    without the flat tail (and its look-ahead, its tiles' rows per item) and any
-    candidate fold, on random orders: LAPACK's pivots, small backward error; the input
-    is left alone."""
+    without the flat tail (and its look-ahead) and any candidate fold, on random
+    orders: LAPACK's pivots, small backward error; the input is left alone."""
     dtype = np.float64 if double and oclla.device_info(queue).fp64 else np.float32
     lw, wg, slots = shape
     _params.override("lu", buildable(queue, dtype, dict(
         NB=8, LEAF_W=lw, PANEL_WG=wg, REG_SLOTS=slots, PANEL="leaf", SMALL_N=0, LOOKAHEAD=0,
-        FLAT_N=flat, LEAF_SCAN=scan, LEAF_WG=leaf_wg, FLAT_AHEAD=ahead, FLAT_WPT_M=rows),
-        key="LEAF_W"))
+        FLAT_N=flat, LEAF_SCAN=scan, LEAF_WG=leaf_wg, FLAT_AHEAD=ahead), key="LEAF_W"))
     a = np.random.default_rng(seed).uniform(-1, 1, (n, n)).astype(dtype)
     before = a.copy()
     lu, piv = oclla.lu_factor(a, queue=queue)
@@ -345,30 +342,6 @@ def test_flat_tail_look_ahead_in_one_launch(queue):
     _, run = factor_recorded(queue, dict(p, LEAF_W=1), 20, 12)   # one-column leaves: apart
     names = [k.name for k in run.steps[-1].kernels]
     assert names.count("getf2_rows") == 20 and names.count("flat_update") == 19
-
-
-def test_flat_tail_rows_per_item(queue):
-    """FLAT_WPT_M sets the rows each item of the last panel's update tiles takes, the
-    tiles keeping their items: one row where the thin set's tiles give two halves the
-    tiles' rows, and the update takes twice as many tiles along them, whether the leaves
-    apply it or flat_update does; the factors are those of the thin set's tiles."""
-    p = dict(NB=8, LEAF_W=8, PANEL_WG=16, REG_SLOTS=64, PANEL="leaf", SMALL_N=0,
-             LOOKAHEAD=0, FLAT_N=64, FLAT_AHEAD=1, FLAT_WPT_M=1)
-    _params.override("gemm_thin", dict(KERNEL="tiled", TILE_M=8, TILE_N=8, TILE_K=8,
-                                       WPT_M=2, WPT_N=2, VEC=1, MAX_K=8))
-    a, run = factor_recorded(queue, p, 50, 11)
-    launches = [k for k in run.steps[-1].kernels if k.name == "getf2_rows"]
-    # leaves of 16 items; tiles of 4 x 4 items, 4 x 8 entries: rows [8, 50) x columns
-    # [16, 50), then rows [16, 50) x columns [24, 50)
-    assert [k.global_size[0] // 16 for k in launches[:3]] == [1, 1 + 11 * 5, 1 + 9 * 4]
-    fused = oclla.lu_factor(a, queue=queue)[0]
-    _params.override("lu", dict(p, FLAT_WPT_M=0))
-    np.testing.assert_allclose(fused, oclla.lu_factor(a, queue=queue)[0], rtol=1e-5,
-                               atol=1e-5)
-    _, run = factor_recorded(queue, dict(p, FLAT_AHEAD=0), 50, 11)
-    updates = [k for k in run.steps[-1].kernels if k.name == "flat_update"]
-    # after the first leaf: rows and columns [8, 50), tiles of 4 x 8 by 4 x 4 items
-    assert (updates[0].global_size, updates[0].local_size) == ((24, 44), (4, 4))
 
 
 def test_register_panels_before_the_last_take_their_other_columns_in_a_launch(queue):
