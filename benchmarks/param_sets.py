@@ -8,7 +8,9 @@ Each ``--set`` is ``{}`` (the parameters the device would use anyway) or
 (several families: ``family:{json};family:{json}``).  For every size the sets
 and the reference (``oclla bench``'s: cuSOLVER through CuPy when it sees a CUDA
 device, else SciPy) are timed interleaved, best of ``--repeat`` after a warm-up, oclla on
-device-resident arrays; ``--variant`` times a per-pivot LU variant instead of the
+device-resident arrays, each round starting with another set (:func:`rotated`) and each
+set's timed call preceded by an untimed one (a set's parameters are chosen again at its
+first call after the switch); ``--variant`` times a per-pivot LU variant instead of the
 blocked one.  Printed per row: milliseconds, the reference's time
 divided by oclla's (1.0 = as fast), the backward error in units of n·ε
 (oclla.accuracy) and, with ``--profile``, the kernel time per kernel of one
@@ -56,6 +58,14 @@ def factor_fn(routine: str, work, variant=None):
     method = "pivot" if variant else "blocked"
     return lambda: oclla.lu_factor(work, method=method, variant=variant, overwrite_a=True,
                                    check_finite=False)
+
+
+def rotated(count: int, round_: int) -> list:
+    """The sets' indices in the order round ``round_`` times them: each round starts one
+    set later, so that no set always runs first after the reference (on a GPU whose
+    OpenCL and CUDA contexts share it, the first call after the other context's pays the
+    switch between them, as ``oclla bench`` notes)."""
+    return [(round_ + i) % count for i in range(count)]
 
 
 def error(routine: str, a: np.ndarray, result) -> float:
@@ -124,8 +134,10 @@ def main(argv=None):
         last = [None] * len(sets)
         ref_a = ref.prepare(a)
         for rep in range(args.repeat + 1):                 # round 0 warms up
-            for i, chosen in enumerate(sets):
+            for i in rotated(len(sets), rep):
+                chosen = sets[i]
                 use(queue, dtype, chosen)
+                factor_fn(args.routine, src.copy(), args.variant)()   # choices made again
                 work = src.copy()
                 queue.finish()
                 t = time.perf_counter()
