@@ -94,7 +94,7 @@ class Scaled:
     float32 2048 x 4096, 205-253 against 230-280 ms)."""
 
     def __init__(self, queue, a: View, m: int, n: int, d2, out, *, dtype):
-        self.a = a
+        self.queue, self.a, self.n, self.dtype = queue, a, n, dtype
         self.transposed = gemm_shape(queue, n, dtype)["KERNEL"] == "tiled"
         if self.transposed:
             self.w = View(out, 0, m)
@@ -112,12 +112,17 @@ class Scaled:
                     (loc["X"], loc["Y"]), a.buf, np.int64(a.off), int_arg(a.ld), int_arg(m),
                     int_arg(n), d2, out)
 
-    def operands(self, r0: int, c0: int) -> tuple:
-        """(op(A), B, trans_b) of :func:`oclla.blas.gemm` for the block of C whose rows
-        start at r0 and columns at c0."""
+    def product(self, rows: int, cols: int, r0: int, c0: int, out: View, *,
+                beta: float = 0.0, triangle: str | None = None):
+        """The rows x cols block of C = W·Aᵀ whose rows start at r0 and columns at c0
+        into ``out``: out := block + beta·out (:func:`oclla.blas.gemm`; ``triangle``:
+        only that triangle of ``out`` is written)."""
         if self.transposed:
-            return self.a.at(r0, 0), self.w.at(0, c0), False
-        return self.w.at(r0, 0), self.a.at(c0, 0), True
+            x, y, trans_b = self.a.at(r0, 0), self.w.at(0, c0), False
+        else:
+            x, y, trans_b = self.w.at(r0, 0), self.a.at(c0, 0), True
+        return gemm(self.queue, rows, cols, self.n, 1.0, x, y, beta, out, dtype=self.dtype,
+                    trans_b=trans_b, triangle=triangle)
 
 
 def _assemble_blocked(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> None:
@@ -126,14 +131,9 @@ def _assemble_blocked(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> N
     with trace.step("scale", (0, m, 0, n), flops=float(m * n), matrix="A"):
         scaled = Scaled(queue, a, m, n, d2.data, w.data, dtype=dtype)
 
-    def block(rows, cols, r0, c0, out, triangle=None):
-        x, y, trans_b = scaled.operands(r0, c0)
-        gemm(queue, rows, cols, n, 1.0, x, y, 0.0, out, dtype=dtype, trans_b=trans_b,
-             triangle=triangle)
-
     if not packed:
         with trace.step("syrk", (0, m, 0, m), flops=float(m * (m + 1) * n)):
-            block(m, m, 0, 0, view_of(c), "lower" if lower else "upper")
+            scaled.product(m, m, 0, 0, view_of(c), triangle="lower" if lower else "upper")
         return
     # Packed: C11 -> T1 (its row-major view holds the upper triangle), C22 -> T2 (view
     # lower), and the off-diagonal block -> S (view = C12 for 'L', C21 for 'U').
@@ -146,18 +146,20 @@ def _assemble_blocked(queue, a: View, d2, c, m, n, *, lower, packed, dtype) -> N
         return (p0, p0 + cols, q0, q0 + rows)
 
     with trace.step("syrk", box(lay.t1, n1, n1), flops=float(n1 * (n1 + 1) * n)):
-        block(n1, n1, 0, 0, View(c.base_data, base + lay.t1, lda), "upper")
+        scaled.product(n1, n1, 0, 0, View(c.base_data, base + lay.t1, lda),
+                       triangle="upper")
     if n2 == 0:
         return
     s = View(c.base_data, base + lay.s, lda)
     if lower:
         with trace.step("gemm", box(lay.s, n1, n2), flops=2.0 * n1 * n2 * n):
-            block(n1, n2, 0, n1, s)
+            scaled.product(n1, n2, 0, n1, s)
     else:
         with trace.step("gemm", box(lay.s, n2, n1), flops=2.0 * n1 * n2 * n):
-            block(n2, n1, n1, 0, s)
+            scaled.product(n2, n1, n1, 0, s)
     with trace.step("syrk", box(lay.t2, n2, n2), flops=float(n2 * (n2 + 1) * n)):
-        block(n2, n2, n1, n1, View(c.base_data, base + lay.t2, lda), "lower")
+        scaled.product(n2, n2, n1, n1, View(c.base_data, base + lay.t2, lda),
+                       triangle="lower")
 
 
 def assemble_device(queue, a: cl_array.Array, d2: cl_array.Array, *, packed: bool,

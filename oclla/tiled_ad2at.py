@@ -31,7 +31,7 @@ from . import trace
 from ._device import DeviceError, device_info
 from ._validate import check_dtype, check_fp64, check_shape, is_device_array, validate_weights
 from .ad2at import Scaled
-from .blas import View, gemm
+from .blas import View
 from .cholesky import zero_other_triangle
 from .tiled import MEMORY_SHARE, TiledMatrix, check_finite_rows
 
@@ -103,16 +103,11 @@ def assemble_tiles(a: np.ndarray, d2: np.ndarray, *, lower: bool = True,
             for p in c.panels:
                 if triangle == "upper":          # block row: rows P, columns p0 .. m
                     rows, cols = (p.r0, p.r0 + p.h), (p.c0, m)
-                    with trace.step("syrk", (*rows, *cols), flops=2.0 * p.h * p.w * kb):
-                        x, y, trans_b = w.operands(p.r0, p.c0)
-                        gemm(queue, p.h, p.w, kb, 1.0, x, y, beta, p.view(p.r0, p.c0),
-                             dtype=dtype, trans_b=trans_b, triangle=tri)
                 else:                            # block column: columns P, rows r0 .. m
                     rows, cols = (p.r0, m), (p.c0, p.c0 + p.w)
-                    with trace.step("syrk", (*rows, *cols), flops=2.0 * p.h * p.w * kb):
-                        x, y, trans_b = w.operands(p.r0, p.c0)
-                        gemm(queue, p.h, p.w, kb, 1.0, x, y, beta, p.view(p.r0, p.c0),
-                             dtype=dtype, trans_b=trans_b, triangle=tri)
+                with trace.step("syrk", (*rows, *cols), flops=2.0 * p.h * p.w * kb):
+                    w.product(p.h, p.w, p.r0, p.c0, p.view(p.r0, p.c0), beta=beta,
+                              triangle=tri)
         if triangle is not None:                 # the diagonal tiles' other triangle
             with trace.step("zero", (0, m, 0, m)):
                 for p in c.panels:
