@@ -20,7 +20,7 @@ PHASE_COLORS = {
     "panel": "#56B4E9", "laswp": "#CC79A7", "trsm": "#009E73", "gemm": "#E69F00",
     # Cholesky, packed Cholesky, AD²Aᵀ
     "sqrt": "#CC79A7", "normalize": "#009E73", "outer_product": "#E69F00", "syrk": "#D55E00",
-    "assemble": "#882255", "scale_columns": "#44AA99", "scale_transpose": "#44AA99",
+    "assemble": "#882255",
     # update and downdate: the rotations formed (a row, a panel), then applied
     "compute": "#CC79A7", "apply": "#E69F00",
     # trtri, lauum (trmm, gemm, syrk shared with the rest), log-determinant
