@@ -82,6 +82,7 @@ def reload() -> None:
 def _forget() -> None:
     _cached.cache_clear()
     _by_call.clear()
+    _generation[0] += 1
 
 
 # ---- device-limit defaults -------------------------------------------------------------
@@ -369,6 +370,27 @@ def is_stored(queue, family: str, dtype) -> bool:
 
 
 _by_call: dict = {}        # (queue, family, dtype as passed) -> the chosen items
+_generation = [0]          # counts the times the choices were forgotten
+_derived = threading.local()   # this thread's remembered() values and their generation
+
+
+def remembered(key: tuple, make):
+    """``make()``, remembered under ``key`` by this thread until the parameters are chosen
+    anew (an override, :func:`reload`); made afresh while trials run.  For what the host
+    loops derive from the parameters on every launch (a kernel and its launch shape: a
+    blocked LU enqueues several hundred kernels, and its host work, not the device, set
+    its time in some processes: benchmarks/results/nvidia-h200-2026-12-01-host-time.txt).
+    Per thread, as the kernels of :func:`oclla._programs.get_kernel` are."""
+    if _trials_running[0]:
+        return make()
+    values = getattr(_derived, "values", None)
+    if values is None or _derived.generation != _generation[0]:
+        values = _derived.values = {}
+        _derived.generation = _generation[0]
+    value = values.get(key)
+    if value is None:
+        value = values[key] = make()
+    return value
 
 
 def params(queue, family: str, dtype) -> dict:

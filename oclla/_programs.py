@@ -215,11 +215,16 @@ def index_width(elements: int):
     their operands' buffers: :func:`oclla.blas.indices_for`).  A 64-bit product per address costs
     the LU's panel and update kernels several per cent on a GPU at n = 16384; a
     matrix of 2³¹ entries or more (n >= 46341) needs it."""
-    token = _index64.set(int(elements >= 2 ** 31))
+    token = _index64.set(wide_index(elements))
     try:
         yield
     finally:
         _index64.reset(token)
+
+
+def wide_index(elements: int) -> int:
+    """1 where an operand of ``elements`` elements needs 64-bit element indices, else 0."""
+    return int(elements >= 2 ** 31)
 
 
 def round_up(value: int, multiple: int) -> int:

@@ -24,9 +24,9 @@ import pyopencl.array as cl_array
 
 from ._device import device_info, resolve_queue
 from ._knobs import FEW_ROUTES, LOCAL_RESERVE, complete_gemm, rows_width
-from ._params import check, params, thin_gemm
+from ._params import check, params, remembered, thin_gemm
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch, real_arg, round_up,
-                        set_args)
+                        set_args, wide_index, wide_indices)
 from ._scratch import buffer as scratch_buffer, zeroed_ints
 from ._validate import as_matrix, gather_entries, read_only
 
@@ -49,7 +49,24 @@ def indices_for(dtype, *views: View):
     (:func:`oclla._programs.index_width`).  Every routine here decides by its own
     operands, so the factorizations and solves share one program per kernel, and a
     64-bit twin is built only for a buffer that needs it."""
-    return index_width(max(v.buf.size for v in views) // np.dtype(dtype).itemsize)
+    return index_width(_elements(dtype, views))
+
+
+def _elements(dtype, views) -> int:
+    """Elements of the largest buffer among ``views``."""
+    return max(v.buf.size for v in views) // np.dtype(dtype).itemsize
+
+
+def _kernel_for(queue, key: tuple, dtype, views: tuple, make):
+    """``make()`` (a kernel, or a tuple holding one) for operands ``views``, looked up in
+    their :func:`indices_for` block and remembered by the host thread under ``key`` and
+    the index width (:func:`oclla._params.remembered`)."""
+    elements = _elements(dtype, views)
+
+    def made():
+        with index_width(elements):
+            return make()
+    return remembered((queue, dtype, wide_index(elements)) + key, made)
 
 
 def view_of(array: cl_array.Array) -> View:
@@ -101,10 +118,29 @@ def tile_grid(p: dict, m: int, n: int) -> tuple:
     return (round_up(n, p["TILE_N"]) // p["WPT_N"], round_up(m, p["TILE_M"]) // p["WPT_M"])
 
 
-def _gemm_tiled(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b, tri):
-    defines, gsize, lsize = tile_launch(p, m, n, (trans_a, trans_b))
+class _Tiled(NamedTuple):
+    """A tiled gemm's kernel (its parameters and transposes) and launch shape."""
+
+    kernel: cl.Kernel
+    local: tuple
+    tile_m: int
+    tile_n: int
+    wpt_m: int
+    wpt_n: int
+
+
+def _tiled(queue, p: dict, dtype, trans_a: bool, trans_b: bool) -> _Tiled:
+    """The :class:`_Tiled` of parameters ``p``: its kernel from :func:`tile_launch`'s
+    defines (in the caller's :func:`indices_for` block)."""
+    defines, _, local = tile_launch(p, 1, 1, (trans_a, trans_b))
     kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
-    return enqueue(queue, kernel, gsize, lsize, int_arg(m), int_arg(n),
+    return _Tiled(kernel, local, p["TILE_M"], p["TILE_N"], p["WPT_M"], p["WPT_N"])
+
+
+def _gemm_tiled(queue, t: _Tiled, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b,
+                tri):
+    gsize = (round_up(n, t.tile_n) // t.wpt_n, round_up(m, t.tile_m) // t.wpt_m)
+    return enqueue(queue, t.kernel, gsize, t.local, int_arg(m), int_arg(n),
                   int_arg(k), real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
                   int_arg(trans_a), b.buf, np.int64(b.off), int_arg(b.ld), int_arg(trans_b),
                   real_arg(beta, dtype), c.buf, np.int64(c.off), int_arg(c.ld),
@@ -184,8 +220,26 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
     """
     if m <= 0 or n <= 0:
         return None
-    return _gemm_with(queue, _gemm_set(queue, k, dtype, tile, thin), m, n, k, alpha, a, b,
-                      beta, c, dtype, trans_a, trans_b, triangle)
+    if tile is not None:
+        return _gemm_with(queue, _gemm_set(queue, k, dtype, tile, thin), m, n, k, alpha, a,
+                          b, beta, c, dtype, trans_a, trans_b, triangle)
+    thin_k = thin and 0 < k <= params(queue, "gemm_thin", dtype)["MAX_K"]   # as gemm_shape
+    p, tiled = _kernel_for(queue, ("gemm", thin_k, trans_a, trans_b), dtype, (a, b, c),
+                           lambda: _gemm_plan(queue, _gemm_set(queue, k, dtype, None, thin),
+                                              dtype, trans_a, trans_b))
+    if tiled is None:
+        return _gemm_with(queue, p, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b,
+                          triangle)
+    return _gemm_tiled(queue, tiled, m, n, max(k, 0), alpha if k > 0 else 0.0, a, b, beta,
+                       c, dtype, trans_a, trans_b, _TRIANGLES[triangle])
+
+
+_TRIANGLES = {None: 0, "lower": 1, "upper": 2}     # gemm's triangle as the kernels' tri
+
+
+def _gemm_plan(queue, p: dict, dtype, trans_a: bool, trans_b: bool) -> tuple:
+    """(``p``, its :class:`_Tiled`, or None for the direct kernel)."""
+    return p, (None if p["KERNEL"] == "direct" else _tiled(queue, p, dtype, trans_a, trans_b))
 
 
 def _gemm_set(queue, k: int, dtype, tile: dict | None, thin: bool = True) -> dict:
@@ -206,11 +260,11 @@ def _gemm_with(queue, p: dict, m, n, k, alpha, a, b, beta, c, dtype, trans_a, tr
                triangle):
     """:func:`gemm` (m, n > 0) with the parameters ``p`` of :func:`_gemm_set`."""
     k = max(k, 0)
-    tri = {None: 0, "lower": 1, "upper": 2}[triangle]
-    run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
     with indices_for(dtype, a, b, c):
-        return run(queue, p, m, n, k, alpha if k > 0 else 0.0, a, b, beta, c, dtype,
-                   trans_a, trans_b, tri)
+        shape = p if p["KERNEL"] == "direct" else _tiled(queue, p, dtype, trans_a, trans_b)
+        run = _gemm_direct if p["KERNEL"] == "direct" else _gemm_tiled
+        return run(queue, shape, m, n, k, alpha if k > 0 else 0.0, a, b, beta, c, dtype,
+                   trans_a, trans_b, _TRIANGLES[triangle])
 
 
 def gemm_shape(queue, k: int, dtype) -> dict:
@@ -293,6 +347,11 @@ def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     program per ``nb`` and the device's FEW_RHS (its :func:`rows_width`, the few-column
     kernels' work-group width), FEW_ROUTE (the program holds that route's kernel
     alone: trsm_rows, trsm_chain or trsm_columns) and DOUBLING (trtri_blocks' way)."""
+    return remembered((queue, "trsm", name, dtype, nb, wide_indices()),
+                      lambda: _trsm_kernel(queue, name, dtype, nb))
+
+
+def _trsm_kernel(queue, name: str, dtype, nb: int | None):
     p = params(queue, "trsm", dtype)
     nb = nb or p["TRSM_NB"]
     if name == "trsm_block":
@@ -315,13 +374,18 @@ def _trsm_block(queue, kb, nrhs, t: View, b: View, *, dtype, left, lower, trans,
 def copy_block(queue, rows, cols, src: View, dst: View, dtype):
     """dst (rows x cols) = src (rows x cols) on the device, views with their own leading
     dimensions."""
-    with indices_for(dtype, src, dst):
-        kernel = trsm_kernel(queue, "copy_block", dtype)
-    side = params(queue, "local2d", dtype)
-    local = (side["X"], side["Y"])
+    kernel, local = _kernel_for(queue, ("copy_block",), dtype, (src, dst),
+                                lambda: (trsm_kernel(queue, "copy_block", dtype),
+                                         _local2d(queue, dtype)))
     return enqueue(queue, kernel, (round_up(cols, local[0]), round_up(rows, local[1])), local,
                   int_arg(rows), int_arg(cols), src.buf, np.int64(src.off), int_arg(src.ld),
                   dst.buf, np.int64(dst.off), int_arg(dst.ld))
+
+
+def _local2d(queue, dtype) -> tuple:
+    """The device's 2-D work-group (local2d: X x Y)."""
+    side = params(queue, "local2d", dtype)
+    return side["X"], side["Y"]
 
 
 def invert_blocks(queue, m: int, nb: int, t: View, inv, *, dtype, lower: bool,
@@ -513,15 +577,19 @@ def laswp(queue, a: View, c0: int, ncols: int, piv: cl.Buffer, k1: int, k2: int,
     gap_at, gap_width = gap if gap else (ncols, 0)
     if ncols <= 0 or k2 <= k1:
         return None
-    p = params(queue, "laswp", dtype)
-    vw, wg = p["VW"], p["WG"]
+    kernel, vw, wg = _kernel_for(queue, ("laswp", forward), dtype, (a,),
+                                 lambda: _laswp_kernel(queue, dtype, forward))
     items = -(-gap_at // vw) + -(-(ncols - gap_at) // vw)
-    with indices_for(dtype, a):
-        kernel = get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=vw,
-                            CHUNK=p["CHUNK"])
     return enqueue(queue, kernel, (round_up(items, wg),), (wg,), a.buf, np.int64(a.off),
                   int_arg(a.ld), int_arg(c0), int_arg(ncols), int_arg(gap_at),
                   int_arg(gap_width), piv, int_arg(k1), int_arg(k2))
+
+
+def _laswp_kernel(queue, dtype, forward: bool) -> tuple:
+    """(laswp kernel, its vector width VW, its work-group WG) of the device's laswp set."""
+    p = params(queue, "laswp", dtype)
+    return (get_kernel(queue, "laswp.cl", "laswp", dtype, FORWARD=int(forward), VW=p["VW"],
+                       CHUNK=p["CHUNK"]), p["VW"], p["WG"])
 
 
 def permute_rows(queue, a: View, n: int, ncols: int, piv: cl.Buffer, *, dtype,

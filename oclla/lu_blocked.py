@@ -62,6 +62,7 @@ class Panels:
         self.grid_groups = info.compute_units * p["GRID_PER_CU"]
         self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
         self._perm = None                    # a register leaf's row permutation
+        self._stages: dict = {}              # work-group size -> _stage_rows (no tile)
         self.columns_wg = params(queue, "wg1d", dtype)["WG"]    # leaf_columns' work-groups
 
     def fits(self, m: int) -> bool:
@@ -81,7 +82,9 @@ class Panels:
         rows = 1
         while rows * wg < m:
             rows *= 2
-        fits = rows <= most_rows and self._stage_rows(wg) > 0
+        if wg not in self._stages:
+            self._stages[wg] = self._stage_rows(wg)
+        fits = rows <= most_rows and self._stages[wg] > 0
         return (wg, rows) if fits else None
 
     def _most_rows(self) -> int:
@@ -145,7 +148,7 @@ class Panels:
         while c < end:
             jb = min(lw, end - c)
             wg, _ = self._reg_shape(n - c)
-            defines = dict(WG=wg, LW=lw, ROWS=self._most_rows(), STAGE=self._stage_rows(wg),
+            defines = dict(WG=wg, LW=lw, ROWS=self._most_rows(), STAGE=self._stages[wg],
                            ARGMAX_SCAN=self.p["LEAF_SCAN"])
             inline = w - jb <= wg
             self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0 if inline else c),

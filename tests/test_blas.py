@@ -8,6 +8,7 @@ transpose, side, triangle and unit flag.  Errors are measured with
 """
 
 import itertools
+import threading
 
 import numpy as np
 import pyopencl.array as cl_array
@@ -148,6 +149,57 @@ def test_thin_products_take_the_gemm_thin_shape(queue, dtype):
         shape = thin if k <= 16 else GEMM_SETS[2]
         assert local == (shape["TILE_N"] // shape["WPT_N"], shape["TILE_M"] // shape["WPT_M"]), k
         assert passes(product_error(c, a, b, alpha=-1.0, beta=1.0, c0=c0)), k
+
+
+def test_remembered_values_last_until_the_parameters_change():
+    """What the host loops derive from the parameters is made once per thread and made
+    again after any override (and so after oclla tune's reload)."""
+    made = []
+
+    def make():
+        made.append(len(made) + 1)
+        return made[-1]
+    key = ("remembered test", object())
+    assert _params.remembered(key, make) == 1
+    assert _params.remembered(key, make) == 1
+    _params.override("laswp", None)
+    assert _params.remembered(key, make) == 2
+    other = []
+    thread = threading.Thread(target=lambda: other.append(_params.remembered(key, make)))
+    thread.start()
+    thread.join()
+    assert other == [3]
+    assert _params.remembered(key, make) == 2
+
+
+def test_gemm_takes_the_parameters_chosen_since_its_last_call(queue):
+    """gemm's remembered kernel and work-group give way to an override made between two
+    calls, and to a trial (the tuner's) around one, and come back after it."""
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((45, 17)).astype(np.float32)
+    b = rng.standard_normal((17, 39)).astype(np.float32)
+    c0 = rng.standard_normal((45, 39)).astype(np.float32)
+    first, second = (buildable(queue, np.float32, p) for p in (
+        GEMM_SETS[2], dict(KERNEL="tiled", TILE_M=16, TILE_N=8, TILE_K=16, WPT_M=2, WPT_N=2,
+                           VEC=2)))
+
+    def work_group_of_a_call():
+        with oclla.record() as rec:
+            c = _run_gemm(queue, a, b, c0, alpha=-1.0, beta=1.0, trans_a=False, trans_b=False)
+        assert passes(product_error(c, a, b, alpha=-1.0, beta=1.0, c0=c0))
+        return rec.kernels[-1].local_size
+
+    def work_group(p):
+        return p["TILE_N"] // p["WPT_N"], p["TILE_M"] // p["WPT_M"]
+    assert work_group(first) != work_group(second)
+    _params.override("gemm_thin", dict(MAX_K=0))
+    _params.override("gemm", first)
+    assert work_group_of_a_call() == work_group(first)
+    _params.override("gemm", second)
+    assert work_group_of_a_call() == work_group(second)
+    with _params.trial(queue, "gemm", np.float32, first):
+        assert work_group_of_a_call() == work_group(first)
+    assert work_group_of_a_call() == work_group(second)
 
 
 def test_gemm_thin_parameters_are_checked(queue):
