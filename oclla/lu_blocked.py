@@ -62,7 +62,7 @@ class Panels:
         self.grid_groups = info.compute_units * p["GRID_PER_CU"]
         self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
         self._perm = None                    # a register leaf's row permutation
-        self._stages: dict = {}              # work-group size -> _stage_rows (no tile)
+        self._stages: dict = {}              # (work-group size, local memory) -> _stage
         self.columns_wg = params(queue, "wg1d", dtype)["WG"]    # leaf_columns' work-groups
 
     def fits(self, m: int) -> bool:
@@ -82,10 +82,15 @@ class Panels:
         rows = 1
         while rows * wg < m:
             rows *= 2
-        if wg not in self._stages:
-            self._stages[wg] = self._stage_rows(wg)
-        fits = rows <= most_rows and self._stages[wg] > 0
+        fits = rows <= most_rows and self._stage(wg) > 0
         return (wg, rows) if fits else None
+
+    def _stage(self, wg: int) -> int:
+        """:meth:`_stage_rows` of wg items (no tile), found once per local memory size."""
+        key = (wg, self.local_mem)
+        if key not in self._stages:
+            self._stages[key] = self._stage_rows(wg)
+        return self._stages[key]
 
     def _most_rows(self) -> int:
         """Rows per work-item a register leaf's program holds (its ROWS): REG_SLOTS /
@@ -148,7 +153,7 @@ class Panels:
         while c < end:
             jb = min(lw, end - c)
             wg, _ = self._reg_shape(n - c)
-            defines = dict(WG=wg, LW=lw, ROWS=self._most_rows(), STAGE=self._stages[wg],
+            defines = dict(WG=wg, LW=lw, ROWS=self._most_rows(), STAGE=self._stage(wg),
                            ARGMAX_SCAN=self.p["LEAF_SCAN"])
             inline = w - jb <= wg
             self._launch("lu_rows.cl", "getf2_rows", c, jb, int_arg(c0 if inline else c),
