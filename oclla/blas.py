@@ -119,14 +119,11 @@ def tile_grid(p: dict, m: int, n: int) -> tuple:
 
 
 class _Tiled(NamedTuple):
-    """A tiled gemm's kernel (its parameters and transposes) and launch shape."""
+    """A tiled gemm's parameters, its kernel (for them and the transposes) and work-group."""
 
+    p: dict
     kernel: cl.Kernel
     local: tuple
-    tile_m: int
-    tile_n: int
-    wpt_m: int
-    wpt_n: int
 
 
 def _tiled(queue, p: dict, dtype, trans_a: bool, trans_b: bool) -> _Tiled:
@@ -134,13 +131,12 @@ def _tiled(queue, p: dict, dtype, trans_a: bool, trans_b: bool) -> _Tiled:
     defines (in the caller's :func:`indices_for` block)."""
     defines, _, local = tile_launch(p, 1, 1, (trans_a, trans_b))
     kernel = get_kernel(queue, "gemm.cl", "gemm_tiled", dtype, DIRECT=0, **defines)
-    return _Tiled(kernel, local, p["TILE_M"], p["TILE_N"], p["WPT_M"], p["WPT_N"])
+    return _Tiled(p, kernel, local)
 
 
 def _gemm_tiled(queue, t: _Tiled, m, n, k, alpha, a, b, beta, c, dtype, trans_a, trans_b,
                 tri):
-    gsize = (round_up(n, t.tile_n) // t.wpt_n, round_up(m, t.tile_m) // t.wpt_m)
-    return enqueue(queue, t.kernel, gsize, t.local, int_arg(m), int_arg(n),
+    return enqueue(queue, t.kernel, tile_grid(t.p, m, n), t.local, int_arg(m), int_arg(n),
                   int_arg(k), real_arg(alpha, dtype), a.buf, np.int64(a.off), int_arg(a.ld),
                   int_arg(trans_a), b.buf, np.int64(b.off), int_arg(b.ld), int_arg(trans_b),
                   real_arg(beta, dtype), c.buf, np.int64(c.off), int_arg(c.ld),
