@@ -135,7 +135,7 @@ def test_thin_products_take_the_gemm_thin_shape(queue, dtype):
     """Products with 0 < k <= MAX_K use the ``gemm_thin`` shape (its work-groups),
     longer ones the ``gemm`` shape; both correct on either side of MAX_K."""
     _skip_fp64(queue, dtype)
-    thin = dict(GEMM_SETS[3], MAX_K=16)
+    thin = dict(GEMM_SETS[3], WPT_N=2, MAX_K=16)     # work-groups 4 x 8, the gemm set's 8 x 8
     _params.override("gemm", GEMM_SETS[2])
     _params.override("gemm_thin", thin)
     rng = np.random.default_rng(12)
