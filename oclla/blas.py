@@ -219,8 +219,8 @@ def gemm(queue, m: int, n: int, k: int, alpha: float, a: View, b: View, beta: fl
     if tile is not None:
         return _gemm_with(queue, _gemm_set(queue, k, dtype, tile, thin), m, n, k, alpha, a,
                           b, beta, c, dtype, trans_a, trans_b, triangle)
-    thin_k = thin and 0 < k <= params(queue, "gemm_thin", dtype)["MAX_K"]   # as gemm_shape
-    p, tiled = _kernel_for(queue, ("gemm", thin_k, trans_a, trans_b), dtype, (a, b, c),
+    p, tiled = _kernel_for(queue, ("gemm", thin and _takes_thin(queue, k, dtype), trans_a,
+                                   trans_b), dtype, (a, b, c),
                            lambda: _gemm_plan(queue, _gemm_set(queue, k, dtype, None, thin),
                                               dtype, trans_a, trans_b))
     if tiled is None:
@@ -265,8 +265,17 @@ def _gemm_with(queue, p: dict, m, n, k, alpha, a, b, beta, c, dtype, trans_a, tr
 
 def gemm_shape(queue, k: int, dtype) -> dict:
     """The gemm parameters for inner dimension k: ``gemm_thin`` up to its MAX_K."""
-    thin = params(queue, "gemm_thin", dtype)
-    return thin_gemm(thin) if 0 < k <= thin["MAX_K"] else params(queue, "gemm", dtype)
+    if _takes_thin(queue, k, dtype):
+        return thin_gemm(params(queue, "gemm_thin", dtype))
+    return params(queue, "gemm", dtype)
+
+
+def _takes_thin(queue, k: int, dtype) -> bool:
+    """Whether a product of inner dimension k takes the ``gemm_thin`` set (0 < k <= its
+    MAX_K, remembered by the host thread as the kernels are: gemm asks on every call)."""
+    most = remembered((queue, dtype, "gemm_thin MAX_K"),
+                      lambda: params(queue, "gemm_thin", dtype)["MAX_K"])
+    return 0 < k <= most
 
 
 def syrk(queue, n: int, k: int, alpha: float, a: View, beta: float, c: View, *, dtype,
