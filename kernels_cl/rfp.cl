@@ -16,7 +16,9 @@
  *            down dst's columns too and are written as read, S's land across them
  *            (a row of S becomes a column) and are written from the tile read
  *            across, so a row of items reads and writes consecutive offsets
- *            either way.
+ *            either way.  `t2_too` = 0 (even n only): T2's entries, the trailing
+ *            block of order n/2, which lies in both layouts at the same place of
+ *            its block, are neither read nor written.
  *   transpose_triangle: dst[c*ldd + r] = src[r*lds + c] for the entries (r, c) of
  *            the n x n triangle of src (`lower`: r >= c, else r <= c), so that
  *            dst's other triangle holds it transposed; nothing else of either
@@ -53,17 +55,21 @@ __kernel void unpack(__global const real *arf, const long arf_off, const int n,
 
 __kernel void transpose(__global const real *src, const long src_off, const int n,
                         __global real *dst, const long dst_off, const int lower,
-                        __local real *tile)
+                        const int t2_too, __local real *tile)
 {
     const int e = 1 - (n & 1), lda = n + e, nc = (n + 1) / 2;
     const int t = get_local_size(0), rows = get_local_size(1);
     const int x = get_local_id(0), p0 = get_group_id(0) * t, q0 = get_group_id(1) * t;
     const int split = lower ? n - n / 2 : n / 2;          /* S: one index on each side */
+    /* Is the tile wholly T2's (even n: its entries' rows p - n/2 (upper) or p (lower),
+     * whichever lies in the picture's T2, at most their column q)? */
+    const int last = p0 + t - 1 - (lower ? 0 : split);
+    const int idle = !t2_too && (lower || p0 >= split) && last <= q0;
     for (int y = get_local_id(1); y < t; y += rows)
-        if (p0 + x < lda && q0 + y < nc)
+        if (!idle && p0 + x < lda && q0 + y < nc)
             tile[y * (t + 1) + x] = src[src_off + AT(q0 + y, p0 + x, lda)];
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int y = get_local_id(1); y < t; y += rows) {
+    for (int y = get_local_id(1); y < t && !idle; y += rows) {
         for (int across = 0; across < 2; across++) {
             const int p = p0 + (across ? y : x), q = q0 + (across ? x : y);
             if (p >= lda || q >= nc)
@@ -72,7 +78,7 @@ __kernel void transpose(__global const real *src, const long src_off, const int 
                                   : rfp_entry_upper_at(p, q, n);
             const int in_s = lower ? rc.y < split && rc.x >= split
                                    : rc.x < split && rc.y >= split;
-            if (in_s == across)
+            if (in_s == across && (t2_too || rc.x < split || rc.y < split))
                 dst[dst_off + (lower ? rfp_upper(rc.y, rc.x, n) : rfp_lower(rc.y, rc.x, n))]
                     = across ? tile[x * (t + 1) + y] : tile[y * (t + 1) + x];
         }

@@ -396,11 +396,7 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
     t1, s, t2 = _blocks(buf, off, lay)
     if lay.lower and n2 > 0 and sweeps_fused(queue, dtype, n1, block):
         assert lay.s == lay.t1 + n1          # S continues T1's rows
-        update = _T2Update(queue, s, t2, lay, dtype=dtype)
-        factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
-                       region=_picture_region(lay.t1, lda), width=n1 + n2,
-                       on_final=update.rows_final)
-        update.finish()
+        _sweep_t1_s(queue, t1, s, t2, lay, dtype=dtype, info=info, block=block)
     else:
         factor_blocked(queue, t1, n1, lower=False, dtype=dtype, info=info, block=block,
                        region=_picture_region(lay.t1, lda))
@@ -420,6 +416,20 @@ def _pftrf_blocked(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> 
             # Fortran SYRK('U', 'N'): T2 -= S·Sᵀ  ('L')  /  SYRK('U', 'T'): T2 -= Sᵀ·S  ('U')
             syrk(queue, n2, n1, -1.0, s, 1.0, t2, dtype=dtype, lower=True, trans=lay.lower)
     _factor_t2(queue, t2, lay, dtype=dtype, info=info, block=block)
+
+
+def _sweep_t1_s(queue, t1: View, s: View, t2: View, lay: Layout, *, dtype, info,
+                block) -> None:
+    """The 'L' layout's potrf(T1) and TRSM where the device fuses the sweep (``lay.lower``,
+    n2 > 0): one blocked sweep by block rows over [T1 S] (row-major views; S continues
+    T1's rows), with T2 -= SᵀS on a second queue in parts as S's block rows become final
+    (:class:`_T2Update`).  T2 may lie in another buffer than T1 and S
+    (:func:`_pftrf_transposed`)."""
+    update = _T2Update(queue, s, t2, lay, dtype=dtype)
+    factor_blocked(queue, t1, lay.n1, lower=False, dtype=dtype, info=info, block=block,
+                   region=_picture_region(lay.t1, lay.lda), width=lay.n,
+                   on_final=update.rows_final)
+    update.finish()
 
 
 def _factor_t2(queue, t2: View, lay: Layout, *, dtype, info, block) -> None:
@@ -485,10 +495,12 @@ def transpose_shape(queue, dtype) -> tuple[int, int]:
 
 
 def _transpose_packed(queue, src, src_off: int, dst, dst_off: int, n: int, *, lower: bool,
-                      dtype) -> None:
+                      dtype, t2_too: bool = True) -> None:
     """dst := the RFP array at ``src[src_off:]`` (layout ``lower``) in the other layout,
     transposed (rfp.cl ``transpose``): the same symmetric matrix, or the factor U = Lᵀ
-    of the factor L, and back."""
+    of the factor L, and back.  ``t2_too=False`` (even n only, :func:`_t2_shared`)
+    leaves T2 out: neither read nor written."""
+    assert t2_too or _t2_shared(n)
     tile, rows = transpose_shape(queue, dtype)
     item = np.dtype(dtype).itemsize
     lda, nc = n + 1 - n % 2, (n + 1) // 2
@@ -496,7 +508,7 @@ def _transpose_packed(queue, src, src_off: int, dst, dst_off: int, n: int, *, lo
         kernel = get_kernel(queue, "rfp.cl", "transpose", dtype)
     enqueue(queue, kernel, (round_up(lda, tile), -(-nc // tile) * rows), (tile, rows), src,
             np.int64(src_off), int_arg(n), dst, np.int64(dst_off), int_arg(lower),
-            cl.LocalMemory(tile * (tile + 1) * item))
+            int_arg(t2_too), cl.LocalMemory(tile * (tile + 1) * item))
 
 
 def _transpose_triangle(queue, src: View, dst: View, n: int, *, lower: bool, dtype) -> None:
@@ -513,22 +525,40 @@ def _transpose_triangle(queue, src: View, dst: View, n: int, *, lower: bool, dty
             cl.LocalMemory(tile * (tile + 1) * np.dtype(dtype).itemsize))
 
 
+def _t2_shared(n: int) -> bool:
+    """Whether T2 is the same strided matrix in both layouts of order n, at their own
+    offsets: for even n, where both hold the trailing block of order n/2 (row-major
+    views of leading dimension n + 1 whose lower triangle is A22's, later L22's); for
+    odd n the layouts split the matrix at different orders."""
+    return n % 2 == 0
+
+
 def _pftrf_transposed(queue, buf, off: int, lay: Layout, *, dtype, info, block) -> None:
     """The 'U' layout's blocked ?pftrf through the 'L' layout: A (U11ᵀ, U12, U22 of the
     packed array at ``buf[off:]``) copied into scratch as the 'L' layout's L11, L21 =
     U12ᵀ, L22ᵀ, factored there by the fused sweep over T1 and S, and the factor L
     copied back as U = Lᵀ (partial where a pivot fails: LAPACK's order is the same in
-    both layouts).  The call takes a second packed array of device memory.  H200, 'U'
-    packed / full upper factor, n = 4096 / 8192 / 16384: float64 1.70 / 1.36 / 1.15 ->
-    1.04-1.06 / 1.00 / 1.03, float32 1.61 / 1.34 / 1.18 -> 1.04 / 0.99-1.01 / 1.05
-    (benchmarks/results/nvidia-h200-2026-12-01-packed-upper.txt; the 'L' layout
-    1.00-1.04 in the same runs); each copy's kernel 0.04 / 0.70 ms at float64 4096 /
-    16384, 3.0-3.2 TB/s (nvidia-h200-2026-12-01-rfp-transpose.txt)."""
-    n = lay.n
+    both layouts).  For even n T2 is the same matrix in both layouts
+    (:func:`_t2_shared`): it stays in the caller's array, updated and factored there,
+    and the copies move T1 and S alone (three quarters of the array; rfp.cl's tiles
+    wholly in T2 idle).  The call takes a second packed array of device memory.  H200,
+    'U' packed / full upper factor, n = 4096 / 8192 / 16384: float64 1.70 / 1.36 / 1.15
+    -> 1.04-1.06 / 1.00 / 1.03, float32 1.61 / 1.34 / 1.18 -> 1.04 / 0.99-1.01 / 1.05
+    with T2 copied too (benchmarks/results/nvidia-h200-2026-12-01-packed-upper.txt; the
+    'L' layout 1.00-1.04 in the same runs); each copy's kernel at n = 16384 0.745 ->
+    0.586 ms (float64), 0.556 -> 0.439 ms (float32) with T2 left in place, float64
+    16384 'U' 92.1-92.2 -> 91.4-91.9 ms, float32 level
+    (nvidia-h200-2026-12-01-rfp-t2-apart.txt)."""
+    n, lower = lay.n, layout(lay.n, True)
+    t2_too = not _t2_shared(n)
     work = _scratch.buffer(queue, packed_length(n) * np.dtype(dtype).itemsize)
-    _transpose_packed(queue, buf, off, work, 0, n, lower=False, dtype=dtype)
-    _pftrf_blocked(queue, work, 0, layout(n, True), dtype=dtype, info=info, block=block)
-    _transpose_packed(queue, work, 0, buf, off, n, lower=True, dtype=dtype)
+    _transpose_packed(queue, buf, off, work, 0, n, lower=False, dtype=dtype, t2_too=t2_too)
+    t1, s, t2 = _blocks(work, 0, lower)
+    if not t2_too:
+        t2 = View(buf, off + lay.t2, lay.lda)
+    _sweep_t1_s(queue, t1, s, t2, lower, dtype=dtype, info=info, block=block)
+    _factor_t2(queue, t2, lower, dtype=dtype, info=info, block=block)
+    _transpose_packed(queue, work, 0, buf, off, n, lower=True, dtype=dtype, t2_too=t2_too)
 
 
 class _T2Update:

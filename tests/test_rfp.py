@@ -99,6 +99,17 @@ def test_transpose_between_layouts(queue, dtype, lower, tile, monkeypatch):
         out = dst.get()
         assert np.array_equal(out[5:5 + size], rfp.pack(x.T, lower=not lower)), n
         assert np.all(out[:5] == -1) and np.all(out[5 + size:] == -1), n
+        if n % 2 == 0:     # T2 left out: its entries of dst untouched, the rest as above
+            dst = cl_array.to_device(queue, np.full(size, -1, dtype))
+            rfp._transpose_packed(queue, src.data, 3, dst.data, 0, n, lower=lower,
+                                  dtype=dtype, t2_too=False)
+            r, c = np.tril_indices(n // 2)          # dst's T2: (r, c) of its triangle
+            r, c = (r, c) if not lower else (c, r)
+            t2 = np.zeros(size, bool)
+            t2[rfp._offsets(r + n // 2, c + n // 2, n, not lower)] = True
+            out, expected = dst.get(), rfp.pack(x.T, lower=not lower)
+            assert np.all(out[t2] == -1), n
+            assert np.array_equal(out[~t2], expected[~t2]), n
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -256,18 +256,20 @@ def test_packed_upper_through_the_lower_sweep(queue, dtype, monkeypatch):
                                          sla.cholesky(a.astype(np.float64))))
 
 
-@pytest.mark.parametrize("k", (0, 5, 16, 20, 21, 30, 40))
-def test_failing_order_with_packed_t2_parts(queue, k):
-    """LAPACK's order where a pivot fails in T1 (k < 21), in T2 after its parts, or at
-    its first leaf (the packed order 41: n1 = 21), the T2 update in parts of one block
-    row; in the 'U' layout through the 'L' layout's sweep."""
+@pytest.mark.parametrize("n, k", [(41, k) for k in (0, 5, 16, 20, 21, 30, 40)]
+                         + [(40, k) for k in (0, 19, 20, 39)])
+def test_failing_order_with_packed_t2_parts(queue, n, k):
+    """LAPACK's order where a pivot fails in T1 (k < n1), in T2 after its parts, or at
+    its first leaf (the packed order 41: n1 = 21; 40: n1 = 20), the T2 update in parts
+    of one block row; in the 'U' layout through the 'L' layout's sweep (at the even
+    order with T2 left in the caller's array)."""
     fused(dict(FUSED_SETS[0], RFP_T2_DEPTH=1))
 
     def packed(a, *, lower, queue):
-        return rfp.cholesky(rfp.pack(a, lower=lower, queue=queue), 41, lower=lower,
+        return rfp.cholesky(rfp.pack(a, lower=lower, queue=queue), n, lower=lower,
                             queue=queue)
 
-    assert_fails_at_order(queue, 41, k + 1, np.float64, routine=packed)
+    assert_fails_at_order(queue, n, k + 1, np.float64, routine=packed)
 
 
 def test_packed_t2_parts_in_snapshots(queue):
