@@ -230,6 +230,13 @@ def test_packed_upper_through_the_lower_sweep(queue, dtype, monkeypatch):
         transposed(queue, buf, off, lay, **kw)
 
     monkeypatch.setattr(rfp, "_pftrf_transposed", counted)
+    copies, copy = [], rfp._transpose_packed
+
+    def copied(*args, **kw):                 # which copies take T2 along: odd orders only
+        copies.append((args[5], kw.get("t2_too", True)))
+        copy(*args, **kw)
+
+    monkeypatch.setattr(rfp, "_transpose_packed", copied)
     orders = (2, 3, 8, 9, 17, 40, 41)
     for n in orders:
         a = spd(n, dtype, seed=3)
@@ -247,6 +254,7 @@ def test_packed_upper_through_the_lower_sweep(queue, dtype, monkeypatch):
         assert accuracy.passes(forward_units(ours, rfp.unpack(reference, n, lower=False,
                                                               queue=queue).astype(np.float64)))
     assert through == list(orders)
+    assert copies == [(n, n % 2 == 1) for n in orders for _ in range(2)]
     with oclla.record() as rec:
         packed = rfp.cholesky(rfp.pack(a, lower=False, queue=queue), 41, lower=False,
                               queue=queue)
