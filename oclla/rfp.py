@@ -549,15 +549,15 @@ def _pftrf_transposed(queue, buf, off: int, lay: Layout, *, dtype, info, block) 
     0.586 ms (float64), 0.556 -> 0.439 ms (float32) with T2 left in place, float64
     16384 'U' 92.1-92.2 -> 91.4-91.9 ms, float32 level
     (nvidia-h200-2026-12-01-rfp-t2-apart.txt)."""
-    n, lower = lay.n, layout(lay.n, True)
+    n, work_lay = lay.n, layout(lay.n, True)
     t2_too = not _t2_shared(n)
     work = _scratch.buffer(queue, packed_length(n) * np.dtype(dtype).itemsize)
     _transpose_packed(queue, buf, off, work, 0, n, lower=False, dtype=dtype, t2_too=t2_too)
-    t1, s, t2 = _blocks(work, 0, lower)
+    t1, s, t2 = _blocks(work, 0, work_lay)
     if not t2_too:
         t2 = View(buf, off + lay.t2, lay.lda)
-    _sweep_t1_s(queue, t1, s, t2, lower, dtype=dtype, info=info, block=block)
-    _factor_t2(queue, t2, lower, dtype=dtype, info=info, block=block)
+    _sweep_t1_s(queue, t1, s, t2, work_lay, dtype=dtype, info=info, block=block)
+    _factor_t2(queue, t2, work_lay, dtype=dtype, info=info, block=block)
     _transpose_packed(queue, work, 0, buf, off, n, lower=True, dtype=dtype, t2_too=t2_too)
 
 
