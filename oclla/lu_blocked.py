@@ -373,6 +373,17 @@ class Panels:
             laswp(queue, A, c0, w1, self.piv.data, c0 + w1, c0 + w, dtype=dtype)
 
 
+def _pieces(width: int, cols: int, unit: int) -> list:
+    """(first column, width) of consecutive blocks of ``width`` columns, as few as have at
+    most about ``cols`` columns each (0: one block), each a multiple of ``unit`` (the panel
+    width) but the last."""
+    if cols <= 0 or width <= cols:
+        return [(0, width)]
+    share = -(-width // -(-width // cols))           # width / ceil(width / cols), rounded up
+    step = -(-share // unit) * unit
+    return [(c, min(step, width - c)) for c in range(0, width, step)]
+
+
 def flat_tile(queue, dtype, k: int) -> dict:
     """flat_update's tile: the device's GEMM shape for inner dimension k where it is
     tiled; else 16 x 16 by 2 x 2 items."""
@@ -389,7 +400,11 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     With look-ahead (the device's LOOKAHEAD parameter and a second queue),
     the update of the next panel's columns and the next panel itself run on
     ``queue`` while the rest of the trailing update (and the interchanges
-    left of the panel) run on the second queue; events order the two.
+    left of the panel) run on the second queue; events order the two.  That far
+    update is one GEMM, or with FAR_COLS several of consecutive column blocks:
+    where one GEMM's work-groups fill every compute unit (float64 tiles on an H200),
+    the next panel's kernels start only as its last work-groups are handed out, and
+    between the blocks they find room.
     Below the device's SMALL_N the whole matrix is one panel factored by the
     leaf kernel alone (one launch).  Once the trailing matrix's order is at most
     FLAT_N and its rows fit the register leaves, it is one panel: leaf after leaf, each
@@ -464,8 +479,9 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                 gemm(queue, rest, near, jb, -1.0, A.at(j1, j), A.at(j, j1), 1.0,
                      A.at(j1, j1), dtype=dtype)
                 if far is not queue:
-                    gemm(far, rest, rest - near, jb, -1.0, A.at(j1, j), A.at(j, j1 + near),
-                         1.0, A.at(j1, j1 + near), dtype=dtype)
+                    for c, cw in _pieces(rest - near, p["FAR_COLS"], jb):
+                        gemm(far, rest, cw, jb, -1.0, A.at(j1, j), A.at(j, j1 + near + c),
+                             1.0, A.at(j1, j1 + near + c), dtype=dtype)
                     side_done = flushed_marker(far)
             rows_done = factor_panel(j1, next_jb)
             j, jb = j1, next_jb

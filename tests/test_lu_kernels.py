@@ -13,6 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 import oclla
 from oclla import _params
+from oclla._programs import side_queue
+from oclla.lu_blocked import _pieces
 from oclla.accuracy import lu_backward_error, passes
 
 from linalg_helpers import buildable, check_lu_sizes
@@ -64,8 +66,10 @@ BLOCKED_SETS = [
     # look-ahead's update
     dict(NB=16, PANEL="grid", GRID_WX=4, GRID_WY=2, GRID_RPI=2, GRID_PER_CU=8,
          GRID_FEWEST=1, SMALL_N=0, LOOKAHEAD=1),
+    # the look-ahead's far update as GEMMs of at most about 24 columns (pieces of 32)
+    dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL="leaf", SMALL_N=0, LOOKAHEAD=1, FAR_COLS=24),
 ]
-GRID_SET = BLOCKED_SETS[-4]
+GRID_SET = BLOCKED_SETS[-5]
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("p", BLOCKED_SETS, ids=lambda p: "-".join(map(str, p.values())))
 def test_blocked_parameter_sets(queue, p, dtype):
@@ -431,3 +435,46 @@ def test_lookahead_recording_keeps_the_step_order(queue):
     assert phases[:5] == ["panel", "laswp", "trsm", "gemm", "panel"]
     assert phases.count("panel") == -(-n // 16)
     np.testing.assert_array_equal(run.snapshot_at(len(run.steps) - 1), lu)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_far_update_in_pieces_is_the_same_factor(queue, dtype):
+    """FAR_COLS splits the look-ahead's far trailing update into GEMMs of consecutive
+    column blocks: more GEMM launches, and the same factor bit for bit (each entry's sum
+    in the same order)."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    if side_queue(queue) is None:
+        pytest.skip("the device refuses a second queue: no look-ahead")
+    n = 150
+    a = np.random.default_rng(8).standard_normal((n, n)).astype(dtype)
+    out = {}
+    for cols in (0, 40):
+        _params.override("lu", dict(NB=16, LEAF_W=4, PANEL_WG=8, PANEL="leaf", SMALL_N=0,
+                                    LOOKAHEAD=1, FAR_COLS=cols))
+        with oclla.record() as rec:
+            lu, piv = oclla.lu_factor(a, queue=queue)
+        gemms = [k for s in rec.runs[-1].steps if s.phase == "gemm" for k in s.kernels]
+        out[cols] = lu, piv, len(gemms)
+    np.testing.assert_array_equal(out[40][0], out[0][0])
+    np.testing.assert_array_equal(out[40][1], out[0][1])
+    # step 0: 118 far columns in 3 GEMMs of 48, 48, 22 instead of 1
+    assert out[40][2] > out[0][2]
+    assert passes(lu_backward_error(a, *out[40][:2]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(width=st.integers(0, 5000), cols=st.integers(0, 3000), unit=st.integers(1, 300))
+def test_property_far_pieces_cover_the_columns(width, cols, unit):
+    """The pieces cover [0, width) in order, each a multiple of unit but the last, as
+    few as have at most about cols columns each (cols rounded up to the unit)."""
+    pieces = _pieces(width, cols, unit)
+    assert [c for c, _ in pieces] == list(np.cumsum([0] + [w for _, w in pieces])[:-1])
+    assert sum(w for _, w in pieces) == width
+    assert all(w > 0 for _, w in pieces) or width == 0
+    assert all(w % unit == 0 for _, w in pieces[:-1])
+    if cols <= 0 or width <= cols:
+        assert pieces == [(0, width)]
+    else:
+        assert len(pieces) <= -(-width // cols)
+        assert max(w for _, w in pieces) <= -(-cols // unit) * unit
