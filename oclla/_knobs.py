@@ -799,8 +799,9 @@ FAMILIES = {f.name: f for f in (
              "many columns each (whole panels' widths), one after the other on the second "
              "queue, so that the next panel's kernels find compute units free between them "
              "(0: one GEMM).  H200, float64, 2048 against 0: dgetrf 16384 263.0 -> 257.2 "
-             "ms, 8192 61.2 -> 60.4 ms, 2048 and 4096 level; float32 slower (16384, pieces "
-             "of 2048: 182.2 -> 193.0 ms)",
+             "ms, 8192 61.2 -> 60.4 ms (four processes alike), 2048 level, 4096 level in "
+             "three processes and 10 % slower in a fourth; narrower blocks slower (256: "
+             "16384 322 ms); float32 slower (16384, pieces of 2048: 182.2 -> 193.0 ms)",
              _fixed(0), ints(0), _LU, {"GPU": (0, 2048, 4096), "CPU": (0,)}),
         Knob("PANEL_SPLIT", 'with PANEL = "columns" or "grid", recurse (?getrf2) down to '
              "column blocks this wide (0: none)", _fixed(0), ints(0), _LU,
