@@ -95,9 +95,10 @@ void direct_block(const int full, const int M, const int N, const int K, const r
     }
     /* A block on an edge or across the diagonal: through a private copy, one entry at a
      * time in a loop left rolled.  Unrolled, its RM x RN guarded stores made the kernel
-     * large: PoCL 3.0, float32 (RM 8, 2 x 16-wide), 2-core Xeon with AVX-512: the first
-     * launch compiled 5.4-6.7 s against 2.3-2.4 s now, and every product ran slower
-     * (sgemm 1024 17.2 -> 10.2-11.2 ms, dgemm 30.0 -> 20.2-20.7 ms). */
+     * large: PoCL 3.0, 2-core Xeon with AVX-512, the first launch (where PoCL generates
+     * the code) 5.4-8.0 -> 2.3-3.5 s in float32, 2.3-2.7 -> 1.1-1.2 s in float64, and every
+     * product ran slower (sgemm 1024 17.1-17.2 -> 10.2-11.2 ms, dgemm 29.9-30.3 -> 20.2-20.7;
+     * benchmarks/results/pocl-2core-xeon-2026-12-02-direct-stores.txt). */
     real t[RM * RN];
     #pragma unroll
     for (int i = 0; i < RM; i++)
