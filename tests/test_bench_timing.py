@@ -24,7 +24,7 @@ class CountingReference:
         pass
 
 
-@pytest.mark.parametrize("below, per_round", [(bench.BURST_BELOW, bench.BURST_CALLS), (0.0, 1)],
+@pytest.mark.parametrize("below, per_round", [(float("inf"), bench.BURST_CALLS), (0.0, 1)],
                          ids=["short calls in bursts", "one call a round"])
 def test_rounds_and_bursts(queue, monkeypatch, below, per_round):
     monkeypatch.setattr(bench, "BURST_BELOW", below)
