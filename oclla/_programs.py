@@ -26,7 +26,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from . import _trace_hooks, kernels_cl
+from . import _prebuilt, _trace_hooks, kernels_cl
 from ._device import DeviceError, device_info, quiet_compiler
 
 _log = logging.getLogger("oclla")
@@ -40,11 +40,13 @@ _built: list = []                 # (source, options, seconds) of each build, in
 
 class Build(NamedTuple):
     """One program build of this process: the source file, its options, the seconds it
-    took (compiling, or loading pyopencl's cached binary)."""
+    took (compiling, or loading a cached binary), and whether it was built from the
+    binary shipped for the device (:mod:`oclla._prebuilt`)."""
 
     source: str
     options: tuple
     seconds: float
+    prebuilt: bool = False
 
 
 def builds() -> list:
@@ -60,6 +62,12 @@ def build_count() -> int:
 def build_seconds() -> float:
     """Seconds this process has spent building programs."""
     return sum(b.seconds for b in builds())
+
+
+def programs() -> dict:
+    """Every program this process has built: (context, source, options) -> cl.Program."""
+    with _lock:
+        return dict(_programs)
 
 
 def precision_of(dtype) -> int:
@@ -130,20 +138,24 @@ def _quiet_builds():
 
 
 def _build(ctx: cl.Context, source: str, options: tuple) -> cl.Program:
-    """Compile kernels_cl/<source> with ``options`` (or load pyopencl's cached binary);
-    the build is counted in :func:`builds` whether or not it succeeds."""
+    """Build kernels_cl/<source> with ``options``: from the binary shipped for the device
+    where there is one (:mod:`oclla._prebuilt`), else from the source (or pyopencl's
+    cached binary); the build is counted in :func:`builds` whether or not it succeeds."""
     text = kernels_cl.read_source(source)
     start = time.perf_counter()
+    prebuilt = None
     try:
         with _quiet_builds():
-            prg = cl.Program(ctx, text).build(options=list(options))
+            prg = prebuilt = _prebuilt.build(ctx, text, options, source)
+            if prg is None:
+                prg = cl.Program(ctx, text).build(options=list(options))
     except (cl.RuntimeError, cl.LogicError) as exc:
         raise DeviceError(f"building kernels_cl/{source} with "
                           f"{' '.join(options)} failed:\n{exc}") from exc
     finally:
         seconds = time.perf_counter() - start
         with _lock:
-            _built.append(Build(source, options, seconds))
+            _built.append(Build(source, options, seconds, prebuilt is not None))
     _check_build_log(prg, source, options)
     return prg
 

@@ -26,6 +26,7 @@ from . import accuracy
 from ._notices import LOGGER, forwarded
 from ._device import DeviceError, build_hint, build_problem, devices, get_queue, \
     nvidia_icd_hint, select_device, device_info
+from ._prebuilt import status as prebuilt_status
 from .lu import lu_factor, lu_flops
 from .trace import record
 
@@ -101,6 +102,10 @@ def _cmd_devices(args) -> int:
         usable += problem is None
         print(info.describe())
         print(f"    {status}")
+        shipped = prebuilt_status(dev)
+        if shipped is not None:
+            print(f"    programs shipped prebuilt for it: {shipped[0]}, {shipped[1]} of them "
+                  f"for the kernels as they are (built from those binaries, not compiled)")
         if problem is not None:
             first = problem.strip().splitlines()
             detail = next((line for line in first if "error" in line.lower()), first[0])

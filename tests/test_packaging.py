@@ -32,7 +32,8 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
         names = set(archive.namelist())
     tops = {name.split("/")[0] for name in names}
     assert {top for top in tops if not top.endswith(".dist-info")} == {"oclla"}
-    assert {"oclla/kernels_cl/common.h", "oclla/viewer/app.py"} <= names
+    assert {"oclla/kernels_cl/common.h", "oclla/viewer/app.py",
+            "oclla/data/prebuilt/nvidia-sm_90.zip"} <= names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
