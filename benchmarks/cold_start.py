@@ -15,7 +15,10 @@ with its results on the host), and counts the programs the first call built and 
 seconds those builds took (:func:`oclla._programs.builds`); builds while an order's
 operands are prepared (the packed copy; on a device without stored parameters, the
 parameter self-checks of a first use) get a line of their own.  The table ends with the
-process's totals; ``--list`` also prints every program built (source and options),
+process's totals; ``--list`` also prints every program built (source and options, and
+whether it was built from the binary the package ships for the device, ``binary``, or
+compiled, ``source``: :mod:`oclla._prebuilt`; ``OCLLA_PREBUILT=0`` in the environment,
+which the child inherits, compiles every one),
 ``--binaries DIR`` writes each one's device binary there (NVIDIA's is PTX: its
 ``.entry`` sections show which kernel of a program is large).
 
@@ -116,7 +119,7 @@ def child(args) -> None:
         _write_binaries(args.binaries)
     print(json.dumps({"total_built": _programs.build_count(),
                       "total_build_s": _programs.build_seconds(),
-                      "builds": [(b.source, " ".join(b.options), b.seconds)
+                      "builds": [(b.source, " ".join(b.options), b.seconds, b.prebuilt)
                                  for b in _programs.builds()]}), flush=True)
 
 
@@ -126,7 +129,7 @@ def _write_binaries(folder: str) -> None:
     from oclla import _programs
     os.makedirs(folder, exist_ok=True)
     programs = {(source, options): prg for (_, source, options), prg
-                in _programs._programs.items()}
+                in _programs.programs().items()}
     with open(os.path.join(folder, "index.txt"), "w") as index:
         for i, b in enumerate(_programs.builds()):
             prg = programs.get((b.source, b.options))
@@ -158,11 +161,13 @@ def row_text(r: dict, listing: bool) -> str:
         return (f"{r['n']:>6} {r['routine']:<15} {r['first_ms']:>10.1f} "
                 f"{r['second_ms']:>10.1f} {r['built']:>6} {r['build_s']:>8.2f} "
                 f"{r['first_ms'] - r['second_ms']:>14.1f}")
+    prebuilt = sum(b[3] for b in r["builds"])
     text = (f"process total: {r['total_built']} programs built in "
-            f"{r['total_build_s']:.2f} s")
+            f"{r['total_build_s']:.2f} s, {prebuilt} of them from shipped binaries")
     if listing:
-        text += "".join(f"\n  {seconds:7.2f} s  {source}  {options}"
-                        for source, options, seconds in r["builds"])
+        text += "".join(f"\n  {seconds:7.2f} s  {'binary' if shipped else 'source'}  "
+                        f"{source}  {options}"
+                        for source, options, seconds, shipped in r["builds"])
     return text
 
 
