@@ -173,9 +173,10 @@ def write(path: str, programs, *, driver: str, devices) -> tuple:
     (entries of changed sources are dropped).  Returns (entries written, entries
     dropped)."""
     old = _entries(path) if os.path.exists(path) else {}
-    kept, dropped = {}, 0
+    kept, dropped, old_devices = {}, 0, []
     if old:
         with zipfile.ZipFile(path) as archive:
+            old_devices = json.loads(archive.read("index.json").decode()).get("devices", [])
             for k, e in old.items():
                 if _current(k, e):
                     kept[k] = (e["source"], tuple(e["options"]), archive.read(f"{k}.ptx"))
@@ -183,10 +184,6 @@ def write(path: str, programs, *, driver: str, devices) -> tuple:
                     dropped += 1
     for source, options, data in programs:
         kept[key(kernels_cl.read_source(source), options)] = (source, tuple(options), data)
-    old_devices = []
-    if old:
-        with zipfile.ZipFile(path) as archive:
-            old_devices = json.loads(archive.read("index.json").decode()).get("devices", [])
     index = {"format": FORMAT, "driver": driver,
              "devices": sorted(set(old_devices) | set(devices)),
              "entries": {k: {"source": s, "options": list(o), "size": len(d)}

@@ -2,8 +2,9 @@
 
 Each (context, source file, ``-D`` options) is built once per process; the
 ``cl.Kernel`` objects are kept per thread (a kernel's arguments are mutable
-state, so a GUI thread and a worker thread never share one).  pyopencl's own
-on-disk binary cache makes a second process start fast.
+state, so a GUI thread and a worker thread never share one).  A program the package
+ships built for the device (:mod:`oclla._prebuilt`) is built from that binary; the
+driver's or pyopencl's on-disk cache makes a second process start fast.
 
 Builds of different programs may run at the same time from several threads (OpenCL
 allows clBuildProgram on different programs concurrently, and pyopencl releases the
@@ -35,7 +36,7 @@ _lock = threading.Lock()          # guards _programs, _pending and _built (held 
 _programs: dict = {}              # (ctx, source, options) -> cl.Program
 _pending: dict = {}               # (ctx, source, options) -> Future of a build under way
 _thread_kernels = threading.local()
-_built: list = []                 # (source, options, seconds) of each build, in order
+_built: list = []                 # a Build for each build, in order
 
 
 class Build(NamedTuple):
