@@ -8,6 +8,8 @@ stores of the CPU device's own binaries (PoCL's) under a target name of their ow
 import json
 import logging
 import os
+import subprocess
+import sys
 import zipfile
 
 import numpy as np
@@ -231,16 +233,34 @@ def test_writing_keeps_current_entries_and_adds_new_ones(queue, store):
         [_options(), _options(np.float64)])
 
 
-def test_the_writer_stores_what_warmup_builds(queue, store, monkeypatch, capsys):
-    """python -m oclla._prebuilt: every program of the (here: one-call) warm-up, from source."""
-    monkeypatch.setattr(oclla, "warmup", lambda dtype=None, queue=None: oclla.lu_factor(
-        np.eye(40, dtype=np.float32) + 1, queue=queue))
-    monkeypatch.setenv("OCLLA_PREBUILT", "1")
-    assert _prebuilt.main(["--dtype", "float32", "--store", store]) == 0
-    assert os.environ["OCLLA_PREBUILT"] == "0"          # the writer compiles every program
+#: A child process that runs the store's writer with a one-call warm-up (its programs
+#: alone: a CPU device compiles a program's every kernel to hand its binary out).
+WRITER = """
+import sys, numpy as np, oclla
+from oclla import _prebuilt
+_prebuilt.target = lambda device: "test"
+oclla.warmup = lambda dtype=None, queue=None: oclla.lu_factor(
+    np.eye(40, dtype=np.float32) + 1, queue=queue)
+sys.exit(_prebuilt.main(sys.argv[1:]))
+"""
+
+
+def test_the_writer_stores_what_warmup_builds(queue, store):
+    """python -m oclla._prebuilt: every program of the (here: one-call) warm-up, compiled
+    from source even where the store has it."""
+    prg = _programs._build(queue.context, UTIL, _options(np.float64))   # one entry to keep
+    _prebuilt.write(store, [(UTIL, _options(np.float64), prg.binaries[0])], driver="d",
+                    devices=["dev"])
+    env = {**os.environ, "OCLLA_PREBUILT": "1"}
+    done = subprocess.run([sys.executable, "-c", WRITER, "--dtype", "float32", "--store",
+                           store], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    _prebuilt.forget()
     written, current = _prebuilt.status(queue.device)
-    assert written >= 1 and current == written
-    assert f"{store}: {written} programs" in capsys.readouterr().out
+    assert written >= 2 and current == written
+    assert f"{store}: {written} programs" in done.stdout
+    built = int(done.stdout.split("(")[1].split()[0])
+    assert built == written - 1                 # the float64 entry kept beside them
 
 
 def test_the_writer_refuses_an_unknown_device_entry(store):
