@@ -2,7 +2,7 @@
 
 A program is compiled from its OpenCL C text on first use (:mod:`oclla._programs`).
 On NVIDIA that is two compilers in turn: OpenCL C to PTX, then PTX to the GPU's
-machine code, and the first is about two thirds of the time (H100 and H200: 0.1-1.2 s a
+machine code, and the first is about two thirds of the time (H100 and H200: 0.05-1.8 s a
 program, 6-9 s for the first calls of the six routines of ``benchmarks/cold_start.py``
 in one dtype).  For the devices that have entries in ``oclla/data/tuned.json``, the
 package holds the PTX of every program :func:`oclla.warmup` builds there with those
@@ -45,7 +45,7 @@ _log = logging.getLogger("oclla")
 
 FORMAT = 1
 #: The largest index and the largest program binary a store may hold (the largest PTX
-#: of the shipped programs is about 0.2 MiB).
+#: of the shipped programs is 0.4 MB).
 MAX_INDEX_BYTES = 4 << 20
 MAX_BINARY_BYTES = 16 << 20
 
