@@ -4,8 +4,8 @@ A program is compiled from its OpenCL C text on first use (:mod:`oclla._programs
 On NVIDIA that is two compilers in turn: OpenCL C to PTX, then PTX to the GPU's
 machine code, and the first is about two thirds of the time (H100 and H200: 0.05-1.8 s a
 program, 6-9 s for the first calls of the six routines of ``benchmarks/cold_start.py``
-in one dtype).  For the devices that have entries in ``oclla/data/tuned.json``, the
-package holds the PTX of every program :func:`oclla.warmup` builds there with those
+in one dtype).  For the NVIDIA devices that have entries in ``oclla/data/tuned.json``,
+the package holds the PTX of every program :func:`oclla.warmup` builds there with those
 parameters (``oclla/data/prebuilt/<target>.zip``, one store per target: ``nvidia-sm_90``
 holds compute capability 9.0, the H100 and the H200).  A program whose exact text and
 options have an entry in the device's store is built from that PTX (the second compiler
@@ -27,14 +27,17 @@ Written by ``python -m oclla._prebuilt`` on the device itself (see :func:`main`)
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import json
 import logging
+import lzma
 import os
 import sys
 import tempfile
 import threading
 import zipfile
+import zlib
 from importlib import resources
 
 import pyopencl as cl
@@ -51,6 +54,13 @@ MAX_BINARY_BYTES = 16 << 20
 
 _lock = threading.Lock()
 _indexes: dict = {}               # store path -> its entries ({} if absent or unreadable)
+
+#: What reading a damaged or foreign zip file raises: a missing member (KeyError), a
+#: checksum, size or form that does not match (BadZipFile, ValueError), compressed data
+#: cut short or garbled (EOFError, LZMAError, zlib.error), an encrypted member
+#: (RuntimeError) or an unknown compression method (NotImplementedError).
+_UNREADABLE = (OSError, ValueError, KeyError, EOFError, RuntimeError, NotImplementedError,
+               zipfile.BadZipFile, lzma.LZMAError, zlib.error)
 
 
 def enabled() -> bool:
@@ -116,7 +126,7 @@ def _entries(path: str) -> dict:
         try:
             with zipfile.ZipFile(path) as archive:
                 entries = _read_index(archive)
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        except _UNREADABLE as exc:
             _log.debug("ignoring the program store %s: %s", path, exc)
     with _lock:
         _indexes[path] = entries
@@ -145,7 +155,7 @@ def binary(device: cl.Device, text: str, options) -> bytes | None:
             if info.file_size != entry["size"]:
                 raise ValueError(f"{info.file_size} bytes where the index says {entry['size']}")
             return archive.read(info)          # checks the member's CRC
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+    except _UNREADABLE as exc:
         _log.debug("ignoring the stored binary of %s in %s: %s", entry["source"], path, exc)
         return None
 
@@ -191,11 +201,15 @@ def write(path: str, programs, *, driver: str, devices) -> tuple:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".zip")
     os.close(fd)
-    with zipfile.ZipFile(temporary, "w", zipfile.ZIP_LZMA) as archive:
-        archive.writestr("index.json", json.dumps(index, indent=1, sort_keys=True))
-        for k, (_, _, data) in sorted(kept.items()):
-            archive.writestr(f"{k}.ptx", data)
-    os.replace(temporary, path)
+    try:
+        with zipfile.ZipFile(temporary, "w", zipfile.ZIP_LZMA) as archive:
+            archive.writestr("index.json", json.dumps(index, indent=1, sort_keys=True))
+            for k, (_, _, data) in sorted(kept.items()):
+                archive.writestr(f"{k}.ptx", data)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
     forget()
     return len(kept), dropped
 
@@ -262,6 +276,7 @@ def _use_entries_of(other: str, device: cl.Device) -> None:
     fd, path = tempfile.mkstemp(suffix=".json")
     with os.fdopen(fd, "w") as f:
         json.dump({"version": _params.DATA_VERSION, "entries": entries}, f)
+    atexit.register(os.remove, path)
     os.environ["OCLLA_TUNED_FILE"] = path
 
 

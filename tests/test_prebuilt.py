@@ -172,6 +172,26 @@ def _damage_crc(path, monkeypatch):
     open(path, "wb").write(bytes(raw))
 
 
+def _garble(path, name):
+    """Overwrite the middle of member ``name``'s compressed data (the store is LZMA,
+    as written): decompressing it fails or its CRC does not match."""
+    with zipfile.ZipFile(path) as archive:
+        (info,) = [i for i in archive.infolist() if i.filename.endswith(name)]
+    raw = bytearray(open(path, "rb").read())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for i in range(info.compress_size // 3, 2 * info.compress_size // 3):
+        raw[start + i] = 0xA5
+    open(path, "wb").write(bytes(raw))
+
+
+def _garbled_binary(path, monkeypatch):
+    _garble(path, ".ptx")
+
+
+def _garbled_index(path, monkeypatch):
+    _garble(path, "index.json")
+
+
 def _wrong_size(path, monkeypatch):
     index = _rewrite(path)
     (k,) = index["entries"]
@@ -204,7 +224,8 @@ def _not_a_zip(path, monkeypatch):
     open(path, "wb").write(b"PK\x03\x04 but nothing after")
 
 
-DAMAGE = {"crc": _damage_crc, "member size": _wrong_size, "index size": _huge_index,
+DAMAGE = {"crc": _damage_crc, "garbled binary": _garbled_binary,
+          "garbled index": _garbled_index, "member size": _wrong_size, "index size": _huge_index,
           "index text": _bad_json, "index a list": _index_a_list, "format": _other_format,
           "entry size": _huge_entry, "not a zip": _not_a_zip}
 
