@@ -182,7 +182,7 @@ def write(path: str, programs, *, driver: str, devices) -> tuple:
     entries of the store already there whose key still matches its source's text
     (entries of changed sources are dropped).  Returns (entries written, entries
     dropped)."""
-    old = _entries(path) if os.path.exists(path) else {}
+    old = _entries(path)
     kept, dropped, old_devices = {}, 0, []
     if old:
         with zipfile.ZipFile(path) as archive:
