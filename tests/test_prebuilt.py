@@ -161,27 +161,32 @@ def _rewrite(path, index=None, member=None, method=zipfile.ZIP_STORED):
     return old_index
 
 
-def _damage_crc(path, monkeypatch):
-    """Flip one byte of the stored (uncompressed) binary: its CRC no longer matches."""
-    _rewrite(path)
-    with zipfile.ZipFile(path) as archive:
-        info = [i for i in archive.infolist() if i.filename.endswith(".ptx")][0]
-    raw = bytearray(open(path, "rb").read())
-    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
-    raw[start + info.file_size // 2] ^= 0xFF
-    open(path, "wb").write(bytes(raw))
-
-
-def _garble(path, name):
-    """Overwrite the middle of member ``name``'s compressed data (the store is LZMA,
-    as written): decompressing it fails or its CRC does not match."""
+def _overwrite(path, name, first, last, byte=None):
+    """Change bytes first..last-1 of member ``name``'s data as stored in the file (its
+    compressed data where it is compressed): each becomes ``byte``, or flips where None."""
     with zipfile.ZipFile(path) as archive:
         (info,) = [i for i in archive.infolist() if i.filename.endswith(name)]
     raw = bytearray(open(path, "rb").read())
     start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
-    for i in range(info.compress_size // 3, 2 * info.compress_size // 3):
-        raw[start + i] = 0xA5
+    for i in range(start + first, start + last):
+        raw[i] = raw[i] ^ 0xFF if byte is None else byte
     open(path, "wb").write(bytes(raw))
+
+
+def _damage_crc(path, monkeypatch):
+    """Flip one byte of the stored (uncompressed) binary: its CRC no longer matches."""
+    _rewrite(path)
+    with zipfile.ZipFile(path) as archive:
+        size = [i for i in archive.infolist() if i.filename.endswith(".ptx")][0].file_size
+    _overwrite(path, ".ptx", size // 2, size // 2 + 1)
+
+
+def _garble(path, name):
+    """Overwrite the middle third of member ``name``'s compressed data (the store is
+    LZMA, as written): decompressing it fails or its CRC does not match."""
+    with zipfile.ZipFile(path) as archive:
+        (size,) = [i.compress_size for i in archive.infolist() if i.filename.endswith(name)]
+    _overwrite(path, name, size // 3, 2 * size // 3, 0xA5)
 
 
 def _garbled_binary(path, monkeypatch):
