@@ -206,6 +206,7 @@ def _cholesky(queue, packed, blocked, chol=CHOLESKY):
 def _ad2at(queue, blocked, gemm=None):
     if gemm is not None:          # the product's kernel decides whether W is transposed
         _params.override("gemm", gemm)
+        _params.override("gemm_thin", dict(MAX_K=0))      # also for the inner dimension 12
     buf = _small(queue)
     d2, c = cl_array.empty(queue, 12, F32), cl_array.empty(queue, (6, 6), F32)
     assemble = ad2at._assemble_blocked if blocked else ad2at._assemble_pivot
