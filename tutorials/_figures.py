@@ -44,8 +44,11 @@ def show(path) -> None:
 
 
 def viewer_available() -> bool:
-    """True when the teaching viewer (``viewer`` package) can be imported."""
-    return importlib.util.find_spec("oclla.viewer") is not None
+    """True when the teaching viewer can run: ``oclla.viewer`` and the Qt packages it
+    needs (the ``viewer`` extra: PySide6, pyqtgraph), which ``pip install oclla``
+    alone does not bring."""
+    return all(importlib.util.find_spec(name) is not None
+               for name in ("oclla.viewer", "PySide6", "pyqtgraph"))
 
 
 def viewer_export(recording, out, *, after_step: int | None = None, view: str | None = None,

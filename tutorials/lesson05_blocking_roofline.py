@@ -326,11 +326,15 @@ if plt is not None:
 # 5. repeat on $S$.
 #
 # The arithmetic is exactly that of Gaussian elimination, in another order.
-# The trace's phase totals show where the flops and the time go:
+# The trace's phase totals show where the flops and the time go. Where a
+# device's tuned parameters say so (GPUs), `lu_factor` takes a matrix this
+# small as one panel, leaf after leaf (the end of this section says how), and
+# its trace has no separate `gemm` steps; asking for the block size
+# (`block=128`) takes the five steps above on every device:
 
 # %%
 n = 1024
-blocked = points["blocked", n][2]                  # the last recorded run of section 3
+_, _, blocked = lu_points(n, "blocked", runs=1, block=128)    # one recorded run
 print(f"blocked LU, n = {n}, block = {blocked.params['block']}: {len(blocked.kernels)} kernels "
       f"(the per-pivot LU of section 3 launched {pivot_launches})")
 print(f"{'phase':<6} {'steps':>5} {'kernels':>7} {'flops':>8} {'device time':>11} {'GFLOP/s':>8}")

@@ -36,6 +36,7 @@ TUTORIALS = ROOT / "tutorials"
 sys.path.insert(0, str(TUTORIALS))
 
 from _checks import checkers, missing  # noqa: E402
+from _figures import viewer_available  # noqa: E402
 
 LESSONS = sorted(TUTORIALS.glob("lesson[0-9][0-9]_*.py"))
 NUMBERS = [int(p.name[6:8]) for p in LESSONS]
@@ -297,7 +298,7 @@ def _figure_names(path: Path) -> list[str]:
     names = []
     if importlib.util.find_spec("matplotlib"):
         names += re.findall(r'save\(fig, "([^"]+)"\)', text)
-    if importlib.util.find_spec("oclla.viewer"):
+    if viewer_available():
         names += re.findall(r'output_dir\(\) / "([^"]+\.(?:png|svg|gif))"', text)
     return names
 
@@ -435,6 +436,53 @@ def test_lesson_runs_as_a_script(path, lessons_run):
     assert code == 0, stdout[-3000:] + stderr[-3000:]
     assert "Traceback" not in stderr
     _assert_lesson_output(path, root / path.stem, stdout)
+
+
+def _run_alone(path: Path, root: Path, prelude: str = "", env: dict | None = None):
+    """[exit code, stdout, stderr] of one lesson run as :func:`lessons_run` runs it, after
+    ``prelude`` (Python code run first in the child)."""
+    subprocess.run([sys.executable, "-c", prelude + _RUN_LESSONS, str(TUTORIALS), str(root),
+                    str(path)], env=env or _lesson_env(root), capture_output=True, text=True,
+                   timeout=LESSON_TIMEOUT_S)
+    return json.loads((root / f"{path.stem}.json").read_text(encoding="utf-8"))
+
+
+def test_a_lesson_without_the_viewer_skips_its_figures(tmp_path):
+    """Where PySide6 is missing (oclla installed without its viewer extra) a lesson skips
+    its viewer figures with a note, in this process and in the viewer's: the viewer
+    package itself is always installed, so its presence says nothing."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text('import sys\nsys.modules["PySide6"] = None\n')
+    env = _lesson_env(tmp_path)
+    env["PYTHONPATH"] = os.pathsep.join((str(hide), env["PYTHONPATH"]))
+    path = TUTORIALS / "lesson06_cholesky_packed.py"
+    code, stdout, stderr = _run_alone(path, tmp_path, env=env)
+    assert code == 0, stdout[-3000:] + stderr[-3000:]
+    assert "skipped: the viewer is not installed" in stdout
+    assert not list((tmp_path / path.stem).glob("*.png"))
+
+
+#: A device whose tuned LU factors a matrix of order 1024 as one panel (FLAT_N, register
+#: leaves holding 1024 rows), as the GPUs' entries do; the child checks that it does.
+_FLAT_LU = """
+import numpy as np, oclla
+from oclla import _params
+_params.override("lu", dict(FLAT_N=1024, REG_SLOTS=128, PANEL_WG=256))
+with oclla.record() as rec:
+    oclla.lu_factor(np.eye(1024, dtype=np.float32))
+assert set(rec.runs[-1].phase_totals()) == {"panel"}, rec.runs[-1].phase_totals()
+"""
+
+
+@pytest.mark.slow
+def test_lesson_05_where_the_lu_of_1024_is_one_panel(tmp_path):
+    """Lesson 5's phase table of the blocked LU (panel, laswp, trsm, gemm) where the
+    device's own parameters take n = 1024 as one flat panel, without gemm steps."""
+    code, stdout, stderr = _run_alone(TUTORIALS / "lesson05_blocking_roofline.py", tmp_path,
+                                      prelude=_FLAT_LU)
+    assert code == 0, stdout[-3000:] + stderr[-3000:]
+    assert re.search(r"share of the flops in GEMM: \d", stdout), stdout[-3000:]
 
 
 #: Runs each solutions file given as an argument as ``__main__`` (as ``python FILE`` would,
