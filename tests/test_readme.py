@@ -65,7 +65,8 @@ def folder(tmp_path_factory):
 
 def _env(extra: dict) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OCLLA_")}
-    return dict(env, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen", **extra)
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(env, PYTHONPATH=path, QT_QPA_PLATFORM="offscreen", **extra)
 
 
 @pytest.fixture(scope="module")

@@ -116,7 +116,8 @@ def test_usage_errors_exit_2(capsys, args, message):
 def test_a_bad_file_from_a_real_process(tmp_path):
     bad = tmp_path / "bad.oclrec"
     bad.write_bytes(b"not a recording at all")
-    env = dict(os.environ, PYTHONPATH=ROOT, QT_QPA_PLATFORM="offscreen")
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, QT_QPA_PLATFORM="offscreen")
     done = subprocess.run([sys.executable, "-m", "oclla.viewer", "--replay", str(bad), "--export",
                            str(tmp_path / "x.png")], env=env, capture_output=True, text=True,
                           timeout=120)
