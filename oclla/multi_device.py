@@ -37,7 +37,7 @@ at n = 65536 float32; a driver that keeps each buffer of a multi-device context
 on one device at a time would move whole panels back and forth then, which is
 the likely cause; with the relay they run at 1.90x, n = 65536 float32.)  Each
 device's kernels are recorded on its own lane of the trace
-(:func:`oclla.trace.label_device`).  An SPD failure is read after the whole
+(:func:`lanes`, :func:`oclla.trace.device_labels`).  An SPD failure is read after the whole
 factorization: :class:`numpy.linalg.LinAlgError` names LAPACK's order (the
 first failing pivot over all devices).
 
@@ -99,6 +99,13 @@ def context_queues(devices) -> list:
     ctx = cl.Context(list({d.int_ptr: d for d in devices}.values()))
     props = cl.command_queue_properties.PROFILING_ENABLE
     return [cl.CommandQueue(ctx, d, properties=props) for d in devices]
+
+
+def lanes(queues) -> list:
+    """(device, label) of each queue, for :func:`oclla.trace.device_labels`: its
+    device's name and its place in ``queues``, so that each gets a timeline lane of
+    its own, devices of one name and one device through two queues too."""
+    return [(q.device, f"{device_info(q).name} [{d}]") for d, q in enumerate(queues)]
 
 
 def _check_queues(queues) -> list:
@@ -389,8 +396,6 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
     if n == 0:
         return
     item = dtype.itemsize
-    for d, q in enumerate(queues):
-        trace.label_device(q.device, f"{device_info(q).name} [{d}]")
     ex = mt.exchange
     flags = [int_zeros(q) for q in queues]
     last_read = [[None] * SLOTS for _ in range(devices)]
@@ -426,8 +431,9 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
         factored[p] = cl.enqueue_marker(q)
         q.flush()
 
-    with trace.run("cholesky", "multi_device", queues[0], (n, n), dtype, tile=nb,
-                   devices=devices):
+    with trace.device_labels(lanes(queues)), \
+            trace.run("cholesky", "multi_device", queues[0], (n, n), dtype, tile=nb,
+                      devices=devices):
         finish(0)
         for k in range(count - 1):
             src, home = mt.panels[k], mt.owner(k)

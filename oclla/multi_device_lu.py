@@ -34,10 +34,9 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import trace
-from ._device import device_info
 from ._programs import int_zeros
 from .blas import gemm, laswp, trsm
-from .multi_device import SLOTS, MultiTiles
+from .multi_device import SLOTS, MultiTiles, lanes
 from .tiled import Panel
 from .tiled_lu import factor_panel, first_failure, panel_rows
 
@@ -73,8 +72,6 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
     if n == 0:
         return np.empty(0, np.int32), 0
     item = dtype.itemsize
-    for d, q in enumerate(queues):
-        trace.label_device(q.device, f"{device_info(q).name} [{d}]")
     ex = mt.exchange
     scratch, recv, recv_piv = ex.scratch, ex.recv, ex.recv_piv
     last_read = [[None] * SLOTS for _ in queues]
@@ -96,8 +93,9 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
         factored[p] = cl.enqueue_marker(q)
         q.flush()
 
-    with trace.run("lu", "multi_device", queues[0], (n, n), dtype, tile=nb,
-                   devices=devices):
+    with trace.device_labels(lanes(queues)), \
+            trace.run("lu", "multi_device", queues[0], (n, n), dtype, tile=nb,
+                      devices=devices):
         factor(0)
         for k in range(count):
             src, home = mt.panels[k], mt.owner(k)

@@ -29,6 +29,7 @@ import struct
 import zipfile
 import zlib
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, asdict
 from typing import TYPE_CHECKING
 
@@ -43,14 +44,22 @@ FORMAT_NAME = "oclla-recording"
 HOST = "host"
 """The ``device`` of a :class:`KernelRecord` that times host work (:func:`host_work`)."""
 
-_device_labels: dict = {}
+_device_labels: ContextVar = ContextVar("oclla_device_labels", default={})
 
 
-def label_device(device, label: str) -> None:
-    """Record the kernels that run on ``device`` (a pyopencl.Device) under ``label``
-    instead of its name: devices of one name (two GPUs of a kind, sub-devices) then
-    get a lane each on the timeline."""
-    _device_labels[device.int_ptr] = str(label)
+@contextmanager
+def device_labels(labels):
+    """Within the block, the kernels enqueued on each device of ``labels`` (pairs of a
+    pyopencl.Device and its label) are recorded under that label instead of the
+    device's name: devices of one name (two GPUs of a kind, sub-devices, one device
+    through two queues) then get a lane each on the timeline.  Kernels enqueued after
+    the block carry their device's name again."""
+    token = _device_labels.set({**_device_labels.get(),
+                                **{device.int_ptr: str(label) for device, label in labels}})
+    try:
+        yield
+    finally:
+        _device_labels.reset(token)
 FORMAT_VERSION = 1
 
 
@@ -207,7 +216,7 @@ class Recording:
     def __init__(self, snapshots: bool = False):
         self.snapshots = snapshots
         self.runs: list[Run] = []
-        self._pending: list = []      # (KernelRecord, cl.Event)
+        self._pending: list = []      # (KernelRecord, event(s), run's device, labels)
         self._run: Run | None = None
         self._step: Step | None = None
         self._snapshot_fn = None
@@ -279,7 +288,8 @@ class Recording:
                            local_size=None if local_size is None else tuple(local_size),
                            step=step.index)
         step.kernels.append(rec)
-        self._pending.append((rec, event, self._run.device if self._run else ""))
+        self._pending.append((rec, event, self._run.device if self._run else "",
+                              _device_labels.get()))
 
     def add_host_work(self, name: str, began: cl.Event, ended: cl.Event) -> None:
         """Record host work of the current step (device "host") between two markers:
@@ -290,14 +300,14 @@ class Recording:
             return
         rec = KernelRecord(name, step=step.index, device=HOST)
         step.kernels.append(rec)
-        self._pending.append((rec, (began, ended), HOST))
+        self._pending.append((rec, (began, ended), HOST, {}))
 
     def resolve(self) -> None:
         """Wait for the recorded events and read their profiling times (and, for a
         command on another device than its run's, that device's name)."""
         from ._device import device_info
         pending, self._pending = self._pending, []
-        for rec, event, run_device in pending:
+        for rec, event, run_device, labels in pending:
             if isinstance(event, tuple):          # host work between two markers
                 for e in event:
                     e.wait()
@@ -309,7 +319,7 @@ class Recording:
             rec.queued, rec.submit = int(prof.queued), int(prof.submit)
             rec.start, rec.end = int(prof.start), int(prof.end)
             queue = event.command_queue
-            name = _device_labels.get(queue.device.int_ptr) or device_info(queue).name
+            name = labels.get(queue.device.int_ptr) or device_info(queue).name
             if name != run_device:
                 rec.device = name
 

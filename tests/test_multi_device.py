@@ -69,6 +69,18 @@ def test_a_lane_per_device(queues):
     assert {s.phase for s in run.steps} >= {"send", "syrk", "trsm"}
 
 
+@pytest.mark.parametrize("factor", [md.cholesky, mdl.lu_factor], ids=["cholesky", "lu"])
+def test_lanes_end_with_the_multi_device_call(factor):
+    """The per-device lanes are the multi-device run's own: after a run on two queues of
+    one device (as on a GPU that cannot be partitioned), a recording on that device puts
+    its kernels on the run's own device again, not on the lane of the last queue."""
+    device = oclla.get_queue().device
+    factor(spd(40, np.float32), queues=md.context_queues([device, device]), tile=16)
+    with oclla.record() as rec:
+        oclla.cholesky(spd(40, np.float32), queue=oclla.get_queue())
+    assert {k.device for k in rec.runs[-1].kernels} == {""}
+
+
 def test_bad_input(queues):
     a = spd(20, np.float32)
     with pytest.raises(ValueError, match="one context"):

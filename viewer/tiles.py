@@ -23,7 +23,7 @@ code (``oclla.cholesky`` or ``oclla.lu_factor`` on a :class:`oclla.TiledMatrix`,
 :func:`oclla.multi_device.cholesky`, :func:`oclla.multi_device_lu.lu_factor`):
 each traced step with kernels is a task of the kind of its phase, covering the
 tiles of its region; its lane is the device that ran most of its kernel time
-(one lane per device, :func:`oclla.trace.label_device`), its start and stop its
+(one lane per device, :func:`oclla.trace.device_labels`), its start and stop its
 kernels' first start and last end; its step k is that of the diagonal
 factorization ("panel" step) last begun (the updates a right-looking step
 applies share its k; a left-looking panel's updates come before it, with k − 1);
