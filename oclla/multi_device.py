@@ -36,8 +36,8 @@ owner's buffer on the receiver's queue instead, two H200s ran at 0.23x of one
 at n = 65536 float32; a driver that keeps each buffer of a multi-device context
 on one device at a time would move whole panels back and forth then, which is
 the likely cause; with the relay they run at 1.90x, n = 65536 float32.)  Each
-device's kernels are recorded on its own lane of the trace
-(:func:`lanes`, :func:`oclla.trace.device_labels`).  An SPD failure is read after the whole
+device's kernels are recorded on its own lane of the trace (:func:`lanes`,
+:func:`oclla.trace.device_labels`).  An SPD failure is read after the whole
 factorization: :class:`numpy.linalg.LinAlgError` names LAPACK's order (the
 first failing pivot over all devices).
 

@@ -60,6 +60,8 @@ def device_labels(labels):
         yield
     finally:
         _device_labels.reset(token)
+
+
 FORMAT_VERSION = 1
 
 
