@@ -20,11 +20,11 @@ from oclla.trace import (FORMAT_NAME, FORMAT_VERSION, MAX_NAME_CHARS, MAX_NS, MA
                          KernelRecord, Recording, Run, Step)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: A child's environment: this checkout first on the import path, then the caller's own
-#: (where pyopencl may come from, installed with ``pip --target``).
-CHILD_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
-    p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p),
-    QT_QPA_PLATFORM="offscreen", PYTHONWARNINGS="ignore")
+#: A child's import path: this checkout first, then the caller's own (where pyopencl
+#: may come from, installed with ``pip --target``).
+CHILD_PYTHONPATH = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+CHILD_ENV = dict(os.environ, PYTHONPATH=CHILD_PYTHONPATH, QT_QPA_PLATFORM="offscreen",
+                 PYTHONWARNINGS="ignore")
 
 
 # ---- sound recordings (no device) ----

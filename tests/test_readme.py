@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from recording_files import CHILD_PYTHONPATH
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -65,8 +67,7 @@ def folder(tmp_path_factory):
 
 def _env(extra: dict) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OCLLA_")}
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    return dict(env, PYTHONPATH=path, QT_QPA_PLATFORM="offscreen", **extra)
+    return dict(env, PYTHONPATH=CHILD_PYTHONPATH, QT_QPA_PLATFORM="offscreen", **extra)
 
 
 @pytest.fixture(scope="module")

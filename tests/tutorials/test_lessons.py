@@ -37,6 +37,7 @@ sys.path.insert(0, str(TUTORIALS))
 
 from _checks import checkers, missing  # noqa: E402
 from _figures import viewer_available  # noqa: E402
+from recording_files import CHILD_PYTHONPATH  # noqa: E402
 
 LESSONS = sorted(TUTORIALS.glob("lesson[0-9][0-9]_*.py"))
 NUMBERS = [int(p.name[6:8]) for p in LESSONS]
@@ -281,8 +282,7 @@ ALSO_RIGHT = {
 
 def _env() -> dict:
     """The environment for a subprocess: this checkout first on the import path."""
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    return dict(os.environ, PYTHONPATH=path)
+    return dict(os.environ, PYTHONPATH=CHILD_PYTHONPATH)
 
 
 def _lesson_env(out: Path) -> dict:

@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 from PIL import Image
@@ -12,7 +10,7 @@ import oclla
 from oclla.viewer import analysis, export
 from oclla.viewer.app import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from recording_files import viewer_child
 
 
 def test_gif_has_one_frame_per_step(qapp, tmp_path, capsys):
@@ -116,11 +114,7 @@ def test_usage_errors_exit_2(capsys, args, message):
 def test_a_bad_file_from_a_real_process(tmp_path):
     bad = tmp_path / "bad.oclrec"
     bad.write_bytes(b"not a recording at all")
-    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, PYTHONPATH=path, QT_QPA_PLATFORM="offscreen")
-    done = subprocess.run([sys.executable, "-m", "oclla.viewer", "--replay", str(bad), "--export",
-                           str(tmp_path / "x.png")], env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = viewer_child("--replay", bad, "--export", tmp_path / "x.png")
     assert done.returncode == 1
     assert "oclla-viewer: error: Could not open bad.oclrec" in done.stderr
     assert "is not an oclla recording" in done.stderr and "Traceback" not in done.stderr
