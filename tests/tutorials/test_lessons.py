@@ -416,10 +416,17 @@ def lessons_run(tmp_path_factory):
     paths = [str(p) for p in LESSONS
              if not missing(getattr(importlib.import_module(f"_checks.{p.stem[:8]}"),
                                     "REQUIRES", ()))]
-    done = subprocess.run([sys.executable, "-c", _RUN_LESSONS, str(TUTORIALS), str(root),
-                           *paths], env=_lesson_env(root), capture_output=True, text=True,
-                          timeout=LESSON_TIMEOUT_S * len(paths))
+    done = _run_lessons(paths, root, timeout=LESSON_TIMEOUT_S * len(paths))
     return root, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def _run_lessons(paths, root: Path, *, prelude: str = "", env: dict | None = None,
+                 timeout: float) -> subprocess.CompletedProcess:
+    """The child of :data:`_RUN_LESSONS` over ``paths``, writing under ``root``, after
+    ``prelude`` (Python code run first in the child)."""
+    return subprocess.run([sys.executable, "-c", prelude + _RUN_LESSONS, str(TUTORIALS),
+                           str(root), *map(str, paths)], env=env or _lesson_env(root),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.slow
@@ -442,9 +449,7 @@ def _run_alone(path: Path, root: Path, prelude: str = "", env: dict | None = Non
                timeout: float = LESSON_TIMEOUT_S):
     """[exit code, stdout, stderr] of one lesson run as :func:`lessons_run` runs it, after
     ``prelude`` (Python code run first in the child)."""
-    subprocess.run([sys.executable, "-c", prelude + _RUN_LESSONS, str(TUTORIALS), str(root),
-                    str(path)], env=env or _lesson_env(root), capture_output=True, text=True,
-                   timeout=timeout)
+    _run_lessons([path], root, prelude=prelude, env=env, timeout=timeout)
     return json.loads((root / f"{path.stem}.json").read_text(encoding="utf-8"))
 
 
