@@ -47,6 +47,7 @@ import pyopencl as cl
 
 from . import _checked, _knobs, _trace_hooks
 from ._device import DeviceError, device_info, get_queue, vector_width, vectors_build
+from ._queue_state import QueueState, state_of
 # the drivers import these here
 from ._knobs import chol_apply_rows, chol_row_leaf, thin_gemm  # noqa: F401
 
@@ -80,8 +81,7 @@ def reload() -> None:
 
 
 def _forget() -> None:
-    _cached.cache_clear()
-    _by_call.clear()
+    _chosen.clear()
     _generation[0] += 1
 
 
@@ -184,8 +184,21 @@ def _merge(family: str, base: dict, given: dict) -> dict:
     return {**base, **given}
 
 
-@lru_cache(maxsize=None)
+_chosen: dict = {}         # (cl.Device, family, dtype name) -> the chosen items
+
+
 def _cached(queue, family: str, dtype_name: str) -> tuple:
+    """The chosen items of ``family`` for ``queue``'s device, chosen once per device: the
+    choice depends on the device alone (and a cache keyed by queues would keep them
+    alive, :mod:`oclla._queue_state`)."""
+    key = (queue.device, family, dtype_name)
+    chosen = _chosen.get(key)
+    if chosen is None:
+        chosen = _chosen[key] = _choose(queue, family, dtype_name)
+    return chosen
+
+
+def _choose(queue, family: str, dtype_name: str) -> tuple:
     info = device_info(queue)
     itemsize = np.dtype(dtype_name).itemsize
     chosen = _defaults(queue, info, family, itemsize)
@@ -248,7 +261,7 @@ class UnusableFamily(DeviceError):
 
 
 _verify_lock = threading.RLock()
-_trial = threading.local()      # .sets: {(queue, family, dtype name): parameters}
+_trial = threading.local()      # .sets: {(cl.Device, family, dtype name): parameters}
 _trials_running = [0]           # how many trials are open in any thread (fast path: 0)
 
 
@@ -369,24 +382,32 @@ def is_stored(queue, family: str, dtype) -> bool:
             and [params(queue, family, dtype)] != ladder(queue, family, dtype)[:1])
 
 
-_by_call: dict = {}        # (queue, family, dtype as passed) -> the chosen items
 _generation = [0]          # counts the times the choices were forgotten
-_derived = threading.local()   # this thread's remembered() values and their generation
 
 
-def remembered(key: tuple, make):
-    """``make()``, remembered under ``key`` by this thread until the parameters are chosen
-    anew (an override, :func:`reload`); made afresh while trials run.  For what the host
-    loops derive from the parameters on every launch (a kernel and its launch shape: a
-    blocked LU enqueues several hundred kernels, and its host work, not the device, set
-    its time in some processes: benchmarks/results/nvidia-h200-2026-12-01-host-time.txt).
-    Per thread, as the kernels of :func:`oclla._programs.get_kernel` are."""
+def _current(queue) -> QueueState:
+    """``queue``'s state, its choices and remembered values dropped if they were made
+    before the parameters were last chosen anew."""
+    state = state_of(queue)
+    if state.generation != _generation[0]:
+        state.forget(_generation[0])
+    return state
+
+
+def remembered(queue, key: tuple, make):
+    """``make()``, remembered for ``queue`` under ``key`` by this thread until the
+    parameters are chosen anew (an override, :func:`reload`); made afresh while trials
+    run.  For what the host loops derive from the parameters on every launch (a kernel
+    and its launch shape: a blocked LU enqueues several hundred kernels, and its host
+    work, not the device, set its time in some processes:
+    benchmarks/results/nvidia-h200-2026-12-01-host-time.txt).  Per thread, as the
+    kernels of :func:`oclla._programs.get_kernel` are."""
     if _trials_running[0]:
         return make()
-    values = getattr(_derived, "values", None)
-    if values is None or _derived.generation != _generation[0]:
-        values = _derived.values = {}
-        _derived.generation = _generation[0]
+    derived = _current(queue).derived
+    values = getattr(derived, "values", None)
+    if values is None:
+        values = derived.values = {}
     value = values.get(key)
     if value is None:
         value = values[key] = make()
@@ -404,10 +425,10 @@ def params(queue, family: str, dtype) -> dict:
         tried = getattr(_trial, "sets", {}).get((queue.device, family, np.dtype(dtype).name))
         if tried is not None:
             return dict(tried)
-    key = (queue, family, dtype)
-    chosen = _by_call.get(key)
+    choices = _current(queue).choices
+    chosen = choices.get((family, dtype))
     if chosen is None:
         if family not in FAMILIES:
             raise KeyError(family)
-        chosen = _by_call[key] = _cached(queue, family, np.dtype(dtype).name)
+        chosen = choices[family, dtype] = _cached(queue, family, np.dtype(dtype).name)
     return dict(chosen)

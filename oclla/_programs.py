@@ -29,10 +29,12 @@ import pyopencl.array as cl_array
 
 from . import _prebuilt, _trace_hooks, kernels_cl
 from ._device import DeviceError, device_info, quiet_compiler
+from ._queue_state import NOT_MADE, state_of
 
 _log = logging.getLogger("oclla")
 
-_lock = threading.Lock()          # guards _programs, _pending and _built (held briefly)
+_lock = threading.Lock()          # guards _programs, _pending, _built and queues' twins and
+                                  # side queues (held briefly)
 _programs: dict = {}              # (ctx, source, options) -> cl.Program
 _pending: dict = {}               # (ctx, source, options) -> Future of a build under way
 _thread_kernels = threading.local()
@@ -292,9 +294,6 @@ def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *
     return event
 
 
-_twins: dict = {}
-
-
 def flushed_marker(queue: cl.CommandQueue) -> cl.Event:
     """A marker event after everything enqueued on ``queue`` so far, with ``queue``
     flushed: another queue may wait on it (OpenCL promises a queue's progress only once
@@ -318,9 +317,11 @@ def launch_queue(queue: cl.CommandQueue):
     if _trace_hooks.active() is not None:
         yield queue
         return
-    twin = _twins.get(queue)
+    state = state_of(queue)
+    twin = state.twin
     if twin is None:
-        twin = _twins[queue] = cl.CommandQueue(queue.context, queue.device)
+        with _lock:
+            twin = state.twin = state.twin or cl.CommandQueue(queue.context, queue.device)
     cl.enqueue_barrier(twin, wait_for=[flushed_marker(queue)])
     try:
         yield twin
@@ -328,27 +329,28 @@ def launch_queue(queue: cl.CommandQueue):
         cl.enqueue_barrier(queue, wait_for=[flushed_marker(twin)])
 
 
-_side_queues: dict = {}
-
-
 def side_queue(queue: cl.CommandQueue):
     """A second queue on ``queue``'s device for a look-ahead (work that overlaps the
     main queue's, ordered by events), profiling where ``queue`` does, or None if the
     device refuses another queue."""
-    if queue not in _side_queues:
-        profiling = queue.properties & cl.command_queue_properties.PROFILING_ENABLE
-        try:
-            _side_queues[queue] = cl.CommandQueue(queue.context, queue.device,
-                                                  properties=profiling)
-        except cl.Error:
-            _side_queues[queue] = None
-    return _side_queues[queue]
+    state = state_of(queue)
+    if state.side is NOT_MADE:
+        with _lock:
+            if state.side is NOT_MADE:
+                profiling = queue.properties & cl.command_queue_properties.PROFILING_ENABLE
+                try:
+                    state.side = cl.CommandQueue(queue.context, queue.device,
+                                                 properties=profiling)
+                except cl.Error:
+                    state.side = None
+    return state.side
 
 
 def side_queue_made(queue: cl.CommandQueue):
     """``queue``'s second queue if :func:`side_queue` has made one, else None (none is
     made here: a wait for work that could not have been enqueued)."""
-    return _side_queues.get(queue)
+    side = state_of(queue).side
+    return None if side is NOT_MADE else side
 
 
 def copy(queue: cl.CommandQueue, dest, src, *, byte_count=None, src_offset=0, dest_offset=0,

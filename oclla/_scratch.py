@@ -29,6 +29,7 @@ import pyopencl.tools as cl_tools
 
 from ._device import device_info
 from ._programs import int_array
+from ._queue_state import NOT_MADE, state_of
 
 #: Most bytes a queue's pool keeps unused between calls, at least: past its bound
 #: (:func:`held_limit`) the pool frees what it holds before its next allocation (the
@@ -56,20 +57,21 @@ def held_limit(queue: cl.CommandQueue) -> int:
 PRIVATE_BYTES = 128 * 2 ** 20
 
 _lock = threading.Lock()
-_pools: dict = {}          # cl.CommandQueue -> its MemoryPool, or None (out of order)
 
 
 def _pool(queue: cl.CommandQueue):
-    """The queue's memory pool (None for an out-of-order queue)."""
-    pool = _pools.get(queue, False)
-    if pool is False:
+    """The queue's memory pool (None for an out-of-order queue), kept in its state
+    (:mod:`oclla._queue_state`): freed with the queue once its buffers are."""
+    state = state_of(queue)
+    pool = state.pool
+    if pool is NOT_MADE:
         with _lock:
-            pool = _pools.get(queue, False)
-            if pool is False:
+            pool = state.pool
+            if pool is NOT_MADE:
                 in_order = not (queue.properties
                                 & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
-                pool = _pools[queue] = (cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
-                                        if in_order else None)
+                pool = state.pool = (cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+                                     if in_order else None)
     return pool
 
 
@@ -109,11 +111,3 @@ def zeroed_ints(queue: cl.CommandQueue, size: int = 1) -> cl_array.Array:
     zeroed = int_array(queue, data, size)
     zeroed.add_event(cl.enqueue_fill_buffer(queue, data, _ZEROS, 0, 4 * size))
     return zeroed
-
-
-def free_held() -> None:
-    """Release the memory every pool holds and nobody uses."""
-    with _lock:
-        for pool in _pools.values():
-            if pool is not None:
-                pool.free_held()

@@ -66,7 +66,7 @@ def _kernel_for(queue, key: tuple, dtype, views: tuple, make):
     def made():
         with index_width(elements):
             return make()
-    return remembered((queue, dtype, wide_index(elements)) + key, made)
+    return remembered(queue, (dtype, wide_index(elements)) + key, made)
 
 
 def view_of(array: cl_array.Array) -> View:
@@ -273,7 +273,7 @@ def gemm_shape(queue, k: int, dtype) -> dict:
 def _takes_thin(queue, k: int, dtype) -> bool:
     """Whether a product of inner dimension k takes the ``gemm_thin`` set (0 < k <= its
     MAX_K, remembered by the host thread as the kernels are: gemm asks on every call)."""
-    most = remembered((queue, dtype, "gemm_thin MAX_K"),
+    most = remembered(queue, (dtype, "gemm_thin MAX_K"),
                       lambda: params(queue, "gemm_thin", dtype)["MAX_K"])
     return 0 < k <= most
 
@@ -352,7 +352,7 @@ def trsm_kernel(queue, name: str, dtype, nb: int | None = None):
     program per ``nb`` and the device's FEW_RHS (its :func:`rows_width`, the few-column
     kernels' work-group width), FEW_ROUTE (the program holds that route's kernel
     alone: trsm_rows, trsm_chain or trsm_columns) and DOUBLING (trtri_blocks' way)."""
-    return remembered((queue, "trsm", name, dtype, nb, wide_indices()),
+    return remembered(queue, ("trsm", name, dtype, nb, wide_indices()),
                       lambda: _trsm_kernel(queue, name, dtype, nb))
 
 

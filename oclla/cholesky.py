@@ -49,7 +49,6 @@ definite", k being LAPACK's ``info``.
 
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -58,7 +57,7 @@ from numpy.linalg import LinAlgError
 
 from . import _scratch as scratch, trace
 from ._device import resolve_queue
-from ._params import chol_apply_rows, chol_fused_leaf, chol_row_leaf, params
+from ._params import chol_apply_rows, chol_fused_leaf, chol_row_leaf, params, remembered
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch_queue, round_up,
                         wide_indices)
 from ._validate import (as_matrix, check_method, checked_beside, factor_in_place,
@@ -172,22 +171,14 @@ class _Leaf(NamedTuple):
         return self.tile_leaf is not None and self.inverting
 
 
-_leaves = threading.local()        # .cache: this thread's _Leaf by its lookup's inputs
-
-
 def _leaf(queue, dtype, lower: bool, invert: bool) -> _Leaf:
     """The leaf kernels (:func:`_make_leaf`) for the device's current ``chol`` and
-    ``gemm`` parameters, made once per thread (get_kernel's kernels are the thread's
-    own), parameters and index width: their lookups cost a factorization about 40 µs."""
-    p = params(queue, "chol", dtype)
-    gemm = params(queue, "gemm", dtype)
-    key = (queue, np.dtype(dtype), lower, invert, tuple(p.items()), tuple(gemm.items()),
-           wide_indices())
-    cache = _leaves.__dict__.setdefault("cache", {})
-    leaf = cache.get(key)
-    if leaf is None:
-        leaf = cache[key] = _make_leaf(queue, dtype, lower, invert, p, gemm)
-    return leaf
+    ``gemm`` parameters, remembered per queue and thread (get_kernel's kernels are the
+    thread's own) and index width until the parameters are chosen anew
+    (:func:`oclla._params.remembered`): their lookups cost a factorization about 40 µs."""
+    return remembered(queue, ("chol leaf", np.dtype(dtype), lower, invert, wide_indices()),
+                      lambda: _make_leaf(queue, dtype, lower, invert, params(queue, "chol", dtype),
+                                         params(queue, "gemm", dtype)))
 
 
 def _make_leaf(queue, dtype, lower: bool, invert: bool, p: dict, gemm: dict) -> _Leaf:

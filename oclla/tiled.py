@@ -45,6 +45,7 @@ one buffer of the device (:func:`route`); they also take a
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -54,6 +55,7 @@ from . import trace
 from ._device import DeviceError, device_info, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
+from ._queue_state import state_of
 from ._validate import NONFINITE, all_finite, check_dtype, check_fp64, is_device_array
 from .blas import View, gemm, trsm
 from .cholesky import _solve_panel, factor_blocked, not_positive_definite, zero_other_triangle
@@ -281,16 +283,20 @@ def copy_panel(queue, panel: Panel, host: np.ndarray, *, upload: bool,
     return cl.enqueue_copy(queue, host, panel.buf, **kwargs)
 
 
-_copy_queues: dict = {}
+_copy_lock = threading.Lock()
 
 
 def copy_queue(queue) -> cl.CommandQueue:
-    """A second profiling queue on ``queue``'s device for transfers (one per queue)."""
-    q = _copy_queues.get(queue)
-    if q is None:
-        q = _copy_queues[queue] = cl.CommandQueue(
-            queue.context, queue.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    return q
+    """A second profiling queue on ``queue``'s device for transfers (one per queue, kept
+    in its state: :mod:`oclla._queue_state`)."""
+    state = state_of(queue)
+    if state.copy is None:
+        with _copy_lock:
+            if state.copy is None:
+                state.copy = cl.CommandQueue(
+                    queue.context, queue.device,
+                    properties=cl.command_queue_properties.PROFILING_ENABLE)
+    return state.copy
 
 
 def check_finite_rows(a: np.ndarray) -> None:

@@ -78,6 +78,7 @@ from ._device import device_info
 from ._knobs import pow2_at_least
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, real_arg, round_up, wide_indices
+from ._queue_state import state_of
 from .blas import View, invert_blocks
 
 #: Most columns of V per pass.  A pass of k columns runs the kernels built for the
@@ -351,8 +352,7 @@ class _Rank1Scratch:
     float64 n = 16384 0.880 -> 0.852 ms (beyond the kernel 76 -> 54 us), 8192 0.361 ->
     0.336, 1000 0.131 -> 0.101; float32 16384 0.630 -> 0.586, 1000 0.131 -> 0.100."""
 
-    _kept: dict = {}                  # (queue, itemsize) -> _Rank1Scratch
-    _lock = threading.Lock()
+    _lock = threading.Lock()          # kept in the queue's state (its rank1, by itemsize)
 
     def __init__(self, queue, cap: int, item: int):
         self.queue, self.cap, self.item = queue, cap, item
@@ -368,12 +368,13 @@ class _Rank1Scratch:
     @classmethod
     def of(cls, queue, n: int, item: int) -> _Rank1Scratch:
         """The queue's scratch for orders up to n (a new one past the largest so far)."""
-        kept = cls._kept.get((queue, item))
+        kept_by_item = state_of(queue).rank1
+        kept = kept_by_item.get(item)
         if kept is None or kept.cap < n:
             with cls._lock:
-                kept = cls._kept.get((queue, item))
+                kept = kept_by_item.get(item)
                 if kept is None or kept.cap < n:
-                    kept = cls._kept[queue, item] = cls(queue, round_up(n, TB), item)
+                    kept = kept_by_item[item] = cls(queue, round_up(n, TB), item)
         return kept
 
     def begin(self) -> None:

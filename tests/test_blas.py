@@ -11,6 +11,7 @@ import itertools
 import threading
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
 
@@ -151,25 +152,27 @@ def test_thin_products_take_the_gemm_thin_shape(queue, dtype):
         assert passes(product_error(c, a, b, alpha=-1.0, beta=1.0, c0=c0)), k
 
 
-def test_remembered_values_last_until_the_parameters_change():
-    """What the host loops derive from the parameters is made once per thread and made
-    again after any override (and so after oclla tune's reload)."""
+def test_remembered_values_last_until_the_parameters_change(queue):
+    """What the host loops derive from the parameters is made once per queue and thread
+    and made again after any override (and so after oclla tune's reload)."""
     made = []
 
     def make():
         made.append(len(made) + 1)
         return made[-1]
     key = ("remembered test", object())
-    assert _params.remembered(key, make) == 1
-    assert _params.remembered(key, make) == 1
+    assert _params.remembered(queue, key, make) == 1
+    assert _params.remembered(queue, key, make) == 1
     _params.override("laswp", None)
-    assert _params.remembered(key, make) == 2
+    assert _params.remembered(queue, key, make) == 2
     other = []
-    thread = threading.Thread(target=lambda: other.append(_params.remembered(key, make)))
+    thread = threading.Thread(target=lambda: other.append(_params.remembered(queue, key, make)))
     thread.start()
     thread.join()
     assert other == [3]
-    assert _params.remembered(key, make) == 2
+    assert _params.remembered(queue, key, make) == 2
+    twin = cl.CommandQueue(queue.context, queue.device)
+    assert _params.remembered(twin, key, make) == 4
 
 
 def test_gemm_takes_the_parameters_chosen_since_its_last_call(queue):

@@ -10,6 +10,7 @@ import pytest
 
 import oclla
 from oclla import _programs, _scratch, accuracy
+from oclla._queue_state import state_of
 
 from test_update import problem
 
@@ -17,10 +18,8 @@ from test_update import problem
 @pytest.fixture
 def own_queue(queue):
     """A queue of its own, so that its pool starts empty."""
-    q = cl.CommandQueue(queue.context, queue.device,
-                        properties=cl.command_queue_properties.PROFILING_ENABLE)
-    yield q
-    _scratch._pools.pop(q, None)
+    return cl.CommandQueue(queue.context, queue.device,
+                           properties=cl.command_queue_properties.PROFILING_ENABLE)
 
 
 def test_a_buffer_handed_back_is_reused(own_queue):
@@ -53,8 +52,6 @@ def test_pools_hold_at_most_held_bytes(own_queue, monkeypatch):
     assert pool.managed_bytes >= 8192 and pool.active_bytes == 0
     _scratch.buffer(own_queue, 100)        # held memory past the bound is freed first
     assert pool.managed_bytes < 8192
-    _scratch.free_held()
-    assert pool.held_blocks == 0
 
 
 def test_pools_hold_a_share_of_their_devices_memory(own_queue, monkeypatch):
@@ -66,7 +63,6 @@ def test_pools_hold_a_share_of_their_devices_memory(own_queue, monkeypatch):
     monkeypatch.setattr(_scratch, "HELD_SHARE", memory // 8192)     # a bound of 8 KiB
     assert 8192 <= _scratch.held_limit(own_queue) < 8192 + 8192
     pool = _scratch._pool(own_queue)
-    _scratch.free_held()
     block = _scratch.buffer(own_queue, 4096)
     del block
     _scratch.buffer(own_queue, 100)        # 4 KiB held: below the bound, kept
@@ -82,12 +78,9 @@ def test_out_of_order_queues_get_plain_buffers(queue):
         q = cl.CommandQueue(queue.context, queue.device, properties=props)
     except cl.Error:
         pytest.skip("the device has no out-of-order queues")
-    try:
-        assert _scratch._pool(q) is None
-        assert isinstance(_scratch.buffer(q, 100), cl.Buffer)
-        assert not _scratch.zeroed_ints(q, 3).get().any()
-    finally:
-        _scratch._pools.pop(q, None)
+    assert _scratch._pool(q) is None
+    assert isinstance(_scratch.buffer(q, 100), cl.Buffer)
+    assert not _scratch.zeroed_ints(q, 3).get().any()
 
 
 def test_product_update_allocates_nothing_the_second_time(own_queue, dtype):
@@ -98,10 +91,11 @@ def test_product_update_allocates_nothing_the_second_time(own_queue, dtype):
     dc, dv = cl_array.to_device(own_queue, c), cl_array.to_device(own_queue, v)
 
     def managed():
-        return {q: p.managed_bytes for q, p in _scratch._pools.items() if p is not None}
+        return [_scratch._pool(q).managed_bytes for q in (own_queue, twin)]
 
     first = oclla.cholesky_update(dc, dv, method="product", queue=own_queue).get()
-    pool = _scratch._pools[_programs._twins[own_queue]]      # the update's launch queue
+    twin = state_of(own_queue).twin                           # the update's launch queue
+    pool = _scratch._pool(twin)
     assert pool.managed_bytes >= 2 * n * k * dtype.itemsize   # W and B at least
     assert pool.active_bytes == 0                             # all handed back
     before = managed()
@@ -109,7 +103,6 @@ def test_product_update_allocates_nothing_the_second_time(own_queue, dtype):
     assert managed() == before
     np.testing.assert_array_equal(first, second)
     assert accuracy.passes(accuracy.cholesky_backward_error(at, second, False))
-    _scratch._pools.pop(_programs._twins.get(own_queue), None)
 
 
 def test_host_operands_are_copied_into_pooled_memory_on_cpus(own_queue, dtype):

@@ -14,6 +14,7 @@ from numpy.linalg import LinAlgError
 
 import oclla
 from oclla import update_product
+from oclla._queue_state import state_of
 from oclla._params import params
 
 from test_update import assert_updated, gpu_kernels, problem
@@ -161,7 +162,7 @@ def kept_scratch(queue, dtype):
     """The queue's kept scratch of update_rank1 for ``dtype``: (the object, its regions as
     the integer words of their reals, its state's two ints)."""
     item = np.dtype(dtype).itemsize
-    kept = update_product._Rank1Scratch._kept[queue, item]
+    kept = state_of(queue).rank1[item]
     bits = update_product.UNSTORED[item]
     words = np.empty(kept.state_at // item, bits.dtype)
     state = np.empty(2, np.int32)
@@ -252,5 +253,5 @@ def test_a_call_stopped_between_launch_and_read_leaves_no_stale_scratch(queue, d
             at, c, v = problem(n, 1, 1, dtype, seed=seed)
             assert_updated(at, oclla.cholesky_update(c, v, queue=queue), sl.cholesky(at),
                            False, f"seed {seed}")
-            kept = update_product._Rank1Scratch._kept[queue, np.dtype(dtype).itemsize]
+            kept = state_of(queue).rank1[np.dtype(dtype).itemsize]
             assert any(f is kept.buffer for f in fills) == refilled, seed
