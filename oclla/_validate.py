@@ -77,6 +77,48 @@ def check_fits(queue, nbytes: int, what: str = "matrix") -> None:
                           f"{info.name}'s {info.global_mem_size / 2**20:.1f} MiB of memory")
 
 
+def host_bytes_available() -> int | None:
+    """Bytes of host memory a new array may take: Linux's MemAvailable plus free swap
+    (/proc/meminfo), elsewhere the machine's physical memory, None where neither is known."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return sum(int(fields[k].split()[0]) * 1024 for k in ("MemAvailable", "SwapFree"))
+    except (OSError, KeyError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+#: How a routine that would copy a caller's host matrix can avoid the copy.
+IN_PLACE_HINT = ("with overwrite_a=True a writable C-contiguous array (a memory map opened "
+                 "'r+' too) is factored in place")
+
+
+def check_host_room(nbytes: int, what: str, hint: str = "") -> None:
+    """Raise ``MemoryError`` before a routine allocates ``nbytes`` of new host memory for
+    ``what`` beyond :func:`host_bytes_available`: numpy would get the pages by overcommit
+    and the system kill the process as they filled.  For the host arrays of the routes
+    beyond the device's memory (tiles, out-of-core), as large as the caller's matrix;
+    ``hint`` says how to do without them."""
+    available = host_bytes_available()
+    if available is not None and nbytes > available:
+        raise MemoryError(f"{what} needs {nbytes / 2**30:.1f} GiB of new host memory, more "
+                          f"than the {available / 2**30:.1f} GiB available"
+                          + (f"; {hint}" if hint else ""))
+
+
+def contiguous_host(arr: np.ndarray, what: str, dtype=None) -> np.ndarray:
+    """The host array ``arr`` C-contiguous (in ``dtype`` if given): ``arr`` itself where it
+    is, else a copy made after :func:`check_host_room`."""
+    dtype = np.dtype(dtype or arr.dtype)
+    if not (arr.flags.c_contiguous and arr.dtype == dtype):
+        check_host_room(arr.size * dtype.itemsize, what)
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
 # ---- device views ------------------------------------------------------------------------
 
 def is_view(a) -> bool:

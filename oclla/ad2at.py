@@ -219,6 +219,8 @@ def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
         dtype than a's
     oclla.DeviceError : float64 on a device without ``cl_khr_fp64``, or device
         trouble
+    MemoryError : a host ``a`` beyond one buffer (assembled in tiles) whose m x m
+        product would not fit the host's available memory
     """
     check_method(method)
     if symmetric and packed:

@@ -541,6 +541,11 @@ def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bo
     oclla.DeviceError
         float64 on a device without ``cl_khr_fp64``, an allocation the device
         cannot make, or kernels that fail to build with every parameter set
+    MemoryError
+        A host ``a`` beyond the device's memory (factored through tiles or streamed)
+        whose factor, a new host array, would not fit the host's available memory;
+        ``overwrite_a`` factors a writable C-contiguous ``a`` (an "r+" memory map too)
+        in place.
     """
     return _factor(a, lower=lower, method=method, overwrite_a=overwrite_a,
                    check_finite=check_finite, queue=queue, clean=True, block=block)
@@ -572,7 +577,7 @@ def cho_factor(a, *, lower: bool = False, method: str = "blocked", overwrite_a: 
 
     Raises
     ------
-    numpy.linalg.LinAlgError, ValueError, TypeError, oclla.DeviceError
+    numpy.linalg.LinAlgError, ValueError, TypeError, oclla.DeviceError, MemoryError
         As :func:`cholesky` raises them.
     """
     c = _factor(a, lower=lower, method=method, overwrite_a=overwrite_a,
@@ -632,6 +637,9 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
     oclla.DeviceError
         float64 on a device without ``cl_khr_fp64``, an allocation the device
         cannot make, or kernels that fail to build with every parameter set
+    MemoryError
+        A host factor beyond the device's memory, not C-contiguous, whose C-contiguous
+        copy would not fit the host's available memory.
     """
     c, lower = unpack_pair(c_and_lower, "c_and_lower", "cho_factor")
     queue = resolve_queue(queue)

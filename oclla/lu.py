@@ -203,6 +203,11 @@ def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
     oclla.DeviceError
         float64 on a device without ``cl_khr_fp64``, an allocation the device
         cannot make, or kernels that fail to build with every parameter set.
+    MemoryError
+        A host ``a`` beyond the device's memory (factored through tiles or streamed)
+        whose factor, a new host array, would not fit the host's available memory;
+        ``overwrite_a`` factors a writable C-contiguous ``a`` (an "r+" memory map too)
+        in place.
 
     Warns
     -----
@@ -363,6 +368,9 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
         ``piv`` that does not hold integers.
     oclla.DeviceError
         float64 on a device without ``cl_khr_fp64``, or device trouble.
+    MemoryError
+        A host factor beyond the device's memory, not C-contiguous, whose C-contiguous
+        copy would not fit the host's available memory.
 
     See Also
     --------
@@ -437,7 +445,7 @@ def lu(a, *, permute_l: bool = False, method: str = "blocked", variant: str | No
 
     Raises
     ------
-    ValueError, TypeError, numpy.linalg.LinAlgError, oclla.DeviceError
+    ValueError, TypeError, numpy.linalg.LinAlgError, oclla.DeviceError, MemoryError
         As :func:`lu_factor` raises them.
     """
     queue = resolve_queue(queue)

@@ -53,6 +53,7 @@ import pyopencl as cl
 from . import _trace_hooks, trace
 from ._device import DeviceError, device_info
 from ._staging import Staging
+from ._validate import IN_PLACE_HINT, check_host_room, contiguous_host
 from .blas import View
 from .cholesky import cholesky_flops
 from .tiled import (MEMORY_SHARE, InfoWatch, Panel, copy_panel, copy_queue, finish_panel,
@@ -339,10 +340,14 @@ def cholesky_host(a, *, lower: bool, overwrite_a: bool, check_finite: bool, clea
     n = arr.shape[0]
     if overwrite_a and writable_in_place(a):
         src = dest = a
-    elif clean:
-        src, dest = np.ascontiguousarray(arr), np.zeros((n, n), arr.dtype)
     else:
-        src = dest = np.array(arr, order="C")
+        copies = 2 if clean and not arr.flags.c_contiguous else 1
+        check_host_room(copies * arr.nbytes, f"the factor of a {n} x {n} {arr.dtype} "
+                        "matrix", IN_PLACE_HINT)
+        if clean:
+            src, dest = np.ascontiguousarray(arr), np.zeros((n, n), arr.dtype)
+        else:
+            src = dest = np.array(arr, order="C")
     stats = factor_streamed(src, dest, lower=lower, queue=queue, tile=tile, block=block,
                             clean=clean)
     if clean and dest is a:
@@ -359,7 +364,7 @@ def solve_streamed(c: np.ndarray, b: View, nrhs: int, *, lower: bool, queue,
     compute queue): panel p + 1 travels while panel p computes."""
     n, dtype = c.shape[0], c.dtype
     w = plan_tile(queue, n, dtype, tile)
-    host = np.ascontiguousarray(c)
+    host = contiguous_host(c, f"a C-contiguous copy of the {n} x {n} factor")
     size = n * w * dtype.itemsize
     bufs = [cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size) for _ in range(2)]
     copyq = copy_queue(queue)

@@ -59,6 +59,7 @@ from . import _trace_hooks, trace
 from ._device import DeviceError
 from ._programs import int_zeros
 from ._staging import Staging
+from ._validate import IN_PLACE_HINT, check_host_room, contiguous_host
 from .blas import View, gemm, laswp, trsm
 from .lu import lu_flops
 from .out_of_core import Stats, plan_tile
@@ -253,7 +254,13 @@ def lu_host(a, *, overwrite_a: bool, check_finite: bool, queue,
     keep a copy to recover); otherwise ``a`` is only read and the factor is a new
     array."""
     arr = host_matrix(a, check_finite=check_finite, queue=queue)
-    dest = a if overwrite_a and writable_in_place(a) else np.array(arr, order="C")
+    if overwrite_a and writable_in_place(a):
+        dest = a
+    else:
+        n = arr.shape[0]
+        check_host_room(arr.nbytes, f"the factor of a {n} x {n} {arr.dtype} matrix",
+                        IN_PLACE_HINT)
+        dest = np.array(arr, order="C")
     piv, info, _ = factor_streamed(dest, queue=queue, tile=tile)
     return dest, piv, info
 
@@ -351,7 +358,9 @@ def lu_solve_host(lu, piv, b, *, trans: int, overwrite_b: bool, check_finite: bo
     "out_of_core"): :func:`solve_streamed`.  ``piv``: host or device 0-based pivots."""
     from ._validate import solve_in_place
     from .lu import PIV_RANGE, _device_piv
-    arr = np.ascontiguousarray(host_matrix(lu, check_finite=check_finite, queue=queue))
+    arr = host_matrix(lu, check_finite=check_finite, queue=queue)
+    arr = contiguous_host(arr, f"a C-contiguous copy of the {arr.shape[0]} x {arr.shape[0]} "
+                          "factor")
     n, dtype = arr.shape[0], arr.dtype
     flags = int_zeros(queue, 2)
     d_piv = _device_piv(piv, n, queue, flags)

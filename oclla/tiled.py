@@ -56,7 +56,8 @@ from ._device import DeviceError, device_info, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from ._queue_state import state_of
-from ._validate import NONFINITE, all_finite, check_dtype, check_fp64, is_device_array
+from ._validate import (IN_PLACE_HINT, NONFINITE, all_finite, check_dtype, check_fp64,
+                        check_host_room, is_device_array)
 from .blas import View, gemm, trsm
 from .cholesky import _solve_panel, factor_blocked, not_positive_definite, zero_other_triangle
 
@@ -220,7 +221,8 @@ class TiledMatrix:
         with a triangle, the diagonal tiles whole).  ``a`` is never written.
 
         Raises ValueError (not 2-D, NaN/Inf with ``check_finite``), TypeError and
-        DeviceError as the constructor.
+        DeviceError as the constructor, MemoryError where a non-C-contiguous ``a``'s copy
+        would not fit the host's available memory (:func:`oclla._validate.check_host_room`).
         """
         arr = np.asarray(a)
         if arr.ndim != 2:
@@ -228,6 +230,9 @@ class TiledMatrix:
         check_dtype(arr.dtype)
         if check_finite:
             check_finite_rows(arr)
+        if not arr.flags.c_contiguous:
+            check_host_room(arr.nbytes, f"a C-contiguous copy of the {arr.shape[0]} x "
+                            f"{arr.shape[1]} matrix")
         tm = cls(arr.shape, arr.dtype, tile=tile, triangle=triangle, queue=queue)
         host = np.ascontiguousarray(arr)
         for panel in tm.panels:
@@ -240,6 +245,10 @@ class TiledMatrix:
         C-contiguous array of this shape and dtype), or into a new array whose entries
         outside the stored panels are zero.  Returns the array."""
         if out is None:
+            check_host_room(self.shape[0] * self.shape[1] * self.dtype.itemsize,
+                            f"the {self.shape[0]} x {self.shape[1]} matrix on the host",
+                            "pass out=, a writable C-contiguous array of its shape and dtype "
+                            "(a memory map opened 'r+' too)")
             out = np.zeros(self.shape, self.dtype)
         elif not (isinstance(out, np.ndarray) and out.shape == self.shape
                   and out.dtype == self.dtype and out.flags.c_contiguous
@@ -581,6 +590,9 @@ def factor_host(a, *, lower: bool, overwrite_a: bool, check_finite: bool, clean:
         if clean:
             zero_outside_panels(a, tm.tile, lower)
         return tm.to_numpy(a)
+    copies = 1 if arr.flags.c_contiguous else 2
+    check_host_room(copies * arr.nbytes, f"the factor of a {n} x {n} {arr.dtype} matrix",
+                    IN_PLACE_HINT)
     out = np.zeros((n, n), arr.dtype) if clean else np.array(arr, order="C")
     factor_tiles(tm, lower=lower, block=block, clean=clean, source=np.ascontiguousarray(arr),
                  write_to=out)

@@ -29,7 +29,8 @@ import pyopencl.array as cl_array
 
 from . import trace
 from ._device import DeviceError, device_info
-from ._validate import check_dtype, check_fp64, check_shape, is_device_array, validate_weights
+from ._validate import (check_dtype, check_fp64, check_host_room, check_shape, contiguous_host,
+                        is_device_array, validate_weights)
 from .ad2at import Scaled
 from .blas import View
 from .cholesky import zero_other_triangle
@@ -136,8 +137,9 @@ def assemble_host(a, d2, *, lower: bool, symmetric: bool, check_finite: bool, qu
     weights = validate_weights(d2, n, dtype, queue, check_finite=check_finite)
     if is_device_array(weights):
         weights = weights.get()
-    c = assemble_tiles(np.ascontiguousarray(arr), weights, lower=lower, symmetric=symmetric,
-                       queue=queue, tile=tile, chunk=chunk)
+    check_host_room(m * m * dtype.itemsize, f"the {m} x {m} product")
+    c = assemble_tiles(contiguous_host(arr, f"a C-contiguous copy of the {m} x {n} a"), weights,
+                       lower=lower, symmetric=symmetric, queue=queue, tile=tile, chunk=chunk)
     try:
         return c.to_numpy()
     finally:

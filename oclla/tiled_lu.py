@@ -38,6 +38,7 @@ from . import trace
 from ._device import DeviceError, device_info
 from ._params import params
 from ._programs import int_zeros, launch_queue
+from ._validate import check_host_room
 from .blas import View, gemm, laswp, trsm
 from .lu_blocked import Panels
 from .tiled import (MEMORY_SHARE, TiledMatrix, choose_tile, exceeds_buffer, host_matrix,
@@ -244,6 +245,8 @@ def lu_factor_beyond(a, *, overwrite_a: bool, check_finite: bool, queue) -> tupl
         piv, info = factor_lu_tiles(work)
         return work, piv, info
     arr = host_matrix(a, check_finite=check_finite, queue=queue)
+    check_host_room(arr.nbytes, f"the factor of a {arr.shape[0]} x {arr.shape[0]} {arr.dtype} "
+                    "matrix")
     tm = TiledMatrix.from_numpy(arr, tile=plan_tile(queue, arr.shape[0], arr.dtype),
                                 queue=queue, check_finite=False)
     try:

@@ -633,6 +633,10 @@ def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bo
         copy to recover.
     ValueError, TypeError
         Shapes, dtypes, NaN/Inf, ``sign`` or ``method`` out of range.
+    MemoryError
+        A host ``c`` beyond the device (streamed panel by panel) whose updated
+        factor, a new host array, would not fit the host's available memory;
+        ``overwrite_c`` updates a writable C-contiguous ``c`` in place.
     """
     from .update_stream import stream_update, streams
     queue = resolve_queue(queue)

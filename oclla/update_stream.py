@@ -32,7 +32,7 @@ from . import trace
 from ._device import device_info
 from ._programs import flushed_marker, int_zeros
 from ._validate import (NONFINITE, SUPPORTED_DTYPES, all_finite, check_dtype, check_fp64,
-                        is_device_array)
+                        check_host_room, is_device_array)
 from .cholesky import _full_region
 from .update import _failure, _panel_kernels, _panel_pass, rotations, rotations_input
 
@@ -83,6 +83,9 @@ def stream_update(c, v, *, sign: int, lower: bool, check_finite: bool, queue,
     v_ = rotations_input(v, queue, n, dtype, check_finite=check_finite)
     in_place = (overwrite_c and c_ is c and c_.flags.writeable and c_.flags.c_contiguous
                 and c_.dtype == dtype)
+    if not in_place:
+        check_host_room(c_.size * dtype.itemsize, f"the updated {n} x {n} factor",
+                        "with overwrite_c=True a writable C-contiguous c is updated in place")
     out = c_ if in_place else np.array(c_, dtype=dtype, order="C")
     k = v_.shape[1]
     if k == 0 or n == 0:
