@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes.util
+import functools
 import glob
 import logging
 import os
@@ -32,10 +33,38 @@ class DeviceError(RuntimeError):
 
     Raised when no OpenCL device is found or none matches the selection, for
     float64 on a device without ``cl_khr_fp64``, for an allocation larger
-    than the device allows, and when a kernel family fails to build or run
-    with every parameter set (the message then carries the build log).  A
-    subclass of :class:`RuntimeError`.
+    than the device allows, when a kernel family fails to build or run
+    with every parameter set (the message then carries the build log), and
+    for any error the OpenCL driver reports while a public function runs
+    (memory the device cannot provide, a lost device: pyopencl's error is
+    the ``__cause__``).  A subclass of :class:`RuntimeError`.
     """
+
+
+#: The driver's status codes of memory it could not provide.
+_OUT_OF_MEMORY = (cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
+                  cl.status_code.OUT_OF_RESOURCES, cl.status_code.OUT_OF_HOST_MEMORY)
+
+
+def driver_errors(function):
+    """``function`` with the OpenCL driver's errors (pyopencl's ``cl.Error``: memory the
+    device cannot provide when a buffer is first used, a lost device) raised as
+    :class:`DeviceError`, the driver's error as its cause: what every public function
+    promises.  pyopencl's errors derive from neither RuntimeError nor MemoryError, so
+    a caller's ``except DeviceError`` would miss them.  Measured on an H200 whose
+    memory another buffer held: a factorization's first copy failed with
+    MEM_OBJECT_ALLOCATION_FAILURE, and the queue then ran the next call right
+    (benchmarks/results/nvidia-h200-2026-12-02-device-full.txt)."""
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except cl.Error as exc:
+            what = ("the device could not provide the memory (other buffers or processes "
+                    "may hold it)" if getattr(exc, "code", None) in _OUT_OF_MEMORY
+                    else "the OpenCL driver failed")
+            raise DeviceError(f"{function.__qualname__}: {what}: {exc}") from exc
+    return call
 
 
 @dataclass(frozen=True)

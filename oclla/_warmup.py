@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _programs
-from ._device import device_info, resolve_queue
+from ._device import device_info, driver_errors, resolve_queue
 from ._params import params
 
 _log = logging.getLogger("oclla")
@@ -253,6 +253,7 @@ def _build_in_workers(queue, dtypes: tuple, jobs: int) -> None:
         list(pool.map(run, worker_tasks(queue, dtypes)))
 
 
+@driver_errors
 def warmup(dtype=None, *, queue=None, jobs: int = 1) -> Warmup:
     """Build every program the library uses on the queue's device.
 

@@ -36,7 +36,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import trace
-from ._device import resolve_queue
+from ._device import driver_errors, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, round_up
 from ._validate import (as_matrix, check_fits, check_method, check_shape,
@@ -184,6 +184,7 @@ def assemble_device(queue, a: cl_array.Array, d2: cl_array.Array, *, packed: boo
     return c
 
 
+@driver_errors
 def assemble_ad2at(a, d2, *, packed: bool = False, lower: bool = True,
                    symmetric: bool = False, method: str = "blocked",
                    check_finite: bool = True, queue=None):

@@ -56,7 +56,7 @@ import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
 from . import _scratch as scratch, trace
-from ._device import resolve_queue
+from ._device import driver_errors, resolve_queue
 from ._params import chol_apply_rows, chol_fused_leaf, chol_row_leaf, params, remembered
 from ._programs import (enqueue, get_kernel, index_width, int_arg, launch_queue, round_up,
                         wide_indices)
@@ -498,6 +498,7 @@ def _factor(a, *, lower, method, overwrite_a, check_finite, queue, clean, block=
     return factor
 
 
+@driver_errors
 def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bool = False,
              check_finite: bool = True, block: int | None = None, queue=None):
     """Cholesky factor of a symmetric positive definite matrix, on the OpenCL device.
@@ -551,6 +552,7 @@ def cholesky(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bo
                    check_finite=check_finite, queue=queue, clean=True, block=block)
 
 
+@driver_errors
 def cho_factor(a, *, lower: bool = False, method: str = "blocked", overwrite_a: bool = False,
                check_finite: bool = True, block: int | None = None, queue=None):
     """``(c, lower)`` for :func:`cho_solve`, as :func:`scipy.linalg.cho_factor`.
@@ -585,6 +587,7 @@ def cho_factor(a, *, lower: bool = False, method: str = "blocked", overwrite_a: 
     return c, bool(lower)
 
 
+@driver_errors
 def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool = True,
               queue=None):
     """Solve A·x = b from ``cho_factor``'s ``(c, lower)``, as :func:`scipy.linalg.cho_solve`.

@@ -65,7 +65,7 @@ import numpy as np
 import pyopencl.array as cl_array
 
 from . import tile_tasks
-from ._device import get_queue
+from ._device import driver_errors, get_queue
 from ._programs import int_zeros
 from ._validate import check_dtype, check_fp64, is_device_array
 from .blas import gemm, laswp, trsm, view_of
@@ -252,6 +252,7 @@ def _is_dask_array(a) -> bool:
     return da is not None and isinstance(a, da.Array)
 
 
+@driver_errors
 def cholesky(a, *, lower: bool = False, tile: int = 256, client=None,
              check_finite: bool = True, runs: list | None = None):
     """The Cholesky factor of a symmetric positive definite matrix, by tile tasks on Dask.
@@ -418,6 +419,7 @@ def _lu_graph(inputs, t: int, tile: int, token: str):
     return dsk, [(f"oclla-getrf-{token}", k) for k in range(t)], finals
 
 
+@driver_errors
 def lu_factor(a, *, tile: int = 256, client=None, check_finite: bool = True):
     """LU factorization P·A = L·U with partial pivoting, by block-column tasks on Dask.
 

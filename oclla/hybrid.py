@@ -32,7 +32,7 @@ import pyopencl.array as cl_array
 from scipy.linalg import lapack
 
 from . import trace
-from ._device import resolve_queue
+from ._device import driver_errors, resolve_queue
 from ._params import params
 from ._validate import factor_in_place
 from .blas import View, gemm, syrk, trsm, view_of
@@ -144,6 +144,7 @@ def factor_hybrid(queue, a: cl_array.Array, *, lower: bool, widths: list[int]) -
     queue.finish()       # the host blocks must outlive their copies
 
 
+@driver_errors
 def cholesky(a, *, lower: bool = False, schedule: str = "static", block: int | None = None,
              overwrite_a: bool = False, check_finite: bool = True, queue=None):
     """Cholesky factor with the diagonal blocks factored by the host's LAPACK.

@@ -52,7 +52,7 @@ import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
 from . import _trace_hooks, trace
-from ._device import device_info, resolve_queue
+from ._device import device_info, driver_errors, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from ._scratch import buffer as scratch_buffer
@@ -411,6 +411,7 @@ def logdet_device(queue, buf: cl.Buffer, off: int, n: int, ld: int, *, dtype,
 
 # ---- public API ----------------------------------------------------------------------------
 
+@driver_errors
 def trtri(t, *, lower: bool = False, unit_diagonal: bool = False, overwrite_t: bool = False,
           check_finite: bool = True, method: str = "blocked", queue=None):
     """Inverse of a triangular matrix, on the OpenCL device (``scipy.linalg.lapack.?trtri``).
@@ -461,6 +462,7 @@ def trtri(t, *, lower: bool = False, unit_diagonal: bool = False, overwrite_t: b
     return x
 
 
+@driver_errors
 def cho_inverse(c_and_lower, *, full: bool = True, overwrite_c: bool = False,
                 check_finite: bool = True, method: str = "blocked", queue=None):
     """A⁻¹ from the Cholesky factor of A (LAPACK ``?potri``), on the OpenCL device.
@@ -511,6 +513,7 @@ def cho_inverse(c_and_lower, *, full: bool = True, overwrite_c: bool = False,
     return inv
 
 
+@driver_errors
 def cho_logdet(c_and_lower, *, check_finite: bool = True, queue=None) -> float:
     """log det A = 2 Σ log|cᵢᵢ| from the Cholesky factor of A, summed on the device.
 
@@ -561,6 +564,7 @@ def cho_logdet(c_and_lower, *, check_finite: bool = True, queue=None) -> float:
     return logdet_device(queue, diagonal.data, 0, n, 0, dtype=dtype)
 
 
+@driver_errors
 def inv_spd(a, *, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True,
             queue=None):
     """A⁻¹ of a symmetric positive definite A: blocked Cholesky, then :func:`cho_inverse`.

@@ -32,7 +32,7 @@ from numpy.linalg import LinAlgError
 
 from . import trace
 from .accuracy import permutation_from_piv, split_lu
-from ._device import resolve_queue
+from ._device import driver_errors, resolve_queue
 from ._programs import index_width, int_zeros, launch_queue
 from ._validate import (as_matrix, as_rhs, check_method, checked_beside, count_nonfinite,
                         dense, device_pivots, factor_in_place, is_device_array,
@@ -124,6 +124,7 @@ def _report_info(info: int, n: int, pivoting: str) -> None:
                   LinAlgWarning, stacklevel=5)     # the caller of lu_factor
 
 
+@driver_errors
 def lu_factor(a, *, method: str = "blocked", variant: str | None = None,
               pivoting: str | None = None, overwrite_a: bool = False,
               check_finite: bool = True, block: int | None = None, queue=None):
@@ -311,6 +312,7 @@ def _enqueue_solve(queue, d_lu, d_piv, x2, trans: int) -> None:
                 permute_rows(queue, B, n, nrhs, d_piv.data, dtype=dtype, forward=False)
 
 
+@driver_errors
 def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
              check_finite: bool = True, queue=None):
     """Solve A·x = b (trans=0) or Aᵀ·x = b (trans=1 or 2) from ``lu_factor``'s output.
@@ -412,6 +414,7 @@ def lu_solve(lu_and_piv, b, *, trans: int = 0, overwrite_b: bool = False,
     return x
 
 
+@driver_errors
 def lu(a, *, permute_l: bool = False, method: str = "blocked", variant: str | None = None,
        pivoting: str | None = None, overwrite_a: bool = False, check_finite: bool = True,
        block: int | None = None, queue=None):

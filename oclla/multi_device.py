@@ -52,7 +52,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import _trace_hooks, trace
-from ._device import DeviceError, device_info, resolve_queue
+from ._device import DeviceError, device_info, driver_errors, resolve_queue
 from ._programs import int_zeros
 from ._validate import check_dtype, check_fp64
 from .blas import gemm
@@ -192,6 +192,7 @@ class MultiTiles:
         return p % len(self.queues)
 
     @classmethod
+    @driver_errors
     def from_numpy(cls, a, *, queues, tile: int | None = None, check_finite: bool = True,
                    full: bool = False) -> "MultiTiles":
         """The lower triangle (or all, ``full``) of the square host array ``a`` (never
@@ -210,6 +211,7 @@ class MultiTiles:
             q.finish()
         return mt
 
+    @driver_errors
     def to_numpy(self) -> np.ndarray:
         """The stored panels in a new host array (zero above the diagonal tiles where
         only the lower triangle is stored)."""
@@ -229,6 +231,7 @@ class MultiTiles:
             self.exchange.release()
             self.exchange = None
 
+    @driver_errors
     def factor(self, *, block: int | None = None) -> None:
         """A = L·Lᵀ in place over the devices (module docstring); the diagonal tiles'
         upper triangle zeroed.  LinAlgError "leading minor of order k is not positive
@@ -483,6 +486,7 @@ def factor_multi(mt: MultiTiles, *, block: int | None = None) -> None:
         raise not_positive_definite(min(failed))
 
 
+@driver_errors
 def cholesky(a, *, queues, lower: bool = True, tile: int | None = None,
              check_finite: bool = True, block: int | None = None) -> np.ndarray:
     """The Cholesky factor of an SPD host matrix computed on several devices.

@@ -34,6 +34,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import trace
+from ._device import driver_errors
 from ._programs import int_zeros
 from .blas import gemm, laswp, trsm
 from .multi_device import SLOTS, MultiTiles, lanes
@@ -165,6 +166,7 @@ def factor_lu_multi(mt: MultiTiles) -> tuple:
     return piv, info
 
 
+@driver_errors
 def lu_factor(a, *, queues, tile: int | None = None, check_finite: bool = True) -> tuple:
     """P·A = L·U of a square host matrix on several devices, as :func:`oclla.lu_factor`.
 

@@ -57,7 +57,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import _scratch, _trace_hooks, trace
-from ._device import device_info, resolve_queue
+from ._device import device_info, driver_errors, resolve_queue
 from ._knobs import fits_wg, pow2_at_most
 from ._params import chol_fused_leaf, params
 from ._programs import (enqueue, flushed_marker, get_kernel, index_width, int_arg, int_zeros,
@@ -223,6 +223,7 @@ def _as_packed(arf, n: int, queue, *, check_finite: bool, name: str = "arf"):
 
 # ---- pack / unpack -------------------------------------------------------------------------
 
+@driver_errors
 def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     """The RFP array of the lower (or upper) triangle of the n x n matrix ``a``.
 
@@ -272,6 +273,7 @@ def pack(a, *, lower: bool = True, check_finite: bool = True, queue=None):
     return arf if is_device_array(a_) else arf.get()
 
 
+@driver_errors
 def unpack(arf, n: int, *, lower: bool = True, check_finite: bool = True, queue=None):
     """The n x n matrix whose lower (or upper) triangle ``arf`` packs; the rest is 0.
 
@@ -634,6 +636,7 @@ def factor_packed(queue, arf: cl_array.Array, n: int, *, lower: bool, method: st
             raise not_positive_definite(code)
 
 
+@driver_errors
 def cholesky(arf, n: int, *, lower: bool = True, method: str = "blocked",
              overwrite_a: bool = False, check_finite: bool = True, block: int | None = None,
              queue=None):
@@ -712,6 +715,7 @@ def solve_packed(queue, buf, off: int, lay: Layout, b: View, nrhs: int, *, dtype
     trsm(queue, n1, nrhs, t1, b1, dtype=dtype, lower=False, trans=False)
 
 
+@driver_errors
 def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool = True,
               queue=None):
     """Solve A·x = b from ``(arf, lower)``, ``arf`` the packed factor of :func:`cholesky`.
@@ -768,6 +772,7 @@ def cho_solve(c_and_lower, b, *, overwrite_b: bool = False, check_finite: bool =
                           check_finite=check_finite, unchecked=(arf_,) if deferred else ())
 
 
+@driver_errors
 def cholesky_update(arf, n: int, v, *, sign: int = 1, lower: bool = True,
                     overwrite_c: bool = False, check_finite: bool = True,
                     method: str = "blocked", queue=None):
@@ -854,6 +859,7 @@ def _packed_factor(c_and_lower, queue, check_finite: bool):
     return _as_packed(arf, n, queue, check_finite=check_finite), n, bool(lower)
 
 
+@driver_errors
 def cho_inverse(c_and_lower, *, check_finite: bool = True, method: str = "blocked",
                 queue=None):
     """A⁻¹ from ``(arf, lower)``, ``arf`` the packed factor of :func:`cholesky`.
@@ -900,6 +906,7 @@ def cho_inverse(c_and_lower, *, check_finite: bool = True, method: str = "blocke
     return packed if is_device_array(arf_) else packed.get()
 
 
+@driver_errors
 def cho_logdet(c_and_lower, *, check_finite: bool = True, queue=None) -> float:
     """log det A = 2 Σ log|cᵢᵢ| from ``(arf, lower)``, the packed factor of A.
 

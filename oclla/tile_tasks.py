@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl.array as cl_array
 
-from ._device import resolve_queue
+from ._device import driver_errors, resolve_queue
 from ._programs import int_zeros
 from ._validate import NONFINITE, all_finite, check_dtype, check_fp64, is_device_array
 from .blas import gemm, trsm, view_of
@@ -89,6 +89,7 @@ def _result(queue, dev, on_device: bool):
     return dev if on_device else dev.get(queue=queue)
 
 
+@driver_errors
 def potrf_tile(a, *, base: int = 0, queue=None):
     """L with A = L·Lᵀ for one SPD tile (the POTRF task).
 
@@ -134,6 +135,7 @@ def potrf_tile(a, *, base: int = 0, queue=None):
     return _result(queue, dev, on_device)
 
 
+@driver_errors
 def trsm_tile(l, b, *, queue=None):
     """B·L⁻ᵀ for a lower-triangular tile L (the TRSM task of the tile Cholesky).
 
@@ -170,6 +172,7 @@ def trsm_tile(l, b, *, queue=None):
     return _result(queue, dev, on_device)
 
 
+@driver_errors
 def syrk_tile(a, c, *, queue=None):
     """C − A·Aᵀ in the lower triangle of a diagonal tile (the SYRK task).
 
@@ -206,6 +209,7 @@ def syrk_tile(a, c, *, queue=None):
     return _result(queue, dev, on_device)
 
 
+@driver_errors
 def gemm_tile(a, b, c, *, queue=None):
     """C − A·Bᵀ (the GEMM task of the tile Cholesky).
 

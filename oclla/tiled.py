@@ -52,7 +52,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import trace
-from ._device import DeviceError, device_info, resolve_queue
+from ._device import DeviceError, device_info, driver_errors, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
 from ._queue_state import state_of
@@ -215,6 +215,7 @@ class TiledMatrix:
         return self.panel_of(i, j).view(i, j)
 
     @classmethod
+    @driver_errors
     def from_numpy(cls, a, *, tile: int | None = None, triangle=None, queue=None,
                    check_finite: bool = True) -> "TiledMatrix":
         """A tiled copy of the 2-D host array ``a`` (only the stored panels are read;
@@ -240,6 +241,7 @@ class TiledMatrix:
         tm.queue.finish()
         return tm
 
+    @driver_errors
     def to_numpy(self, out: np.ndarray | None = None) -> np.ndarray:
         """The matrix on the host: every stored entry written into ``out`` (a writable
         C-contiguous array of this shape and dtype), or into a new array whose entries
@@ -266,6 +268,7 @@ class TiledMatrix:
             panel.buf.release()
         self.panels = []
 
+    @driver_errors
     def copy(self) -> "TiledMatrix":
         """A new tiled matrix with the same entries (device-to-device copies)."""
         twin = TiledMatrix(self.shape, self.dtype, tile=self.tile, triangle=self.triangle,

@@ -199,7 +199,7 @@ import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
 from . import trace, update_product as product_form
-from ._device import resolve_queue, vector_width
+from ._device import driver_errors, resolve_queue, vector_width
 from ._knobs import pow2_at_least
 from ._params import params
 from ._programs import (enqueue, flushed_marker, get_kernel, int_arg, launch_queue, round_up,
@@ -571,6 +571,7 @@ def modify(c, v, *, validate, order, sign, lower, overwrite_c: bool, check_finit
 
 # ---- public API ---------------------------------------------------------------------------
 
+@driver_errors
 def cholesky_update(c, v, *, sign: int = 1, lower: bool = False, overwrite_c: bool = False,
                     check_finite: bool = True, method: str = "blocked", queue=None):
     """The Cholesky factor of A + sign·V·Vᵀ from the factor of A.

@@ -48,7 +48,7 @@ import pyopencl.array as cl_array
 from numpy.linalg import LinAlgError
 
 from . import trace
-from ._device import device_info, resolve_queue
+from ._device import device_info, driver_errors, resolve_queue
 from ._validate import (NONFINITE, all_finite, check_method, check_shape, dense,
                         is_device_array, validate_weights)
 from .ad2at import assemble_device
@@ -166,6 +166,7 @@ class _DeviceFactor:
         return rhs.get().reshape(m).astype(np.float64)
 
 
+@driver_errors
 def wls_solve(a, d2, b, *, refine: bool = True, tol: float = 1e-8, max_iter: int = 100,
               packed: bool = False, method: str = "blocked", check_finite: bool = True,
               queue=None) -> WLSResult:

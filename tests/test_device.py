@@ -273,3 +273,64 @@ def test_custom_profile_object_changes_parameters(queue):
         assert _params.params(queue, "wg1d", np.float32)["WG"] <= 2 < own
     finally:
         oclla.set_profile(previous)
+
+
+# ---- the driver's errors at run time -------------------------------------------------------
+
+def _driver_error(kind, routine: str, code: int):
+    """An error as pyopencl raises it for a failed OpenCL call."""
+    return kind(cl._cl._ErrorRecord(routine, code, ""))
+
+
+def _public_functions():
+    """Every public function and method that runs commands on a device."""
+    from oclla import hybrid, multi_device, multi_device_lu, rfp, sparse, tile_tasks
+    hosts_only = {"device_info", "devices", "get_queue", "load_recording", "record",
+                  "set_profile", "layout", "packed_length", "picture"}
+    found = {f"oclla.{n}": getattr(oclla, n) for n in oclla.__all__}
+    found.update({f"oclla.rfp.{n}": getattr(rfp, n) for n in rfp.__all__})
+    found.update({f"oclla.tile_tasks.{n}": getattr(tile_tasks, n) for n in tile_tasks.__all__})
+    found.update({"oclla.sparse.cholesky": sparse.cholesky, "oclla.hybrid.cholesky":
+                  hybrid.cholesky, "oclla.multi_device.cholesky": multi_device.cholesky,
+                  "oclla.multi_device_lu.lu_factor": multi_device_lu.lu_factor})
+    for cls, methods in ((sparse.Factor, ("solve", "logdet", "refactor")),
+                         (oclla.TiledMatrix, ("from_numpy", "to_numpy", "copy")),
+                         (multi_device.MultiTiles, ("from_numpy", "to_numpy", "factor"))):
+        found.update({f"{cls.__name__}.{m}": getattr(cls, m) for m in methods})
+    return {name: f for name, f in found.items()
+            if callable(f) and not isinstance(f, type) and name.split(".")[-1] not in hosts_only}
+
+
+def test_every_public_function_raises_the_drivers_errors_as_device_errors():
+    functions = _public_functions()
+    assert len(functions) >= 35
+    wrapper = _device.driver_errors(lambda: None).__code__
+    assert [name for name, f in functions.items()
+            if getattr(f, "__func__", f).__code__ is not wrapper] == []
+
+
+@pytest.mark.parametrize("kind, code, says", [
+    (cl.MemoryError, cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, "could not provide the memory"),
+    (cl.RuntimeError, cl.status_code.OUT_OF_RESOURCES, "could not provide the memory"),
+    (cl.LogicError, cl.status_code.INVALID_COMMAND_QUEUE, "the OpenCL driver failed")])
+def test_a_drivers_error_becomes_a_device_error(queue, monkeypatch, kind, code, says):
+    """A copy the driver refuses (as NVIDIA's refuses the first copy into a buffer when
+    other buffers hold the device's memory) reaches the caller as DeviceError, the
+    driver's error its cause, and the caller's array is untouched."""
+    import pyopencl.array as cl_array
+    error = _driver_error(kind, "clEnqueueWriteBuffer", code)
+
+    def refused(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(cl_array, "to_device", refused)
+    a = 4.0 * np.eye(6) + 1.0
+    before = a.copy()
+    b = np.ones(6)
+    for call in (lambda: oclla.cholesky(a, queue=queue), lambda: oclla.lu_factor(a, queue=queue),
+                 lambda: oclla.inv_spd(a, queue=queue),
+                 lambda: oclla.cho_solve((a, False), b, queue=queue),
+                 lambda: oclla.wls_solve(a[:3], b, b, queue=queue)):
+        with pytest.raises(DeviceError, match=f"{says}.*: clEnqueueWriteBuffer failed") as info:
+            call()
+        assert info.value.__cause__ is error
+    np.testing.assert_array_equal(a, before)

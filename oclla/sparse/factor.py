@@ -19,7 +19,7 @@ import pyopencl.array as cl_array
 import scipy.sparse as sp
 
 from .. import trace
-from .._device import resolve_queue
+from .._device import driver_errors, resolve_queue
 from .._programs import enqueue, get_kernel, int_arg, launch_queue, round_up
 from .._validate import check_fp64, check_method, solve_in_place
 from ..blas import View, gemm, trsm
@@ -102,6 +102,7 @@ class Factor:
         vals = values[sym.l_ptr[s] + local[col] * nr[s] + offset]
         return sp.csc_array((vals, rows, indptr), shape=(n, n))
 
+    @driver_errors
     def solve(self, b, *, check_finite: bool = True):
         """x with A·x = b: x = Pᵀ·L⁻ᵀ·L⁻¹·P·b, the supernodal substitutions on the device.
 
@@ -134,6 +135,7 @@ class Factor:
         return solve_in_place(queue, b, n, self.dtype, run, overwrite_b=False,
                               check_finite=check_finite)
 
+    @driver_errors
     def logdet(self) -> float:
         """log det A = 2 Σⱼ log L(j, j), summed on the device (compensated, as
         :func:`oclla.cho_logdet`).
@@ -154,6 +156,7 @@ class Factor:
                 diag.data)
         return logdet_device(queue, diag.data, 0, n, 0, dtype=self.dtype)
 
+    @driver_errors
     def refactor(self, a, *, lower: bool | None = None, check_finite: bool = True) -> "Factor":
         """Factor ``a`` into this Factor, reusing the analysis and the plan (CHOLMOD's
         ``cholesky_inplace``): the numeric factorization alone.
@@ -305,6 +308,7 @@ def solve_device(queue, sym, plan, lbuf, x2: cl_array.Array, *, dtype) -> None:
             enqueue(q, k_out, grid, rows, int_arg(n), int_arg(nrhs), perm, work, x2.data)
 
 
+@driver_errors
 def cholesky(a, *, ordering: str = "metis", method: str = "rl", lower: bool | None = None,
              check_finite: bool = True, large: float | None = None,
              merge: bool | str = True,
