@@ -37,8 +37,36 @@ class DeviceError(RuntimeError):
     with every parameter set (the message then carries the build log), and
     for any error the OpenCL driver reports while a public function runs
     (memory the device cannot provide, a lost device: pyopencl's error is
-    the ``__cause__``).  A subclass of :class:`RuntimeError`.
+    the ``__cause__``), and in a process forked from one that had used
+    OpenCL (whose first OpenCL call would wait forever or fail).  A subclass
+    of :class:`RuntimeError`.
     """
+
+
+#: The process that first used OpenCL through oclla (None: none yet).  A process forked
+#: from it inherits its OpenCL objects but not the drivers' threads and device state: in
+#: such a child PoCL's first OpenCL call waits forever (a context and queue of the
+#: parent's, or new ones alike), and NVIDIA's CUDA-based driver refuses a forked child.
+_opencl_pid: list = [None]
+
+
+def note_opencl_use() -> None:
+    """Remember this process as the one that uses OpenCL (on its first use)."""
+    if _opencl_pid[0] is None:
+        _opencl_pid[0] = os.getpid()
+
+
+def check_not_forked() -> None:
+    """DeviceError in a process forked from one that had used OpenCL through oclla,
+    instead of the wait without end or the failure its first OpenCL call would meet."""
+    parent = _opencl_pid[0]
+    if parent is not None and parent != os.getpid():
+        raise DeviceError(
+            f"this process was forked from process {parent}, which had initialized OpenCL; "
+            "OpenCL drivers do not survive fork (their threads and device state stay in the "
+            "parent: PoCL waits forever, NVIDIA's driver fails), so OpenCL cannot be used "
+            "here. Start worker processes with multiprocessing's 'spawn' or 'forkserver' "
+            "method (multiprocessing.get_context('spawn')), or use oclla in the workers only")
 
 
 #: The driver's status codes of memory it could not provide.
@@ -57,6 +85,7 @@ def driver_errors(function):
     (benchmarks/results/nvidia-h200-2026-12-02-device-full.txt)."""
     @functools.wraps(function)
     def call(*args, **kwargs):
+        check_not_forked()
         try:
             return function(*args, **kwargs)
         except cl.Error as exc:
@@ -175,6 +204,8 @@ def _kind(dev: cl.Device) -> str:
 
 
 def _all_cl_devices() -> list:
+    check_not_forked()
+    note_opencl_use()
     found = []
     try:
         platforms = cl.get_platforms()
@@ -356,10 +387,13 @@ def get_queue(device=None) -> cl.CommandQueue:
     oclla.DeviceError
         No OpenCL device at all (the message says how to install PoCL), an
         index out of range, a name that matches no device, a bad
-        ``PYOPENCL_CTX``, or no device that can compile kernels.
+        ``PYOPENCL_CTX``, no device that can compile kernels, or a process
+        forked from one that had used OpenCL (start workers with
+        multiprocessing's "spawn" method instead).
     TypeError
         ``device`` of another type.
     """
+    check_not_forked()
     if isinstance(device, cl.CommandQueue):
         return device
     if device is None:
@@ -545,6 +579,7 @@ def resolve_queue(queue) -> cl.CommandQueue:
         return get_queue()
     if not isinstance(queue, cl.CommandQueue):
         raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
+    note_opencl_use()
     if not queue.properties & cl.command_queue_properties.PROFILING_ENABLE:
         raise ValueError("queue must be created with "
                          "properties=pyopencl.command_queue_properties.PROFILING_ENABLE "

@@ -1,7 +1,11 @@
 """Device selection, capability probing, the kernel cache and kernel loading."""
 
+import os
 import re
+import signal
 import threading
+import time
+import warnings
 
 import numpy as np
 import pyopencl as cl
@@ -334,3 +338,47 @@ def test_a_drivers_error_becomes_a_device_error(queue, monkeypatch, kind, code, 
             call()
         assert info.value.__cause__ is error
     np.testing.assert_array_equal(a, before)
+
+
+# ---- a process forked from one that used OpenCL -----------------------------------------------
+
+def test_a_forked_process_is_refused_with_a_device_error(queue, monkeypatch):
+    """The pid that used OpenCL is not this one (a fork's child): every entry point raises
+    DeviceError naming the way out, before any OpenCL call."""
+    monkeypatch.setattr(_device, "_opencl_pid", [1])
+    for call in (oclla.get_queue, oclla.devices,
+                 lambda: oclla.cholesky(4.0 * np.eye(3), queue=queue),
+                 lambda: oclla.rfp.cho_logdet((np.ones(6), True), queue=queue)):
+        with pytest.raises(DeviceError, match=r"forked from process 1, .*'spawn'"):
+            call()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_a_real_fork_answers_instead_of_waiting(queue):
+    """A child made by fork after the parent computed: its first call raises at once (on
+    PoCL the child's first OpenCL call would wait forever)."""
+    oclla.cholesky(4.0 * np.eye(3), queue=queue)
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)     # fork of a threaded process
+        pid = os.fork()
+    if pid == 0:                                                # the child
+        try:
+            oclla.cholesky(4.0 * np.eye(3))
+            answer = b"computed"
+        except DeviceError as exc:
+            answer = b"DeviceError" if "forked from process" in str(exc) else b"other"
+        except BaseException:
+            answer = b"raised"
+        os.write(write, answer)
+        os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 60
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child did not answer within 60 s")
+        time.sleep(0.05)
+    with os.fdopen(read, "rb") as pipe:
+        assert pipe.read() == b"DeviceError"
