@@ -110,13 +110,12 @@ def check_host_room(nbytes: int, what: str, hint: str = "") -> None:
                           + (f"; {hint}" if hint else ""))
 
 
-def contiguous_host(arr: np.ndarray, what: str, dtype=None) -> np.ndarray:
-    """The host array ``arr`` C-contiguous (in ``dtype`` if given): ``arr`` itself where it
-    is, else a copy made after :func:`check_host_room`."""
-    dtype = np.dtype(dtype or arr.dtype)
-    if not (arr.flags.c_contiguous and arr.dtype == dtype):
-        check_host_room(arr.size * dtype.itemsize, what)
-    return np.ascontiguousarray(arr, dtype=dtype)
+def contiguous_host(arr: np.ndarray, what: str) -> np.ndarray:
+    """The host array ``arr`` C-contiguous: ``arr`` itself where it is, else a copy made
+    after :func:`check_host_room`."""
+    if not arr.flags.c_contiguous:
+        check_host_room(arr.nbytes, what)
+    return np.ascontiguousarray(arr)
 
 
 # ---- device views ------------------------------------------------------------------------

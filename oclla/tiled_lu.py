@@ -245,8 +245,9 @@ def lu_factor_beyond(a, *, overwrite_a: bool, check_finite: bool, queue) -> tupl
         piv, info = factor_lu_tiles(work)
         return work, piv, info
     arr = host_matrix(a, check_finite=check_finite, queue=queue)
-    check_host_room(arr.nbytes, f"the factor of a {arr.shape[0]} x {arr.shape[0]} {arr.dtype} "
-                    "matrix")
+    copies = 1 if arr.flags.c_contiguous else 2          # the factor, and the input's copy
+    check_host_room(copies * arr.nbytes, f"the factor of a {arr.shape[0]} x {arr.shape[0]} "
+                    f"{arr.dtype} matrix")
     tm = TiledMatrix.from_numpy(arr, tile=plan_tile(queue, arr.shape[0], arr.dtype),
                                 queue=queue, check_finite=False)
     try:
