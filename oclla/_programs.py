@@ -29,12 +29,11 @@ import pyopencl.array as cl_array
 
 from . import _prebuilt, _trace_hooks, kernels_cl
 from ._device import DeviceError, device_info, quiet_compiler
-from ._queue_state import NOT_MADE, state_of
+from ._queue_state import NOT_MADE, made, state_of
 
 _log = logging.getLogger("oclla")
 
-_lock = threading.Lock()          # guards _programs, _pending, _built and queues' twins and
-                                  # side queues (held briefly)
+_lock = threading.Lock()          # guards _programs, _pending and _built (held briefly)
 _programs: dict = {}              # (ctx, source, options) -> cl.Program
 _pending: dict = {}               # (ctx, source, options) -> Future of a build under way
 _thread_kernels = threading.local()
@@ -317,11 +316,7 @@ def launch_queue(queue: cl.CommandQueue):
     if _trace_hooks.active() is not None:
         yield queue
         return
-    state = state_of(queue)
-    twin = state.twin
-    if twin is None:
-        with _lock:
-            twin = state.twin = state.twin or cl.CommandQueue(queue.context, queue.device)
+    twin = made(queue, "twin", lambda: cl.CommandQueue(queue.context, queue.device))
     cl.enqueue_barrier(twin, wait_for=[flushed_marker(queue)])
     try:
         yield twin
@@ -333,17 +328,13 @@ def side_queue(queue: cl.CommandQueue):
     """A second queue on ``queue``'s device for a look-ahead (work that overlaps the
     main queue's, ordered by events), profiling where ``queue`` does, or None if the
     device refuses another queue."""
-    state = state_of(queue)
-    if state.side is NOT_MADE:
-        with _lock:
-            if state.side is NOT_MADE:
-                profiling = queue.properties & cl.command_queue_properties.PROFILING_ENABLE
-                try:
-                    state.side = cl.CommandQueue(queue.context, queue.device,
-                                                 properties=profiling)
-                except cl.Error:
-                    state.side = None
-    return state.side
+    def make():
+        profiling = queue.properties & cl.command_queue_properties.PROFILING_ENABLE
+        try:
+            return cl.CommandQueue(queue.context, queue.device, properties=profiling)
+        except cl.Error:
+            return None
+    return made(queue, "side", make)
 
 
 def side_queue_made(queue: cl.CommandQueue):

@@ -19,22 +19,22 @@ import threading
 
 ATTRIBUTE = "_oclla_state"
 
-_lock = threading.Lock()
+_lock = threading.RLock()         # made states and fields (held while one is made)
 
-#: A field not yet filled (None is an answer: no side queue, no pool).
+#: A field not yet made (None is an answer: no side queue, no pool).
 NOT_MADE = object()
 
 
 class QueueState:
-    """One queue's kept objects; each module fills its own fields, under its own lock.
+    """One queue's kept objects.
 
     ``choices``: (family, dtype as passed) -> the parameters chosen (:mod:`oclla._params`);
     ``derived``: each host thread's values remembered from them (a ``threading.local``);
     ``generation``: the choosing those two belong to (:meth:`forget`);
-    ``twin``, ``side``, ``copy``: the queue's other queues, None until made (``side``
-    stays :data:`NOT_MADE` until asked for; None if the device refused it);
-    ``pool``: its memory pool (None for an out-of-order queue; :data:`NOT_MADE` until
-    asked for); ``rank1``: itemsize -> the rank-1 update's scratch.
+    ``twin``, ``side``, ``copy``: the queue's other queues (``side`` None if the device
+    refused it); ``pool``: its memory pool (None for an out-of-order queue): these four
+    :data:`NOT_MADE` until :func:`made`; ``rank1``: itemsize -> the rank-1 update's
+    scratch.
     """
 
     __slots__ = ("choices", "derived", "generation", "twin", "side", "copy", "pool", "rank1",
@@ -42,10 +42,7 @@ class QueueState:
 
     def __init__(self):
         self.forget(0)
-        self.twin = None
-        self.side = NOT_MADE
-        self.copy = None
-        self.pool = NOT_MADE
+        self.twin = self.side = self.copy = self.pool = NOT_MADE
         self.rank1: dict = {}
 
     def forget(self, generation: int) -> None:
@@ -66,3 +63,17 @@ def state_of(queue) -> QueueState:
                 state = QueueState()
                 setattr(queue, ATTRIBUTE, state)
     return state
+
+
+def made(queue, field: str, make):
+    """The ``field`` of ``queue``'s state, ``make()`` on first use (once, however many
+    threads ask at the same time)."""
+    state = state_of(queue)
+    value = getattr(state, field)
+    if value is NOT_MADE:
+        with _lock:
+            value = getattr(state, field)
+            if value is NOT_MADE:
+                value = make()
+                setattr(state, field, value)
+    return value

@@ -20,7 +20,6 @@ beyond that it frees what it holds.
 
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pyopencl as cl
@@ -29,7 +28,7 @@ import pyopencl.tools as cl_tools
 
 from ._device import device_info
 from ._programs import int_array
-from ._queue_state import NOT_MADE, state_of
+from ._queue_state import made
 
 #: Most bytes a queue's pool keeps unused between calls, at least: past its bound
 #: (:func:`held_limit`) the pool frees what it holds before its next allocation (the
@@ -56,23 +55,14 @@ def held_limit(queue: cl.CommandQueue) -> int:
 #: larger ones are plain allocations, freed when the call ends.
 PRIVATE_BYTES = 128 * 2 ** 20
 
-_lock = threading.Lock()
-
-
 def _pool(queue: cl.CommandQueue):
     """The queue's memory pool (None for an out-of-order queue), kept in its state
     (:mod:`oclla._queue_state`): freed with the queue once its buffers are."""
-    state = state_of(queue)
-    pool = state.pool
-    if pool is NOT_MADE:
-        with _lock:
-            pool = state.pool
-            if pool is NOT_MADE:
-                in_order = not (queue.properties
-                                & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
-                pool = state.pool = (cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
-                                     if in_order else None)
-    return pool
+    def make():
+        in_order = not (queue.properties
+                        & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        return cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue)) if in_order else None
+    return made(queue, "pool", make)
 
 
 def buffer(queue: cl.CommandQueue, nbytes: int):

@@ -45,7 +45,6 @@ one buffer of the device (:func:`route`); they also take a
 
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -55,7 +54,7 @@ from . import trace
 from ._device import DeviceError, device_info, driver_errors, resolve_queue
 from ._params import params
 from ._programs import enqueue, get_kernel, int_arg, int_zeros, launch_queue, round_up
-from ._queue_state import state_of
+from ._queue_state import made
 from ._validate import (IN_PLACE_HINT, NONFINITE, all_finite, check_dtype, check_fp64,
                         check_host_room, is_device_array)
 from .blas import View, gemm, trsm
@@ -295,20 +294,11 @@ def copy_panel(queue, panel: Panel, host: np.ndarray, *, upload: bool,
     return cl.enqueue_copy(queue, host, panel.buf, **kwargs)
 
 
-_copy_lock = threading.Lock()
-
-
 def copy_queue(queue) -> cl.CommandQueue:
     """A second profiling queue on ``queue``'s device for transfers (one per queue, kept
     in its state: :mod:`oclla._queue_state`)."""
-    state = state_of(queue)
-    if state.copy is None:
-        with _copy_lock:
-            if state.copy is None:
-                state.copy = cl.CommandQueue(
-                    queue.context, queue.device,
-                    properties=cl.command_queue_properties.PROFILING_ENABLE)
-    return state.copy
+    return made(queue, "copy", lambda: cl.CommandQueue(
+        queue.context, queue.device, properties=cl.command_queue_properties.PROFILING_ENABLE))
 
 
 def check_finite_rows(a: np.ndarray) -> None:

@@ -55,6 +55,7 @@ def test_a_dropped_queue_is_freed_with_all_it_kept(queue, dtype):
     assert state.choices and state.rank1
     assert state.twin is not None and state.copy is not None
     assert state.pool is not NOT_MADE
+    assert NOT_MADE not in (state.twin, state.copy)
     kept = [weakref.ref(state), weakref.ref(state_of(state.twin)),
             weakref.ref(state_of(state.copy))]
     if state.side not in (NOT_MADE, None):
