@@ -583,12 +583,14 @@ def factor_host(a, *, lower: bool, overwrite_a: bool, check_finite: bool, clean:
         if clean:
             zero_outside_panels(a, tm.tile, lower)
         return tm.to_numpy(a)
-    copies = 1 if arr.flags.c_contiguous else 2
+    copies = 2 if clean and not arr.flags.c_contiguous else 1
     check_host_room(copies * arr.nbytes, f"the factor of a {n} x {n} {arr.dtype} matrix",
                     IN_PLACE_HINT)
-    out = np.zeros((n, n), arr.dtype) if clean else np.array(arr, order="C")
-    factor_tiles(tm, lower=lower, block=block, clean=clean, source=np.ascontiguousarray(arr),
-                 write_to=out)
+    if clean:
+        out, source = np.zeros((n, n), arr.dtype), np.ascontiguousarray(arr)
+    else:       # the copy is the source too: each panel is read before it is written
+        out = source = np.array(arr, order="C")
+    factor_tiles(tm, lower=lower, block=block, clean=clean, source=source, write_to=out)
     return out
 
 
