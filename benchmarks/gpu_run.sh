@@ -1,8 +1,9 @@
 #!/bin/bash
 # One device session: the test suite on the GPU (with the dev, viewer and tutorials
 # extras installed: about 2 minutes on an H200 with 12 workers), tuning, LU and Cholesky
-# profiles and the benchmark tables (JSON documents, one per `oclla bench` call, in
-# OUTDIR/bench.json).
+# profiles, backward errors at orders straddling the thresholds, repeated runs of the
+# kernels whose work-groups read each other's stores, and the benchmark tables (JSON
+# documents, one per `oclla bench` call, in OUTDIR/bench.json).
 #   benchmarks/gpu_run.sh OUTDIR [families to tune: gemm,pivot,lu,chol | none]
 # Run from the directory that holds oclla/ and kernels_cl/.  Each stage has its
 # own time limit and the next runs even if it fails.  At most 8 files come back
@@ -36,6 +37,8 @@ if [ "$FAMILIES" != none ]; then
         --families "$F64"
     cp oclla/data/tuned.json "$OUT/tuned.json"
 fi
+stage profile.log 150 python3 benchmarks/threshold_sweep.py --routines lu,chol,rfp
+stage profile.log 60 python3 benchmarks/cross_group_stress.py 8 4096
 stage profile.log 40 python3 benchmarks/profile.py 8192 blocked float32
 stage profile.log 30 python3 benchmarks/profile.py 2048 cholesky float32
 stage profile.log 30 python3 benchmarks/profile.py 8192 cholesky float64

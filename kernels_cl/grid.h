@@ -21,12 +21,12 @@
  * mem_fence(CLK_GLOBAL_MEM_FENCE) compiles to a work-group-scope membar.cta;
  * the cache-coherent memory of a CPU), and the fence keeps each work-item's
  * own accesses in order.  It does not order another item's store before the
- * counter's atomic: trsm.cl's one-launch solve, built the same way, read old
- * values on an H200 until its stores became atomic exchanges (publish.h);
- * nothing wrong has been seen here (benchmarks/cross_group_stress.py repeats
- * it).  So only a tuned entry chooses the LU's "grid" panel (oclla/_knobs.py,
- * lu PANEL), on devices where it was measured; others take a launch per
- * column.
+ * counter's atomic: trsm.cl's one-launch solve and lu_grid.cl, built the same
+ * way, read old values on an H200 until their stores became atomic exchanges
+ * that each item waits for before the barrier (publish.h; benchmarks/
+ * cross_group_stress.py and threshold_sweep.py repeat them).  So only a tuned
+ * entry chooses the LU's "grid" panel (oclla/_knobs.py, lu PANEL), on devices
+ * where it was measured; others take a launch per column.
  */
 #ifndef OCLLA_GRID_H
 #define OCLLA_GRID_H

@@ -24,7 +24,13 @@
  * At the end the register rows below the panel's top w rows are stored.
  * The copies go to buffers of two parities (by column), so that nobody
  * overwrites a copy that a slower work-group may still read; only the owner
- * of a matrix row reads or writes it.
+ * of a matrix row reads or writes it.  The candidates and copies are stored
+ * by atomic exchanges that each item waits for before the barrier (publish.h):
+ * with plain stores another work-group, past the barrier, now and then read a
+ * copy two columns old (H200, float32: 2 wrong factors in 45, n = 8447 and
+ * 10243, the rest of a panel wrong from one column on; benchmarks/results/
+ * nvidia-h200-2026-12-02-grid-publish.txt); the wait costs sgetrf 4096 / 8192
+ * 15-17 %, dgetrf 4096 / 16384 9 / 5 %.
  *
  * Work-groups are WX x WY items: item (x, y) holds the panel columns
  * x + k*WX (k < CPI) of the rows at position y of its work-group's blocks;
@@ -62,6 +68,12 @@
 
 #include "pivoting.h"
 #include "grid.h"
+#include "publish.h"
+
+/* A store that other work-groups read after the next grid_sync: an atomic exchange
+ * (publish.h) whose result the item waits for before that barrier. */
+#define SHARE(p, v) (seen ^= publish((p), (v)))
+#define SHARE_INT(p, v) (seen ^= atomic_xchg((p), (v)))
 
 /* The participant that owns row r of the panel that starts at row c0, and
  * the rows of this item: register row i < regs is block me + i*count; a slot
@@ -131,10 +143,11 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
         real mine;
         const int cand = argmax_scan(vals, rows, WY, &mine);
 #endif
+        int seen = 0;                               /* publish.h: what the stores return */
         if (act) {
             if (lid == 0) {
-                cand_val[par * groups + me] = mine;
-                cand_row[par * groups + me] = cand;
+                SHARE(cand_val + par * groups + me, mine);
+                SHARE_INT(cand_row + par * groups + me, cand);
             }
             volatile __global real *to = cand_copy + (par * groups + me) * PW;
             #pragma unroll
@@ -144,18 +157,20 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
                     #pragma unroll
                     for (int k = 0; k < CPI; k++)
                         if (x + k * WX < w) {
-                            if (r == cand && mine >= ZERO) to[x + k * WX] = v[i][k];
-                            if (r == col) diag[par * PW + x + k * WX] = v[i][k];
+                            if (r == cand && mine >= ZERO) SHARE(to + x + k * WX, v[i][k]);
+                            if (r == col) SHARE(diag + par * PW + x + k * WX, v[i][k]);
                         }
             }
             const int cand_b = (cand - c0) / WY, col_b = (col - c0) / WY;
             if (mine >= ZERO && cand_b >= spill)
                 for (int jc = lid; jc < w; jc += WG)
-                    to[jc] = a[AT(cand, c0 + jc, lda)];
+                    SHARE(to + jc, a[AT(cand, c0 + jc, lda)]);
             if (OWNER(col) == me && col_b >= spill)
                 for (int jc = lid; jc < w; jc += WG)
-                    diag[par * PW + jc] = a[AT(col, c0 + jc, lda)];
+                    SHARE(diag + par * PW + jc, a[AT(col, c0 + jc, lda)]);
         }
+        if (act && PUBLISHED(seen))                 /* wait for them; stores what lid 0 did */
+            cand_val[par * groups + me] = mine;
         grid_sync(sync + 1, (j + 1) * count, act, lid);
 
         /* 2. the pivot row p and its values u */

@@ -478,3 +478,24 @@ def test_property_far_pieces_cover_the_columns(width, cols, unit):
     else:
         assert len(pieces) <= -(-width // cols)
         assert max(w for _, w in pieces) <= -(-cols // unit) * unit
+
+
+def test_grid_panel_publishes_what_other_work_groups_read():
+    """getrf_grid's stores that other work-groups read after a column's barrier (the
+    candidate, its row, the next diagonal row) are publish.h's atomic exchanges, which
+    each item waits for before the barrier: with plain stores a work-group past the
+    barrier now and then read a row two columns old on an H200, and the factor was wrong
+    (benchmarks/results/nvidia-h200-2026-12-02-grid-publish.txt).  A race of the GPU's
+    memory that a CPU device never shows, so the kernel's text is what is checked."""
+    import re
+    from pathlib import Path
+    import kernels_cl
+    text = (Path(kernels_cl.__file__).parent / "lu_grid.cl").read_text()
+    assert re.search(r"#define SHARE\(p, v\) \(seen \^= publish\(\(p\), \(v\)\)\)", text)
+    assert re.search(r"#define SHARE_INT\(p, v\) \(seen \^= atomic_xchg\(\(p\), \(v\)\)\)", text)
+    step = text[text.index("1. publish"):text.index("grid_sync(sync + 1")]
+    shared = r"(?<!\*)\b(to|diag|cand_val|cand_row|cand_copy)\s*(\[[^\]]*\])?\s*(\+[^=;]*)?=(?!=)"
+    plain = [m.group(1) for m in re.finditer(shared, step)]
+    assert plain == ["cand_val"], plain      # the same value again, behind the wait:
+    assert re.search(r"if \(act && PUBLISHED\(seen\)\)[^\n]*\n\s*cand_val\[", step)
+    assert step.count("SHARE(") == 5 and step.count("SHARE_INT(") == 1
