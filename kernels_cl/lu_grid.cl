@@ -27,10 +27,10 @@
  * of a matrix row reads or writes it.  The candidates and copies are stored
  * by atomic exchanges that each item waits for before the barrier (publish.h):
  * with plain stores another work-group, past the barrier, now and then read a
- * copy two columns old (H200, float32: 2 wrong factors in 45, n = 8447 and
- * 10243, the rest of a panel wrong from one column on; benchmarks/results/
- * nvidia-h200-2026-12-02-grid-publish.txt); the wait costs sgetrf 4096 / 8192
- * 15-17 %, dgetrf 4096 / 16384 9 / 5 %.
+ * stale copy, one an earlier column left (H200, float32: 2 wrong factors in
+ * 45, n = 8447 and 10243, the rest of a panel wrong from one column on;
+ * benchmarks/results/nvidia-h200-2026-12-02-grid-publish.txt); the wait costs
+ * sgetrf 4096 / 8192 15-17 %, dgetrf 4096 / 16384 9 / 5 %.
  *
  * Work-groups are WX x WY items: item (x, y) holds the panel columns
  * x + k*WX (k < CPI) of the rows at position y of its work-group's blocks;
