@@ -4,8 +4,8 @@ wrote, and count wrong or differing results.
     python benchmarks/cross_group_stress.py [REPEATS] [N]
 
 OpenCL 1.2 orders nothing between the work-groups of a launch; these kernels rest on
-what the hardware does (kernels_cl/grid.h, arrival.h, publish.h): the blocked LU's
-panels across work-groups (``lu`` PANEL = "grid", grid_sync), the per-pivot LU in
+what the hardware does (kernels_cl/grid.h, tagged.h, arrival.h, publish.h): the blocked LU's
+panels across work-groups (``lu`` PANEL = "grid", tagged words), the per-pivot LU in
 place (arrival.h's last work-group), the product-form update's solve (``update`` SOLVE
 = "chain") and the few-column solves in one launch (``trsm`` FEW_ROUTE = "chain", 1, 16
 and 64 right-hand sides).  Each runs REPEATS times (default 20) at order N (default

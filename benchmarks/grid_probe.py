@@ -9,13 +9,15 @@ PANEL_SPLIT as the blocked LU builds it) factored by one launch of
 ``getrf_grid`` (kernels_cl/lu_grid.cl), as built after textual cuts:
 
     full        the kernel as it is
-    nosync      no barrier across work-groups (candidates and pivot rows read
-                whenever they are there: wrong results; the work-groups' own time)
+    nowait      no wait for the words of other work-groups (candidates and
+                pivot rows taken as they are found: wrong results; the
+                work-groups' own time)
     noreduce    each work-group's candidate and the winner taken without the
                 two argmax reductions over the work-group (the first item's)
     nodivide    multipliers by the reciprocal alone (no division's branch)
     noupdate    the register rows' rank-1 update left out (only the multiplier)
-    nocopies    no row copies published (candidate and diagonal rows)
+    nocopies    no row copies published (candidate and diagonal rows; nor waited
+                for, as in nowait)
 
 Cut kernels compute wrong factors; only their times mean anything.  Each
 variant is launched REPEAT times on copies of one random panel; printed: device
@@ -35,21 +37,22 @@ from oclla import kernels_cl
 from oclla._device import device_info
 from oclla._params import params
 from oclla._programs import build_options, int_zeros
+from oclla.lu_blocked import GRID_SLOT_WORDS
 
 REPEAT = 5
 CUTS = {
     "full": (),
-    "nosync": (("grid_sync(sync + 1, (j + 1) * count, act, lid);", ""),),
-    "noreduce": (("const int cand = wg_reduce_argmax(best, best_row, vals, rows, &mine);",
-                  "mine = best; const int cand = best_row;"),
-                 ("const int winner = wg_argmax_stored(cand_val + par * groups, "
-                  "cand_row + par * groups,\n"
-                  "                                            count, col, vals, rows, &value);",
-                  "value = cand_val[par * groups]; const int winner = cand_row[par * groups];")),
+    "nowait": (("int row = cand, there = g == me;", "int row = cand, there = 1;"),
+               ("} while (act && !there);", "} while (0);")),
+    "noreduce": (("const int cand = argmax_scan(vals, rows, WY, &mine);",
+                  "mine = vals[0]; const int cand = rows[0];"),
+                 ("const int winner = wg_reduce_argmax(top, top_row, vals, rows, &value);",
+                  "value = top; const int winner = top_row;")),
     "nodivide": (("return (fabs(pivot) >= REAL_MIN) ? x * inv : x / pivot;", "return x * inv;"),),
     "noupdate": (("v[i][k] = jc == j ? l : v[i][k] - l * u[k];",
                   "v[i][k] = jc == j ? l : v[i][k];"),),
-    "nocopies": (("if ((r == cand && mine >= ZERO) || r == col)", "if (0)"),),
+    "nocopies": (("if ((r == cand && mine >= ZERO) || r == col)", "if (0)"),
+                 ("} while (act && !there);", "} while (0);")),
 }
 
 
@@ -63,26 +66,24 @@ def shape(queue, dtype, m: int, w: int) -> dict:
     groups = device_info(queue).compute_units * p["GRID_PER_CU"]
     blocks = -(-m // wy)
     return dict(wx=wx, wy=wy, cpi=cpi, groups=groups, rpi=-(-blocks // groups),
-                defines=dict(WX=wx, WY=wy, CPI=cpi, RPI=p["GRID_RPI"], NO_PIVOT=0))
+                defines=dict(WX=wx, WY=wy, CPI=cpi, RPI=p["GRID_RPI"], NO_PIVOT=0,
+                             SLOT_WORDS=GRID_SLOT_WORDS))
 
 
 def time_variant(queue, prg, dtype, panel, m: int, w: int, s: dict) -> float:
     """Best device ms of one launch of the variant's getrf_grid on a copy of ``panel``."""
     kern = cl.Kernel(prg, "getrf_grid")
     groups, width = s["groups"], s["cpi"] * s["wx"]
-    syncs = int_zeros(queue, 2 * (REPEAT + 1))
-    # zeros: a cut kernel may read them before anything is written (rows stay in range)
-    cand_val = cl_array.zeros(queue, 2 * groups, dtype)
-    cand_row = cl_array.zeros(queue, 2 * groups, np.int32)
-    cand_copy = cl_array.zeros(queue, 2 * groups * width, dtype)
-    diag = cl_array.zeros(queue, 2 * width, dtype)
+    joins = int_zeros(queue, REPEAT + 1)
+    words = width * np.dtype(dtype).itemsize // 4                 # a row copy's 64-bit words
+    shared = int_zeros(queue, 2 * (2 * groups * (GRID_SLOT_WORDS + words) + 2 * words))
     piv, info = int_zeros(queue, m), int_zeros(queue)
     best = float("inf")
     for rep in range(REPEAT + 1):
         a = panel.copy()
         kern.set_args(a.data, np.int32(w), np.int32(m), np.int32(0), np.int32(w), piv.data,
-                      info.data, syncs.data, np.int32(rep), cand_val.data, cand_row.data,
-                      cand_copy.data, diag.data, np.int32(s["rpi"]))
+                      info.data, joins.data, np.int32(rep), shared.data,
+                      np.int32(1 + rep * w), np.int32(s["rpi"]))
         event = cl.enqueue_nd_range_kernel(queue, kern, (groups * s["wx"], s["wy"]),
                                            (s["wx"], s["wy"]))
         event.wait()

@@ -10,23 +10,21 @@
  * until every launched work-group has joined or GRID_WAIT polls have passed,
  * then closes it; those that come later take no part.  Every participant was
  * running when the poll closed and, once started, a work-group keeps running
- * (GPUs and CPU thread pools schedule them so), so grid_sync among the
- * participants cannot deadlock.
+ * (GPUs and CPU thread pools schedule them so), so participants that wait
+ * for each other cannot deadlock.
  *
- * Memory written before grid_sync by one participant is read after it by
- * another through volatile pointers, with mem_fence around the atomic counter.
- * OpenCL 1.2 orders nothing between work-groups, so this rests on what the
- * hardware does, not on the standard: volatile and atomic global accesses go
- * to the level of memory that all compute units share (L2 on NVIDIA, where
- * mem_fence(CLK_GLOBAL_MEM_FENCE) compiles to a work-group-scope membar.cta;
- * the cache-coherent memory of a CPU), and the fence keeps each work-item's
- * own accesses in order.  It does not order another item's store before the
- * counter's atomic: trsm.cl's one-launch solve and lu_grid.cl, built the same
- * way, read old values on an H200 until their stores became atomic exchanges
- * that each item waits for before the barrier (publish.h; benchmarks/
- * cross_group_stress.py and threshold_sweep.py repeat them).  So only a tuned
- * entry chooses the LU's "grid" panel (oclla/_knobs.py, lu PANEL), on devices
- * where it was measured; others take a launch per column.
+ * OpenCL 1.2 orders nothing between work-groups, so what participants hand
+ * each other rests on what the hardware does, not on the standard: a barrier
+ * across work-groups (an atomic counter between mem_fence calls) did not
+ * order another item's plain store before the counter's atomic on an H200
+ * (NVIDIA compiles mem_fence(CLK_GLOBAL_MEM_FENCE) to a work-group-scope
+ * membar.cta), and a participant past it now and then read an old value.
+ * lu_grid.cl therefore hands values over as tagged words that the reader
+ * waits for (tagged.h), with no barrier across work-groups; trsm.cl's
+ * one-launch solve stores by atomic exchanges before raising a flag
+ * (publish.h).  benchmarks/cross_group_stress.py and threshold_sweep.py repeat
+ * them.  Only a tuned entry chooses the LU's "grid" panel (oclla/_knobs.py,
+ * lu PANEL), on devices where it was measured; others take a launch per column.
  */
 #ifndef OCLLA_GRID_H
 #define OCLLA_GRID_H
@@ -70,24 +68,6 @@ int grid_join(volatile __global int *state, const int launched, const int lid,
     *count = shared[1];
     barrier(CLK_LOCAL_MEM_FENCE);
     return id;
-}
-
-/* Barrier over the participants: the k-th call (k = 1, 2, ...) of each waits
- * until all `count` have made their k-th call (`target` = k * count; *counter
- * is 0 before the launch).  Every item of every work-group calls it (act = 0:
- * a non-participant passes the local barriers only). */
-void grid_sync(volatile __global int *counter, const int target, const int act,
-               const int lid)
-{
-    barrier(CLK_GLOBAL_MEM_FENCE);                   /* the work-group's writes, then */
-    if (act && lid == 0) {
-        mem_fence(CLK_GLOBAL_MEM_FENCE);             /* this item's writes, then the signal */
-        atomic_inc(counter);
-        while (*counter < target)
-            ;
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
-    }
-    barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
 #endif

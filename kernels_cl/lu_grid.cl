@@ -3,18 +3,19 @@
  * getrf_grid factors the m x w panel a[c0:n, c0:c0+w] (w <= CPI*WX) with
  * partial pivoting, interchanging rows inside the panel only (the caller
  * applies them to the other columns), as the per-column launches of lu_inplace.cl
- * do, but with one barrier across work-groups per column instead of one
- * launch.  The participating work-groups (grid.h) share the rows: each
- * takes the blocks of WY rows b = id, id + count, ... (b counted from row
- * c0) and keeps the first regs = min(rpi, RPI) of them (rpi an argument) in
- * registers for the whole launch, the rest in memory.  Column col takes one
- * barrier:
+ * do, but in one launch.  The participating work-groups (grid.h) share the
+ * rows: each takes the blocks of WY rows b = id, id + count, ... (b counted
+ * from row c0) and keeps the first regs = min(rpi, RPI) of them (rpi an
+ * argument) in registers for the whole launch, the rest in memory.  Column col
+ * (the j-th of the panel, tag = tag0 + j):
  *
  *   1. each work-group publishes its best candidate for col (largest
  *      |a[r, col]|, lowest row on ties) with a copy of that row, and the
- *      owner of row col a copy of it (d); all meet at the barrier;
- *   2. every work-group reduces the candidates to the pivot row p and takes
- *      u = a[p, c0:c0+w] from the copy its owner published (d when p = col);
+ *      owner of row col a copy of it (d);
+ *   2. every work-group waits for all candidates (without pivoting too: that
+ *      wait keeps the parities below apart), reduces them to the pivot row p
+ *      and waits for u = a[p, c0:c0+w] from the copy its owner published (d
+ *      when p = col), and for d;
  *   3. every work-group updates its rows r > col: a[r, c] -= l_r u_c for the
  *      panel columns c > col with l_r = a[r, col] / u_col, stored in place of
  *      a[r, col] (once every item has read it, for rows in memory); the row
@@ -22,15 +23,23 @@
  *      item on column col+1 keeps its rows' best candidate; the owner of row
  *      col writes u (with row p's multipliers) into it: row col is final.
  * At the end the register rows below the panel's top w rows are stored.
- * The copies go to buffers of two parities (by column), so that nobody
- * overwrites a copy that a slower work-group may still read; only the owner
- * of a matrix row reads or writes it.  The candidates and copies are stored
- * by atomic exchanges that each item waits for before the barrier (publish.h):
- * with plain stores another work-group, past the barrier, now and then read a
- * stale copy, one an earlier column left (H200, float32: 2 wrong factors in
- * 45, n = 8447 and 10243, the rest of a panel wrong from one column on;
- * benchmarks/results/nvidia-h200-2026-12-02-grid-publish.txt); the wait costs
- * sgetrf 4096 / 8192 15-17 %, dgetrf 4096 / 16384 9 / 5 %.
+ *
+ * What a work-group publishes travels as tagged words (tagged.h): a reader
+ * loads the words it needs and loads them again until all carry the column's
+ * tag, so no barrier across work-groups orders them and no writer waits.
+ * Before, a barrier a column with plain stores let a work-group past it read
+ * now and then a copy an earlier column had left (H200, float32: 2 wrong
+ * factors in 45), and the stores as atomic exchanges that each item waited
+ * for before the barrier cost sgetrf 4096 / 8192 15-17 % and dgetrf 5-9 %
+ * (benchmarks/results/nvidia-h200-2026-12-02-grid-publish.txt); the words
+ * took that back and more (sgetrf 4096 / 8192 18.9 / 53.0 -> 15.9 / 46.2 ms,
+ * dgetrf 8192 / 16384 65.5 / 269.5 -> 60.3 / 254.8; -grid-tagged.txt).  The
+ * words go to buffers of two parities (by column): a work-group publishes for
+ * column col+2 only once every other has published for col+1, that is, once
+ * all have read what was published for col.  Without pivoting the candidates
+ * are found and published as well (the wait for them keeps the parities
+ * apart; PoCL dropped the stores of constant ones, and the launch hung).
+ * Only the owner of a matrix row reads or writes it.
  *
  * Work-groups are WX x WY items: item (x, y) holds the panel columns
  * x + k*WX (k < CPI) of the rows at position y of its work-group's blocks;
@@ -43,11 +52,14 @@
  * behind a test of regs that is the same in every item): a program per
  * class of the order cost about 0.35 s of NVIDIA's compiler at each new one.
  *
- * Arguments: piv and info as in lu_inplace.cl; syncs[2*slot], syncs[2*slot+1]: 0
- * before the launch (join state, barrier counter); cand_val, cand_row:
- * [2][groups] candidates; cand_copy: [2][groups][CPI*WX] their rows; diag:
- * [2][CPI*WX] the next diagonal row; groups: the work-groups launched; rpi:
- * the register rows per item this panel asks for (at most RPI are kept).
+ * Arguments: piv and info as in lu_inplace.cl; joins[slot]: 0 before the
+ * launch (grid_join's state); shared: the words the work-groups hand each
+ * other, zeroed before the factorization's first panel and holding no tag
+ * tag0 or above: [2][groups] candidate slots of SLOT_WORDS 64-bit words (the
+ * value's words, then at CAND_ROW its row), then [2][CPI*WX] reals' words
+ * (row col's copy, d), then [2][groups][CPI*WX] (each work-group's candidate
+ * row); tag0: the first column's tag (> 0; the panel takes tag0 .. tag0+w-1);
+ * rpi: the register rows per item this panel asks for (at most RPI are kept).
  */
 #include "common.h"
 
@@ -66,14 +78,14 @@
 #define WG (WX * WY)
 #define PW (CPI * WX)
 
+#ifndef SLOT_WORDS
+#define SLOT_WORDS 16      /* 64-bit words of a candidate's slot: a 128-byte line each */
+#endif
+#define CAND_ROW 2         /* the slot's word of the candidate's row (after the value's) */
+
 #include "pivoting.h"
 #include "grid.h"
-#include "publish.h"
-
-/* A store that other work-groups read after the next grid_sync: an atomic exchange
- * (publish.h) whose result the item waits for before that barrier. */
-#define SHARE(p, v) (seen ^= publish((p), (v)))
-#define SHARE_INT(p, v) (seen ^= atomic_xchg((p), (v)))
+#include "tagged.h"
 
 /* The participant that owns row r of the panel that starts at row c0, and
  * the rows of this item: register row i < regs is block me + i*count; a slot
@@ -83,21 +95,23 @@
 
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
 void getrf_grid(__global real *a, const int lda, const int n, const int c0, const int w,
-                __global int *piv, __global int *info, volatile __global int *syncs,
-                const int slot, volatile __global real *cand_val, volatile __global int *cand_row,
-                volatile __global real *cand_copy, volatile __global real *diag,
-                const int rpi)
+                __global int *piv, __global int *info, volatile __global int *joins,
+                const int slot, volatile __global long *shared, const int tag0, const int rpi)
 {
     __local real vals[WG];
     __local int rows[WG];
     __local real xs[RPI > 0 ? RPI * WY : 1];        /* column j of the register rows */
-    __local int shared[2];
+    __local int joined[2];
     const int x = get_local_id(0), y = get_local_id(1), lid = y * WX + x;
     const int groups = get_num_groups(0);
-    volatile __global int *sync = syncs + 2 * slot;
     int count;
-    const int me = grid_join(sync, groups, lid, shared, &count);
-    const int act = me >= 0;
+    const int me = grid_join(joins + slot, groups, lid, joined, &count);
+    const int act = me >= 0;        /* a work-group that takes no part still meets every
+                                       barrier: PoCL loses work-items' values across a
+                                       barrier behind a branch (arrival.h) */
+    volatile __global long *cands = shared;         /* [2][groups][SLOT_WORDS] */
+    volatile __global words *diag = (volatile __global words *)(cands + 2 * groups * SLOT_WORDS);
+    volatile __global words *copies = diag + 2 * PW;   /* [2][groups][PW] */
     const int blocks = (n - c0 + WY - 1) / WY;
     const int regs = min(rpi, RPI);                 /* register rows per item */
     const int spill = me + regs * count;            /* the first block kept in memory */
@@ -125,31 +139,27 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
     }
 
     for (int j = 0; j < w; j++) {
-        const int col = c0 + j, par = j & 1;
+        const int col = c0 + j, par = j & 1, tag = tag0 + j;
 
         /* 1. publish this work-group's candidate for col with a copy of its row,
-         *    and (its owner) a copy of row col; meet the others.  Only the items
-         *    on column col (x == j % WX) hold candidates for it, one per y. */
+         *    and (its owner) a copy of row col.  Only the items on column col
+         *    (x == j % WX) hold candidates for it, one per y. */
         if (x == j % WX) {
             vals[y] = best;
             rows[y] = best_row;
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   /* they, and the rows in
                                                                  memory, are stored */
-#if NO_PIVOT
-        const real mine = -ONE;
-        const int cand = col;
-#else
-        real mine;
+        real mine;                                  /* (without pivoting too: unused) */
         const int cand = argmax_scan(vals, rows, WY, &mine);
-#endif
-        int seen = 0;                               /* publish.h: what the stores return */
+        volatile __global words *to = copies + (par * groups + me) * PW;
+        volatile __global words *dto = diag + par * PW;
         if (act) {
             if (lid == 0) {
-                SHARE(cand_val + par * groups + me, mine);
-                SHARE_INT(cand_row + par * groups + me, cand);
+                volatile __global long *at = cands + (par * groups + me) * SLOT_WORDS;
+                *(volatile __global words *)at = TAGGED(mine, tag);
+                at[CAND_ROW] = WORD(cand, tag);
             }
-            volatile __global real *to = cand_copy + (par * groups + me) * PW;
             #pragma unroll
             for (int i = 0; i < RPI; i++) {
                 const int r = REG_ROW(i);
@@ -157,47 +167,71 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
                     #pragma unroll
                     for (int k = 0; k < CPI; k++)
                         if (x + k * WX < w) {
-                            if (r == cand && mine >= ZERO) SHARE(to + x + k * WX, v[i][k]);
-                            if (r == col) SHARE(diag + par * PW + x + k * WX, v[i][k]);
+                            if (r == cand && mine >= ZERO) to[x + k * WX] = TAGGED(v[i][k], tag);
+                            if (r == col) dto[x + k * WX] = TAGGED(v[i][k], tag);
                         }
             }
             const int cand_b = (cand - c0) / WY, col_b = (col - c0) / WY;
             if (mine >= ZERO && cand_b >= spill)
                 for (int jc = lid; jc < w; jc += WG)
-                    SHARE(to + jc, a[AT(cand, c0 + jc, lda)]);
+                    to[jc] = TAGGED(a[AT(cand, c0 + jc, lda)], tag);
             if (OWNER(col) == me && col_b >= spill)
                 for (int jc = lid; jc < w; jc += WG)
-                    SHARE(diag + par * PW + jc, a[AT(col, c0 + jc, lda)]);
+                    dto[jc] = TAGGED(a[AT(col, c0 + jc, lda)], tag);
         }
-        if (act && PUBLISHED(seen))                 /* wait for them; stores what lid 0 did */
-            cand_val[par * groups + me] = mine;
-        grid_sync(sync + 1, (j + 1) * count, act, lid);
 
-        /* 2. the pivot row p and its values u */
+        /* 2. every participant's candidate, once there (this work-group's own
+         *    from registers: a CPU device may run a work-group's items one after
+         *    another between barriers, so no item waits for a word another item
+         *    of its work-group stores in the same stretch), the pivot row p and
+         *    its values u, and d */
+        real top = -ONE;
+        int top_row = col;
+        for (int g = lid; g < count; g += WG) {
+            volatile __global long *at = cands + (par * groups + g) * SLOT_WORDS;
+            real value = mine;
+            int row = cand, there = g == me;
+            while (!there) {                        /* both loads in flight, then the test */
+                const words vw = *(volatile __global words *)at;
+                const long rw = at[CAND_ROW];
+                value = VALUE(vw);
+                row = WORD_BITS(rw);
+                there = CARRY(vw, tag) & (WORD_TAG(rw) == tag);
+            }
+            KEEP_BEST(value, row, top, top_row)
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);               /* everyone has scanned vals, rows */
+        real value;
+        const int winner = wg_reduce_argmax(top, top_row, vals, rows, &value);
 #if NO_PIVOT
         const int p = col;
 #else
-        real value;
-        const int winner = wg_argmax_stored(cand_val + par * groups, cand_row + par * groups,
-                                            count, col, vals, rows, &value);
         const int p = value >= ZERO ? winner : col;     /* all NaN: keep the diagonal */
 #endif
-        volatile __global real *dcopy = diag + par * PW;
-        volatile __global real *ucopy = (p == col || !act) ? dcopy
-            : cand_copy + (par * groups + OWNER(p)) * PW;
-        const real pivot = act ? ucopy[j] : ONE;
+        /* this item's columns of row p and of d, loaded together (every load in
+         * flight before the test of their tags) */
+        volatile __global words *from = (p == col || !act) ? dto
+            : copies + (par * groups + OWNER(p)) * PW;
+        real pivot, dj, urow[CPI], drow[CPI], u[CPI];
+        int there;
+        do {
+            const words pw = from[j], djw = dto[j];
+            pivot = VALUE(pw);
+            dj = VALUE(djw);
+            there = CARRY(pw, tag) & CARRY(djw, tag);
+            #pragma unroll
+            for (int k = 0; k < CPI; k++) {
+                const int jc = min(x + k * WX, w - 1);  /* columns past w: any real's words */
+                const words uw = from[jc], dw = dto[jc];
+                urow[k] = VALUE(uw);
+                drow[k] = VALUE(dw);
+                there &= CARRY(uw, tag) & CARRY(dw, tag);
+            }
+        } while (act && !there);
         const real inv = ONE / pivot;
-        /* this item's columns of row p and of d, loaded together by every item: the
-         * owner of row p then finds d in registers, not behind a round trip of its own
-         * (H200, sgetrf 4096 16.5 -> 15.7 ms, 8192 46.6 -> 45.9, float64 level) */
-        real urow[CPI], drow[CPI], u[CPI];
         #pragma unroll
-        for (int k = 0; k < CPI; k++) {
-            const int jc = x + k * WX;
-            urow[k] = jc < w ? ucopy[jc] : ZERO;
-            drow[k] = jc < w ? dcopy[jc] : ZERO;
-            u[k] = (act && jc > j) ? urow[k] : ZERO;
-        }
+        for (int k = 0; k < CPI; k++)
+            u[k] = x + k * WX > j && x + k * WX < w ? urow[k] : ZERO;
 
         /* 3. this work-group's rows below col (slot p takes the old row col, d)
          *    and their best candidate for col+1 */
@@ -234,27 +268,27 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
                 if (next > best) { best = next; best_row = r; }
             }
         }
+        const int b0 = max(spill, (col + 1 - c0) / WY);
+        const int b1 = act ? b0 + ((me - b0 % count) + count) % count : blocks;  /* its first */
         if (act) {
-            const int b0 = max(spill, (col + 1 - c0) / WY);
-            for (int b = b0 + ((me - b0 % count) + count) % count; b < blocks; b += count) {
+            for (int b = b1; b < blocks; b += count) {
                 const int r = c0 + b * WY + y;
                 if (r <= col || r >= n)
                     continue;
                 const int from_d = r == p;
-                const real xc = from_d ? dcopy[j] : a[AT(r, col, lda)];
+                const real xc = from_d ? dj : a[AT(r, col, lda)];
                 const real l = pivot == ZERO ? xc : multiplier(xc, pivot, inv);
                 #pragma unroll
                 for (int k = 0; k < CPI; k++) {
                     const int jc = x + k * WX;
                     if (jc > j && jc < w) {
-                        const real t = (from_d ? dcopy[jc] : a[AT(r, c0 + jc, lda)]) - l * u[k];
+                        const real t = (from_d ? drow[k] : a[AT(r, c0 + jc, lda)]) - l * u[k];
                         a[AT(r, c0 + jc, lda)] = t;
                         if (jc == j + 1 && fabs(t) > best) { best = fabs(t); best_row = r; }
                     }
+                    if (from_d && jc < j)               /* the multipliers of the old row col */
+                        a[AT(r, c0 + jc, lda)] = drow[k];
                 }
-                if (from_d)                          /* the multipliers of the old row col */
-                    for (int jc = x; jc < j; jc += WX)
-                        a[AT(r, c0 + jc, lda)] = dcopy[jc];
             }
             if (OWNER(col) == me && y == (col - c0) % WY)   /* row col is final: u */
                 #pragma unroll
@@ -269,16 +303,14 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
         }
         /* in memory, the multipliers replace column col once every item has read it */
         barrier(CLK_GLOBAL_MEM_FENCE);
-        if (act && x == j % WX) {
-            const int b0 = max(spill, (col + 1 - c0) / WY);
-            for (int b = b0 + ((me - b0 % count) + count) % count; b < blocks; b += count) {
+        if (act && x == j % WX)
+            for (int b = b1; b < blocks; b += count) {
                 const int r = c0 + b * WY + y;
                 if (r > col && r < n) {
-                    const real xc = r == p ? dcopy[j] : a[AT(r, col, lda)];
+                    const real xc = r == p ? dj : a[AT(r, col, lda)];
                     a[AT(r, col, lda)] = pivot == ZERO ? xc : multiplier(xc, pivot, inv);
                 }
             }
-        }
     }
 
     /* the register rows below the panel's diagonal block (the rows above it

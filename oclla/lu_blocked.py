@@ -21,8 +21,15 @@ from ._knobs import GRID_RPIS, LOCAL_RESERVE
 from ._params import params
 from ._programs import (copy, enqueue, flushed_marker, get_kernel, int_arg, int_zeros, launch,
                         round_up, set_args, side_queue)
+from ._scratch import zeroed_ints
 from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
 from .lu_pivot import PivotKernels, annotate_swaps
+
+#: 64-bit words of a candidate's slot in getrf_grid's shared words (kernels_cl/lu_grid.cl
+#: SLOT_WORDS): 128 bytes, so that each work-group's candidate, which every other polls,
+#: has a cache line of its own (H200, float32 4096 / 8192: 1-3 % faster than packed,
+#: benchmarks/results/nvidia-h200-2026-12-01-grid-words.txt).
+GRID_SLOT_WORDS = 16
 
 class Panels:
     """Factor panels A[c0:n, c0:c0+w] of the blocked LU: pivots into piv,
@@ -60,7 +67,8 @@ class Panels:
         self.local_mem = info.local_mem_size - LOCAL_RESERVE     # what the arrays may take
         self._kernels: dict = {}             # (name, define values) -> cl.Kernel
         self.grid_groups = info.compute_units * p["GRID_PER_CU"]
-        self._grid_buffers = None            # (sync, cand_val, cand_row, cand_copy, diag)
+        self._grid_buffers = None            # (joins, shared words) of getrf_grid
+        self._grid_tag = 1                   # the next grid column's tag (kernels_cl/tagged.h)
         self._perm = None                    # a register leaf's row permutation
         self._stages: dict = {}              # (work-group size, local memory) -> _stage
         self.columns_wg = params(queue, "wg1d", dtype)["WG"]    # leaf_columns' work-groups
@@ -265,38 +273,39 @@ class Panels:
                 self._perm.data)
 
     def _grid(self, c0: int, w: int) -> None:
-        """The panel in one launch of getrf_grid (one barrier across work-groups per column).
+        """The panel in one launch of getrf_grid (work-groups that wait for each other's
+        candidates and pivot rows, column by column, as tagged words).
 
         One program for every order up to the one whose panels the work-groups hold in
         GRID_RPI register rows per item: built for the widest panel of the
         factorization (NB, or PANEL_SPLIT where that is narrower) and those rows; the
         rows this panel asks for (the fewest that hold its row blocks, at most the
         program's) are an argument.  A taller panel takes the program with twice (four
-        times) the rows (:meth:`_grid_rows`)."""
+        times) the rows (:meth:`_grid_rows`).  The words live in buffers zeroed once per
+        factorization, and each column's tag is new to them (``_grid_tag``)."""
         wx, wy = self.p["GRID_WX"], self.p["GRID_WY"]
         split, nb = self.p["PANEL_SPLIT"], self.p["NB"]
         cpi = -(-max(w, min(split, nb) if split else nb) // wx)
         blocks = -(-(self.n - c0) // wy)
         most = self._grid_rows(blocks)
         groups = self._grid_groups(blocks, most)
+        width = cpi * wx * (np.dtype(self.dtype).itemsize // 4)    # a copy's 64-bit words
+        words = 2 * groups * (GRID_SLOT_WORDS + width) + 2 * width
         bufs = self._grid_buffers
-        if bufs is None or bufs[1].size < 2 * groups or bufs[3].size < 2 * groups * cpi * wx:
-            q, width = self.queue, cpi * wx
-            bufs = self._grid_buffers = (
-                int_zeros(q, 2 * self.n), cl_array.empty(q, 2 * groups, self.dtype),
-                cl_array.empty(q, 2 * groups, np.int32),
-                cl_array.empty(q, 2 * groups * width, self.dtype),
-                cl_array.empty(q, 2 * width, self.dtype))
+        if bufs is None or bufs[1].size < 2 * words:
+            bufs = self._grid_buffers = (int_zeros(self.queue, self.n),
+                                         int_zeros(self.queue, 2 * words))
         rpi = -(-blocks // groups)                           # row blocks per work-group
         key = ("getrf_grid", wx, wy, cpi, most)
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._kernels[key] = get_kernel(
                 self.queue, "lu_grid.cl", "getrf_grid", self.dtype, WX=wx, WY=wy, CPI=cpi,
-                RPI=most, NO_PIVOT=int(self.no_pivot))
+                RPI=most, SLOT_WORDS=GRID_SLOT_WORDS, NO_PIVOT=int(self.no_pivot))
         enqueue(self.queue, kernel, (groups * wx, wy), (wx, wy), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
-                bufs[0].data, int_arg(c0), *(b.data for b in bufs[1:]), int_arg(rpi))
+                bufs[0].data, int_arg(c0), bufs[1].data, int_arg(self._grid_tag), int_arg(rpi))
+        self._grid_tag += w
 
     def _grid_rows(self, blocks: int) -> int:
         """Register rows per item of a grid panel of ``blocks`` row blocks: GRID_RPI, or
