@@ -21,7 +21,6 @@ from ._knobs import GRID_RPIS, LOCAL_RESERVE
 from ._params import params
 from ._programs import (copy, enqueue, flushed_marker, get_kernel, int_arg, int_zeros, launch,
                         round_up, set_args, side_queue)
-from ._scratch import zeroed_ints
 from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
 from .lu_pivot import PivotKernels, annotate_swaps
 
