@@ -32,13 +32,12 @@
  * factors in 45), and the stores as atomic exchanges that each item waited
  * for before the barrier cost sgetrf 4096 / 8192 15-17 % and dgetrf 5-9 %
  * (benchmarks/results/nvidia-h200-2026-12-02-grid-publish.txt); the words
- * took that back and more (sgetrf 4096 / 8192 18.9 / 53.0 -> 15.9 / 46.2 ms,
- * dgetrf 8192 / 16384 65.5 / 269.5 -> 60.3 / 254.8; -grid-tagged.txt).  The
+ * took that back and more (sgetrf 4096 / 8192 18.8 / 52.5 -> 15.4 / 45.4 ms,
+ * dgetrf 8192 / 16384 65.2 / 269.1 -> 59.4 / 254.4; -grid-tagged.txt).  The
  * words go to buffers of two parities (by column): a work-group publishes for
  * column col+2 only once every other has published for col+1, that is, once
  * all have read what was published for col.  Without pivoting the candidates
- * are found and published as well (the wait for them keeps the parities
- * apart; PoCL dropped the stores of constant ones, and the launch hung).
+ * are found and published as well: the wait for them keeps the parities apart.
  * Only the owner of a matrix row reads or writes it.
  *
  * Work-groups are WX x WY items: item (x, y) holds the panel columns
