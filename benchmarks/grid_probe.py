@@ -37,7 +37,7 @@ from oclla import kernels_cl
 from oclla._device import device_info
 from oclla._params import params
 from oclla._programs import build_options, int_zeros
-from oclla.lu_blocked import GRID_SLOT_WORDS
+from oclla.lu_blocked import GRID_SLOT_WORDS, grid_shared_ints
 
 REPEAT = 5
 CUTS = {
@@ -75,8 +75,7 @@ def time_variant(queue, prg, dtype, panel, m: int, w: int, s: dict) -> float:
     kern = cl.Kernel(prg, "getrf_grid")
     groups, width = s["groups"], s["cpi"] * s["wx"]
     joins = int_zeros(queue, REPEAT + 1)
-    words = width * np.dtype(dtype).itemsize // 4                 # a row copy's 64-bit words
-    shared = int_zeros(queue, 2 * (2 * groups * (GRID_SLOT_WORDS + words) + 2 * words))
+    shared = int_zeros(queue, grid_shared_ints(groups, width, dtype))
     piv, info = int_zeros(queue, m), int_zeros(queue)
     best = float("inf")
     for rep in range(REPEAT + 1):

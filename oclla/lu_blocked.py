@@ -30,6 +30,15 @@ from .lu_pivot import PivotKernels, annotate_swaps
 #: benchmarks/results/nvidia-h200-2026-12-01-grid-words.txt).
 GRID_SLOT_WORDS = 16
 
+
+def grid_shared_ints(groups: int, width: int, dtype) -> int:
+    """int32 entries of getrf_grid's shared words for ``groups`` work-groups and panels
+    up to ``width`` (CPI*WX) columns of ``dtype``: [2][groups] candidate slots of
+    GRID_SLOT_WORDS 64-bit words, [2] copies of the diagonal row and [2][groups] copies
+    of a candidate row, each real of a copy in itemsize / 4 words (kernels_cl/lu_grid.cl)."""
+    copy = width * (np.dtype(dtype).itemsize // 4)               # a row copy's 64-bit words
+    return 2 * (2 * groups * (GRID_SLOT_WORDS + copy) + 2 * copy)
+
 class Panels:
     """Factor panels A[c0:n, c0:c0+w] of the blocked LU: pivots into piv,
     interchanges inside the panel only.
@@ -288,12 +297,11 @@ class Panels:
         blocks = -(-(self.n - c0) // wy)
         most = self._grid_rows(blocks)
         groups = self._grid_groups(blocks, most)
-        width = cpi * wx * (np.dtype(self.dtype).itemsize // 4)    # a copy's 64-bit words
-        words = 2 * groups * (GRID_SLOT_WORDS + width) + 2 * width
+        shared = grid_shared_ints(groups, cpi * wx, self.dtype)
         bufs = self._grid_buffers
-        if bufs is None or bufs[1].size < 2 * words:
+        if bufs is None or bufs[1].size < shared:
             bufs = self._grid_buffers = (int_zeros(self.queue, self.n),
-                                         int_zeros(self.queue, 2 * words))
+                                         int_zeros(self.queue, shared))
         rpi = -(-blocks // groups)                           # row blocks per work-group
         key = ("getrf_grid", wx, wy, cpi, most)
         kernel = self._kernels.get(key)

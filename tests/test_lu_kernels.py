@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 import oclla
 from oclla import _params
 from oclla._programs import get_kernel, int_zeros, side_queue
-from oclla.lu_blocked import GRID_SLOT_WORDS, Panels, _pieces
+from oclla.lu_blocked import GRID_SLOT_WORDS, Panels, _pieces, grid_shared_ints
 from oclla.accuracy import lu_backward_error, passes
 
 from linalg_helpers import buildable, check_lu_sizes
@@ -194,7 +194,6 @@ def test_grid_panel_with_work_groups_that_wait_for_each_other(queue, dtype, rows
     kernel = get_kernel(queue, "lu_grid.cl", "getrf_grid", dtype, WX=wx, WY=1, CPI=cpi,
                         RPI=rows, SLOT_WORDS=GRID_SLOT_WORDS, NO_PIVOT=0,
                         GRID_WAIT=1 << 22)
-    words = cpi * wx * np.dtype(dtype).itemsize // 4
     a = np.random.default_rng(0).standard_normal((m, m)).astype(dtype)
     getrf = lapack.sgetrf if dtype == np.float32 else lapack.dgetrf
     lu_ref, piv_ref, _ = getrf(a[:, :w].copy())
@@ -203,7 +202,7 @@ def test_grid_panel_with_work_groups_that_wait_for_each_other(queue, dtype, rows
     for launch in range(40):
         panel = cl_array.to_device(queue, a)
         piv, info, joins = int_zeros(queue, m), int_zeros(queue, 1), int_zeros(queue, 1)
-        shared = int_zeros(queue, 2 * (2 * groups * (GRID_SLOT_WORDS + words) + 2 * words))
+        shared = int_zeros(queue, grid_shared_ints(groups, cpi * wx, dtype))
         kernel(queue, (groups * wx, 1), (wx, 1), panel.data, np.int32(m), np.int32(m),
                np.int32(0), np.int32(w), piv.data, info.data, joins.data, np.int32(0),
                shared.data, np.int32(1), np.int32(-(-m // groups)))
