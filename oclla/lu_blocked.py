@@ -21,6 +21,7 @@ from ._knobs import GRID_RPIS, LOCAL_RESERVE
 from ._params import params
 from ._programs import (copy, enqueue, flushed_marker, get_kernel, int_arg, int_zeros, launch,
                         round_up, set_args, side_queue)
+from ._scratch import zeroed_ints
 from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
 from .lu_pivot import PivotKernels, annotate_swaps
 
@@ -289,8 +290,9 @@ class Panels:
         factorization (NB, or PANEL_SPLIT where that is narrower) and those rows; the
         rows this panel asks for (the fewest that hold its row blocks, at most the
         program's) are an argument.  A taller panel takes the program with twice (four
-        times) the rows (:meth:`_grid_rows`).  The words live in buffers zeroed once per
-        factorization, and each column's tag is new to them (``_grid_tag``)."""
+        times) the rows (:meth:`_grid_rows`).  The words live in buffers of the queue's
+        pool zeroed once per factorization by fill commands in the queue's order (no host
+        copy, no wait), and each column's tag is new to them (``_grid_tag``)."""
         wx, wy = self.p["GRID_WX"], self.p["GRID_WY"]
         split, nb = self.p["PANEL_SPLIT"], self.p["NB"]
         cpi = -(-max(w, min(split, nb) if split else nb) // wx)
@@ -300,8 +302,8 @@ class Panels:
         shared = grid_shared_ints(groups, cpi * wx, self.dtype)
         bufs = self._grid_buffers
         if bufs is None or bufs[1].size < shared:
-            bufs = self._grid_buffers = (int_zeros(self.queue, self.n),
-                                         int_zeros(self.queue, shared))
+            bufs = self._grid_buffers = (zeroed_ints(self.queue, self.n),
+                                         zeroed_ints(self.queue, shared))
         rpi = -(-blocks // groups)                           # row blocks per work-group
         key = ("getrf_grid", wx, wy, cpi, most)
         kernel = self._kernels.get(key)
