@@ -42,14 +42,14 @@ from oclla.lu_blocked import GRID_SLOT_WORDS, grid_shared_ints
 REPEAT = 5
 CUTS = {
     "full": (),
-    "nowait": (("int row = cand, there = g == me;", "int row = cand, there = 1;"),
+    "nowait": (("} while (!there);", "} while (0);"),
                ("} while (act && !there);", "} while (0);")),
     "noreduce": (("const int cand = argmax_scan(vals, rows, WY, &mine);",
                   "mine = vals[0]; const int cand = rows[0];"),
-                 ("const int winner = wg_reduce_argmax(top, top_row, vals, rows, &value);",
-                  "value = top; const int winner = top_row;")),
-    "nodivide": (("return (fabs(pivot) >= REAL_MIN) ? x * inv : x / pivot;", "return x * inv;"),),
-    "noupdate": (("v[i][k] = jc == j ? l : v[i][k] - l * u[k];",
+                 ("const int winner = argmax_scan(top_vals, top_rows, FOLD, &value);",
+                  "value = top_vals[0]; const int winner = top_rows[0];")),
+    "nodivide": (("if (by_inv)", "if (1)"),),
+    "noupdate": (("v[i][k] = jc == j ? l : (from_d ? drow[k] : v[i][k]) - l * u[k];",
                   "v[i][k] = jc == j ? l : v[i][k];"),),
     "nocopies": (("if ((r == cand && mine >= ZERO) || r == col)", "if (0)"),
                  ("} while (act && !there);", "} while (0);")),
@@ -67,7 +67,7 @@ def shape(queue, dtype, m: int, w: int) -> dict:
     blocks = -(-m // wy)
     return dict(wx=wx, wy=wy, cpi=cpi, groups=groups, rpi=-(-blocks // groups),
                 defines=dict(WX=wx, WY=wy, CPI=cpi, RPI=p["GRID_RPI"], NO_PIVOT=0,
-                             SLOT_WORDS=GRID_SLOT_WORDS))
+                             SLOT_WORDS=GRID_SLOT_WORDS, GRID_GROUPS=groups))
 
 
 def time_variant(queue, prg, dtype, panel, m: int, w: int, s: dict) -> float:

@@ -14,8 +14,9 @@
  *      owner of row col a copy of it (d);
  *   2. every work-group waits for all candidates (without pivoting too: that
  *      wait keeps the parities below apart), reduces them to the pivot row p
- *      and waits for u = a[p, c0:c0+w] from the copy its owner published (d
- *      when p = col), and for d;
+ *      (FOLD items gather them, GRID_CANDS at a time, and every item scans
+ *      the FOLD they keep) and waits for u = a[p, c0:c0+w] from the copy its
+ *      owner published (d when p = col), and for d;
  *   3. every work-group updates its rows r > col: a[r, c] -= l_r u_c for the
  *      panel columns c > col with l_r = a[r, col] / u_col, stored in place of
  *      a[r, col] (once every item has read it, for rows in memory); the row
@@ -23,6 +24,11 @@
  *      item on column col+1 keeps its rows' best candidate; the owner of row
  *      col writes u (with row p's multipliers) into it: row col is final.
  * At the end the register rows below the panel's top w rows are stored.
+ * A column takes three barriers of the work-group: after its candidates and
+ * column j of its register rows are in local memory, after the participants'
+ * candidates are gathered, and before the multipliers of rows in memory are
+ * stored.  Multipliers are products with 1 / u_col in a branch that every
+ * item takes alike, and quotients only where u_col is subnormal (LAPACK).
  *
  * What a work-group publishes travels as tagged words (tagged.h): a reader
  * loads the words it needs and loads them again until all carry the column's
@@ -86,6 +92,12 @@
 #include "grid.h"
 #include "tagged.h"
 
+#define FOLD ARGMAX_SCANNED  /* items that gather the participants' candidates */
+#ifndef GRID_GROUPS
+#define GRID_GROUPS FOLD   /* the most work-groups of a launch (any count works) */
+#endif
+#define GRID_CANDS ((GRID_GROUPS + FOLD - 1) / FOLD)   /* candidates an item loads at once */
+
 /* The participant that owns row r of the panel that starts at row c0, and
  * the rows of this item: register row i < regs is block me + i*count; a slot
  * i >= regs holds no row (n: past every row, so every test of it fails). */
@@ -97,9 +109,9 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
                 __global int *piv, __global int *info, volatile __global int *joins,
                 const int slot, volatile __global long *shared, const int tag0, const int rpi)
 {
-    __local real vals[WG];
-    __local int rows[WG];
-    __local real xs[RPI > 0 ? RPI * WY : 1];        /* column j of the register rows */
+    __local real vals[WY], top_vals[FOLD];       /* this work-group's candidates; the */
+    __local int rows[WY], top_rows[FOLD];        /* participants' folded to FOLD */
+    __local real xs[2][RPI > 0 ? RPI * WY : 1];     /* column j of the register rows, by parity */
     __local int joined[2];
     const int x = get_local_id(0), y = get_local_id(1), lid = y * WX + x;
     const int groups = get_num_groups(0);
@@ -142,10 +154,20 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
 
         /* 1. publish this work-group's candidate for col with a copy of its row,
          *    and (its owner) a copy of row col.  Only the items on column col
-         *    (x == j % WX) hold candidates for it, one per y. */
+         *    (x == j % WX) hold candidates for it, one per y; they also hand the
+         *    others column j of their register rows (xs, by parity: a fast item
+         *    may write column j+1's while others still read column j's). */
         if (x == j % WX) {
             vals[y] = best;
             rows[y] = best_row;
+            #pragma unroll
+            for (int i = 0; i < RPI; i++) {
+                real xj = ZERO;
+                #pragma unroll
+                for (int k = 0; k < CPI; k++)
+                    xj = k == j / WX ? v[i][k] : xj;
+                xs[par][y * RPI + i] = xj;
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   /* they, and the rows in
                                                                  memory, are stored */
@@ -179,29 +201,43 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
                     dto[jc] = TAGGED(a[AT(col, c0 + jc, lda)], tag);
         }
 
-        /* 2. every participant's candidate, once there (this work-group's own
-         *    from registers: a CPU device may run a work-group's items one after
-         *    another between barriers, so no item waits for a word another item
-         *    of its work-group stores in the same stretch), the pivot row p and
-         *    its values u, and d */
-        real top = -ONE;
-        int top_row = col;
-        for (int g = lid; g < count; g += WG) {
-            volatile __global long *at = cands + (par * groups + g) * SLOT_WORDS;
-            real value = mine;
-            int row = cand, there = g == me;
-            while (!there) {                        /* both loads in flight, then the test */
-                const words vw = *(volatile __global words *)at;
-                const long rw = at[CAND_ROW];
-                value = VALUE(vw);
-                row = WORD_BITS(rw);
-                there = CARRY(vw, tag) & (WORD_TAG(rw) == tag);
+        /* 2. every participant's candidate, once there: items lid < FOLD take the
+         *    participants lid, lid + FOLD, ..., GRID_CANDS at a time with all their
+         *    loads in flight before the tests (this work-group's own from registers:
+         *    a CPU device may run a work-group's items one after another between
+         *    barriers, so no item waits for a word another item of its work-group
+         *    stores in the same stretch); then the pivot row p and its values u, and d */
+        if (lid < FOLD) {
+            real top = -ONE;
+            int top_row = col;
+            for (int g0 = 0; g0 < count; g0 += FOLD * GRID_CANDS) {
+                real value[GRID_CANDS];
+                int row[GRID_CANDS], there;
+                do {
+                    there = 1;
+                    #pragma unroll
+                    for (int c = 0; c < GRID_CANDS; c++) {
+                        const int g = g0 + lid + c * FOLD;
+                        volatile __global long *at =
+                            cands + (par * groups + min(g, groups - 1)) * SLOT_WORDS;
+                        const words vw = *(volatile __global words *)at;
+                        const long rw = at[CAND_ROW];
+                        value[c] = g == me ? mine : VALUE(vw);
+                        row[c] = g == me ? cand : WORD_BITS(rw);
+                        there &= (g >= count) | (g == me) | (CARRY(vw, tag) & (WORD_TAG(rw) == tag));
+                    }
+                } while (!there);
+                #pragma unroll
+                for (int c = 0; c < GRID_CANDS; c++)
+                    if (g0 + lid + c * FOLD < count)
+                        KEEP_BEST(value[c], row[c], top, top_row)
             }
-            KEEP_BEST(value, row, top, top_row)
+            top_vals[lid] = top;
+            top_rows[lid] = top_row;
         }
-        barrier(CLK_LOCAL_MEM_FENCE);               /* everyone has scanned vals, rows */
+        barrier(CLK_LOCAL_MEM_FENCE);
         real value;
-        const int winner = wg_reduce_argmax(top, top_row, vals, rows, &value);
+        const int winner = argmax_scan(top_vals, top_rows, FOLD, &value);
 #if NO_PIVOT
         const int p = col;
 #else
@@ -228,6 +264,7 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
             }
         } while (act && !there);
         const real inv = ONE / pivot;
+        const int by_inv = fabs(pivot) >= REAL_MIN;    /* the same in every item */
         #pragma unroll
         for (int k = 0; k < CPI; k++)
             u[k] = x + k * WX > j && x + k * WX < w ? urow[k] : ZERO;
@@ -238,37 +275,28 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
         best_row = col + 1;
         #pragma unroll
         for (int i = 0; i < RPI; i++) {
-            if (act && REG_ROW(i) == p)
-                #pragma unroll
-                for (int k = 0; k < CPI; k++)
-                    v[i][k] = drow[k];
-            if (x == j % WX) {                      /* column j: element j / WX */
-                real xj = ZERO;
-                #pragma unroll
-                for (int k = 0; k < CPI; k++)
-                    xj = k == j / WX ? v[i][k] : xj;
-                xs[y * RPI + i] = xj;
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        #pragma unroll
-        for (int i = 0; i < RPI; i++) {
-            const int r = REG_ROW(i);
-            const real xc = xs[y * RPI + i];
-            const real l = pivot == ZERO ? xc : multiplier(xc, pivot, inv);
+            const int r = REG_ROW(i), from_d = act && r == p;
+            const real xc = from_d ? dj : xs[par][y * RPI + i];
+            real l;
+            if (by_inv)                             /* not a select: no division in the */
+                l = xc * inv;                       /* common case */
+            else
+                l = pivot == ZERO ? xc : xc / pivot;
             if (act && r > col && r < n) {
                 real next = -ONE;
                 #pragma unroll
                 for (int k = 0; k < CPI; k++) {
                     const int jc = x + k * WX;
-                    v[i][k] = jc == j ? l : v[i][k] - l * u[k];
+                    v[i][k] = jc == j ? l : (from_d ? drow[k] : v[i][k]) - l * u[k];
                     next = jc == j + 1 ? fabs(v[i][k]) : next;
                 }
                 if (next > best) { best = next; best_row = r; }
             }
         }
         const int b0 = max(spill, (col + 1 - c0) / WY);
-        const int b1 = act ? b0 + ((me - b0 % count) + count) % count : blocks;  /* its first */
+        int b1 = blocks;                            /* its first block in memory below col */
+        if (act && b0 < blocks)
+            b1 = b0 + ((me - b0 % count) + count) % count;
         if (act) {
             for (int b = b1; b < blocks; b += count) {
                 const int r = c0 + b * WY + y;

@@ -310,7 +310,8 @@ class Panels:
         if kernel is None:
             kernel = self._kernels[key] = get_kernel(
                 self.queue, "lu_grid.cl", "getrf_grid", self.dtype, WX=wx, WY=wy, CPI=cpi,
-                RPI=most, SLOT_WORDS=GRID_SLOT_WORDS, NO_PIVOT=int(self.no_pivot))
+                RPI=most, SLOT_WORDS=GRID_SLOT_WORDS, GRID_GROUPS=self.grid_groups,
+                NO_PIVOT=int(self.no_pivot))
         enqueue(self.queue, kernel, (groups * wx, wy), (wx, wy), self.A.buf, int_arg(self.A.ld),
                 int_arg(self.n), int_arg(c0), int_arg(w), self.piv.data, self.info.data,
                 bufs[0].data, int_arg(c0), bufs[1].data, int_arg(self._grid_tag), int_arg(rpi))

@@ -182,15 +182,18 @@ def test_grid_panels_one_launch_per_panel(queue, dtype, pivoting, monkeypatch):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("rows", (0, 4))
-def test_grid_panel_with_work_groups_that_wait_for_each_other(queue, dtype, rows):
+@pytest.mark.parametrize("wx, cpi", ((8, 3), (1, 24)), ids=("8-items", "1-item"))
+def test_grid_panel_with_work_groups_that_wait_for_each_other(queue, dtype, rows, wx, cpi):
     """getrf_grid with every launched work-group taking part (GRID_WAIT long enough
     for all to join), repeated: each launch gives LAPACK's factors and pivots.  The
     work-groups drift apart by up to a column and read each other's words as they
     come; a protocol or compiler fault shows as a wrong factor now and then (PoCL
-    with two threads, before the words were read as below: 84 of 300 launches)."""
+    with two threads, before the words were read as below: 84 of 300 launches).
+    Work-groups of one item gather the participants' candidates one at a time (more
+    participants than items that gather them)."""
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
-    m, w, groups, wx, cpi = 25, 24, 2, 8, 3
+    m, w, groups = 25, 24, 2
     kernel = get_kernel(queue, "lu_grid.cl", "getrf_grid", dtype, WX=wx, WY=1, CPI=cpi,
                         RPI=rows, SLOT_WORDS=GRID_SLOT_WORDS, NO_PIVOT=0,
                         GRID_WAIT=1 << 22)
