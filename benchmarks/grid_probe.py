@@ -48,9 +48,9 @@ CUTS = {
                   "mine = vals[0]; const int cand = rows[0];"),
                  ("const int winner = argmax_scan(top_vals, top_rows, FOLD, &value);",
                   "value = top_vals[0]; const int winner = top_rows[0];")),
-    "nodivide": (("if (by_inv)", "if (1)"),),
-    "noupdate": (("v[i][k] = jc == j ? l : (from_d ? drow[k] : v[i][k]) - l * u[k];",
-                  "v[i][k] = jc == j ? l : v[i][k];"),),
+    "nodivide": (("if (by_inv) {", "if (1) {"),),
+    "noupdate": (("v[i][k] = jc == j ? l[i] : v[i][k] - l[i] * u[k];",
+                  "v[i][k] = jc == j ? l[i] : v[i][k];"),),
     "nocopies": (("if ((r == cand && mine >= ZERO) || r == col)", "if (0)"),
                  ("} while (act && !there);", "} while (0);")),
 }

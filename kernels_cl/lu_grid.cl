@@ -273,21 +273,32 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
          *    and their best candidate for col+1 */
         best = -ONE;
         best_row = col + 1;
+        real l[RPI > 0 ? RPI : 1];                  /* the register rows' multipliers */
+        #pragma unroll
+        for (int i = 0; i < RPI; i++)
+            l[i] = act && REG_ROW(i) == p ? dj : xs[par][y * RPI + i];
+        if (by_inv) {                               /* one branch, no division, in the */
+            #pragma unroll                          /* common case */
+            for (int i = 0; i < RPI; i++)
+                l[i] *= inv;
+        } else if (pivot != ZERO) {
+            #pragma unroll
+            for (int i = 0; i < RPI; i++)
+                l[i] /= pivot;
+        }
         #pragma unroll
         for (int i = 0; i < RPI; i++) {
-            const int r = REG_ROW(i), from_d = act && r == p;
-            const real xc = from_d ? dj : xs[par][y * RPI + i];
-            real l;
-            if (by_inv)                             /* not a select: no division in the */
-                l = xc * inv;                       /* common case */
-            else
-                l = pivot == ZERO ? xc : xc / pivot;
+            const int r = REG_ROW(i);
+            if (act && r == p)
+                #pragma unroll
+                for (int k = 0; k < CPI; k++)
+                    v[i][k] = drow[k];
             if (act && r > col && r < n) {
                 real next = -ONE;
                 #pragma unroll
                 for (int k = 0; k < CPI; k++) {
                     const int jc = x + k * WX;
-                    v[i][k] = jc == j ? l : (from_d ? drow[k] : v[i][k]) - l * u[k];
+                    v[i][k] = jc == j ? l[i] : v[i][k] - l[i] * u[k];
                     next = jc == j + 1 ? fabs(v[i][k]) : next;
                 }
                 if (next > best) { best = next; best_row = r; }

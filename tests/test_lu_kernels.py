@@ -217,6 +217,33 @@ def test_grid_panel_with_work_groups_that_wait_for_each_other(queue, dtype, rows
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_grid_panels_divide_by_subnormal_pivots(queue, dtype):
+    """Where a grid panel's pivot is subnormal its multipliers are quotients, as
+    LAPACK's (1 / pivot overflows): columns scaled into the subnormal range, on rows
+    in registers and in memory, give the factors and pivots of an unblocked
+    elimination in float64 (IEEE subnormals; the float32 BLAS behind SciPy loses
+    them and pivots otherwise)."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    n = 40
+    a = np.random.default_rng(9).standard_normal((n, n))
+    a[:, [0, 3, 17]] *= 1e-39 if dtype == np.float32 else 1e-310
+    a = a.astype(dtype)
+    assert 0 < np.abs(a[:, 0]).max() < np.finfo(dtype).tiny
+    ref, piv_ref = a.astype(np.float64), np.zeros(n, np.int64)
+    for j in range(n):                   # partial pivoting, one column at a time
+        p = piv_ref[j] = j + np.argmax(np.abs(ref[j:, j]))
+        ref[[j, p]] = ref[[p, j]]
+        ref[j + 1:, j] /= ref[j, j]
+        ref[j + 1:, j + 1:] -= np.outer(ref[j + 1:, j], ref[j, j + 1:])
+    _params.override("lu", GRID_SET)
+    lu, piv = oclla.lu_factor(a, queue=queue)
+    np.testing.assert_array_equal(piv, piv_ref)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(np.tril(lu, -1), np.tril(ref, -1), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("fewest", (1, 5, 99))
 def test_grid_panels_on_the_fewest_work_groups(queue, dtype, fewest):
     """GRID_FEWEST = g: each panel's launch takes the fewest work-groups whose register
