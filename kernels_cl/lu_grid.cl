@@ -172,7 +172,7 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   /* they, and the rows in
                                                                  memory, are stored */
         real mine;                                  /* (without pivoting too: unused) */
-        const int cand = argmax_chains(vals, rows, WY, &mine);
+        const int cand = argmax_scan(vals, rows, WY, &mine);
         volatile __global words *to = copies + (par * groups + me) * PW;
         volatile __global words *dto = diag + par * PW;
         if (act) {
@@ -237,7 +237,7 @@ void getrf_grid(__global real *a, const int lda, const int n, const int c0, cons
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         real value;
-        const int winner = argmax_chains(top_vals, top_rows, FOLD, &value);
+        const int winner = argmax_scan(top_vals, top_rows, FOLD, &value);
 #if NO_PIVOT
         const int p = col;
 #else

@@ -4,8 +4,7 @@
  * row) over a work-group: the candidates folded to ARGMAX_SCAN entries, which
  * every item then scans (two or three barriers instead of a tree's log2(WG);
  * selects, not branches, and constant trip counts where count is a constant
- * of the caller, so the loads of a loop issue at once); argmax_chains: the
- * scan in four chains;
+ * of the caller, so the loads of a loop issue at once);
  * wg_argmax_stored: the same over candidates other work-groups stored;
  * wg_argmax_abs: LAPACK's i?amax of a column by one work-group;
  * multiplier: a multiplier the way LAPACK forms it.
@@ -77,34 +76,6 @@ inline int argmax_scan(__local const real *vals, __local const int *rows, const 
         best_row = min(best_row, vals[i] == best ? rows[i] : INT_MAX);
     *value = best;
     return best_row;
-}
-
-/* argmax_scan in four chains that take every fourth entry (an index past
- * count clamped to count - 1: a repeated candidate changes no winner) and
- * then meet: the comparisons depend on each other count / 4 + 2 deep instead
- * of 2 count, for a caller whose every column waits for its scans
- * (lu_grid.cl).  The register leaves keep argmax_scan: with this one after
- * its folds, lu_rows.cl's flat tail took the entries as they were before the
- * last fold on PoCL 3.1 (a barrier lost; wrong pivots at every order). */
-inline int argmax_chains(__local const real *vals, __local const int *rows, const int count,
-                         real *value)
-{
-#define ARGMAX_AT(i) min(i, count - 1)
-    real b0 = vals[0], b1 = vals[ARGMAX_AT(1)], b2 = vals[ARGMAX_AT(2)], b3 = vals[ARGMAX_AT(3)];
-    int r0 = rows[0], r1 = rows[ARGMAX_AT(1)], r2 = rows[ARGMAX_AT(2)], r3 = rows[ARGMAX_AT(3)];
-    #pragma unroll
-    for (int i = 4; i < count; i += 4) {
-        KEEP_BEST(vals[i], rows[i], b0, r0)
-        KEEP_BEST(vals[ARGMAX_AT(i + 1)], rows[ARGMAX_AT(i + 1)], b1, r1)
-        KEEP_BEST(vals[ARGMAX_AT(i + 2)], rows[ARGMAX_AT(i + 2)], b2, r2)
-        KEEP_BEST(vals[ARGMAX_AT(i + 3)], rows[ARGMAX_AT(i + 3)], b3, r3)
-    }
-#undef ARGMAX_AT
-    KEEP_BEST(b1, r1, b0, r0)
-    KEEP_BEST(b3, r3, b2, r2)
-    KEEP_BEST(b2, r2, b0, r0)
-    *value = b0;
-    return r0;
 }
 
 /* The (largest value, lowest row) over the work-group's (best, best_row)
