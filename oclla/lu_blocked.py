@@ -58,9 +58,10 @@ class Panels:
     * else by the PANEL strategy, recursively (LAPACK ?getrf2: left half,
       interchanges, TRSM, GEMM, right half): "grid", down to blocks of
       PANEL_SPLIT columns (0: the whole panel), each factored in one launch by
-      the work-groups that run at once, with a barrier across them per column
-      (``getrf_grid``, kernels_cl/lu_grid.cl); "columns", down to the same
-      blocks, each with one multi-work-group launch per column (``columns``, a
+      the work-groups that run at once, which hand each other every column's
+      candidates and rows as tagged words (``getrf_grid``,
+      kernels_cl/lu_grid.cl); "columns", down to the same blocks, each with one
+      multi-work-group launch per column (``columns``, a
       :class:`oclla.lu_pivot.PivotKernels`, given where the matrix has more
       than one panel); "leaf" (or "columns" without ``columns``), down to
       one-work-group leaves up to LEAF_W wide (``getf2_leaf``,
