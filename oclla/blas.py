@@ -405,15 +405,19 @@ def invert_blocks(queue, m: int, nb: int, t: View, inv, *, dtype, lower: bool,
             int_arg(lower), int_arg(unit))
 
 
-def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, forward):
-    """Invert the diagonal blocks (one launch), then per block: B_k = op(inv)·B_k by GEMM
-    into a workspace and back, and the GEMM update of the rest of B.  The inverses and
-    the workspace are the queue's scratch (:mod:`oclla._scratch`: on NVIDIA a buffer's
-    allocation and release cost tens of microseconds each)."""
+def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, forward,
+                  inverses=None):
+    """Invert the diagonal blocks (one launch; none where ``inverses`` holds them), then
+    per block: B_k = op(inv)·B_k by GEMM into a workspace and back, and the GEMM update
+    of the rest of B.  The inverses and the workspace are the queue's scratch
+    (:mod:`oclla._scratch`: on NVIDIA a buffer's allocation and release cost tens of
+    microseconds each)."""
     itemsize = np.dtype(dtype).itemsize
-    inv = scratch_buffer(queue, -(-m // nb) * nb * nb * itemsize)
     tmp = scratch_buffer(queue, nb * nrhs * itemsize)
-    invert_blocks(queue, m, nb, t, inv, dtype=dtype, lower=lower, unit=unit)
+    inv = inverses
+    if inv is None:
+        inv = scratch_buffer(queue, -(-m // nb) * nb * nb * itemsize)
+        invert_blocks(queue, m, nb, t, inv, dtype=dtype, lower=lower, unit=unit)
     starts = list(range(0, m, nb))
     if not forward:
         starts.reverse()
@@ -434,9 +438,11 @@ def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, 
                      forward=forward)
 
 
-def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse, chain):
+def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse, chain,
+               inverses=None):
     """op(T)·X = B, B m x nrhs (nrhs <= FEW_RHS), by trsm_rows: with ``inverse`` the
-    diagonal blocks of TRSM_NB inverted by one launch first; then one launch per block
+    diagonal blocks of TRSM_NB inverted by one launch first (unless ``inverses`` holds
+    them); then one launch per block
     in the order of the solve, which solves it (by its inverse, or by substitution) and
     updates every block still to solve by it, in chunks of :func:`rows_width` columns
     (a work-group each).  With ``chain`` instead one launch of trsm_chain, whose
@@ -445,7 +451,9 @@ def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse, chai
     nb = p["TRSM_NB"]
     blocks = -(-m // nb)
     inv = t.buf                                    # unread where the blocks are substituted
-    if inverse:
+    if inverses is not None:
+        inv = inverses
+    elif inverse:
         inv = scratch_buffer(queue, blocks * nb * nb * np.dtype(dtype).itemsize)
         invert_blocks(queue, m, nb, t, inv, dtype=dtype, lower=lower, unit=unit)
     args = (int_arg(m), int_arg(nrhs), t.buf, np.int64(t.off), int_arg(t.ld), inv, b.buf,
@@ -501,7 +509,7 @@ RECURSE_BLOCKS = 4      # trsm: triangles of more diagonal blocks than this are 
 
 def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True,
          lower: bool = True, trans: bool = False, unit: bool = False,
-         block: int | None = None, inverse: bool | None = None) -> None:
+         block: int | None = None, inverse: bool | None = None, inverses=None) -> None:
     """Solve op(T)·X = B (``left``, B is m x nrhs) or X·op(T) = B (B is nrhs x m).
 
     T is m x m triangular (``lower`` or upper, ``unit`` diagonal or not);
@@ -519,25 +527,41 @@ def trsm(queue, m: int, nrhs: int, t: View, b: View, *, dtype, left: bool = True
     instead: ``trsm_rows``, one launch per block, its diagonal blocks inverted or
     substituted as ``inverse`` says (``trsm_chain``: all blocks in one launch), or
     ``trsm_columns``, one launch, substitution.
+
+    ``inverses``: a buffer holding the inverses of T's diagonal blocks of TRSM_NB as
+    :func:`invert_blocks` leaves them (made by the caller, on any queue that this one
+    waits for), so that solves of several B by one triangle invert its blocks once;
+    the solve then takes a route by the inverses (the GEMMs in place of
+    ``trsm_columns``), and T may have at most RECURSE_BLOCKS blocks (ValueError).
     """
     if m <= 0 or nrhs <= 0:
         return
     with indices_for(dtype, t, b):
         p = params(queue, "trsm", dtype)
-        if left and block is None and nrhs <= p["FEW_RHS"] and m > p["TRSM_NB"]:
-            if p["FEW_ROUTE"] == "columns":
+        if inverses is not None:
+            if block is not None or m > RECURSE_BLOCKS * p["TRSM_NB"]:
+                raise ValueError(f"trsm: inverses of the diagonal blocks are for a triangle "
+                                 f"of at most {RECURSE_BLOCKS} blocks of TRSM_NB = "
+                                 f"{p['TRSM_NB']} (m = {m}, block = {block})")
+            inverse = True
+        few = left and block is None and nrhs <= p["FEW_RHS"] and m > p["TRSM_NB"]
+        if few and p["FEW_ROUTE"] == "columns":
+            if inverses is None:
                 _trsm_columns(queue, m, nrhs, t, b, dtype=dtype, lower=lower, trans=trans,
                               unit=unit)
-            else:
-                _trsm_rows(queue, m, nrhs, t, b, dtype=dtype, lower=lower, trans=trans,
-                           unit=unit, inverse=p["INVERSE"] if inverse is None else inverse,
-                           chain=p["FEW_ROUTE"] == "chain")
+                return
+            few = False                  # substitution only: the inverses' GEMMs instead
+        if few:
+            _trsm_rows(queue, m, nrhs, t, b, dtype=dtype, lower=lower, trans=trans,
+                       unit=unit, inverse=p["INVERSE"] if inverse is None else inverse,
+                       chain=p["FEW_ROUTE"] == "chain", inverses=inverses)
             return
         _trsm(queue, m, nrhs, t, b, dtype=dtype, left=left, lower=lower, trans=trans,
-              unit=unit, block=block, inverse=inverse)
+              unit=unit, block=block, inverse=inverse, inverses=inverses)
 
 
-def _trsm(queue, m, nrhs, t, b, *, dtype, left, lower, trans, unit, block, inverse):
+def _trsm(queue, m, nrhs, t, b, *, dtype, left, lower, trans, unit, block, inverse,
+          inverses=None):
     p = params(queue, "trsm", dtype)
     nb = min(block or p["TRSM_NB"], p["TRSM_NB"])
     forward = (lower != trans) if left else (lower == trans)
@@ -555,7 +579,7 @@ def _trsm(queue, m, nrhs, t, b, *, dtype, left, lower, trans, unit, block, inver
         return
     if p["INVERSE"] if inverse is None else inverse:
         _trsm_inverse(queue, m, nrhs, t, b, nb, dtype=dtype, left=left, lower=lower,
-                      trans=trans, unit=unit, forward=forward)
+                      trans=trans, unit=unit, forward=forward, inverses=inverses)
         return
     starts = list(range(0, m, nb))
     if not forward:

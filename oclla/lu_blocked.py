@@ -21,8 +21,9 @@ from ._knobs import GRID_RPIS, LOCAL_RESERVE
 from ._params import params
 from ._programs import (copy, enqueue, flushed_marker, get_kernel, int_arg, int_zeros, launch,
                         round_up, set_args, side_queue)
-from ._scratch import zeroed_ints
-from .blas import View, gemm, gemm_shape, laswp, trsm, view_of
+from ._scratch import buffer as scratch_buffer, zeroed_ints
+from .blas import (RECURSE_BLOCKS, View, gemm, gemm_shape, indices_for, invert_blocks, laswp,
+                   trsm, view_of)
 from .lu_pivot import PivotKernels, annotate_swaps
 
 #: 64-bit words of a candidate's slot in getrf_grid's shared words (kernels_cl/lu_grid.cl
@@ -424,7 +425,10 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     update is one GEMM, or with FAR_COLS several of consecutive column blocks:
     where one GEMM's work-groups fill every compute unit (float64 tiles on an H200),
     the next panel's kernels start only as its last work-groups are handed out, and
-    between the blocks they find room.
+    between the blocks they find room.  Where the device solves triangles by the
+    inverses of their diagonal blocks, the second queue inverts the panel's (its L11)
+    first, for both queues' solves, while the first interchanges the next panel's
+    columns: the next panel waits for the longer of the two, not for both.
     Below the device's SMALL_N the whole matrix is one panel factored by the
     leaf kernel alone (one launch).  Once the trailing matrix's order is at most
     FLAT_N and its rows fit the register leaves, it is one panel: leaf after leaf, each
@@ -439,16 +443,16 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     A = view_of(a)
     panels = Panels(queue, A, n, piv, info, dict(p, REG_SLOTS=0, PANEL="leaf") if small else p,
                     dtype=dtype, no_pivot=no_pivot)
+    solves = params(queue, "trsm", dtype)
+    tnb = solves["TRSM_NB"]
+    inverses = None                       # L11's diagonal blocks inverted, for both queues
+    if side is not None and solves["INVERSE"] and nb <= RECURSE_BLOCKS * tnb:
+        inverses = scratch_buffer(queue, -(-nb // tnb) * tnb * tnb * np.dtype(dtype).itemsize)
 
     def snapshot():
         if side is not None:
             side.finish()
         return a.get()
-
-    def factor_panel(j, jb):
-        with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
-                        flops=(n - j) * jb * jb - jb ** 3 / 3.0):
-            return panels.factor(j, jb, last=j + jb == n)
 
     def width(j):
         """The panel at column j: the rest of the matrix once it is at most FLAT_N
@@ -456,6 +460,26 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
         rest = n - j
         flat = rest <= p["FLAT_N"] and block is None and not small and panels.fits(rest)
         return rest if flat else min(nb, rest)
+
+    def factor_panel(j, jb):
+        """Factor the panel at column j; (whether its interchanges are in every column
+        already, the queue of the trailing update right of the next panel, the event
+        after which ``inverses`` holds the panel's L11 inverted, or None).  That other
+        queue waits here for the panel."""
+        with trace.step("panel", (j, n, j, j + jb), pivot=(j, j),
+                        flops=(n - j) * jb * jb - jb ** 3 / 3.0):
+            rows_done = panels.factor(j, jb, last=j + jb == n)
+            rest = n - j - jb
+            far = side if side is not None and rest > width(j + jb) else queue
+            inverted = None
+            if far is not queue:
+                cl.enqueue_barrier(far, wait_for=[flushed_marker(queue)])
+                if inverses is not None:
+                    with indices_for(dtype, A):
+                        invert_blocks(far, jb, tnb, A.at(j, j), inverses, dtype=dtype,
+                                      lower=True, unit=True)
+                    inverted = flushed_marker(far)
+            return rows_done, far, inverted
 
     if p["PANEL"] == "columns" and not small and width(0) < n:   # panels before the flat tail
         panels.columns = PivotKernels(queue, a, n, piv, info, no_pivot,
@@ -466,15 +490,12 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                    pivoting="none" if no_pivot else "partial") as run:
         side_done = None                  # the second queue's work of the last iteration
         j, jb = 0, width(0)
-        rows_done = factor_panel(j, jb)   # the panel's interchanges already in every column
+        rows_done, far, inverted = factor_panel(j, jb)
         while True:
             j1, rest = j + jb, n - j - jb
             next_jb = width(j1)
             # columns [j1, j1+near) are updated on `queue`, the rest on `far`
-            far = side if side is not None and rest > next_jb else queue
             near = next_jb if far is not queue else rest
-            if far is not queue:
-                cl.enqueue_barrier(far, wait_for=[flushed_marker(queue)])
             if side_done is not None:
                 cl.enqueue_barrier(queue, wait_for=[side_done])
                 side_done = None
@@ -490,11 +511,15 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
             if rest <= 0:
                 break
             with trace.step("trsm", (j, j1, j1, n), flops=float(jb * jb * rest)):
+                shared = None
+                if inverted is not None:
+                    cl.enqueue_barrier(queue, wait_for=[inverted])
+                    shared = inverses
                 trsm(queue, jb, near, A.at(j, j), A.at(j, j1), dtype=dtype, left=True,
-                     lower=True, unit=True)
+                     lower=True, unit=True, inverses=shared)
                 if far is not queue:
                     trsm(far, jb, rest - near, A.at(j, j), A.at(j, j1 + near), dtype=dtype,
-                         left=True, lower=True, unit=True)
+                         left=True, lower=True, unit=True, inverses=shared)
             with trace.step("gemm", (j1, n, j1, n), flops=2.0 * rest * rest * jb):
                 gemm(queue, rest, near, jb, -1.0, A.at(j1, j), A.at(j, j1), 1.0,
                      A.at(j1, j1), dtype=dtype)
@@ -503,7 +528,7 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
                         gemm(far, rest, cw, jb, -1.0, A.at(j1, j), A.at(j, j1 + near + c),
                              1.0, A.at(j1, j1 + near + c), dtype=dtype)
                     side_done = flushed_marker(far)
-            rows_done = factor_panel(j1, next_jb)
+            rows_done, far, inverted = factor_panel(j1, next_jb)
             j, jb = j1, next_jb
         if side_done is not None:
             cl.enqueue_barrier(queue, wait_for=[side_done])

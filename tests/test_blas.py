@@ -499,6 +499,60 @@ def test_few_right_hand_sides_take_few_launches(queue, dtype, route, inverse):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("route", ("rows", "chain", "columns"))
+def test_trsm_takes_given_inverses_of_the_diagonal_blocks(queue, dtype, route):
+    """With ``inverses`` (invert_blocks of T, made beforehand) a solve launches no
+    trtri_blocks and solves by them: the few-column routes by inverses (the GEMMs where
+    the device's is trsm_columns, substitution) and the GEMM route, both sides, every triangle, transpose and
+    diagonal, up to RECURSE_BLOCKS blocks; inverses of another triangle's blocks give the
+    solution for T with those diagonal blocks (they are used, not made again).  More
+    blocks, or a block size of the caller's, are a ValueError."""
+    _skip_fp64(queue, dtype)
+    nb = 16
+    _params.override("trsm", dict(TRSM_NB=nb, INVERSE=0, REGISTER=0, FEW_RHS=3,
+                                  FEW_ROUTE=route))
+    rng = np.random.default_rng(41)
+    try:
+        for m, nrhs, left, lower, trans, unit in itertools.product(
+                (nb + 3, blas.RECURSE_BLOCKS * nb), (2, 9), *[(True, False)] * 4):
+            stored, tri = _triangle(rng, m, lower, unit, dtype)
+            other, other_tri = _triangle(rng, m, lower, unit, dtype)
+            mixed = tri.copy()                  # T with the other's diagonal blocks
+            for k0 in range(0, m, nb):
+                mixed[k0:k0 + nb, k0:k0 + nb] = other_tri[k0:k0 + nb, k0:k0 + nb]
+            inverses = cl_array.empty(queue, -(-m // nb) * nb * nb, dtype)
+            blas.invert_blocks(queue, m, nb, view_of(cl_array.to_device(queue, other)),
+                               inverses.data, dtype=dtype, lower=lower, unit=unit)
+            b = rng.standard_normal((m, nrhs) if left else (nrhs, m)).astype(dtype)
+            dt, db = cl_array.to_device(queue, stored), cl_array.to_device(queue, b)
+            with oclla.record() as rec:
+                trsm(queue, m, nrhs, view_of(dt), view_of(db), dtype=dtype, left=left,
+                     lower=lower, trans=trans, unit=unit, inverses=inverses.data)
+            names = [k.name for k in rec.kernels]
+            case = (m, nrhs, left, lower, trans, unit)
+            assert "trtri_blocks" not in names and "trsm_columns" not in names, (case, names)
+            few = left and nrhs <= 3 and route != "columns"
+            assert (f"trsm_{route}" in names) == few, (case, names)
+            assert ("gemm_direct" in names or "gemm_tiled" in names) == (not few), case
+            x = db.get()
+            for op, solved in ((tri.T if trans else tri, False),
+                               (mixed.T if trans else mixed, True)):
+                err = (solve_backward_error(op, x, b) if left
+                       else solve_backward_error(op.T, x.T, b.T))
+                assert passes(err) == solved, (case, solved, err)
+        dt = cl_array.to_device(queue, np.eye(5 * nb, dtype=dtype))
+        db = cl_array.to_device(queue, np.ones((5 * nb, 2), dtype))
+        inverses = cl_array.empty(queue, 5 * nb * nb, dtype)
+        for m, block in ((5 * nb, None), (2 * nb, 8)):
+            with pytest.raises(ValueError, match="inverses of the diagonal blocks"):
+                trsm(queue, m, 2, view_of(dt), view_of(db), dtype=dtype, block=block,
+                     inverses=inverses.data)
+        np.testing.assert_array_equal(db.get(), 1.0)
+    finally:
+        _params.override("trsm", None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_columns_route_solves_columns_of_a_wider_matrix_in_place(queue, dtype):
     """trsm_columns solves each column in a contiguous copy (scratch) and writes it back:
     5 columns in the middle of a 9-column array (and one column of it, and a vector)

@@ -504,6 +504,43 @@ def test_lookahead_recording_keeps_the_step_order(queue):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("route", ("chain", "columns"))
+def test_lookahead_inverts_each_diagonal_block_once(queue, dtype, route):
+    """With look-ahead and solves by inverses, each panel's L11 is inverted once, in the
+    panel's step (on the second queue), for both queues' solves: one trtri_blocks per
+    panel that has a far update, none in the trsm steps (the solve of the last panel's
+    right columns, on one queue, inverts its own where its route inverts); SciPy's
+    pivots and a small backward error with look-ahead and without."""
+    if dtype == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("device has no float64")
+    if side_queue(queue) is None:
+        pytest.skip("the device refuses a second queue: no look-ahead")
+    _params.override("trsm", dict(TRSM_NB=8, INVERSE=1, REGISTER=0, FEW_RHS=16,
+                                  FEW_ROUTE=route))
+    n, nb = 101, 24
+    a = np.random.default_rng(9).standard_normal((n, n)).astype(dtype)
+    out = {}
+    try:
+        for ahead in (0, 1):
+            _params.override("lu", dict(NB=nb, LEAF_W=8, PANEL_WG=8, PANEL="leaf", SMALL_N=0,
+                                        LOOKAHEAD=ahead))
+            with oclla.record() as rec:
+                out[ahead] = oclla.lu_factor(a, queue=queue)
+            steps = rec.runs[-1].steps
+            panels = [[k.name for k in s.kernels] for s in steps if s.phase == "panel"]
+            solves = [k.name for s in steps if s.phase == "trsm" for k in s.kernels]
+            if ahead:
+                far = n // nb - 1            # panels followed by more than the next panel
+                assert [p.count("trtri_blocks") for p in panels] == [1] * far + [0] * 2
+                assert solves.count("trtri_blocks") == (route == "chain")
+    finally:
+        _params.override("trsm", None)
+    for lu, piv in out.values():
+        np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+        assert passes(lu_backward_error(a, lu, piv))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_far_update_in_pieces_is_the_same_factor(queue, dtype):
     """FAR_COLS splits the look-ahead's far trailing update into GEMMs of consecutive
     column blocks: more GEMM launches, and the same factor bit for bit (each entry's sum
