@@ -23,7 +23,7 @@
  *
  * trtri_blocks: W_i = inverse of the i-th nb x nb diagonal block of the m x m
  * triangle T (the last one may be smaller; lower or upper, unit diagonal or
- * not, as trsm_block), one work-group of nb items per block, inverting the
+ * not, as trsm_block), one work-group of at least nb items per block, inverting the
  * block in local memory (an upper block through J T J, as above): with
  * DOUBLING by doubling (tri_inverse.h; TRSM_NB 8 times a power of two), else a
  * column at a time.  W is m x nb, block i in rows i*nb ..; entries outside the
