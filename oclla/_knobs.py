@@ -795,6 +795,16 @@ FAMILIES = {f.name: f for f in (
              ints(0), _LU),
         Knob("LOOKAHEAD", "1: factor the next panel on a second queue while the trailing "
              "update runs", _by_kind(0, 1), BOOL, _LU, _both((0, 1))),
+        Knob("INVERT_ONCE", "with LOOKAHEAD and solves by inverted blocks (the trsm "
+             "family's INVERSE): 1: the second queue inverts each panel's diagonal blocks "
+             "once, right after the panel, for both queues' solves, while the first "
+             "interchanges the next panel's columns (H200: float32 4096, from one grid "
+             "panel's end to the next one's start 116 -> 89 us; sgetrf 4096 / 8192 "
+             "14.0-14.2 / 41.7-42.0 -> 13.7-13.9 / 40.7 ms, dgetrf 8192 57.0 -> 56.2 ms, "
+             "alternating processes); 0: each queue inverts them for its own solve (PoCL, "
+             "2 cores, n = 2048, interleaved: 1 is 10-15 % slower in both dtypes, the "
+             "first queue waiting for the second)",
+             _by_kind(1, 0), BOOL, _LU, _both((0, 1))),
         Knob("FAR_COLS", "with LOOKAHEAD: the far trailing update as GEMMs of about this "
              "many columns each (whole panels' widths), one after the other on the second "
              "queue, so that the next panel's kernels find compute units free between them "

@@ -425,10 +425,10 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     update is one GEMM, or with FAR_COLS several of consecutive column blocks:
     where one GEMM's work-groups fill every compute unit (float64 tiles on an H200),
     the next panel's kernels start only as its last work-groups are handed out, and
-    between the blocks they find room.  Where the device solves triangles by the
-    inverses of their diagonal blocks, the second queue inverts the panel's (its L11)
-    first, for both queues' solves, while the first interchanges the next panel's
-    columns: the next panel waits for the longer of the two, not for both.
+    between the blocks they find room.  With INVERT_ONCE, where the device solves
+    triangles by the inverses of their diagonal blocks, the second queue inverts the
+    panel's (its L11) first, for both queues' solves, while the first interchanges the
+    next panel's columns: the next panel waits for the longer of the two, not for both.
     Below the device's SMALL_N the whole matrix is one panel factored by the
     leaf kernel alone (one launch).  Once the trailing matrix's order is at most
     FLAT_N and its rows fit the register leaves, it is one panel: leaf after leaf, each
@@ -446,7 +446,8 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
     solves = params(queue, "trsm", dtype)
     tnb = solves["TRSM_NB"]
     inverses = None                       # L11's diagonal blocks inverted, for both queues
-    if side is not None and solves["INVERSE"] and nb <= RECURSE_BLOCKS * tnb:
+    if (side is not None and p["INVERT_ONCE"] and solves["INVERSE"]
+            and nb <= RECURSE_BLOCKS * tnb):
         inverses = scratch_buffer(queue, -(-nb // tnb) * tnb * tnb * np.dtype(dtype).itemsize)
 
     def snapshot():

@@ -505,12 +505,15 @@ def test_lookahead_recording_keeps_the_step_order(queue):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("route", ("chain", "columns"))
-def test_lookahead_inverts_each_diagonal_block_once(queue, dtype, route):
-    """With look-ahead and solves by inverses, each panel's L11 is inverted once, in the
-    panel's step (on the second queue), for both queues' solves: one trtri_blocks per
-    panel that has a far update, none in the trsm steps (the solve of the last panel's
-    right columns, on one queue, inverts its own where its route inverts); SciPy's
-    pivots and a small backward error with look-ahead and without."""
+@pytest.mark.parametrize("once", (1, 0), ids=("invert-once", "invert-per-queue"))
+def test_lookahead_inverts_each_diagonal_block_once(queue, dtype, route, once):
+    """With look-ahead, solves by inverses and INVERT_ONCE, each panel's L11 is inverted
+    once, in the panel's step (on the second queue), for both queues' solves: one
+    trtri_blocks per panel that has a far update, none in the trsm steps (the solve of
+    the last panel's right columns, on one queue, inverts its own where its route
+    inverts); without INVERT_ONCE each queue's solve inverts them (the far one always,
+    the near one where its route inverts).  SciPy's pivots and a small backward error
+    with look-ahead and without."""
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
     if side_queue(queue) is None:
@@ -523,7 +526,7 @@ def test_lookahead_inverts_each_diagonal_block_once(queue, dtype, route):
     try:
         for ahead in (0, 1):
             _params.override("lu", dict(NB=nb, LEAF_W=8, PANEL_WG=8, PANEL="leaf", SMALL_N=0,
-                                        LOOKAHEAD=ahead))
+                                        LOOKAHEAD=ahead, INVERT_ONCE=once))
             with oclla.record() as rec:
                 out[ahead] = oclla.lu_factor(a, queue=queue)
             steps = rec.runs[-1].steps
@@ -531,8 +534,12 @@ def test_lookahead_inverts_each_diagonal_block_once(queue, dtype, route):
             solves = [k.name for s in steps if s.phase == "trsm" for k in s.kernels]
             if ahead:
                 far = n // nb - 1            # panels followed by more than the next panel
-                assert [p.count("trtri_blocks") for p in panels] == [1] * far + [0] * 2
-                assert solves.count("trtri_blocks") == (route == "chain")
+                assert [p.count("trtri_blocks") for p in panels] == [once] * far + [0] * 2
+                # per queue: the near solves (24 columns, the GEMMs) 3, the far ones of 53
+                # and 29 columns 2, of 5 (few) and the last panel's 5 by the route: chain 2
+                assert solves.count("trtri_blocks") == {
+                    (1, "chain"): 1, (1, "columns"): 0, (0, "chain"): 7,
+                    (0, "columns"): 5}[once, route]
     finally:
         _params.override("trsm", None)
     for lu, piv in out.values():
