@@ -802,8 +802,7 @@ FAMILIES = {f.name: f for f in (
              "panel's end to the next one's start 116 -> 89 us; sgetrf 4096 / 8192 "
              "14.0-14.2 / 41.7-42.0 -> 13.7-13.9 / 40.7 ms, dgetrf 8192 57.0 -> 56.2 ms, "
              "alternating processes); 0: each queue inverts them for its own solve (PoCL, "
-             "2 cores, n = 2048, interleaved: 1 is 10-15 % slower in both dtypes, the "
-             "first queue waiting for the second)",
+             "2 cores, n = 2048, interleaved: 1 is 10-15 % slower in both dtypes)",
              _by_kind(1, 0), BOOL, _LU, _both((0, 1))),
         Knob("FAR_COLS", "with LOOKAHEAD: the far trailing update as GEMMs of about this "
              "many columns each (whole panels' widths), one after the other on the second "

@@ -446,11 +446,11 @@ def _trsm_rows(queue, m, nrhs, t, b, *, dtype, lower, trans, unit, inverse, chai
                inverses=None):
     """op(T)·X = B, B m x nrhs (nrhs <= FEW_RHS), by trsm_rows: with ``inverse`` the
     diagonal blocks of TRSM_NB inverted by one launch first (unless ``inverses`` holds
-    them); then one launch per block
-    in the order of the solve, which solves it (by its inverse, or by substitution) and
-    updates every block still to solve by it, in chunks of :func:`rows_width` columns
-    (a work-group each).  With ``chain`` instead one launch of trsm_chain, whose
-    work-groups each solve a block once the blocks before it are stored."""
+    them); then one launch per block in the order of the solve, which solves it (by its
+    inverse, or by substitution) and updates every block still to solve by it, in chunks
+    of :func:`rows_width` columns (a work-group each).  With ``chain`` instead one launch
+    of trsm_chain, whose work-groups each solve a block once the blocks before it are
+    stored."""
     p = params(queue, "trsm", dtype)
     nb = p["TRSM_NB"]
     blocks = -(-m // nb)
