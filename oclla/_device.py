@@ -328,11 +328,25 @@ def _default_device(cl_devices: list) -> cl.Device:
                       + ("".join(f"\n{h}" for h in hints)))
 
 
+def _compiling(dev: cl.Device) -> cl.Device:
+    """``dev`` if it compiles kernels, else a DeviceError naming what its compiler said
+    (and the fix, where :func:`build_hint` knows one): a device chosen by name, index or
+    environment is refused at once rather than at its first kernel."""
+    problem = build_problem(dev)
+    if problem is None:
+        return dev
+    hint = build_hint(problem)
+    raise DeviceError(f"{dev.name.strip()} ({dev.platform.name.strip()}) cannot compile "
+                      f"OpenCL kernels: {problem}" + (f"\n{hint}" if hint else ""))
+
+
 def select_device(device=None) -> cl.Device:
-    """Resolve a device spec with the documented selection order."""
+    """Resolve a device spec with the documented selection order; a device that cannot
+    compile kernels (:func:`build_problem`) is a DeviceError where a spec names it, and
+    skipped by the default choice."""
     cl_devices = _all_cl_devices()
     if isinstance(device, cl.Device):
-        return device
+        return _compiling(device)
     if not cl_devices:
         hint = nvidia_icd_hint()
         raise DeviceError("no OpenCL device found. Install a CPU device: "
@@ -340,12 +354,12 @@ def select_device(device=None) -> cl.Device:
                           "installs), or your distribution's PoCL (Debian/Ubuntu: apt-get "
                           "install pocl-opencl-icd)" + (f"\n{hint}" if hint else ""))
     if device is not None:
-        return _match(device, cl_devices)
+        return _compiling(_match(device, cl_devices))
     env = os.environ.get("OCLLA_DEVICE")
     if env:
-        return _match(env, cl_devices)
+        return _compiling(_match(env, cl_devices))
     if os.environ.get("PYOPENCL_CTX") is not None:
-        return _pyopencl_ctx_device()
+        return _compiling(_pyopencl_ctx_device())
     return _default_device(cl_devices)
 
 
@@ -387,7 +401,9 @@ def get_queue(device=None) -> cl.CommandQueue:
     oclla.DeviceError
         No OpenCL device at all (the message says how to install PoCL), an
         index out of range, a name that matches no device, a bad
-        ``PYOPENCL_CTX``, no device that can compile kernels, or a process
+        ``PYOPENCL_CTX``, a selected device that cannot compile kernels (its
+        compiler's message and the fix where one is known), no device that can
+        compile kernels, or a process
         forked from one that had used OpenCL (start workers with
         multiprocessing's "spawn" method instead).
     TypeError

@@ -102,6 +102,26 @@ def test_default_skips_devices_that_cannot_compile(monkeypatch):
         _device._default_device(devices)
 
 
+def test_a_selected_device_that_cannot_compile_is_refused(monkeypatch):
+    """A device named by index, name, pyopencl.Device, OCLLA_DEVICE or PYOPENCL_CTX
+    that cannot compile kernels is a DeviceError with its compiler's message and the
+    fix, raised at selection, before any kernel is built."""
+    devices = _device._all_cl_devices()
+    monkeypatch.setattr(_device, "build_problem",
+                        lambda d: "error: unknown target CPU 'generic'")
+    refused = r"cannot compile OpenCL kernels: error: unknown target CPU 'generic'\n.*apt-get"
+    for spec in (0, devices[0].name.strip()[:6], devices[0]):
+        with pytest.raises(DeviceError, match=refused):
+            _device.select_device(spec)
+    monkeypatch.setenv("OCLLA_DEVICE", "0")
+    with pytest.raises(DeviceError, match=refused):
+        _device.select_device()
+    monkeypatch.delenv("OCLLA_DEVICE")
+    monkeypatch.setenv("PYOPENCL_CTX", "0:0")
+    with pytest.raises(DeviceError, match=refused):
+        _device.select_device()
+
+
 def test_nvidia_hint(monkeypatch):
     monkeypatch.setattr(_device.glob, "glob", lambda pattern: [pattern])
     hint = _device.nvidia_icd_hint()
