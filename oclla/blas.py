@@ -398,15 +398,11 @@ def invert_blocks(queue, m: int, nb: int, t: View, inv, *, dtype, lower: bool,
     """The inverse of each nb x nb diagonal block of the m x m triangle at ``t`` (lower
     or upper, unit diagonal or not; the last block may be smaller) into ``inv``, a
     buffer of at least m·nb reals: block i in its rows i·nb.., leading dimension nb,
-    zeros outside the block's triangle (``trtri_blocks``, one work-group per block, of
-    the device's ``wg1d`` size where that is more than nb items: a GPU stages and
-    inverts a block of 64 in about half the time with 256 items as with 64,
-    benchmarks/results/nvidia-h200-2026-11-30-update-inverse.txt).  ``t`` is only
-    read."""
-    items = max(nb, params(queue, "wg1d", dtype)["WG"])
-    enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype, nb), (-(-m // nb) * items,),
-            (items,), int_arg(m), int_arg(nb), t.buf, np.int64(t.off), int_arg(t.ld), inv,
-            int_arg(nb), int_arg(lower), int_arg(unit))
+    zeros outside the block's triangle (``trtri_blocks``, one work-group per block).
+    ``t`` is only read."""
+    enqueue(queue, trsm_kernel(queue, "trtri_blocks", dtype, nb), (-(-m // nb) * nb,), (nb,),
+            int_arg(m), int_arg(nb), t.buf, np.int64(t.off), int_arg(t.ld), inv, int_arg(nb),
+            int_arg(lower), int_arg(unit))
 
 
 def _trsm_inverse(queue, m, nrhs, t, b, nb, *, dtype, left, lower, trans, unit, forward,

@@ -379,23 +379,19 @@ def _triangle(rng, m, lower, unit, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("nb, doubling", [(1, 0), (8, 0), (64, 0), (16, 1), (64, 1), (24, 1)])
-@pytest.mark.parametrize("items", (0, 128), ids=("device-group", "128-items"))
-def test_invert_blocks_inverts_each_diagonal_block(queue, nb, dtype, doubling, items):
+def test_invert_blocks_inverts_each_diagonal_block(queue, nb, dtype, doubling):
     """trtri_blocks: block i of the result (rows i·nb.., nb wide) is the inverse of the
     i-th diagonal block of the triangle (the last one smaller), zeros outside its
     triangle, for each triangle and diagonal, a column at a time or by doubling (one
     level of pairs at order 16, three at 64; order 24, not 8 times a power of two, a
-    column at a time), in work-groups of the device's wg1d size or of 128 items (more
-    than the block's order: a GPU's); the other half of the input, garbage, is not read,
-    and the input is not written."""
+    column at a time); the other half of the input, garbage, is not read, and the
+    input is not written."""
     _skip_fp64(queue, dtype)
     rng = np.random.default_rng(nb)
     m = 2 * nb + (nb // 2 or 1)
     eps = np.finfo(dtype).eps
     knobs = {**_params.params(queue, "trsm", dtype), "DOUBLING": doubling}
-    group = {**_params.params(queue, "wg1d", dtype), **({"WG": items} if items else {})}
-    with _params.trial(queue, "trsm", dtype, knobs), \
-            _params.trial(queue, "wg1d", dtype, group):
+    with _params.trial(queue, "trsm", dtype, knobs):
         for lower, unit in itertools.product((True, False), repeat=2):
             stored, tri = _triangle(rng, m, lower, unit, dtype)
             dt = cl_array.to_device(queue, stored)
