@@ -503,10 +503,10 @@ def test_few_right_hand_sides_take_few_launches(queue, dtype, route, inverse):
 def test_trsm_takes_given_inverses_of_the_diagonal_blocks(queue, dtype, route):
     """With ``inverses`` (invert_blocks of T, made beforehand) a solve launches no
     trtri_blocks and solves by them: the few-column routes by inverses (the GEMMs where
-    the device's is trsm_columns, substitution) and the GEMM route, both sides, every triangle, transpose and
-    diagonal, up to RECURSE_BLOCKS blocks; inverses of another triangle's blocks give the
-    solution for T with those diagonal blocks (they are used, not made again).  More
-    blocks, or a block size of the caller's, are a ValueError."""
+    the device's is trsm_columns, substitution) and the GEMM route, both sides, every
+    triangle, transpose and diagonal, up to RECURSE_BLOCKS blocks; inverses of another
+    triangle's blocks give the solution for T with those diagonal blocks (they are used,
+    not made again).  More blocks, or a block size of the caller's, are a ValueError."""
     _skip_fp64(queue, dtype)
     nb = 16
     _params.override("trsm", dict(TRSM_NB=nb, INVERSE=0, REGISTER=0, FEW_RHS=3,
