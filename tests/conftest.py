@@ -14,6 +14,16 @@ settings.register_profile("oclla", max_examples=25, deadline=None, derandomize=T
 settings.load_profile("oclla")
 
 
+def pytest_sessionstart(session):
+    """Without an OpenCL device that compiles kernels there is nothing to test: one line
+    saying why and how to get one, instead of the same error for every test."""
+    try:
+        oclla.get_queue()
+    except oclla.DeviceError as exc:
+        pytest.exit(f"oclla's tests need an OpenCL device that compiles kernels: {exc}",
+                    returncode=1)
+
+
 @pytest.fixture(scope="session")
 def queue():
     return oclla.get_queue()
