@@ -11,6 +11,8 @@ kernels and the parameters that choose them are listed in :class:`Panels`.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -455,9 +457,11 @@ def factor_blocked(queue, a: cl_array.Array, n: int, piv, info, no_pivot: bool,
             side.finish()
         return a.get()
 
+    @functools.cache
     def width(j):
         """The panel at column j: the rest of the matrix once it is at most FLAT_N
-        columns and its rows go to register leaves, else NB columns."""
+        columns and its rows go to register leaves, else NB columns (asked twice per
+        panel: by the loop, and for the far queue of the panel before)."""
         rest = n - j
         flat = rest <= p["FLAT_N"] and block is None and not small and panels.fits(rest)
         return rest if flat else min(nb, rest)
