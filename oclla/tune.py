@@ -87,7 +87,8 @@ def _grid(family: str, gpu_step: int, cpu_step: int):
 
 #: The order of the coordinate descent over the blocked LU's families (the values of
 #: each knob: :func:`oclla._knobs.tuned_values`); ``quick`` keeps the first 11 and the last
-#: two (the look-ahead, and the grid panel's work-groups, which pay only with it).
+#: three (the look-ahead, and the grid panel's work-groups and its register rows for tall
+#: panels, which pay only with it).
 LU_ORDER = (("lu", "PANEL"), ("lu", "REG_SLOTS"), ("lu", "NB"), ("lu", "PANEL_SPLIT"),
             ("lu", "PANEL_RB"), ("lu", "PANEL_WY"), ("lu", "LEAF_W"), ("lu", "PANEL_WG"),
             ("lu", "GRID_RPI"), ("lu", "GRID_WY"), ("lu", "LEAF_UNR"), ("lu", "REG_SLOTS"),
@@ -95,7 +96,8 @@ LU_ORDER = (("lu", "PANEL"), ("lu", "REG_SLOTS"), ("lu", "NB"), ("lu", "PANEL_SP
             ("lu", "FLAT_AHEAD"), ("lu", "GRID_PER_CU"), ("trsm", "TRSM_NB"),
             ("trsm", "INVERSE"), ("trsm", "REGISTER"), ("laswp", "WG"), ("laswp", "CHUNK"),
             ("gemm_thin", "MAX_K"), ("gemm_thin", "TILE_M"), ("gemm_thin", "TILE_N"),
-            ("lu", "LOOKAHEAD"), ("lu", "GRID_FEWEST"))
+            ("lu", "INVERT_ONCE"), ("lu", "FAR_COLS"), ("lu", "LOOKAHEAD"),
+            ("lu", "GRID_FEWEST"), ("lu", "GRID_TALL"))
 #: The same for the blocked Cholesky; ``quick`` keeps the first 3.
 CHOL_ORDER = tuple(("chol", key) for key in ("NB", "LEAF", "TRSM_INVERSE", "RFP_TRSM_INVERSE",
                                              "ROW_LEAF", "FUSE_LEAF", "RFP_T2_DEPTH", "WG"))
@@ -109,7 +111,7 @@ def _axes(order, kind: str) -> list[tuple[str, str, tuple]]:
 def _lu_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:
     """(family, key, values) searched in order by coordinate descent."""
     axes = _axes(LU_ORDER, kind)
-    return axes[:11] + axes[-2:] if quick else axes
+    return axes[:11] + axes[-3:] if quick else axes
 
 
 def _chol_axes(kind: str, quick: bool) -> list[tuple[str, str, tuple]]:

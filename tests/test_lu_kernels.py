@@ -244,16 +244,17 @@ def test_grid_panels_divide_by_subnormal_pivots(queue, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("fewest", (1, 5, 99))
-def test_grid_panels_on_the_fewest_work_groups(queue, dtype, fewest):
+@pytest.mark.parametrize("fewest, tall", ((1, 0), (5, 0), (99, 0), (1, 40), (5, 40)))
+def test_grid_panels_on_the_fewest_work_groups(queue, dtype, fewest, tall):
     """GRID_FEWEST = g: each panel's launch takes the fewest work-groups whose register
     rows hold its row blocks, at least g and at most compute units x GRID_PER_CU (a
     panel that all of them cannot hold in GRID_RPI rows per item takes twice or four
-    times as many: the first one on two compute units); the factors and pivots are
-    those of every work-group."""
+    times as many: the first one on two compute units; with GRID_TALL = t a panel of
+    more than t rows starts from twice GRID_RPI); the factors and pivots are those of
+    every work-group."""
     if dtype == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("device has no float64")
-    p = dict(GRID_SET, GRID_PER_CU=8, GRID_FEWEST=fewest)
+    p = dict(GRID_SET, GRID_PER_CU=8, GRID_FEWEST=fewest, GRID_TALL=tall)
     most = oclla.device_info(queue).compute_units * 8
     n = 77
     a = np.random.default_rng(8).standard_normal((n, n)).astype(dtype)
@@ -265,13 +266,17 @@ def test_grid_panels_on_the_fewest_work_groups(queue, dtype, fewest):
     blocks = [-(-(n - c0) // p["GRID_WY"]) for c0 in range(0, n, p["NB"])]
 
     def rows(b):                         # twice, then four times GRID_RPI for taller panels
-        r = p["GRID_RPI"]
+        t = p["GRID_TALL"]
+        r = p["GRID_RPI"] * (2 if t and b * p["GRID_WY"] > t else 1)
         for _ in range(2):
             r *= 2 if b > most * r else 1
         return r
 
     assert launched == [min(most, max(fewest, -(-b // rows(b)))) for b in blocks]
     assert len(set(launched)) > 1 or fewest == 99
+    if tall:                             # the second panel (62 rows) on half as many
+        p["GRID_TALL"] = 0
+        assert launched[1] * 2 == min(most, max(fewest, -(-blocks[1] // rows(blocks[1]))))
     assert passes(lu_backward_error(a, lu, piv))
     np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
 
@@ -296,7 +301,7 @@ def test_grid_shapes_that_cannot_run_are_refused(queue):
     base = dict(_params.params(queue, "lu", np.float32))
     for bad in (dict(GRID_WX=3), dict(GRID_WY=0), dict(GRID_RPI=3), dict(GRID_PER_CU=0),
                 dict(GRID_WX=info.max_work_group_size, GRID_WY=2), dict(GRID_FEWEST=-1),
-                dict(GRID_FEWEST=4, GRID_RPI=0)):
+                dict(GRID_FEWEST=4, GRID_RPI=0), dict(GRID_TALL=-1)):
         assert "GRID" in _params.check("lu", dict(base, **bad), info, 4), bad
     assert "PANEL" in _params.check("lu", dict(base, PANEL="rows"), info, 4)
     assert _params.check("lu", dict(base, PANEL="grid"), info, 4) is None
@@ -350,6 +355,32 @@ def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ah
     np.testing.assert_array_equal(a, before)
     assert passes(lu_backward_error(a, lu, piv))
     np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape, scan, flat", [
+    ((8, 64, 16), 4, 0), ((8, 64, 16), 32, 1000), ((4, 16, 64), 2, 1000), ((16, 32, 32), 8, 0)])
+def test_register_leaves_break_ties_by_the_lowest_row(queue, dtype, shape, scan, flat):
+    """A = L U with every multiplier of magnitude 1 (L's entries below the diagonal
+    +-1, U's small integers: elimination is exact): every pivot column's candidates
+    tie, spread over the leaf's items and their groups, and LAPACK takes the
+    lowest row each time (no interchange)."""
+    if np.dtype(dtype) == np.float64 and not oclla.device_info(queue).fp64:
+        pytest.skip("no float64 on this device")
+    lw, wg, slots = shape
+    _params.override("lu", buildable(queue, dtype, dict(
+        NB=8, LEAF_W=lw, PANEL_WG=wg, REG_SLOTS=slots, PANEL="leaf", SMALL_N=0, LOOKAHEAD=0,
+        FLAT_N=flat, LEAF_SCAN=scan), key="LEAF_W"))
+    rng = np.random.default_rng(lw * wg + scan)
+    n = 61
+    lower = np.tril(rng.choice([-1.0, 1.0], (n, n)), -1) + np.eye(n)
+    upper = np.triu(rng.integers(1, 4, (n, n)).astype(float))
+    a = (lower @ upper).astype(dtype)
+    lu, piv = oclla.lu_factor(a, queue=queue)
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1])
+    np.testing.assert_array_equal(piv, np.arange(n))
+    np.testing.assert_array_equal(np.triu(lu), upper.astype(dtype))
+    np.testing.assert_array_equal(np.tril(lu, -1), np.tril(lower, -1).astype(dtype))
 
 
 def factor_recorded(queue, lu_params: dict, n: int, seed: int):
