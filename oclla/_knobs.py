@@ -831,13 +831,18 @@ FAMILIES = {f.name: f for f in (
              "ms; g = 16 and 66 alike; without a look-ahead no faster",
              _fixed(0), ints(0), _LU, {"GPU": (0, 16, 32, 64), "CPU": (0,)}),
         Knob("GRID_TALL", 'PANEL = "grid": a panel of more than GRID_TALL rows takes '
-             "twice GRID_RPI register rows per item (0: never), and so, with GRID_FEWEST, "
-             "half as many work-groups, leaving compute units to the look-ahead's trailing "
-             "update where that update, not the panel, is what the next panel waits for.  "
+             "twice GRID_RPI register rows per item, one of more than twice GRID_TALL four "
+             "times, and so on (0: never), and so, with GRID_FEWEST, about as many "
+             "work-groups as a panel of GRID_TALL rows, leaving compute units to the "
+             "look-ahead's trailing update where that update, not the panel, is what the "
+             "next panel waits for.  "
              "H200, 4096 against 0 (alternating processes): sgetrf 8192 / 16384 41.0 / "
              "169.2-170.2 -> 38.4-38.6 / 164.5-165.5 ms, dgetrf 56.2-56.6 / 246.1-246.2 -> "
-             "53.2-53.8 / 242.2-243.1 ms; 3072 slows sgetrf 4096 (13.8 -> 14.9-15.2 ms), "
-             "whose panels are what its factorization waits for",
+             "53.2-53.8 / 242.2-243.1 ms with twice the rows past 4096 only; four times "
+             "past 8192 then took sgetrf 12288 / 16384 85.1-85.4 / 164.3-164.9 -> "
+             "82.8-83.2 / 159.0-159.3 ms and dgetrf 16384 243.0 -> 240.1-240.5 (12288 "
+             "level); 3072 slows sgetrf 4096 (13.8 -> 14.9-15.2 ms), whose panels are "
+             "what its factorization waits for",
              _fixed(0), ints(0), _LU, {"GPU": (0, 4096, 6144), "CPU": (0,)}),
         Knob("GRID_RPI", 'PANEL = "grid": the most rows per work-item held in registers '
              '(the program is built for this many; a panel that needs fewer passes its '

@@ -323,17 +323,18 @@ class Panels:
 
     def _grid_rows(self, blocks: int) -> int:
         """Register rows per item of a grid panel of ``blocks`` row blocks: GRID_RPI, or
-        twice as many for a panel of more than GRID_TALL rows (so that, with GRID_FEWEST,
-        it takes half as many work-groups and leaves compute units to the trailing
-        update beside it); that, or (where it leaves rows in memory on every work-group
-        that can run at once) twice as many, or four times where twice still leaves
-        some, at most the knob's largest choice.  H200 (GRID_RPI 8, against it throughout): sgetrf 10240 / 12288 /
+        twice as many for a panel of more than GRID_TALL rows, four times past twice
+        GRID_TALL and so on (so that, with GRID_FEWEST, a panel taller than GRID_TALL
+        takes about as many work-groups as one of GRID_TALL rows and leaves the other
+        compute units to the trailing update beside it); that, or (where it leaves rows
+        in memory on every work-group that can run at once) twice as many, or four
+        times where twice still leaves some, at most the knob's largest choice.  H200 (GRID_RPI 8, against it throughout): sgetrf 10240 / 12288 /
         16384 72.4 / 106.3 / 197.8 -> 69.5 / 99.0 / 183.9 ms, dgetrf 12288 / 16384 138.7 /
         271.6 -> 137.1 / 262.3 (10240 94.2 -> 95.5); 8192, whose panels 8 hold, level
         (benchmarks/results/nvidia-h200-2026-11-30-grid-rows-2.txt)."""
         rpi, tall = self.p["GRID_RPI"], self.p["GRID_TALL"]
-        if rpi and tall and blocks * self.p["GRID_WY"] > tall and rpi < max(GRID_RPIS):
-            rpi *= 2
+        while rpi and tall and blocks * self.p["GRID_WY"] > tall and rpi < max(GRID_RPIS):
+            rpi, tall = rpi * 2, tall * 2
         for _ in range(2):
             if not rpi or rpi >= max(GRID_RPIS) or blocks <= self.grid_groups * rpi:
                 break
