@@ -328,8 +328,9 @@ class Panels:
         takes about as many work-groups as one of GRID_TALL rows and leaves the other
         compute units to the trailing update beside it); that, or (where it leaves rows
         in memory on every work-group that can run at once) twice as many, or four
-        times where twice still leaves some, at most the knob's largest choice.  H200 (GRID_RPI 8, against it throughout): sgetrf 10240 / 12288 /
-        16384 72.4 / 106.3 / 197.8 -> 69.5 / 99.0 / 183.9 ms, dgetrf 12288 / 16384 138.7 /
+        times where twice still leaves some, at most the knob's largest choice.  The
+        latter, H200 (GRID_RPI 8, against it throughout): sgetrf 10240 / 12288 / 16384
+        72.4 / 106.3 / 197.8 -> 69.5 / 99.0 / 183.9 ms, dgetrf 12288 / 16384 138.7 /
         271.6 -> 137.1 / 262.3 (10240 94.2 -> 95.5); 8192, whose panels 8 hold, level
         (benchmarks/results/nvidia-h200-2026-11-30-grid-rows-2.txt)."""
         rpi, tall = self.p["GRID_RPI"], self.p["GRID_TALL"]
