@@ -753,9 +753,9 @@ FAMILIES = {f.name: f for f in (
              "(permute_rows: one work-group, a local round trip per interchange where "
              "laswp makes a global one per CHUNK); 0: never.  H200, one column: n = 1024 "
              "143-159 -> 39-40 us, 4096 556-674 -> 140-142 us; PoCL, 2 cores, n = 4000: "
-             "laswp was faster (16 columns 156 against 289 us)",
-             _by_kind(256, 0), ints(0), ("oclla/blas.py",),
-             {"GPU": (0, 64, 256), "CPU": (0, 16)})), None, _fits_group("WG")),
+             "laswp was faster (16 columns 156 against 289 us).  Not tuned: only "
+             "lu_solve takes this route, and the tuner times factorizations",
+             _by_kind(256, 0), ints(0), ("oclla/blas.py",))), None, _fits_group("WG")),
     Family("lu", "The blocked LU (oclla/lu_blocked.py): panels, their leaves, the "
            "trailing updates.", (
         Knob("NB", "panel width; 256 on CPUs, where the panel is halved recursively and "

@@ -94,8 +94,9 @@ LU_ORDER = (("lu", "PANEL"), ("lu", "REG_SLOTS"), ("lu", "NB"), ("lu", "PANEL_SP
             ("lu", "GRID_RPI"), ("lu", "GRID_WY"), ("lu", "LEAF_UNR"), ("lu", "REG_SLOTS"),
             ("lu", "FLAT_N"), ("lu", "LEAF_SCAN"), ("lu", "LEAF_WG"), ("lu", "LEAF_STAGE"),
             ("lu", "FLAT_AHEAD"), ("lu", "GRID_PER_CU"), ("trsm", "TRSM_NB"),
-            ("trsm", "INVERSE"), ("trsm", "REGISTER"), ("laswp", "WG"), ("laswp", "CHUNK"),
-            ("gemm_thin", "MAX_K"), ("gemm_thin", "TILE_M"), ("gemm_thin", "TILE_N"),
+            ("trsm", "INVERSE"), ("trsm", "REGISTER"), ("trsm", "DOUBLING"), ("laswp", "WG"),
+            ("laswp", "CHUNK"), ("gemm_thin", "MAX_K"), ("gemm_thin", "TILE_M"),
+            ("gemm_thin", "TILE_N"),
             ("lu", "INVERT_ONCE"), ("lu", "FAR_COLS"), ("lu", "LOOKAHEAD"),
             ("lu", "GRID_FEWEST"), ("lu", "GRID_TALL"))
 #: The same for the blocked Cholesky; ``quick`` keeps the first 3.

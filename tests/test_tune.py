@@ -159,6 +159,20 @@ def test_per_pivot_search_keeps_a_correct_shape(queue, small_problems, family):
     assert tune.check_lu(queue, np.float32, method="pivot", variant=family) is None
 
 
+@pytest.mark.parametrize("kind", ("GPU", "CPU"))
+def test_descent_visits_every_knob_with_values_to_try(kind):
+    """Every knob of the families the LU's and the Cholesky's coordinate descents search
+    that declares more than one value to try is one of their axes (a knob left out would
+    keep its derived value on every tuned device)."""
+    from oclla import _knobs
+    searched = tune._lu_axes(kind, False) + tune._chol_axes(kind, False)
+    axes = {(fam, key) for fam, key, _ in searched}
+    for fam in {fam for fam, _ in axes}:
+        for knob in _knobs.FAMILIES[fam].knobs:
+            if len(_knobs.tuned_values(fam, knob.name, kind)) > 1:
+                assert (fam, knob.name) in axes, (fam, knob.name)
+
+
 def test_cli_refuses_unknown_families(capsys):
     with pytest.raises(SystemExit) as exc:
         tune.main(["--families", "gemm,nonsense"])
