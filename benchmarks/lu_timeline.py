@@ -8,7 +8,8 @@ on either side; then the panels (getrf_grid, getf2_rows, getf2_leaf, leaf_column
 their kernel time, the time from each panel's end to the next one's start (what
 the panels wait for, grouped by the first kernels in between), and with
 ``--window k`` every kernel that overlaps the k-th grid panel or the time up to
-the next one (start and end relative to that panel's end, in us).
+the next one (start and end relative to that panel's end, in us, and when the host
+enqueued it: a kernel enqueued after the one before it ended waited for the host).
 """
 
 import argparse
@@ -81,7 +82,8 @@ def report(kernels, window: int | None) -> None:
         for k, phase in kernels:
             if k.end > p.start and k.start < q.start and k is not p:
                 print(f"      {k.name:14s} [{phase:6s}] {str(k.global_size):16s} "
-                      f"{(k.start - p.end) / 1e3:8.1f} .. {(k.end - p.end) / 1e3:8.1f} us")
+                      f"{(k.start - p.end) / 1e3:8.1f} .. {(k.end - p.end) / 1e3:8.1f} us, "
+                      f"enqueued at {(k.queued - p.end) / 1e3:8.1f}")
 
 
 def main(argv=None):
