@@ -364,8 +364,8 @@ def test_property_register_leaves(queue, n, seed, shape, flat, scan, leaf_wg, ah
 def test_register_leaves_break_ties_by_the_lowest_row(queue, dtype, shape, scan, flat):
     """A = L U with every multiplier of magnitude 1 (L's entries below the diagonal
     +-1, U's small integers: elimination is exact): every pivot column's candidates
-    tie, spread over the leaf's items and the folds of their candidates, and LAPACK takes the
-    lowest row each time (no interchange)."""
+    tie, spread over the leaf's items (shape: LEAF_W, PANEL_WG, REG_SLOTS) and the folds
+    of their candidates, and LAPACK takes the lowest row each time (no interchange)."""
     if np.dtype(dtype) == np.float64 and not oclla.device_info(queue).fp64:
         pytest.skip("no float64 on this device")
     lw, wg, slots = shape

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import oclla
-from oclla import _params, tune
+from oclla import _knobs, _params, tune
 
 
 @pytest.fixture
@@ -164,7 +164,6 @@ def test_descent_visits_every_knob_with_values_to_try(kind):
     """Every knob of the families the LU's and the Cholesky's coordinate descents search
     that declares more than one value to try is one of their axes (a knob left out would
     keep its derived value on every tuned device)."""
-    from oclla import _knobs
     searched = tune._lu_axes(kind, False) + tune._chol_axes(kind, False)
     axes = {(fam, key) for fam, key, _ in searched}
     for fam in {fam for fam, _ in axes}:
